@@ -1,0 +1,3 @@
+from spotpatch_agent.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,7 @@
+"""The wire contract: models, error codes, limits (DESIGN.md §3–§4). Imports nothing internal."""
+
+from spotpatch_agent.protocol.errors import APPLICATION_ERROR, RETRYABLE, ErrorCode, ToolErrorCode
+from spotpatch_agent.protocol.limits import LIMITS, MAX_FRAME_BYTES
+from spotpatch_agent.protocol.models import *  # noqa: F401,F403
+
+__all__ = ["APPLICATION_ERROR", "ErrorCode", "LIMITS", "MAX_FRAME_BYTES", "RETRYABLE", "ToolErrorCode"]

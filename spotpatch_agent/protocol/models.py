@@ -1,0 +1,365 @@
+"""Pydantic v2 models of the wire contract (DESIGN.md §3, §4, §12).
+
+camelCase on the wire (aliases), snake_case in Python. Everything that comes from a client or from
+trusted configuration forbids unknown keys. ``dump()`` gives the wire dict of any model.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from spotpatch_agent.protocol.limits import LIMITS
+
+
+class WireModel(BaseModel):
+    """Base of every model sent by the engine (unknown keys ignored on read)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=False)
+
+    def dump(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+class InModel(WireModel):
+    """Base of every model received from a client or trusted config: unknown keys are errors."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+# ---------------------------------------------------------------- trusted configuration (§12)
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
+
+
+class ModelProfile(InModel):
+    id: str = Field(pattern=_ID.pattern)
+    model: str = Field(min_length=1, max_length=200)
+    display_name: str = Field(min_length=1, max_length=120)
+
+
+class ProviderProfile(InModel):
+    id: str = Field(pattern=_ID.pattern)
+    display_name: str = Field(min_length=1, max_length=120)
+    api: Literal["chat", "responses"] = "chat"
+    base_url: str = Field(min_length=1, max_length=2000)
+    api_key_env: str = Field(pattern=_ENV_NAME.pattern)
+    headers: dict[str, str] = Field(default_factory=dict)
+    models: list[ModelProfile] = Field(min_length=1)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, v: str) -> str:
+        if not re.match(r"^https?://", v):
+            raise ValueError("baseUrl must start with http:// or https://")
+        return v.rstrip("/")
+
+
+class CheckConfig(InModel):
+    id: str = Field(pattern=_ID.pattern)
+    name: str = Field(min_length=1, max_length=120)
+    command: str = Field(min_length=1)
+    args: list[str] = Field(default_factory=list)
+    required: bool = True
+    timeout_sec: int | None = Field(default=None, ge=1)
+
+
+class Limits(InModel):
+    """Every key optional; an absent key takes its default, a given one must be 1..hard cap."""
+
+    max_targets: int | None = None
+    max_instruction_chars: int | None = None
+    max_turns: int | None = None
+    max_tool_calls: int | None = None
+    job_timeout_sec: int | None = None
+    tool_timeout_sec: int | None = None
+    check_timeout_sec: int | None = None
+    read_max_lines: int | None = None
+    read_max_bytes: int | None = None
+    list_max_results: int | None = None
+    search_max_results: int | None = None
+    editable_file_max_bytes: int | None = None
+    max_changed_files: int | None = None
+    max_diff_bytes: int | None = None
+    local_snapshot_max_files: int | None = None
+    local_snapshot_max_bytes: int | None = None
+    check_output_max_bytes: int | None = None
+    write_jobs_per_project: int | None = None
+
+    @model_validator(mode="after")
+    def _within_caps(self) -> Limits:
+        for field in type(self).model_fields:
+            value = getattr(self, field)
+            name = to_camel(field)
+            default, cap = LIMITS[name]
+            if value is None:
+                setattr(self, field, default)
+            elif not 1 <= value <= cap:
+                raise ValueError(f"limits.{name} must be between 1 and {cap}")
+        return self
+
+    def get(self, name: str) -> int:
+        """The effective value of a limit by its wire name (e.g. ``"maxTurns"``)."""
+        return getattr(self, _snake(name))
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), name)
+
+
+class Modes(InModel):
+    auto: bool = False
+    trusted_auto: bool = False
+
+
+class TrustedConfig(InModel):
+    """The trusted configuration (DESIGN.md §12): Vite plugin options or ``spotpatch.config.json``."""
+
+    providers: list[ProviderProfile] = Field(default_factory=list)
+    checks: list[CheckConfig] = Field(default_factory=list)
+    limits: Limits = Field(default_factory=Limits)
+    modes: Modes = Field(default_factory=Modes)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> TrustedConfig:
+        seen: set[str] = set()
+        for p in self.providers:
+            for m in p.models:
+                if m.id in seen:
+                    raise ValueError(f"model profile id {m.id!r} is used twice")
+                seen.add(m.id)
+        ids = [c.id for c in self.checks]
+        if len(ids) != len(set(ids)):
+            raise ValueError("check ids must be unique")
+        return self
+
+    def find_model(self, model_profile_id: str) -> tuple[ProviderProfile, ModelProfile] | None:
+        for p in self.providers:
+            for m in p.models:
+                if m.id == model_profile_id:
+                    return p, m
+        return None
+
+
+# ---------------------------------------------------------------- annotation (§4)
+
+_ALLOWED_ATTR = re.compile(r"^(id|class|role|aria-[a-z0-9-]+|data-testid|name|type|href|alt|title)$")
+
+
+class SourceLocation(InModel):
+    file: str = Field(min_length=1, max_length=1024)
+    line: int = Field(ge=1)
+    column: int = Field(default=1, ge=1)
+    component: str | None = Field(default=None, max_length=200)
+
+
+class Rect(InModel):
+    x: float
+    y: float
+    width: float
+    height: float
+
+
+class ElementInfo(InModel):
+    tag_name: str = Field(min_length=1, max_length=64)
+    selector: str | None = Field(default=None, max_length=1000)
+    text: str = Field(default="", max_length=500)
+    attributes: dict[str, str] = Field(default_factory=dict)
+    rect: Rect | None = None
+
+    @field_validator("attributes")
+    @classmethod
+    def _allowed_attributes(cls, v: dict[str, str]) -> dict[str, str]:
+        for key, value in v.items():
+            if not _ALLOWED_ATTR.match(key):
+                raise ValueError(f"attribute {key!r} is not allowed")
+            if len(value) > 500:
+                raise ValueError(f"attribute {key!r} is longer than 500 characters")
+        return v
+
+
+class Target(InModel):
+    index: int = Field(ge=1)
+    instruction: str = Field(min_length=1, max_length=LIMITS["maxInstructionChars"][1])
+    source: SourceLocation | None = None
+    element: ElementInfo
+
+
+class SpotAnnotation(InModel):
+    annotation_id: str = Field(min_length=1, max_length=128)
+    page_url: str = Field(default="/", max_length=2000)
+    targets: list[Target] = Field(min_length=1, max_length=LIMITS["maxTargets"][1])
+
+    @field_validator("page_url")
+    @classmethod
+    def _path_only(cls, v: str) -> str:
+        if not v.startswith("/") or v.startswith("//"):
+            raise ValueError("pageUrl must be a path and query only (start with a single '/')")
+        return v
+
+    @model_validator(mode="after")
+    def _indexes(self) -> SpotAnnotation:
+        if [t.index for t in self.targets] != list(range(1, len(self.targets) + 1)):
+            raise ValueError("target indexes must be 1, 2, 3, … in order")
+        return self
+
+
+# ---------------------------------------------------------------- methods (§3)
+
+ApplyMode = Literal["review", "auto", "trusted-auto"]
+JobStatus = Literal[
+    "preparing", "running", "validating", "awaiting-review", "applying", "applied",
+    "reverting", "reverted", "failed", "cancelled", "closed",
+]
+TERMINAL_STATUSES: frozenset[str] = frozenset({"failed", "cancelled", "closed", "reverted"})
+
+
+class ClientInfo(InModel):
+    name: str = Field(max_length=200)
+    version: str | None = Field(default=None, max_length=200)
+
+
+class InitializeParams(InModel):
+    protocol_version: str
+    process_id: int | None = None
+    client_info: ClientInfo | None = None
+    project_root: str
+    config: TrustedConfig = Field(default_factory=TrustedConfig)
+
+
+class ServerInfo(WireModel):
+    name: str
+    version: str
+
+
+class Capabilities(WireModel):
+    ai_enabled: bool
+    apply_modes: list[ApplyMode]
+    tools: list[str]
+
+
+class InitializeResult(WireModel):
+    protocol_version: str
+    server_info: ServerInfo
+    capabilities: Capabilities
+
+
+class EmptyParams(InModel):
+    pass
+
+
+class PromptRenderParams(InModel):
+    annotation: SpotAnnotation
+
+
+class PromptTarget(WireModel):
+    index: int
+    source: str | None
+
+
+class PromptRenderResult(WireModel):
+    text: str
+    targets: list[PromptTarget]
+
+
+class JobCreateParams(InModel):
+    annotation: SpotAnnotation
+    model_profile_id: str = Field(min_length=1, max_length=64)
+    apply_mode: ApplyMode = "review"
+    trusted_fast_mode_consent: bool | None = None
+    local_changes_consent: bool | None = None
+
+
+class JobIdParams(InModel):
+    job_id: str = Field(min_length=1, max_length=64)
+
+
+class ErrorInfo(WireModel):
+    code: str
+    message: str
+    retryable: bool
+
+
+class FileStat(WireModel):
+    path: str
+    added: int
+    removed: int
+    status: Literal["added", "modified", "deleted"]
+
+
+class JobSnapshot(WireModel):
+    job_id: str
+    status: JobStatus
+    annotation_id: str
+    model_profile_id: str
+    apply_mode: ApplyMode
+    created_at: str
+    updated_at: str
+    turns: int = 0
+    tool_calls: int = 0
+    last_seq: int = 0
+    files: list[FileStat] = Field(default_factory=list)
+    message: str | None = None
+    error: ErrorInfo | None = None
+
+
+class DiffResult(WireModel):
+    diff: str
+    files: list[FileStat]
+
+
+class HealthCounts(WireModel):
+    staged: int = 0
+    unstaged: int = 0
+    untracked: int = 0
+    conflicted: int = 0
+
+
+class RepoHealth(WireModel):
+    state: Literal["clean", "consent-required", "blocked"]
+    reasons: list[str] = Field(default_factory=list)
+    counts: HealthCounts = Field(default_factory=HealthCounts)
+
+
+# ---------------------------------------------------------------- events (§3)
+
+EventKind = Literal["status", "activity", "message", "check", "diff", "error"]
+
+
+class JobEvent(WireModel):
+    """``job/event`` params: ``{jobId, seq, at, kind, …}``; the rest depends on ``kind``.
+
+    - ``status``: ``status``, optional ``message``
+    - ``activity``: ``phase`` (started|finished), ``tool``, ``toolCallId``, ``turn``, optional ``path``,
+      ``checkId``, ``ok``, ``durationMs``, ``errorCode``, ``retryable``
+    - ``message``: ``text`` (bounded model text)
+    - ``diff``: ``files``
+    - ``error``: ``error`` {code, message, retryable}
+    """
+
+    job_id: str
+    seq: int
+    at: str
+    kind: EventKind
+    status: JobStatus | None = None
+    message: str | None = None
+    phase: Literal["started", "finished"] | None = None
+    tool: str | None = None
+    tool_call_id: str | None = None
+    turn: int | None = None
+    path: str | None = None
+    check_id: str | None = None
+    ok: bool | None = None
+    duration_ms: int | None = None
+    error_code: str | None = None
+    retryable: bool | None = None
+    text: str | None = None
+    files: list[FileStat] | None = None
+    error: ErrorInfo | None = None
+
+
+AnyParams = Annotated[dict[str, Any], Field()]

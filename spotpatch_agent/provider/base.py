@@ -1,0 +1,103 @@
+"""The one small provider interface (DESIGN.md §11). Each wire format implements it in its own module.
+
+A turn request is provider-neutral; an adapter converts it (pure functions) to its wire format, streams the
+response, and yields internal events in order:
+
+- :class:`TextDelta` — a piece of assistant text (bounded by the adapter to ``max_text_bytes``).
+- :class:`ToolCallEvent` — one complete tool call, emitted once its arguments are complete (end of turn for
+  Chat Completions). ``arguments_json`` is always a JSON *object* text; when the streamed arguments do not
+  parse as an object, ``invalid`` holds a short sanitized reason and the call must be answered with a failed
+  tool result (never executed, never treated as ``{}``).
+- :class:`TurnEnd` — exactly once, last: ``stop_reason`` (``tool_calls`` | ``stop`` | ``length`` | … | None)
+  and ``usage`` (provider's usage object or None).
+
+Errors are raised as :class:`spotpatch_agent.errors.ProviderError` with codes ``PROVIDER_AUTH`` (401/403),
+``PROVIDER_UNAVAILABLE`` (connect/DNS/5xx/timeout), ``PROVIDER_PROTOCOL`` (unparseable or truncated stream,
+error object inside a 200 stream), ``LIMIT_EXCEEDED`` (context length). Messages never contain the key.
+Cancellation: cancelling the surrounding anyio scope closes the HTTP stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A function tool offered to the model: strict JSON Schema ``parameters`` (DESIGN.md §6)."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class UserMessage:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallRecord:
+    """A call as the provider sent it; ``id`` is the provider's original id (echoed back verbatim)."""
+
+    id: str
+    name: str
+    arguments_json: str
+
+
+@dataclass(frozen=True)
+class AssistantTurn:
+    text: str
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+
+
+@dataclass(frozen=True)
+class ToolResultMessage:
+    call_id: str
+    output: str
+
+
+ConversationItem = UserMessage | AssistantTurn | ToolResultMessage
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    system: str
+    items: tuple[ConversationItem, ...]
+    tools: tuple[ToolSpec, ...]
+    model: str
+    #: Ask the model to call a tool this turn ("required") or leave it free ("auto").
+    tool_choice: str = "auto"
+    max_output_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallEvent:
+    id: str
+    name: str
+    arguments_json: str
+    invalid: str | None = None
+
+
+@dataclass(frozen=True)
+class TurnEnd:
+    stop_reason: str | None
+    usage: dict[str, Any] | None = field(default=None)
+
+
+ProviderEvent = TextDelta | ToolCallEvent | TurnEnd
+
+
+class ProviderAdapter(Protocol):
+    """One wire format. ``stream_turn`` yields events of one model turn and ends after :class:`TurnEnd`."""
+
+    def stream_turn(self, request: TurnRequest) -> AsyncIterator[ProviderEvent]: ...
+
+    async def aclose(self) -> None: ...
