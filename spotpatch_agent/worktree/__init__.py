@@ -1,0 +1,58 @@
+"""Git isolation for jobs (DESIGN.md §8): fixed-argv git runner, repository health, one detached
+worktree per job with a baseline commit, the agent's result diff, and safe apply/revert.
+
+Public surface (re-exported here; modules: ``git``, ``repo``, ``health``, ``isolation``, ``changes``)::
+
+    run_git(args, *, cwd, input=None, check=True, timeout=60, read_only=False, redact=()) -> GitResult
+    repo_health(root, limits) -> RepoHealth
+    create_worktree(root, job_id, *, limits=None) -> Worktree
+    result_diff(wt) -> (diff, [FileStat])
+    change_hashes(wt) -> ChangeHashes(baseline, result)
+    remove_worktree(root, wt) -> None                     never raises
+    sweep_orphans(root, *, live_job_ids=frozenset()) -> int
+    apply_change(root, diff, baseline_hashes, *, expected_head, result_hashes=None,
+                 journal=None) -> AppliedChange
+    revert_change(root, applied, *, expected_head, journal=None) -> None
+"""
+
+from __future__ import annotations
+
+from spotpatch_agent.worktree.changes import (
+    NULL_JOURNAL,
+    AppliedChange,
+    ChangeHashes,
+    ChangeJournal,
+    apply_change,
+    change_hashes,
+    file_hash,
+    revert_change,
+)
+from spotpatch_agent.worktree.git import GitResult, run_git, sanitize
+from spotpatch_agent.worktree.health import repo_health
+from spotpatch_agent.worktree.isolation import (
+    Worktree,
+    create_worktree,
+    remove_worktree,
+    result_diff,
+    sweep_orphans,
+)
+
+__all__ = [
+    "NULL_JOURNAL",
+    "AppliedChange",
+    "ChangeHashes",
+    "ChangeJournal",
+    "GitResult",
+    "Worktree",
+    "apply_change",
+    "change_hashes",
+    "create_worktree",
+    "file_hash",
+    "remove_worktree",
+    "repo_health",
+    "result_diff",
+    "revert_change",
+    "run_git",
+    "sanitize",
+    "sweep_orphans",
+]

@@ -1,0 +1,150 @@
+"""Entry points: ``spotpatch-agent serve | run | demo`` (DESIGN.md §1).
+
+``serve`` speaks the protocol on stdin/stdout; fd 1 is reserved for frames before anything else runs, so
+a stray ``print``, a C-level write or a child process can only reach stderr. ``run`` drives one job from
+the terminal; ``demo`` runs a real job on the bundled demo app (offline with a scripted provider).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from spotpatch_agent import __version__
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PROMPT_ONLY = 0, 1, 2, 3
+
+
+def setup_logging() -> None:
+    from spotpatch_agent.policy.redact import RedactingFilter, redact_env_keys
+
+    redact_env_keys()
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(RedactingFilter())
+    handler.setFormatter(logging.Formatter("[spotpatch] %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(os.environ.get("SPOTPATCH_LOG", "INFO").upper())
+    for noisy in ("httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="spotpatch-agent", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"spotpatch-agent {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("serve", help="speak the JSON-RPC protocol on stdin/stdout")
+    run = sub.add_parser("run", help="run one annotation job on a git project from the terminal")
+    run.add_argument("--project", required=True, type=Path, help="the project's git top-level directory")
+    run.add_argument("--target", action="append", default=[], metavar="FILE:LINE[:COL]",
+                     help="a target's source location (repeat; pairs with --instruction in order)")
+    run.add_argument("--instruction", action="append", default=[], metavar="TEXT",
+                     help="what to change at the matching --target")
+    run.add_argument("--config", type=Path, help="trusted config (default: <project>/spotpatch.config.json)")
+    run.add_argument("--model", help="model profile id (default: the first configured)")
+    run.add_argument("--apply", action="store_true", help="apply the diff to the working tree when the job succeeds")
+    demo = sub.add_parser("demo", help="run a real job on the bundled demo Vite app (offline without OPENAI_API_KEY)")
+    demo.add_argument("--keep", action="store_true", help="keep the temporary demo project")
+    args = parser.parse_args(argv)
+
+    if args.command == "serve":
+        return serve()
+    setup_logging()
+    if args.command == "run":
+        from spotpatch_agent.terminal import run_command
+
+        return run_command(args)
+    from spotpatch_agent.demo.runner import run_demo
+
+    return run_demo(keep=args.keep)
+
+
+def serve() -> int:
+    """Serve the protocol until ``exit``, stdin EOF or the parent's death; returns the exit code."""
+    protocol_fd = os.dup(1)
+    os.dup2(2, 1)  # fd 1 now points at stderr: nothing but frames can reach the protocol stream
+    sys.stdout = sys.stderr
+    setup_logging()
+
+    import anyio
+
+    from spotpatch_agent.engine.service import EngineService
+    from spotpatch_agent.protocol.limits import MAX_FRAME_BYTES
+    from spotpatch_agent.protocol.models import (
+        EmptyParams,
+        InitializeParams,
+        JobCreateParams,
+        JobIdParams,
+        PromptRenderParams,
+    )
+    from spotpatch_agent.rpc.server import REQUEST_ID, RpcServer
+
+    server: RpcServer
+    service = EngineService(send_event=lambda event: server.notify("job/event", event))
+
+    async def initialize(params: InitializeParams) -> Any:
+        result = await service.initialize(params)
+        _watch_parent(params.process_id, server)
+        return result
+
+    created_by: dict[Any, str] = {}  # job/create request id → job id, for a late $/cancelRequest
+
+    async def job_create(params: JobCreateParams) -> Any:
+        snapshot = await service.job_create(params)
+        created_by[REQUEST_ID.get()] = snapshot.job_id
+        return snapshot
+
+    async def late_cancel(request_id: Any) -> None:
+        job_id = created_by.get(request_id)
+        if job_id is not None:
+            await service.cancel_running(job_id)
+
+    async def main_task() -> None:
+        async with service.running():
+            await anyio.sleep_forever()
+
+    handlers: dict[str, Any] = {
+        "initialize": (InitializeParams, initialize),
+        "health/get": (EmptyParams, service.health),
+        "prompt/render": (PromptRenderParams, service.prompt_render),
+        "job/create": (JobCreateParams, job_create),
+        "job/get": (JobIdParams, service.job_get),
+        "job/diff": (JobIdParams, service.job_diff),
+        "job/cancel": (JobIdParams, service.job_cancel),
+        "job/apply": (JobIdParams, service.job_apply),
+        "job/revert": (JobIdParams, service.job_revert),
+        "job/close": (JobIdParams, service.job_close),
+    }
+    server = RpcServer(in_fd=0, out_fd=protocol_fd, handlers=handlers, on_stop=service.stop_all,
+                       max_body_bytes=MAX_FRAME_BYTES, main=main_task, late_cancel=late_cancel)
+    _watch_parent(None, server)
+    return server.serve()
+
+
+def _watch_parent(process_id: int | None, server: Any) -> None:
+    """Stop the server when ``process_id`` (or, with None, our original parent) dies (DESIGN.md §3)."""
+    original_ppid = os.getppid()
+
+    def alive() -> bool:
+        if process_id is None:
+            return os.getppid() == original_ppid
+        try:
+            os.kill(process_id, 0)  # Windows: os.kill with signal 0 is not a probe; use psutil there (TODO)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def watch() -> None:
+        while alive():
+            threading.Event().wait(0.25)
+        logging.getLogger("spotpatch.rpc").warning("parent process is gone: stopping")
+        server.stop()
+
+    threading.Thread(target=watch, name="spotpatch-parent-watch", daemon=True).start()

@@ -1,0 +1,127 @@
+"""``spotpatch-agent demo``: a real annotation job on the bundled demo Vite app (README's first command).
+
+Copies ``demo/app`` into a temp dir, makes it a one-commit git repo, and runs the job "target 1: make the
+Save button primary; target 2: show the price with two decimals" through the real engine: worktree, tool
+loop, diff, apply, revert. With ``OPENAI_API_KEY`` set (optional ``OPENAI_BASE_URL``, ``SPOTPATCH_MODEL``)
+it uses that provider; without, a local scripted OpenAI-compatible server on 127.0.0.1 plays a fixed
+tool-calling conversation through the same adapter — and the output says that no model is involved.
+Exit 0 only when the diff was produced, applied, shown, reverted and the file verified restored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+from contextlib import ExitStack
+from pathlib import Path
+
+import anyio
+
+from spotpatch_agent.demo.script import DEMO_TARGETS, EXPECTED_AFTER, demo_turns
+from spotpatch_agent.protocol.models import JobCreateParams, JobIdParams, SpotAnnotation, TrustedConfig
+from spotpatch_agent.terminal import print_event
+
+APP_DIR = Path(__file__).with_name("app")
+DEMO_KEY_ENV = "SPOTPATCH_DEMO_API_KEY"
+TOUCHED = "src/components/ProductCard.tsx"
+IDENTITY = ["-c", "user.name=SpotPatch Demo", "-c", "user.email=demo@spotpatch.invalid"]
+
+
+def make_demo_project(dest: Path) -> Path:
+    """Copy the demo app to ``dest`` and commit it (fixed argv git, no global identity needed)."""
+    shutil.copytree(APP_DIR, dest, ignore=shutil.ignore_patterns("__pycache__", "node_modules"))
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], [*IDENTITY, "commit", "-q", "-m", "demo app"]):
+        subprocess.run(["git", *args], cwd=dest, check=True, stdin=subprocess.DEVNULL, capture_output=True)
+    return dest
+
+
+def _config(base_url: str, key_env: str, model: str) -> TrustedConfig:
+    return TrustedConfig.model_validate({"providers": [{
+        "id": "demo", "displayName": "Demo provider", "api": "chat", "baseUrl": base_url, "apiKeyEnv": key_env,
+        "models": [{"id": "demo-model", "model": model, "displayName": model}],
+    }]})
+
+
+def _show(path: Path, title: str) -> None:
+    print(f"\n--- {title}: {TOUCHED} ---")
+    for n, line in enumerate(path.read_text("utf-8").splitlines(), start=1):
+        if "price" in line or "Save" in line:
+            print(f"{n:>4}| {line}")
+
+
+def run_demo(*, keep: bool = False) -> int:
+    from spotpatch_agent.provider.scripted import ScriptedProviderServer
+
+    with ExitStack() as stack:
+        tmp = Path(tempfile.mkdtemp(prefix="spotpatch-demo-"))
+        if not keep:
+            stack.callback(shutil.rmtree, tmp, True)
+        project = make_demo_project(tmp / "demo-app")
+        original = (project / TOUCHED).read_bytes()
+        scripted = not os.environ.get("OPENAI_API_KEY")
+        if scripted:
+            server = stack.enter_context(ScriptedProviderServer(demo_turns()))
+            os.environ[DEMO_KEY_ENV] = "sk-demo-" + secrets.token_hex(12)
+            config = _config(server.base_url, DEMO_KEY_ENV, "scripted-demo")
+            print("SpotPatch demo — NO MODEL IS INVOLVED: OPENAI_API_KEY is not set, so a scripted local provider on\n"
+                  "127.0.0.1 plays a fixed tool-calling conversation through the real engine (worktree, tools, diff,\n"
+                  "apply, revert). Set OPENAI_API_KEY (and optionally OPENAI_BASE_URL, SPOTPATCH_MODEL) to use a model.")
+        else:
+            base = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
+            model = os.environ.get("SPOTPATCH_MODEL", "gpt-4o-mini")
+            config = _config(base, "OPENAI_API_KEY", model)
+            print(f"SpotPatch demo — using model {model!r} from your OpenAI-compatible provider.")
+        print(f"Demo project: a fresh git copy of the bundled Vite + React app{' (kept at ' + str(project) + ')' if keep else ''}.")
+        for t in DEMO_TARGETS:
+            print(f"  target {t['index']}: {t['source']['file']}:{t['source']['line']} <{t['element']['tagName']}> — {t['instruction']}")
+        _show(project / TOUCHED, "before")
+        code = anyio.run(_drive, project, config, original, scripted)
+        print("\nDemo finished: diff produced, applied, reverted and verified." if code == 0 else "\nDemo FAILED.")
+        return code
+
+
+async def _drive(project: Path, config: TrustedConfig, original: bytes, scripted: bool) -> int:
+    from spotpatch_agent.engine.service import EngineService
+    from spotpatch_agent.errors import SpotPatchError
+
+    service = EngineService(send_event=print_event(sys.stdout))
+    annotation = SpotAnnotation.model_validate({"annotationId": "demo", "pageUrl": "/", "targets": DEMO_TARGETS})
+    async with service.running():
+        try:
+            await service.configure(project, config)
+            print("\n--- job progress ---")
+            snap = await service.job_create(JobCreateParams(annotation=annotation, model_profile_id="demo-model"))
+            ids = JobIdParams(job_id=snap.job_id)
+            await service.wait_job(snap.job_id)
+            snap = await service.job_get(ids)
+            if snap.status != "awaiting-review":
+                print(f"The job ended {snap.status}: {snap.error.code + ' — ' + snap.error.message if snap.error else snap.message}")
+                return 1
+            diff = await service.job_diff(ids)
+            print("\n--- the agent's diff ---")
+            print(diff.diff, end="")
+            snap = await service.job_apply(ids)
+            after = (project / TOUCHED).read_bytes()
+            if snap.status != "applied" or after == original:
+                print("Apply did not change the file.")
+                return 1
+            if scripted and after.decode("utf-8") != EXPECTED_AFTER[TOUCHED]:
+                print("The applied file differs from the scripted conversation's expected result.")
+                return 1
+            _show(project / TOUCHED, "after Apply (the working tree; Vite would hot-reload it)")
+            snap = await service.job_revert(ids)
+            restored = (project / TOUCHED).read_bytes()
+            if snap.status != "reverted" or restored != original:
+                print("Revert did not restore the original bytes.")
+                return 1
+            _show(project / TOUCHED, "after Revert")
+            print(f"\nRestored byte for byte (sha256 {hashlib.sha256(restored).hexdigest()[:16]}…).")
+            return 0
+        except SpotPatchError as exc:
+            print(f"{exc.code.value}: {exc.message}")
+            return 1

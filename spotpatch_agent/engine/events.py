@@ -1,0 +1,50 @@
+"""Per-job event log: ``seq`` starts at 1 and strictly increases per job (DESIGN.md §3).
+
+Events are kept in memory for the job's life (``job/events`` replays them) and sent as ``job/event``
+notifications through ``send``. Every text field is redacted before it is stored.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from spotpatch_agent.policy.redact import REDACTOR
+from spotpatch_agent.protocol.models import JobEvent
+
+MAX_MESSAGE_CHARS = 4000
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class JobEventLog:
+    """Assigns ``seq`` and emits. ``send(params_dict)`` must preserve call order (one writer queue)."""
+
+    def __init__(self, job_id: str, send: Callable[[dict[str, Any]], None]) -> None:
+        self.job_id = job_id
+        self._send = send
+        self._lock = threading.Lock()
+        self.events: list[dict[str, Any]] = []
+
+    @property
+    def last_seq(self) -> int:
+        return len(self.events)
+
+    def emit(self, kind: str, **fields: Any) -> dict[str, Any]:
+        for key in ("message", "text", "path"):
+            if isinstance(fields.get(key), str):
+                fields[key] = REDACTOR(fields[key])[:MAX_MESSAGE_CHARS]
+        with self._lock:
+            seq = len(self.events) + 1
+            event = JobEvent(job_id=self.job_id, seq=seq, at=now_iso(), kind=kind, **fields).dump()
+            self.events.append(event)
+            self._send(event)
+        return event
+
+    def after(self, after_seq: int) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self.events[max(0, after_seq):])

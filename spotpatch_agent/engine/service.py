@@ -1,0 +1,261 @@
+"""The engine's application service: every protocol method of DESIGN.md §3 as one async method.
+
+Used by the JSON-RPC server (``serve``) and in-process by the CLI (``run``, ``demo``). Jobs run as tasks in
+the service's task group; ``stop_all`` cancels them and waits for their worktrees to be removed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from spotpatch_agent import PROTOCOL_VERSION, __version__
+from spotpatch_agent.engine.events import JobEventLog, now_iso
+from spotpatch_agent.engine.job import ACTIVE, JOB_TOOLS, Job, run_job
+from spotpatch_agent.engine.prompt import render_prompt
+from spotpatch_agent.errors import SpotPatchError
+from spotpatch_agent.policy.redact import REDACTOR
+from spotpatch_agent.protocol.errors import ErrorCode
+from spotpatch_agent.protocol.models import (
+    Capabilities,
+    DiffResult,
+    InitializeParams,
+    InitializeResult,
+    JobCreateParams,
+    JobIdParams,
+    JobSnapshot,
+    PromptRenderParams,
+    PromptRenderResult,
+    ProviderProfile,
+    RepoHealth,
+    ServerInfo,
+    TrustedConfig,
+)
+from spotpatch_agent.provider.base import ProviderAdapter
+from spotpatch_agent.worktree.changes import apply_change, revert_change
+from spotpatch_agent.worktree.git import run_git
+from spotpatch_agent.worktree.health import repo_health
+from spotpatch_agent.worktree.isolation import sweep_orphans
+
+log = logging.getLogger("spotpatch.engine")
+
+
+def make_adapter(provider: ProviderProfile) -> ProviderAdapter:
+    """The adapter for ``provider`` with its key read from ``apiKeyEnv`` (never logged: DESIGN.md §11)."""
+    if provider.api != "chat":
+        raise SpotPatchError(ErrorCode.PROVIDER_UNAVAILABLE,
+                             f"Provider {provider.id!r} uses the Responses API, which this engine version does not speak yet.")
+    from spotpatch_agent.provider.chat import ChatCompletionsAdapter
+
+    key = os.environ.get(provider.api_key_env) or None
+    REDACTOR.add_secret(key)
+    return ChatCompletionsAdapter(base_url=provider.base_url, api_key=key, headers=provider.headers)
+
+
+class EngineService:
+    """One project, one trusted config, many jobs (one write job at a time: DESIGN.md §4)."""
+
+    def __init__(self, *, send_event: Callable[[dict[str, Any]], None]) -> None:
+        self._send_event = send_event
+        self._root: Path | None = None
+        self._config = TrustedConfig()
+        self._jobs: dict[str, Job] = {}
+        self._tg: TaskGroup | None = None
+        self._adapter_factory: Callable[[ProviderProfile], ProviderAdapter] = make_adapter
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[EngineService]:
+        """Open the task group jobs run in; on exit cancel every job and remove its worktree."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            try:
+                yield self
+            finally:
+                await self.stop_all()
+                tg.cancel_scope.cancel()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def initialize(self, params: InitializeParams) -> InitializeResult:
+        if params.protocol_version != PROTOCOL_VERSION:
+            raise SpotPatchError(
+                ErrorCode.INVALID_REQUEST,
+                f"Protocol version mismatch: the client speaks {params.protocol_version!r}, "
+                f"this engine speaks {PROTOCOL_VERSION!r}.",
+            )
+        await self.configure(Path(params.project_root), params.config)
+        return InitializeResult(
+            protocol_version=PROTOCOL_VERSION,
+            server_info=ServerInfo(name="spotpatch-agent", version=__version__),
+            capabilities=Capabilities(ai_enabled=self.ai_enabled(), apply_modes=["review"], tools=list(JOB_TOOLS)),
+        )
+
+    async def configure(self, root: Path, config: TrustedConfig) -> None:
+        """Set the project root (must be an existing directory) and trusted config; sweep orphan worktrees."""
+        if not root.is_absolute() or not root.is_dir():
+            raise SpotPatchError(ErrorCode.INVALID_REQUEST, "projectRoot must be an existing absolute directory.")
+        self._root = root.resolve()
+        REDACTOR.add_path(self._root, ".")
+        self._config = config
+        for provider in config.providers:
+            REDACTOR.add_secret(os.environ.get(provider.api_key_env))
+        if (await repo_health(self._root, config.limits)).state != "blocked":
+            swept = await sweep_orphans(self._root)
+            if swept:
+                log.info("removed %d orphaned SpotPatch worktree(s) from an earlier run", swept)
+
+    def ai_enabled(self) -> bool:
+        return any(os.environ.get(p.api_key_env) for p in self._config.providers)
+
+    async def stop_all(self) -> None:
+        """Cancel every running job and wait (bounded) until each removed its worktree."""
+        for job in self._jobs.values():
+            job.cancel_scope.cancel()
+        with anyio.move_on_after(8, shield=True):
+            for job in list(self._jobs.values()):
+                await job.done.wait()
+
+    # ------------------------------------------------------------------ methods
+
+    def _require_root(self) -> Path:
+        if self._root is None:
+            raise SpotPatchError(ErrorCode.INVALID_STATE, "The engine has no project yet: send initialize first.")
+        return self._root
+
+    async def health(self, _params: Any = None) -> RepoHealth:
+        return await repo_health(self._require_root(), self._config.limits)
+
+    async def prompt_render(self, params: PromptRenderParams) -> PromptRenderResult:
+        return render_prompt(params.annotation)
+
+    async def job_create(self, params: JobCreateParams) -> JobSnapshot:
+        root = self._require_root()
+        limits = self._config.limits
+        found = self._config.find_model(params.model_profile_id)
+        if found is None:
+            raise SpotPatchError(ErrorCode.INVALID_REQUEST, f"Unknown modelProfileId {params.model_profile_id!r}.")
+        provider, model = found
+        if not os.environ.get(provider.api_key_env):
+            raise SpotPatchError(ErrorCode.AI_DISABLED,
+                                 f"AI is off for {provider.display_name}: its key variable {provider.api_key_env} is not set.")
+        if params.apply_mode != "review":
+            raise SpotPatchError(ErrorCode.INVALID_REQUEST, f"applyMode {params.apply_mode!r} is not enabled by the trusted config.")
+        if params.trusted_fast_mode_consent is not None:
+            raise SpotPatchError(ErrorCode.INVALID_REQUEST, "trustedFastModeConsent is only valid with applyMode 'trusted-auto'.")
+        if len(params.annotation.targets) > limits.get("maxTargets"):
+            raise SpotPatchError(ErrorCode.INVALID_REQUEST, f"At most {limits.get('maxTargets')} targets per job.")
+        if any(len(t.instruction) > limits.get("maxInstructionChars") for t in params.annotation.targets):
+            raise SpotPatchError(ErrorCode.INVALID_REQUEST, f"An instruction is longer than {limits.get('maxInstructionChars')} characters.")
+        if sum(1 for j in self._jobs.values() if j.status in ACTIVE) >= limits.get("writeJobsPerProject"):
+            raise SpotPatchError(ErrorCode.JOB_CONFLICT, "Another job is running for this project; wait for it or cancel it.")
+        health = await repo_health(root, limits)
+        if health.state == "blocked":
+            raise SpotPatchError(ErrorCode.REPO_BLOCKED, "The repository cannot host a job now: " + ", ".join(health.reasons))
+        if health.state == "consent-required":
+            raise SpotPatchError(
+                ErrorCode.CONSENT_REQUIRED,
+                "The working tree has local changes (staged {staged}, unstaged {unstaged}, untracked {untracked}); "
+                "commit or stash them first — including them in a job is not supported by this engine version."
+                .format(**health.counts.dump()),
+            )
+        adapter = self._adapter_factory(provider)
+        head = (await run_git(["rev-parse", "--verify", "HEAD^{commit}"], cwd=root)).stdout.decode().strip()
+        job_id = "job_" + secrets.token_hex(8)
+        job = Job(job_id=job_id, params=params, root=root, head_oid=head, provider=provider, model=model,
+                  limits=limits, events=JobEventLog(job_id, self._emit))
+        self._jobs[job_id] = job
+        job.set_status("preparing")
+        assert self._tg is not None
+        self._tg.start_soon(run_job, job, adapter)
+        return job.snapshot()
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        self._send_event(event)
+
+    def _job(self, job_id: str) -> Job:
+        job = self._jobs.get(job_id)
+        if job is None:
+            raise SpotPatchError(ErrorCode.JOB_NOT_FOUND, f"No job {job_id!r} in this engine session.")
+        return job
+
+    async def job_get(self, params: JobIdParams) -> JobSnapshot:
+        return self._job(params.job_id).snapshot()
+
+    async def job_diff(self, params: JobIdParams) -> DiffResult:
+        job = self._job(params.job_id)
+        if job.status == "closed":
+            raise SpotPatchError(ErrorCode.INVALID_STATE, "The job is closed; its diff was discarded.")
+        return DiffResult(diff=job.diff, files=job.files)
+
+    async def job_cancel(self, params: JobIdParams) -> JobSnapshot:
+        job = self._job(params.job_id)
+        if job.status in ("preparing", "running", "validating"):
+            job.cancel_scope.cancel()
+            with anyio.move_on_after(5):
+                await job.done.wait()
+        elif job.status == "awaiting-review":
+            job.set_status("cancelled", "Cancelled; nothing was applied.")
+        elif job.status not in ("cancelled", "failed"):
+            raise SpotPatchError(ErrorCode.INVALID_STATE, f"A job in status {job.status!r} cannot be cancelled.")
+        return job.snapshot()
+
+    async def cancel_running(self, job_id: str) -> None:
+        """Cancel ``job_id`` if it is still running (a ``$/cancelRequest`` for its ``job/create``); else no-op."""
+        job = self._jobs.get(job_id)
+        if job is not None and job.status in ("preparing", "running", "validating"):
+            job.cancel_scope.cancel()
+            with anyio.move_on_after(5):
+                await job.done.wait()
+
+    async def job_apply(self, params: JobIdParams) -> JobSnapshot:
+        job = self._job(params.job_id)
+        if job.status != "awaiting-review":
+            raise SpotPatchError(ErrorCode.INVALID_STATE, f"Only a job awaiting review can be applied (status {job.status!r}).")
+        job.set_status("applying")
+        try:
+            with anyio.CancelScope(shield=True):
+                job.applied = await apply_change(job.root, job.diff, job.baseline_hashes,
+                                                 expected_head=job.head_oid, result_hashes=job.result_hashes)
+        except SpotPatchError as exc:
+            job.set_status("awaiting-review", REDACTOR(exc.message))
+            raise
+        job.set_status("applied")
+        return job.snapshot()
+
+    async def job_revert(self, params: JobIdParams) -> JobSnapshot:
+        job = self._job(params.job_id)
+        if job.status != "applied" or job.applied is None:
+            raise SpotPatchError(ErrorCode.INVALID_STATE, f"Only an applied job can be reverted (status {job.status!r}).")
+        job.set_status("reverting")
+        try:
+            with anyio.CancelScope(shield=True):
+                await revert_change(job.root, job.applied, expected_head=job.head_oid)
+        except SpotPatchError as exc:
+            job.set_status("applied", REDACTOR(exc.message))
+            raise
+        job.set_status("reverted")
+        return job.snapshot()
+
+    async def job_close(self, params: JobIdParams) -> JobSnapshot:
+        job = self._job(params.job_id)
+        if job.status in ACTIVE:
+            raise SpotPatchError(ErrorCode.INVALID_STATE, "Cancel the running job before closing it.")
+        if job.status != "closed":
+            job.diff, job.applied = "", None
+            job.set_status("closed")
+        return job.snapshot()
+
+    async def wait_job(self, job_id: str) -> None:
+        """Wait until the job's run ended (awaiting-review, failed or cancelled)."""
+        await self._job(job_id).done.wait()
+
+    def job_events(self, job_id: str, after_seq: int) -> list[dict[str, Any]]:
+        return self._job(job_id).events.after(after_seq)

@@ -1,0 +1,249 @@
+"""Path policy: which worktree files the agent may read or write (DESIGN.md §7, §6).
+
+One module, used by the file tools now and by changeset validation later:
+
+- :func:`normalize_rel_path` — untrusted text → canonical relative POSIX path, or :class:`PathDenied`.
+- :func:`is_protected` — the protected list, compared case-insensitively on every segment.
+- :func:`load_allowed` / :func:`resolve_allowed` — the filesystem half: no symlink on the path, a regular
+  file inside the root, size bound, UTF-8 text. :func:`load_allowed` returns the bytes it checked, so a
+  caller never reads the file twice (and never reads something other than what was checked).
+- :func:`is_ignored` — git's half: a path git ignores is not allowed (async, one fixed-argv git call).
+
+:class:`PathDenied` is internal. Its ``reason`` is for logs only and is never shown to the model: the
+read tool answers every denial with one uniform message, the write tools fail the job (DESIGN.md §6).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+__all__ = [
+    "BOM",
+    "MAX_PATH_CHARS",
+    "GIT_ENV_ALLOWLIST",
+    "AllowedFile",
+    "PathDenied",
+    "git_env",
+    "is_env_example",
+    "is_ignored",
+    "is_protected",
+    "is_text",
+    "load_allowed",
+    "normalize_rel_path",
+    "resolve_allowed",
+]
+
+#: The UTF-8 byte order mark; allowed at the start of a text file (DESIGN.md §7).
+BOM = b"\xef\xbb\xbf"
+
+#: Longest relative path accepted, in characters.
+MAX_PATH_CHARS = 1024
+
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_DRIVE = re.compile(r"^[A-Za-z]:")
+# Windows-specific: device names and 8.3 short names would alias other files there.
+_WIN_DEVICE = re.compile(r"^(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?$", re.IGNORECASE)
+_WIN_SHORT_NAME = re.compile(r"~[0-9]")
+
+_PROTECTED_ANY_SEGMENT = frozenset({".git", ".spotpatch", "node_modules"})
+_GENERATED_DIRS = frozenset({"dist", "build", ".vite", "coverage", ".next", ".nuxt", ".svelte-kit", "out"})
+_CREDENTIAL_FILES = frozenset({".npmrc", ".netrc", ".pypirc"})
+_LOCKFILES = frozenset(
+    {"package-lock.json", "pnpm-lock.yaml", "yarn.lock", "bun.lockb", "poetry.lock", "uv.lock", "cargo.lock"}
+)
+_KEY_SUFFIXES = (".pem", ".key", ".p12")
+
+
+class PathDenied(Exception):
+    """A path is not an allowed file. ``reason`` is a short log-only diagnostic (never sent to the model)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class AllowedFile:
+    """A file that passed the filesystem policy: ``rel`` (normalized), ``path`` (root / rel), ``data`` (bytes)."""
+
+    rel: str
+    path: Path
+    data: bytes
+
+
+def normalize_rel_path(raw: str) -> str:
+    """Return ``raw`` as a canonical relative POSIX path (NFC), or raise :class:`PathDenied`.
+
+    Rejected (DESIGN.md §7, §6 apply_patch path rules): non-strings, empty or over
+    :data:`MAX_PATH_CHARS` characters, absolute paths, drive letters, any ``:``, backslashes, NUL and
+    other control/format characters, percent-escapes (``%2e``), empty, ``.`` and ``..`` segments, and
+    (Windows-specific, rejected everywhere) segments ending in a dot or space, device names and 8.3
+    short names. Nothing is stripped or repaired: ``./a`` and ``a/`` are rejected, not rewritten.
+    """
+    if not isinstance(raw, str):
+        raise PathDenied("not a string")
+    path = unicodedata.normalize("NFC", raw)
+    if not path or len(path) > MAX_PATH_CHARS:
+        raise PathDenied("empty or too long")
+    for ch in path:
+        if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp"):
+            raise PathDenied("control character")
+    if "\\" in path:
+        raise PathDenied("backslash")
+    if path.startswith("/"):
+        raise PathDenied("absolute")
+    if _DRIVE.match(path) or ":" in path:
+        raise PathDenied("drive letter or colon")
+    if _PERCENT_ESCAPE.search(path):
+        raise PathDenied("percent escape")
+    for segment in path.split("/"):
+        if segment in ("", ".", ".."):
+            raise PathDenied("empty, '.' or '..' segment")
+        if segment[-1] in ". " or _WIN_DEVICE.match(segment) or _WIN_SHORT_NAME.search(segment):
+            raise PathDenied("segment that aliases another name on Windows")
+    return path
+
+
+def is_env_example(rel: str) -> bool:
+    """True for ``.env.example`` in any directory (case-insensitive): readable, never writable."""
+    return rel.rsplit("/", 1)[-1].casefold() == ".env.example"
+
+
+def is_protected(rel: str, *, for_write: bool = False) -> bool:
+    """Whether a normalized relative path is protected (DESIGN.md §7), compared case-insensitively.
+
+    Protected: any segment ``.git``, ``.spotpatch`` or ``node_modules``; a directory segment among the
+    generated outputs (``dist build .vite coverage .next .nuxt .svelte-kit out``); file names ``.env`` and
+    ``.env.*`` (``.env.example`` only when ``for_write``), ``*.pem *.key *.p12 id_*``, ``.npmrc .netrc
+    .pypirc`` and the lockfiles. Pass a path from :func:`normalize_rel_path`.
+    """
+    segments = [s.casefold() for s in rel.split("/")]
+    if any(s in _PROTECTED_ANY_SEGMENT for s in segments):
+        return True
+    if any(s in _GENERATED_DIRS for s in segments[:-1]):
+        return True
+    name = segments[-1]
+    if name == ".env" or name.startswith(".env."):
+        return for_write or name != ".env.example"
+    return name.endswith(_KEY_SUFFIXES) or name.startswith("id_") or name in _CREDENTIAL_FILES or name in _LOCKFILES
+
+
+def is_text(data: bytes) -> bool:
+    """True for UTF-8 text: an optional leading BOM, no NUL byte, valid UTF-8 (DESIGN.md §7)."""
+    body = data[len(BOM) :] if data.startswith(BOM) else data
+    if b"\x00" in body:
+        return False
+    try:
+        body.decode("utf-8", errors="strict")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def load_allowed(root: Path, raw: str, *, for_write: bool, max_bytes: int) -> AllowedFile:
+    """Check ``raw`` against the whole filesystem policy and return the file's bytes.
+
+    ``root`` is the worktree root; ``raw`` untrusted text; ``max_bytes`` the size bound in bytes
+    (``editableFileMaxBytes``). Checks, in order: :func:`normalize_rel_path`; :func:`is_protected`
+    (``for_write`` also refuses ``.env.example``); every component from ``root`` down is ``lstat``-ed and
+    none may be a symlink (a dangling link counts); the file is opened without following links
+    (``O_NOFOLLOW`` where the platform has it) and ``fstat`` must show a regular file of at most
+    ``max_bytes``; its realpath lies inside ``realpath(root)``; its bytes are UTF-8 text (:func:`is_text`).
+    Git ignore rules are *not* checked here (see :func:`is_ignored`).
+
+    Raises :class:`PathDenied` on any failure, including OS errors.
+    """
+    rel = normalize_rel_path(raw)
+    if is_protected(rel, for_write=for_write):
+        raise PathDenied("protected")
+    path = root.joinpath(*rel.split("/"))
+    try:
+        current = root
+        for segment in rel.split("/"):
+            current = current / segment
+            st = os.lstat(current)
+            if stat.S_ISLNK(st.st_mode):
+                raise PathDenied("symlink on the path")
+        if not stat.S_ISREG(st.st_mode):  # checked before open: opening a FIFO would block
+            raise PathDenied("not a regular file")
+        real_root = os.path.realpath(root)
+        real = os.path.realpath(path)
+        if os.path.commonpath([real_root, real]) != real_root or real == real_root:
+            raise PathDenied("outside the root")
+        flags = os.O_RDONLY
+        for extra in ("O_NOFOLLOW", "O_NONBLOCK", "O_BINARY"):  # O_BINARY: Windows-specific
+            flags |= getattr(os, extra, 0)
+        fd = os.open(path, flags)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise PathDenied("not a regular file")
+            if st.st_size > max_bytes:
+                raise PathDenied("too big")
+            with os.fdopen(fd, "rb", closefd=False) as handle:
+                data = handle.read(max_bytes + 1)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise PathDenied(f"os error {exc.errno}") from None
+    except ValueError:  # Windows-specific: commonpath across drives
+        raise PathDenied("outside the root") from None
+    if len(data) > max_bytes:
+        raise PathDenied("too big")
+    if not is_text(data):
+        raise PathDenied("not UTF-8 text")
+    return AllowedFile(rel=rel, path=path, data=data)
+
+
+def resolve_allowed(root: Path, rel: str, *, for_write: bool, max_bytes: int) -> Path:
+    """The absolute path of an allowed file (same checks as :func:`load_allowed`); raises :class:`PathDenied`."""
+    return load_allowed(root, rel, for_write=for_write, max_bytes=max_bytes).path
+
+
+#: Environment variables passed through to git; everything else (keys, tokens, GIT_DIR…) is dropped.
+GIT_ENV_ALLOWLIST = (
+    "PATH",
+    "HOME",
+    "USERPROFILE",
+    "SYSTEMROOT",
+    "WINDIR",
+    "TMPDIR",
+    "TEMP",
+    "TMP",
+    "XDG_CONFIG_HOME",
+    "GIT_CONFIG_NOSYSTEM",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+)
+
+
+def git_env() -> dict[str, str]:
+    """A minimal environment for fixed-argv git calls: the allowlist plus C locale and no prompts."""
+    env = {key: os.environ[key] for key in GIT_ENV_ALLOWLIST if key in os.environ}
+    env.update({"LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"})
+    return env
+
+
+async def is_ignored(root: Path, rel: str) -> bool:
+    """Whether git ignores the normalized path ``rel`` in the work tree at ``root`` (DESIGN.md §7).
+
+    Runs ``git check-ignore -q -- <rel>`` (fixed argv). Tracked files are never "ignored" (same rule as
+    ``git ls-files --others --exclude-standard``, so this agrees with ``list_files``). Fails closed: any
+    git error (exit code other than 0/1, e.g. a path beyond a symlink) counts as ignored.
+    """
+    result = await anyio.run_process(
+        ["git", "-c", "core.fsmonitor=false", "check-ignore", "-q", "--", rel],
+        cwd=root,
+        env=git_env(),
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    return result.returncode != 1

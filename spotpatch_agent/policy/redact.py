@@ -1,0 +1,96 @@
+"""Redaction of secrets and absolute paths from every text that leaves the engine (DESIGN.md §3, invariant 3).
+
+One process-wide :data:`REDACTOR` holds the secret values (API keys read from the environment) and the
+absolute paths (project root, worktrees, home, temp dir) known so far; :class:`RedactingFilter` applies it
+to every log record, and the engine applies it to every event, error and model-facing text.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import tempfile
+import threading
+from pathlib import Path
+
+SECRET_MARK = "[REDACTED]"
+_MIN_SECRET = 6
+
+
+class Redactor:
+    """Replace registered secrets with ``[REDACTED]`` and registered absolute paths with a label."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._secrets: set[str] = set()
+        self._paths: dict[str, str] = {}
+        self._pattern: re.Pattern[str] | None = None
+        self.add_path(Path.home(), "~")
+        self.add_path(Path(tempfile.gettempdir()), "$TMP")
+
+    def add_secret(self, value: str | None) -> None:
+        """Register a secret (ignored when shorter than 6 characters: too short to redact safely)."""
+        if value and len(value) >= _MIN_SECRET:
+            with self._lock:
+                self._secrets.add(value)
+                self._pattern = None
+
+    def add_path(self, path: Path | str, label: str) -> None:
+        """Register an absolute path (and its resolved form) to be shown as ``label``."""
+        variants = {str(path)}
+        try:
+            variants.add(str(Path(path).resolve()))
+        except OSError:
+            pass
+        with self._lock:
+            for v in variants:
+                if len(v) > 1:
+                    self._paths[v.rstrip("/\\")] = label
+            self._pattern = None
+
+    def __call__(self, text: str) -> str:
+        if not text:
+            return text
+        pattern = self._compiled()
+        if pattern is None:
+            return text
+        return pattern.sub(self._replacement, text)
+
+    def _replacement(self, match: re.Match[str]) -> str:
+        found = match.group(0)
+        if found in self._secrets:
+            return SECRET_MARK
+        return self._paths.get(found, SECRET_MARK)
+
+    def _compiled(self) -> re.Pattern[str] | None:
+        with self._lock:
+            if self._pattern is None:
+                # Longest first, so a worktree under the project root is labelled as the worktree.
+                keys = sorted([*self._secrets, *self._paths], key=len, reverse=True)
+                self._pattern = re.compile("|".join(re.escape(k) for k in keys)) if keys else None
+            return self._pattern
+
+
+REDACTOR = Redactor()
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that renders the record (with its traceback) and redacts it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if record.exc_info:
+            message += "\n" + logging.Formatter().formatException(record.exc_info)
+            record.exc_info = None
+            record.exc_text = None
+        record.msg = REDACTOR(message)
+        record.args = None
+        return True
+
+
+def redact_env_keys() -> None:
+    """Register every environment value whose name looks like a credential (``*KEY*``, ``*TOKEN*``, …)."""
+    for name, value in os.environ.items():
+        if re.search(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", name, re.I):
+            REDACTOR.add_secret(value)

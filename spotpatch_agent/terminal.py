@@ -1,0 +1,146 @@
+"""``spotpatch-agent run``: one job from the terminal, with live progress (DESIGN.md §1).
+
+Without a usable provider it prints the v1 prompt (the text ``prompt/render`` returns) and how to
+configure one, and exits 3. Exit 0 only when the job reached ``awaiting-review`` (and, with ``--apply``,
+was applied).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+
+from spotpatch_agent.errors import SpotPatchError
+from spotpatch_agent.protocol.models import JobCreateParams, SpotAnnotation, TrustedConfig
+
+CONFIG_FILE = "spotpatch.config.json"
+
+
+def format_event(event: dict[str, Any]) -> str | None:
+    """One human line for a ``job/event`` (None for events not worth a line)."""
+    kind = event["kind"]
+    if kind == "status":
+        return f"[{event['seq']:>3}] status: {event['status']}" + (f" — {event['message']}" if event.get("message") and event["status"] == "failed" else "")
+    if kind == "activity" and event.get("phase") == "finished":
+        mark = "ok" if event.get("ok") else f"refused ({event.get('errorCode')})"
+        where = f" {event['path']}" if event.get("path") else ""
+        return f"[{event['seq']:>3}]   turn {event.get('turn')}: {event['tool']}{where} → {mark}, {event.get('durationMs')} ms"
+    if kind == "message":
+        text = " ".join(str(event.get("text", "")).split())
+        return f"[{event['seq']:>3}]   model says: {text[:300]}"
+    if kind == "diff":
+        files = ", ".join(f"{f['path']} (+{f['added']}/-{f['removed']})" for f in event.get("files", []))
+        return f"[{event['seq']:>3}] diff ready: {files}"
+    if kind == "error":
+        err = event.get("error") or {}
+        return f"[{event['seq']:>3}] error {err.get('code')}: {err.get('message')}"
+    return None
+
+
+def print_event(out: TextIO) -> Any:
+    def send(event: dict[str, Any]) -> None:
+        line = format_event(event)
+        if line:
+            print(line, file=out, flush=True)
+
+    return send
+
+
+def load_config(project: Path, path: Path | None) -> TrustedConfig:
+    """Trusted config from ``path`` or ``<project>/spotpatch.config.json`` (empty when absent)."""
+    file = path or project / CONFIG_FILE
+    if not file.exists():
+        if path is not None:
+            raise SystemExit(f"spotpatch-agent: config file {path} does not exist")
+        return TrustedConfig()
+    try:
+        return TrustedConfig.model_validate(json.loads(file.read_text("utf-8")))
+    except ValueError as exc:
+        raise SystemExit(f"spotpatch-agent: {file.name} is not a valid SpotPatch config:\n{exc}") from None
+
+
+def build_annotation(targets: list[str], instructions: list[str]) -> SpotAnnotation:
+    if not targets or len(targets) != len(instructions):
+        raise SystemExit("spotpatch-agent run: give one --instruction per --target (at least one pair)")
+    items = []
+    for i, (target, instruction) in enumerate(zip(targets, instructions), start=1):
+        m = re.fullmatch(r"(.+?):(\d+)(?::(\d+))?", target)
+        if not m:
+            raise SystemExit(f"spotpatch-agent run: --target must be FILE:LINE[:COL], got {target!r}")
+        items.append({"index": i, "instruction": instruction,
+                      "source": {"file": m.group(1), "line": int(m.group(2)), "column": int(m.group(3) or 1)},
+                      "element": {"tagName": "unknown"}})
+    try:
+        return SpotAnnotation.model_validate({"annotationId": "cli", "pageUrl": "/", "targets": items})
+    except ValueError as exc:
+        raise SystemExit(f"spotpatch-agent run: {exc}") from None
+
+
+PROVIDER_HELP = """\
+No usable AI provider, so no job ran. Copy the prompt above into any AI tool, or configure a provider in
+spotpatch.config.json at the project root (see docs/configuration.md), for example:
+
+  {"providers": [{"id": "openai", "displayName": "OpenAI", "api": "chat",
+                  "baseUrl": "https://api.openai.com/v1", "apiKeyEnv": "OPENAI_API_KEY",
+                  "models": [{"id": "gpt-4o-mini", "model": "gpt-4o-mini", "displayName": "GPT-4o mini"}]}]}
+
+and set the key variable it names (here OPENAI_API_KEY) in the environment."""
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from spotpatch_agent.engine.prompt import render_prompt
+    from spotpatch_agent.engine.service import EngineService
+
+    project = args.project.resolve()
+    config = load_config(project, args.config)
+    annotation = build_annotation(args.target, args.instruction)
+    service = EngineService(send_event=print_event(sys.stdout))
+    model_id = args.model or next((m.id for p in config.providers for m in p.models), None)
+
+    async def main() -> int:
+        async with service.running():
+            await service.configure(project, config)
+            if model_id is None or not service.ai_enabled():
+                print(render_prompt(annotation).text)
+                print(PROVIDER_HELP, file=sys.stderr)
+                return 3
+            params = JobCreateParams(annotation=annotation, model_profile_id=model_id, apply_mode="review")
+            return await drive_job(service, params, apply=args.apply, revert=False, out=sys.stdout)
+
+    try:
+        return anyio.run(main)
+    except SpotPatchError as exc:
+        print(f"spotpatch-agent: {exc.code.value}: {exc.message}", file=sys.stderr)
+        return 1
+
+
+async def drive_job(service: Any, params: JobCreateParams, *, apply: bool, revert: bool, out: TextIO) -> int:
+    """Create the job, wait for it, print its diff; optionally apply (and revert). Returns an exit code."""
+    from spotpatch_agent.protocol.models import JobIdParams
+
+    snapshot = await service.job_create(params)
+    ids = JobIdParams(job_id=snapshot.job_id)
+    await service.wait_job(snapshot.job_id)
+    snapshot = await service.job_get(ids)
+    if snapshot.status != "awaiting-review":
+        err = snapshot.error
+        print(f"Job {snapshot.status}: {err.code + ': ' + err.message if err else snapshot.message}", file=out)
+        return 1
+    diff = await service.job_diff(ids)
+    print("\n--- the agent's diff (against the job's baseline) ---", file=out)
+    print(diff.diff, file=out, end="" if diff.diff.endswith("\n") else "\n")
+    if not apply:
+        print("Review it, then re-run with --apply to apply it to the working tree.", file=out)
+        return 0
+    snapshot = await service.job_apply(ids)
+    print(f"Applied: status {snapshot.status}.", file=out)
+    if revert:
+        snapshot = await service.job_revert(ids)
+        print(f"Reverted: status {snapshot.status}.", file=out)
+    return 0

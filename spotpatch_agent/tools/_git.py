@@ -1,0 +1,83 @@
+"""A bounded, fixed-argv git runner for the file tools (DESIGN.md §8: model text is never a command line).
+
+Model-supplied text only ever appears as a single argv element after ``-e`` or ``--``, never through a
+shell. Output is read as it streams and bounded: past ``max_bytes`` the process is killed and the result
+is marked ``truncated``. Cancellation (the executor's tool deadline) kills the process; no orphan stays.
+
+TODO(worktree): replace with the worktree package's git runner once it exists.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+from anyio.abc import ByteReceiveStream
+
+from spotpatch_agent.errors import GitError
+from spotpatch_agent.policy.paths import git_env
+
+#: Options put before every subcommand: never run a user fsmonitor hook from inside a tool.
+_GIT_PREFIX = ("git", "-c", "core.fsmonitor=false", "-c", "core.quotepath=off")
+_STDERR_KEEP = 4096
+
+
+@dataclass(frozen=True)
+class GitOutput:
+    """``returncode`` (None when killed after truncation), ``stdout`` bytes, ``truncated`` flag."""
+
+    returncode: int | None
+    stdout: bytes
+    truncated: bool
+
+
+async def run_git(
+    root: Path,
+    *args: str,
+    max_bytes: int = 32 * 1024 * 1024,
+    ok_codes: tuple[int, ...] = (0,),
+    config: tuple[str, ...] = (),
+) -> GitOutput:
+    """Run ``git <args>`` in ``root`` with a minimal environment; stdout bounded to ``max_bytes`` bytes.
+
+    Raises :class:`~spotpatch_agent.errors.GitError` (code ``INTERNAL``, sanitized message naming only the
+    subcommand and exit code) when git exits with a code outside ``ok_codes``. A truncated run is not an
+    error: the caller decides what partial output means. ``config`` adds ``-c key=value`` options.
+    """
+    argv = [*_GIT_PREFIX, *(part for item in config for part in ("-c", item)), *args]
+    process = await anyio.open_process(argv, cwd=root, env=git_env(), stdin=subprocess.DEVNULL, start_new_session=False)
+    chunks: list[bytes] = []
+    size = 0
+    truncated = False
+    stderr_tail = bytearray()
+    try:
+        async with anyio.create_task_group() as tg:
+
+            async def drain_stderr(stream: ByteReceiveStream) -> None:
+                async for chunk in stream:
+                    if len(stderr_tail) < _STDERR_KEEP:
+                        stderr_tail.extend(chunk[: _STDERR_KEEP - len(stderr_tail)])
+
+            assert process.stdout is not None and process.stderr is not None
+            tg.start_soon(drain_stderr, process.stderr)
+            async for chunk in process.stdout:
+                if size + len(chunk) > max_bytes:
+                    chunks.append(chunk[: max_bytes - size])
+                    truncated = True
+                    process.kill()
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+        returncode = await process.wait()
+    finally:
+        with anyio.CancelScope(shield=True):
+            if process.returncode is None:
+                process.kill()
+            await process.aclose()
+    if truncated:
+        return GitOutput(None, b"".join(chunks), True)
+    if returncode not in ok_codes:
+        raise GitError(f"git {args[0]} failed with exit code {returncode}")
+    return GitOutput(returncode, b"".join(chunks), False)

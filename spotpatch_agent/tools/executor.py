@@ -1,0 +1,171 @@
+"""The tool executor: validate one tool call, run it under the worktree's gate and deadline (DESIGN.md §5, §6).
+
+``ToolExecutor(root, limits, tools=...)`` serves one job worktree. :meth:`ToolExecutor.execute` takes the
+provider's tool name and raw arguments text and either returns a :class:`~spotpatch_agent.tools.base.ToolResult`
+(success, or a retryable rejection the model may correct) or raises
+:class:`~spotpatch_agent.errors.JobFailure` (terminal: the job stops). Idempotency of ``(turn, toolCallId)``
+and call budgets are the engine's job, not this one's.
+
+Read-only tools may run concurrently; a write waits for running reads and excludes everything else, so
+writes are serial and never interleave with reads of the same worktree.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+from pydantic import ValidationError
+
+from spotpatch_agent.errors import GitError, JobFailure
+from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
+from spotpatch_agent.protocol.models import Limits
+from spotpatch_agent.tools.base import ToolDef, ToolResult, arguments_guidance, unknown_tool_guidance
+from spotpatch_agent.tools.context import WorktreeContext
+from spotpatch_agent.tools.registry import TOOL_DEFS
+
+#: Arguments text beyond two editable files plus this slack (bytes) is an oversized input (terminal).
+_ARGUMENTS_SLACK_BYTES = 64 * 1024
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+class _Gate:
+    """Readers share; a writer waits for readers to finish and excludes everyone."""
+
+    def __init__(self) -> None:
+        self._cond = anyio.Condition()
+        self._readers = 0
+        self._writing = False
+
+    @asynccontextmanager
+    async def hold(self, *, write: bool) -> AsyncIterator[None]:
+        async with self._cond:
+            while self._writing or (write and self._readers):
+                await self._cond.wait()
+            if write:
+                self._writing = True
+            else:
+                self._readers += 1
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                async with self._cond:
+                    if write:
+                        self._writing = False
+                    else:
+                        self._readers -= 1
+                    self._cond.notify_all()
+
+
+class ToolExecutor:
+    """Runs the file tools in the worktree at ``root`` under ``limits``.
+
+    ``tools``: names offered to the model in this job (default: every registered tool); a call to any
+    other name is answered as an unknown tool. Raises ``KeyError`` for a name that is not registered.
+    """
+
+    def __init__(self, root: Path, limits: Limits, *, tools: Iterable[str] | None = None) -> None:
+        names = list(TOOL_DEFS) if tools is None else list(tools)
+        self._tools: dict[str, ToolDef] = {name: TOOL_DEFS[name] for name in names}
+        self._ctx = WorktreeContext(Path(root), limits)
+        self._gate = _Gate()
+
+    @property
+    def version(self) -> int:
+        """Worktree version: 0 at start, +1 per write (or :meth:`invalidate`); caches live per version."""
+        return self._ctx.version
+
+    def invalidate(self) -> None:
+        """Tell the executor the worktree changed outside its tools (e.g. a check rewrote files)."""
+        self._ctx.bump()
+
+    async def execute(self, name: str, arguments_json: str) -> ToolResult:
+        """Validate and run one tool call.
+
+        ``name``: the tool name as the provider sent it; ``arguments_json``: the raw arguments text.
+        Returns a retryable ``TOOL_ARGUMENTS_INVALID`` result (before any side effect) for an unknown tool,
+        invalid JSON, JSON that is not an object, duplicate keys, or missing/unknown/mistyped arguments.
+        Raises ``JobFailure``: ``LIMIT_EXCEEDED`` for arguments over ``2 × editableFileMaxBytes + 64 KiB``
+        bytes or a call over ``toolTimeoutSec`` seconds; ``INTERNAL`` when git or the OS fails; and each
+        tool's own terminal failures (see its module).
+        """
+        tool = self._tools.get(name)
+        if tool is None:
+            return ToolResult.rejected(ToolErrorCode.TOOL_ARGUMENTS_INVALID, unknown_tool_guidance(list(self._tools)))
+        limits = self._ctx.limits
+        if len(arguments_json.encode("utf-8", errors="replace")) > (
+            2 * limits.get("editableFileMaxBytes") + _ARGUMENTS_SLACK_BYTES
+        ):
+            raise JobFailure(ErrorCode.LIMIT_EXCEEDED, f"{name}: the arguments are too large")
+        args_or_problem = _parse_arguments(tool, arguments_json)
+        if isinstance(args_or_problem, ToolResult):
+            return args_or_problem
+        try:
+            with anyio.fail_after(limits.get("toolTimeoutSec")):
+                async with self._gate.hold(write=tool.writes):
+                    return await tool.handler(self._ctx, args_or_problem)
+        except TimeoutError:
+            raise JobFailure(ErrorCode.LIMIT_EXCEEDED, f"{name} exceeded toolTimeoutSec") from None
+        except GitError as exc:
+            raise JobFailure(ErrorCode.INTERNAL, f"{name}: {exc.message}") from None
+        except OSError:
+            raise JobFailure(ErrorCode.INTERNAL, f"{name}: a file system operation failed") from None
+
+
+def _parse_arguments(tool: ToolDef, arguments_json: str) -> Any:
+    """The validated argument model, or a ``TOOL_ARGUMENTS_INVALID`` result naming only our own field names."""
+    try:
+        raw = json.loads(arguments_json, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+    except _DuplicateKey:
+        return _invalid(tool, ["Each field may appear only once."])
+    except (ValueError, RecursionError):
+        return _invalid(tool, ["The arguments are not valid JSON."])
+    if not isinstance(raw, dict):
+        return _invalid(tool, ["The arguments must be a JSON object."])
+    try:
+        return tool.args.model_validate(raw)
+    except ValidationError as exc:
+        return _invalid(tool, _describe(tool, exc))
+
+
+def _describe(tool: ToolDef, exc: ValidationError) -> list[str]:
+    known = {field.alias or name for name, field in tool.args.model_fields.items()}
+    problems: list[str] = []
+    for error in exc.errors(include_url=False, include_input=False, include_context=False):
+        field = error["loc"][0] if error["loc"] else None
+        if error["type"] == "extra_forbidden":
+            problem = "Unknown fields are not allowed."
+        elif field in known and error["type"] == "missing":
+            problem = f"Missing field {field}."
+        elif field in known:
+            problem = f"Field {field} has the wrong type or value."
+        else:
+            problem = "The arguments do not match the schema."
+        if problem not in problems:
+            problems.append(problem)
+    return problems
+
+
+def _invalid(tool: ToolDef, problems: list[str]) -> ToolResult:
+    return ToolResult.rejected(ToolErrorCode.TOOL_ARGUMENTS_INVALID, arguments_guidance(tool, problems))

@@ -1,0 +1,40 @@
+"""The tool registry: every tool the executor can run and its strict spec for the model (DESIGN.md §6).
+
+``TOOL_DEFS`` maps name → :class:`~spotpatch_agent.tools.base.ToolDef`; ``TOOL_SPECS`` maps name →
+:class:`~spotpatch_agent.provider.base.ToolSpec` (strict JSON Schema ``parameters``). :func:`register` adds a
+tool to both (``apply_patch`` and ``run_check`` are registered by their own modules later).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from spotpatch_agent.provider.base import ToolSpec
+from spotpatch_agent.tools.base import ToolDef, strict_schema
+from spotpatch_agent.tools.list_files import LIST_FILES
+from spotpatch_agent.tools.read_file import READ_FILE
+from spotpatch_agent.tools.replace_text import REPLACE_TEXT
+from spotpatch_agent.tools.search_text import SEARCH_TEXT
+
+TOOL_DEFS: dict[str, ToolDef] = {}
+TOOL_SPECS: dict[str, ToolSpec] = {}
+
+
+def register(tool: ToolDef) -> None:
+    """Add ``tool`` to :data:`TOOL_DEFS` and :data:`TOOL_SPECS`. Raises ``ValueError`` on a duplicate name
+    or an argument model strict mode cannot express."""
+    if tool.name in TOOL_DEFS:
+        raise ValueError(f"tool {tool.name!r} is already registered")
+    spec = ToolSpec(name=tool.name, description=tool.description, parameters=strict_schema(tool.args))
+    TOOL_DEFS[tool.name] = tool
+    TOOL_SPECS[tool.name] = spec
+
+
+def tool_specs(names: Iterable[str]) -> tuple[ToolSpec, ...]:
+    """The specs of ``names``, in the given order, for a provider request. Raises ``KeyError`` for a name
+    that is not registered."""
+    return tuple(TOOL_SPECS[name] for name in names)
+
+
+for _tool in (LIST_FILES, SEARCH_TEXT, READ_FILE, REPLACE_TEXT):
+    register(_tool)

@@ -1,0 +1,278 @@
+"""``replace_text {path, oldText, newText}``: replace the one exact occurrence of ``oldText`` (DESIGN.md §6).
+
+Write tool. Works on the file's bytes: ``oldText``/``newText`` are encoded as UTF-8; a UTF-8 BOM is kept
+and never added; in a file whose line endings are consistently CRLF (or LF), the texts' line endings are
+converted to the file's, so no bare-LF line enters a CRLF file. Cannot create, delete or rename files.
+
+Outcomes, in the order they are decided:
+
+- retryable ``TOOL_ARGUMENTS_INVALID`` (nothing touched): empty ``oldText``, ``newText == oldText``,
+  NUL in ``newText``, text that is not valid Unicode.
+- terminal ``JobFailure(LIMIT_EXCEEDED)``: ``oldText``/``newText`` over ``editableFileMaxBytes`` bytes, or a
+  result over it (oversized input).
+- terminal ``JobFailure(CHANGESET_REJECTED)``: the path is not an allowed, existing, writable file
+  (unnormalizable, protected incl. ``.env.example``, git-ignored, symlink on the path, outside, not
+  regular, missing, binary, too big) — DESIGN.md §6 "path escapes, protected files … are terminal".
+- retryable ``PATCH_REJECTED`` (file unchanged): ``oldText`` occurs zero times, or more than once (the
+  answer names the lines), or ``newText`` would put a BOM at the start.
+- the write: fingerprint the worktree, re-read and compare the original bytes (changed → terminal
+  ``JobFailure(INTERNAL)``), write through a same-directory temp file and ``os.replace``; then
+  ``git diff --check`` on the path. New whitespace problems → the original bytes are restored and, only if
+  the worktree fingerprint equals the pre-call one, a retryable ``PATCH_REJECTED`` naming the problems is
+  returned; otherwise (or if restoring fails) terminal ``JobFailure(INTERNAL)``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import anyio
+from pydantic import Field
+
+from spotpatch_agent.errors import JobFailure
+from spotpatch_agent.policy.paths import (
+    BOM,
+    PathDenied,
+    is_ignored,
+    is_protected,
+    load_allowed,
+    normalize_rel_path,
+)
+from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
+from spotpatch_agent.tools._fs import write_atomic
+from spotpatch_agent.tools.base import ToolArgs, ToolDef, ToolResult, arguments_guidance
+from spotpatch_agent.tools.context import TextFile, WorktreeContext, display_lines
+from spotpatch_agent.tools.read_file import render
+
+DESCRIPTION = (
+    "Replace exactly one occurrence of oldText with newText in an existing allowed text file. "
+    "oldText must be copied exactly from the current file (from read_file without the '   12| ' prefixes, "
+    "or from search_text), including indentation, and must occur exactly once: add surrounding lines if "
+    "needed. Cannot create, delete or rename files."
+)
+
+_MAX_POSITIONS = 1000
+_MAX_LISTED = 20
+
+
+class ReplaceTextArgs(ToolArgs):
+    path: str = Field(description="Relative POSIX path of an existing file, e.g. 'src/App.tsx'.")
+    old_text: str = Field(description="Exact current text to replace; must occur exactly once in the file.")
+    new_text: str = Field(description="Replacement text (may be empty to delete oldText).")
+
+
+def _eol_bytes(body: bytes, text: str) -> bytes:
+    """``text`` as UTF-8 with its line endings converted to the file's when the file is consistent."""
+    crlf = body.count(b"\r\n")
+    bare_lf = body.count(b"\n") - crlf
+    if crlf and not bare_lf:
+        text = text.replace("\r\n", "\n").replace("\n", "\r\n")
+    elif bare_lf and not crlf:
+        text = text.replace("\r\n", "\n")
+    return text.encode("utf-8")
+
+
+def _positions(haystack: bytes, needle: bytes) -> list[int]:
+    """Start offsets of every (overlapping) occurrence, at most :data:`_MAX_POSITIONS`."""
+    found: list[int] = []
+    index = haystack.find(needle)
+    while index >= 0 and len(found) < _MAX_POSITIONS:
+        found.append(index)
+        index = haystack.find(needle, index + 1)
+    return found
+
+
+def _terminal_path(rel: str | None) -> JobFailure:
+    where = f" {rel}" if rel else ""
+    return JobFailure(ErrorCode.CHANGESET_REJECTED, f"replace_text refused: the path{where} is not an allowed file")
+
+
+def _invalid(problem: str) -> ToolResult:
+    return ToolResult.rejected(ToolErrorCode.TOOL_ARGUMENTS_INVALID, arguments_guidance(REPLACE_TEXT, [problem]))
+
+
+async def replace_text(ctx: WorktreeContext, args: ReplaceTextArgs) -> ToolResult:
+    """Run ``replace_text`` (see the module docstring for every outcome). Must run under the write gate."""
+    max_bytes = ctx.limits.get("editableFileMaxBytes")
+    try:
+        old_raw, new_raw = args.old_text.encode("utf-8"), args.new_text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _invalid("oldText and newText must be valid Unicode text.")
+    if len(old_raw) > max_bytes or len(new_raw) > max_bytes:
+        raise JobFailure(ErrorCode.LIMIT_EXCEEDED, "replace_text: oldText or newText exceeds editableFileMaxBytes")
+    if not args.old_text:
+        return _invalid("oldText must not be empty.")
+    if args.old_text == args.new_text:
+        return _invalid("newText must differ from oldText.")
+    if "\0" in args.new_text:
+        return _invalid("newText must not contain NUL characters.")
+
+    try:
+        rel = normalize_rel_path(args.path)
+    except PathDenied:
+        raise _terminal_path(None) from None
+    if is_protected(rel, for_write=True) or await is_ignored(ctx.root, rel):
+        raise _terminal_path(rel)
+    try:
+        allowed = load_allowed(ctx.root, rel, for_write=True, max_bytes=max_bytes)
+    except PathDenied:
+        raise _terminal_path(rel) from None
+
+    data = allowed.data
+    bom = BOM if data.startswith(BOM) else b""
+    body = data[len(bom) :]
+    old_b, new_b = _eol_bytes(body, args.old_text), _eol_bytes(body, args.new_text)
+    found = _positions(body, old_b)
+    if not found:
+        return ToolResult.rejected(
+            ToolErrorCode.PATCH_REJECTED,
+            f"oldText was not found in {rel}; nothing was changed. Copy the exact current text from a fresh "
+            "read_file or search_text result, without the line-number prefixes ('   12| '), keeping "
+            "indentation and whitespace exactly.",
+            path=rel,
+        )
+    if len(found) > 1:
+        lines = [str(body.count(b"\n", 0, pos) + 1) for pos in found[:_MAX_LISTED]]
+        more = ", …" if len(found) > _MAX_LISTED else ""
+        count = f"{len(found)}+" if len(found) >= _MAX_POSITIONS else str(len(found))
+        return ToolResult.rejected(
+            ToolErrorCode.PATCH_REJECTED,
+            f"oldText occurs {count} times in {rel}, at lines {', '.join(lines)}{more}; nothing was changed. "
+            "Include more surrounding lines in oldText so that it occurs exactly once.",
+            path=rel,
+        )
+    pos = found[0]
+    new_body = body[:pos] + new_b + body[pos + len(old_b) :]
+    if new_body.startswith(BOM):
+        return ToolResult.rejected(
+            ToolErrorCode.PATCH_REJECTED,
+            "newText must not put a byte order mark at the start of the file; nothing was changed.",
+            path=rel,
+        )
+    new_data = bom + new_body
+    if len(new_data) > max_bytes:
+        raise JobFailure(ErrorCode.LIMIT_EXCEEDED, f"replace_text: {rel} would exceed editableFileMaxBytes")
+
+    first_line = body.count(b"\n", 0, pos) + 1
+    last_line = first_line + new_b.count(b"\n") - (1 if new_b.endswith(b"\n") else 0)
+    problems = await _write_checked(ctx, allowed.rel, data, new_data, crlf=b"\r\n" in body)
+    if problems:
+        listed = "\n".join(f"  {p}" for p in problems[:_MAX_LISTED])
+        return ToolResult.rejected(
+            ToolErrorCode.PATCH_REJECTED,
+            f"The edit was undone: git's whitespace check failed on the new text in {rel}:\n{listed}\n"
+            "Fix the whitespace (e.g. trailing spaces, space before tab, blank lines at the end) and call "
+            "replace_text again.",
+            path=rel,
+        )
+    new_file = TextFile(rel=rel, data=new_data, lines=display_lines(new_data))
+    last_line = max(first_line, min(last_line, len(new_file.lines)))
+    shown = render(new_file, first_line, last_line, max_lines=20, max_bytes=4096) if new_file.lines else ""
+    if new_b:
+        summary = f"Replaced 1 occurrence in {rel}; the new text is at lines {first_line}-{last_line}."
+    else:
+        summary = f"Removed 1 occurrence from {rel} at line {first_line}."
+    return ToolResult.success(f"{summary}\n{shown}".rstrip(), path=rel, wrote=True)
+
+
+async def _write_checked(ctx: WorktreeContext, rel: str, original: bytes, new: bytes, *, crlf: bool) -> list[str]:
+    """Write ``new`` over ``original`` and run the whitespace check; returns new problems ([] = kept).
+
+    On problems or on any exception after the write, the original bytes are restored (shielded from
+    cancellation). Raises terminal ``JobFailure(INTERNAL)`` when the file changed under us, restoring
+    fails, or the fingerprint after restoring differs from the one before the call.
+    """
+    config = await _whitespace_config(ctx) if crlf else ()
+    before_fp = await ctx.fingerprint()
+    before = await _whitespace_problems(ctx, rel, config)
+    path = _recheck(ctx, rel, original)
+    try:
+        write_atomic(path, new)
+    except OSError:
+        raise JobFailure(ErrorCode.INTERNAL, f"replace_text could not write {rel}") from None
+    finally:
+        ctx.bump()
+    try:
+        after = await _whitespace_problems(ctx, rel, config)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            _restore(ctx, rel, path, original)
+        raise
+    added = Counter(key for key, _ in after) - Counter(key for key, _ in before)
+    if not added:
+        return []
+    _restore(ctx, rel, path, original)
+    if await ctx.fingerprint() != before_fp:
+        raise JobFailure(ErrorCode.INTERNAL, f"replace_text: the worktree changed while undoing the edit of {rel}")
+    problems: list[str] = []
+    for (message, text), number in after:
+        if added[(message, text)] > 0:
+            added[(message, text)] -= 1
+            shown = f" {text[:200]!r}" if text else ""
+            problems.append(f"line {number}: {message}{shown}")
+    return problems
+
+
+def _recheck(ctx: WorktreeContext, rel: str, original: bytes) -> Path:
+    """Re-read the file through the policy; it must still hold ``original`` (DESIGN.md §6)."""
+    try:
+        current = load_allowed(ctx.root, rel, for_write=True, max_bytes=ctx.limits.get("editableFileMaxBytes"))
+    except PathDenied:
+        raise JobFailure(ErrorCode.INTERNAL, f"replace_text: {rel} changed before it could be written") from None
+    if current.data != original:
+        raise JobFailure(ErrorCode.INTERNAL, f"replace_text: {rel} changed before it could be written")
+    return current.path
+
+
+def _restore(ctx: WorktreeContext, rel: str, path: Path, original: bytes) -> None:
+    try:
+        write_atomic(path, original)
+    except OSError:
+        raise JobFailure(ErrorCode.INTERNAL, f"replace_text could not restore {rel}") from None
+    finally:
+        ctx.bump()
+
+
+async def _whitespace_config(ctx: WorktreeContext) -> tuple[str, ...]:
+    """For a CRLF file, add ``cr-at-eol`` to the repository's ``core.whitespace`` (else every line fails)."""
+    out = await ctx.git("config", "--get", "core.whitespace", ok_codes=(0, 1), max_bytes=4096)
+    current = out.stdout.decode("utf-8", errors="replace").strip()
+    return (f"core.whitespace={current + ',' if current else ''}cr-at-eol",)
+
+
+_Problem = tuple[tuple[str, str], int]
+
+
+async def _whitespace_problems(ctx: WorktreeContext, rel: str, config: tuple[str, ...]) -> list[_Problem]:
+    """``git diff --check -- <rel>`` problems as ``((message, added line text), line number)``; the key
+    leaves out the line number, so a problem present before and after an edit compares equal."""
+    out = await ctx.git(
+        "diff",
+        "--check",
+        "--no-color",
+        "--no-ext-diff",
+        "--",
+        f":(literal){rel}",
+        ok_codes=(0, 2),
+        max_bytes=1024 * 1024,
+        config=config,
+    )
+    lines = out.stdout.decode("utf-8", errors="replace").split("\n")
+    prefix = f"{rel}:"
+    problems: list[_Problem] = []
+    for index, line in enumerate(lines):
+        if not line.startswith(prefix):
+            continue
+        number, _, message = line[len(prefix) :].partition(": ")
+        if not number.isdigit():
+            continue
+        following = lines[index + 1] if index + 1 < len(lines) else ""
+        text = following[1:] if following.startswith("+") else ""
+        problems.append(((message.strip(), text), int(number)))
+    return problems
+
+
+REPLACE_TEXT = ToolDef(
+    name="replace_text", description=DESCRIPTION, args=ReplaceTextArgs, handler=replace_text, writes=True
+)

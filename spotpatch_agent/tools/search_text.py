@@ -1,0 +1,133 @@
+"""``search_text {query, glob?, maxResults}``: bounded fixed-string search in allowed files (DESIGN.md §6).
+
+Read-only. Runs ``git grep -F -n -I --no-color -z --untracked --exclude-standard -e <query>`` in the worktree:
+the query is one argv element after ``-e`` (never a shell word, never a regex, a leading ``-`` is literal),
+binary files are skipped, ignored files are not searched. Hits are kept only in files of the allowed listing
+(so never in protected, symlinked or oversized files) and matching the optional glob. Output: a header,
+then ``path:line: text`` per hit (text cut to 200 characters), at most
+``min(maxResults, searchMaxResults)`` hits and :data:`~spotpatch_agent.tools.base.OUTPUT_MAX_CHARS` characters.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from spotpatch_agent.protocol.errors import ToolErrorCode
+from spotpatch_agent.tools.base import (
+    OUTPUT_MAX_CHARS,
+    ToolArgs,
+    ToolDef,
+    ToolResult,
+    arguments_guidance,
+    check_pattern,
+)
+from spotpatch_agent.tools.context import WorktreeContext, compile_glob
+
+DESCRIPTION = (
+    "Search allowed project files for an exact, case-sensitive text (not a regex), one line at most. "
+    "Returns 'path:line: text' hits. Optional glob filters paths like list_files. Read-only."
+)
+
+#: Longest line text shown per hit, in characters.
+HIT_TEXT_MAX_CHARS = 200
+_RAW_OUTPUT_MAX_BYTES = 8 * 1024 * 1024
+# Pathspecs that keep git from even reading protected trees (an optimisation; the listing filter decides).
+_EXCLUDES = tuple(
+    f":(exclude,icase,glob)**/{d}/**"
+    for d in (
+        "node_modules",
+        ".spotpatch",
+        "dist",
+        "build",
+        ".vite",
+        "coverage",
+        ".next",
+        ".nuxt",
+        ".svelte-kit",
+        "out",
+    )
+)
+
+
+class SearchTextArgs(ToolArgs):
+    query: str = Field(description="Exact text to find (case-sensitive, single line, not a regex).")
+    glob: str | None = Field(description="Optional glob on the relative path, e.g. 'src/**/*.tsx'; null for all.")
+    max_results: int = Field(ge=1, description="Maximum hits to return (the job's limit caps it).")
+
+
+def _parse_hits(out: bytes) -> list[tuple[str, int, str]]:
+    """Parse ``path\\0line\\0text\\n`` records; an incomplete trailing record is dropped."""
+    hits: list[tuple[str, int, str]] = []
+    pos = 0
+    while True:
+        path_end = out.find(b"\0", pos)
+        line_end = out.find(b"\0", path_end + 1) if path_end >= 0 else -1
+        text_end = out.find(b"\n", line_end + 1) if line_end >= 0 else -1
+        if text_end < 0:
+            return hits
+        try:
+            path = out[pos:path_end].decode("utf-8")
+            line = int(out[path_end + 1 : line_end])
+        except (UnicodeDecodeError, ValueError):
+            pos = text_end + 1
+            continue
+        text = out[line_end + 1 : text_end].decode("utf-8", errors="replace").removesuffix("\r")
+        hits.append((path, line, text))
+        pos = text_end + 1
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= HIT_TEXT_MAX_CHARS else text[: HIT_TEXT_MAX_CHARS - 1] + "…"
+
+
+async def search_text(ctx: WorktreeContext, args: SearchTextArgs) -> ToolResult:
+    """Run ``search_text``. Raises ``JobFailure(LIMIT_EXCEEDED)`` for a query or glob over 1000 characters."""
+    if (bad := check_pattern(SEARCH_TEXT, "query", args.query)) is not None:
+        return bad
+    if any(ch in args.query for ch in "\n\r\0"):
+        return ToolResult.rejected(
+            ToolErrorCode.TOOL_ARGUMENTS_INVALID,
+            arguments_guidance(SEARCH_TEXT, ["query must be a single line of text."]),
+        )
+    match = None
+    if args.glob is not None:
+        if (bad := check_pattern(SEARCH_TEXT, "glob", args.glob)) is not None:
+            return bad
+        try:
+            match = compile_glob(args.glob)
+        except ValueError:
+            return ToolResult.rejected(
+                ToolErrorCode.TOOL_ARGUMENTS_INVALID,
+                arguments_guidance(SEARCH_TEXT, ["glob is not a valid pattern or expands to too many patterns."]),
+            )
+    allowed = set((await ctx.allowed_files()).files)
+    out = await ctx.git(
+        "grep", "-F", "-n", "-I", "--no-color", "-z", "--untracked", "--exclude-standard", "--full-name",
+        "-e", args.query, "--", *_EXCLUDES,
+        max_bytes=_RAW_OUTPUT_MAX_BYTES, ok_codes=(0, 1),
+    )  # fmt: skip
+    cap = min(args.max_results, ctx.limits.get("searchMaxResults"))
+    shown: list[str] = []
+    size = 0
+    more = out.truncated
+    for path, line, text in _parse_hits(out.stdout):
+        if path not in allowed or (match is not None and not match(path)):
+            continue
+        entry = f"{path}:{line}: {_shorten(text)}"
+        if len(shown) >= cap or size + len(entry) + 1 > OUTPUT_MAX_CHARS:
+            more = True
+            break
+        shown.append(entry)
+        size += len(entry) + 1
+    if not shown:
+        header = "No matches in allowed files." if not more else "No complete matches could be shown."
+    elif more:
+        header = f"Showing the first {len(shown)} hits; there are more. Narrow the query or the glob."
+    else:
+        header = f"{len(shown)} hits."
+    return ToolResult.success("\n".join([header, *shown]))
+
+
+SEARCH_TEXT = ToolDef(
+    name="search_text", description=DESCRIPTION, args=SearchTextArgs, handler=search_text, writes=False
+)

@@ -1,0 +1,434 @@
+"""One detached git worktree per job, its baseline commit, its result diff, and its removal (DESIGN.md §8).
+
+Lifecycle::
+
+    create_worktree(root, job_id)     health → record HEAD → worktree add --detach → marker →
+                                      re-verify HEAD + health → git add --all + baseline commit
+    result_diff(wt)                   git add --all (the worktree's own index) → diff vs baseline
+    remove_worktree(root, wt)         worktree remove --force → delete leftovers; never raises
+    sweep_orphans(root)               start-up: remove every worktree carrying our marker
+
+Placement: ``<root>/node_modules/.spotpatch/job-*`` when ``node_modules`` is a real directory (not a
+symlink) that git ignores — so checks resolve the installed packages and the user's ``git status``
+never shows the worktree — else ``<tempdir>/spotpatch-worktrees/job-*``. Ownership marker: a file
+:data:`MARKER_NAME` in the worktree's private git directory (``<common-dir>/worktrees/<id>/``),
+never among the working files. Nothing here writes the user's index, HEAD or branches; the only
+writes to the user's repository are git's own worktree registration and the baseline objects.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import stat
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from spotpatch_agent.errors import GitError, SpotPatchError
+from spotpatch_agent.protocol.errors import ErrorCode
+from spotpatch_agent.protocol.models import FileStat, Limits, RepoHealth
+from spotpatch_agent.worktree.git import run_git, sanitize
+from spotpatch_agent.worktree.health import repo_health
+from spotpatch_agent.worktree.repo import locate, resolve_head, same_path
+
+__all__ = [
+    "Worktree",
+    "create_worktree",
+    "result_diff",
+    "remove_worktree",
+    "sweep_orphans",
+    "MARKER_NAME",
+    "BASELINE_IDENTITY",
+]
+
+log = logging.getLogger("spotpatch.worktree")
+
+#: Name of the ownership marker inside a worktree's private git directory.
+MARKER_NAME = "spotpatch-owner.json"
+#: ``-c`` options of the baseline commit: a fixed identity, no signing (never the user's identity).
+BASELINE_IDENTITY = (
+    "-c", "user.name=SpotPatch",
+    "-c", "user.email=spotpatch@localhost",
+    "-c", "commit.gpgsign=false",
+)
+_CLEANUP_TIMEOUT = 60.0
+_ZERO_OID = "0" * 40
+
+
+@dataclass
+class Worktree:
+    """A job's isolated worktree.
+
+    ``path``: absolute directory of the worktree (never shown to clients). ``head_oid``: the user's
+    HEAD when the job started. ``baseline_oid``: the detached baseline commit inside the worktree —
+    the agent's result is diffed against it. ``admin_dir``: the worktree's private git directory
+    (holds the marker), ``None`` if unknown.
+    """
+
+    path: Path
+    head_oid: str
+    baseline_oid: str
+    job_id: str
+    admin_dir: Path | None = None
+
+
+# ---------------------------------------------------------------- create
+
+
+async def create_worktree(root: Path, job_id: str, *, limits: Limits | None = None) -> Worktree:
+    """Create the job's detached worktree at the user's HEAD and commit its baseline (DESIGN.md §8).
+
+    ``root`` must be the repository's top level. Mode is require-clean: the user's working tree must
+    have no staged, unstaged or untracked changes (include-local-changes comes later).
+
+    Raises ``SpotPatchError(REPO_BLOCKED)`` when health is blocked or HEAD moved while the
+    worktree was being created (``retryable``), ``SpotPatchError(CONSENT_REQUIRED)`` when the
+    working tree is dirty, :class:`GitError` when git fails. On any failure (and on cancellation)
+    everything created so far is removed before the error propagates.
+    """
+    limits = limits or Limits()
+    _raise_unless_clean(await repo_health(root, limits))
+    head = await resolve_head(root)
+    if head is None:  # pragma: no cover - health just saw it; a race
+        raise SpotPatchError(ErrorCode.REPO_BLOCKED, "HEAD cannot be resolved", retryable=True)
+    job_dir = await _make_job_dir(root)
+    wt = Worktree(path=job_dir, head_oid=head, baseline_oid="", job_id=job_id)
+    try:
+        await run_git(["worktree", "add", "--detach", "--quiet", str(job_dir), head], cwd=root, redact=[job_dir])
+        wt.admin_dir = await _admin_dir(job_dir)
+        _write_marker(wt.admin_dir, job_id)
+        if await resolve_head(root) != head:
+            raise SpotPatchError(
+                ErrorCode.REPO_BLOCKED, "HEAD changed while the job was starting; try again", retryable=True
+            )
+        _raise_unless_clean(await repo_health(root, limits))
+        # Seam (include-local-changes, later issue): here apply `git diff --binary HEAD` and copy the
+        # bounded regular untracked files into the worktree, then re-verify HEAD, that diff, the
+        # path set and the file digests against the user's tree (any race fails the job).
+        if await resolve_head(job_dir) != head:
+            raise GitError("the new worktree is not at the recorded HEAD")
+        wt.baseline_oid = await _commit_baseline(wt)
+        return wt
+    except BaseException:
+        await remove_worktree(root, wt)
+        raise
+
+
+def _raise_unless_clean(health: RepoHealth) -> None:
+    if health.state == "blocked":
+        raise SpotPatchError(
+            ErrorCode.REPO_BLOCKED, "the repository cannot be isolated: " + ", ".join(health.reasons)
+        )
+    if health.state == "consent-required":
+        c = health.counts
+        raise SpotPatchError(
+            ErrorCode.CONSENT_REQUIRED,
+            "the working tree has local changes "
+            f"({c.staged} staged, {c.unstaged} unstaged, {c.untracked} untracked); "
+            "commit or stash them, or allow including local changes",
+        )
+
+
+async def _commit_baseline(wt: Worktree) -> str:
+    await run_git(["add", "--all"], cwd=wt.path, timeout=300)
+    message = f"spotpatch baseline {wt.job_id}\n".encode("utf-8", "replace")
+    await run_git(
+        [*BASELINE_IDENTITY, "commit", "--no-verify", "--allow-empty", "--quiet", "--no-gpg-sign", "-F", "-"],
+        cwd=wt.path,
+        input=message,
+        timeout=300,
+    )
+    baseline = await resolve_head(wt.path)
+    if baseline is None or baseline == wt.head_oid:
+        raise GitError("the baseline commit was not created")
+    return baseline
+
+
+# ---------------------------------------------------------------- placement
+
+
+async def _make_job_dir(root: Path) -> Path:
+    """A fresh private (0700) empty directory for the worktree; see the module docstring."""
+    base = await _node_modules_base(root)
+    if base is None:
+        base = Path(tempfile.gettempdir()) / "spotpatch-worktrees"
+    for _attempt in range(3):  # another engine may remove the empty base dir in between
+        _ensure_private_dir(base)
+        try:
+            return Path(tempfile.mkdtemp(prefix="job-", dir=base))
+        except FileNotFoundError:
+            continue
+    raise SpotPatchError(ErrorCode.INTERNAL, "could not create a worktree directory")
+
+
+async def _node_modules_base(root: Path) -> Path | None:
+    node_modules = root / "node_modules"
+    if not _is_real_dir(node_modules):
+        return None
+    base = node_modules / ".spotpatch"
+    if os.path.lexists(base) and not _is_real_dir(base):
+        return None
+    ignored = await run_git(
+        ["check-ignore", "--quiet", "node_modules/.spotpatch/job"], cwd=root, check=False, read_only=True
+    )
+    return base if ignored.returncode == 0 else None
+
+
+def _is_real_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _ensure_private_dir(base: Path) -> None:
+    base.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = os.lstat(base)
+    owned = not hasattr(os, "getuid") or st.st_uid == os.getuid()  # Windows: no uid to compare
+    if not stat.S_ISDIR(st.st_mode) or not owned:
+        raise SpotPatchError(ErrorCode.INTERNAL, "the worktree directory is not a private directory")
+
+
+# ---------------------------------------------------------------- marker and registration
+
+
+async def _admin_dir(worktree_path: Path) -> Path:
+    result = await run_git(
+        ["rev-parse", "--path-format=absolute", "--git-dir"], cwd=worktree_path, read_only=True
+    )
+    return Path(os.path.realpath(result.stdout.decode("utf-8", "surrogateescape").rstrip("\n")))
+
+
+def _write_marker(admin_dir: Path, job_id: str) -> None:
+    record = {"owner": "spotpatch", "jobId": job_id, "pid": os.getpid(), "createdAt": int(time.time())}
+    tmp = admin_dir / (MARKER_NAME + ".tmp")
+    tmp.write_text(json.dumps(record), encoding="utf-8")
+    os.replace(tmp, admin_dir / MARKER_NAME)
+
+
+def _read_marker(admin_dir: Path) -> dict[str, object] | None:
+    try:
+        record = json.loads((admin_dir / MARKER_NAME).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and record.get("owner") == "spotpatch" else None
+
+
+def _registered_path(admin_dir: Path) -> Path | None:
+    """The working directory a worktree registration points at (``gitdir`` holds ``<path>/.git``)."""
+    try:
+        gitdir = (admin_dir / "gitdir").read_text("utf-8", "surrogateescape").strip("\n")
+    except OSError:
+        return None
+    return Path(gitdir).parent if gitdir else None
+
+
+def _points_back(worktree_path: Path, admin_dir: Path) -> bool:
+    """Whether ``<worktree_path>/.git`` is a gitfile naming ``admin_dir`` (guards every deletion)."""
+    try:
+        text = (worktree_path / ".git").read_text("utf-8", "surrogateescape").strip()
+    except OSError:
+        return False
+    if not text.startswith("gitdir:"):
+        return False
+    target = Path(text[len("gitdir:"):].strip())
+    if not target.is_absolute():
+        target = worktree_path / target
+    return same_path(target, admin_dir)
+
+
+async def _registrations(root: Path) -> list[Path]:
+    layout = await locate(root)
+    if layout is None:
+        return []
+    folder = layout.common_dir / "worktrees"
+    try:
+        return sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
+    except OSError:
+        return []
+
+
+# ---------------------------------------------------------------- result
+
+
+async def result_diff(wt: Worktree) -> tuple[str, list[FileStat]]:
+    """The agent's change: everything in the worktree against its baseline commit (DESIGN.md §8).
+
+    Stages the whole worktree first (``git add --all`` on the worktree's own index). Returns
+    ``(diff, files)``: ``diff`` is ``git diff --cached --binary --full-index --no-renames`` against
+    the baseline with ``a/``/``b/`` prefixes (bytes decoded as UTF-8 with ``surrogateescape``, so
+    ``diff.encode("utf-8", "surrogateescape")`` gives git's exact bytes); ``files`` holds one
+    :class:`FileStat` per path (relative POSIX, git's order) with added/removed line counts (0/0 for
+    binary files) and status ``added|modified|deleted``. Raises :class:`GitError`.
+    """
+    await stage_all(wt)
+    common = ["diff", "--cached", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color"]
+    base = [wt.baseline_oid, "--"]
+    diff = await run_git(
+        [*common, "--binary", "--full-index", "--no-relative", "--src-prefix=a/", "--dst-prefix=b/", "-U3", *base],
+        cwd=wt.path,
+        redact=[wt.path],
+        timeout=120,
+    )
+    numstat = await run_git([*common, "--numstat", "-z", *base], cwd=wt.path, redact=[wt.path])
+    raw = await run_git([*common, "--raw", "-z", "--no-abbrev", *base], cwd=wt.path, redact=[wt.path])
+    counts = _parse_numstat(numstat.stdout)
+    files = []
+    for entry in parse_raw(raw.stdout):
+        added, removed = counts.get(entry.path, (0, 0))
+        files.append(FileStat(path=entry.path, added=added, removed=removed, status=entry.status))
+    return diff.stdout.decode("utf-8", "surrogateescape"), files
+
+
+async def stage_all(wt: Worktree) -> None:
+    """``git add --all`` inside the worktree (its index is the engine's, never the user's)."""
+    await run_git(["add", "--all"], cwd=wt.path, redact=[wt.path], timeout=300)
+
+
+@dataclass(frozen=True)
+class RawEntry:
+    """One line of ``git diff --raw -z --no-abbrev``: modes, blob ids (zeros = absent), status, path."""
+
+    old_mode: str
+    new_mode: str
+    old_oid: str | None
+    new_oid: str | None
+    status: str
+    path: str
+
+
+_STATUS = {"A": "added", "D": "deleted", "M": "modified", "T": "modified"}
+
+
+def parse_raw(raw: bytes) -> list[RawEntry]:
+    """Parse ``--raw -z`` output (no renames). Raises :class:`GitError` on an unexpected status."""
+    fields = raw.split(b"\0")
+    entries: list[RawEntry] = []
+    for i in range(0, len(fields) - 1, 2):
+        meta = fields[i].decode("ascii", "replace")
+        if not meta:
+            continue
+        old_mode, new_mode, old_oid, new_oid, letter = meta.lstrip(":").split(" ")
+        if letter[:1] not in _STATUS:
+            raise GitError(f"unexpected diff status {letter[:1]!r}")
+        entries.append(
+            RawEntry(
+                old_mode,
+                new_mode,
+                None if old_oid == _ZERO_OID else old_oid,
+                None if new_oid == _ZERO_OID else new_oid,
+                _STATUS[letter[:1]],
+                fields[i + 1].decode("utf-8", "surrogateescape"),
+            )
+        )
+    return entries
+
+
+def _parse_numstat(raw: bytes) -> dict[str, tuple[int, int]]:
+    counts: dict[str, tuple[int, int]] = {}
+    for field in raw.split(b"\0"):
+        if not field:
+            continue
+        added, removed, path = field.decode("utf-8", "surrogateescape").split("\t", 2)
+        counts[path] = (int(added) if added.isdigit() else 0, int(removed) if removed.isdigit() else 0)
+    return counts
+
+
+# ---------------------------------------------------------------- removal
+
+
+async def remove_worktree(root: Path, wt: Worktree) -> None:
+    """Remove the job's worktree registration and directory (DESIGN.md §8). Never raises.
+
+    ``git worktree remove --force``; then, if anything remains, deletes the directory (only after
+    checking its ``.git`` file points at this registration) and this registration's private git
+    directory — a prune scoped to our own entry, so unrelated stale worktrees of the user are never
+    pruned. Runs shielded from cancellation (bounded by a timeout); failures are logged, sanitized,
+    to the ``spotpatch.worktree`` logger.
+    """
+    with anyio.CancelScope(shield=True), anyio.move_on_after(_CLEANUP_TIMEOUT):
+        try:
+            admin = wt.admin_dir or await _find_admin_dir(root, wt.path)
+            await _remove(root, wt.path, admin)
+        except Exception as exc:  # cleanup never replaces the job's result
+            log.warning("worktree cleanup failed: %s", sanitize(str(exc), root, wt.path))
+
+
+async def _find_admin_dir(root: Path, path: Path) -> Path | None:
+    for admin in await _registrations(root):
+        registered = _registered_path(admin)
+        if registered is not None and os.path.realpath(registered) == os.path.realpath(path):
+            return admin
+    return None
+
+
+async def _remove(root: Path, path: Path, admin: Path | None) -> None:
+    if admin is not None and path.exists():
+        result = await run_git(
+            ["worktree", "remove", "--force", str(path)], cwd=root, check=False, redact=[path], timeout=120
+        )
+        if result.returncode != 0:
+            log.info("git worktree remove failed; deleting the directory directly")
+    ours = _looks_like_job_dir(path)
+    if os.path.lexists(path) and (ours or (admin is not None and _points_back(path, admin))):
+        # Only one of our job directories, or a directory whose .git names this registration.
+        await anyio.to_thread.run_sync(_rmtree, path)
+    if admin is not None and admin.exists():
+        await anyio.to_thread.run_sync(_rmtree, admin)
+    if ours:
+        try:
+            path.parent.rmdir()  # the shared base directory, once it is empty
+        except OSError:
+            pass
+
+
+def _looks_like_job_dir(path: Path) -> bool:
+    return path.name.startswith("job-") and path.parent.name in (".spotpatch", "spotpatch-worktrees")
+
+
+def _rmtree(path: Path) -> None:
+    def retry_writable(func, target, _exc_info):  # type: ignore[no-untyped-def]
+        try:
+            os.chmod(target, stat.S_IWRITE | stat.S_IREAD | stat.S_IEXEC)
+            func(target)
+        except OSError:
+            pass
+
+    if os.path.islink(path) or not os.path.isdir(path):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        return
+    shutil.rmtree(path, onerror=retry_writable)
+    if os.path.lexists(path):
+        raise OSError(f"could not delete {path}")
+
+
+async def sweep_orphans(root: Path, *, live_job_ids: frozenset[str] | set[str] = frozenset()) -> int:
+    """Remove worktrees of ``root`` left by a crashed run; returns how many were removed.
+
+    Only registrations whose private git directory holds our marker are touched, and of those
+    every one whose job id is not in ``live_job_ids`` (at start-up: all of them). Unmarked
+    worktrees — the user's own — are never touched, not even pruned. Never raises for cleanup
+    failures (logged, see :func:`remove_worktree`); returns 0 when ``root`` is not a repository.
+    """
+    removed = 0
+    for admin in await _registrations(root):
+        marker = _read_marker(admin)
+        if marker is None or marker.get("jobId") in live_job_ids:
+            continue
+        path = _registered_path(admin)
+        if path is None:
+            continue
+        wt = Worktree(path=path, head_oid="", baseline_oid="", job_id=str(marker.get("jobId")), admin_dir=admin)
+        await remove_worktree(root, wt)
+        if not admin.exists():
+            removed += 1
+    return removed

@@ -1,0 +1,266 @@
+"""End to end over a real ``spotpatch-agent serve`` subprocess and a real local OpenAI-compatible server
+(issue 2 acceptance 1, 3, 5, 6): initialize → job/create → job/event… → job/diff → job/apply → job/revert."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from spotpatch_agent.demo.runner import TOUCHED, make_demo_project
+from spotpatch_agent.demo.script import DEMO_TARGETS, EXPECTED_AFTER, demo_turns
+from spotpatch_agent.provider.scripted import ScriptedProviderServer
+from tests.conftest import git
+from tests.engine_client import EngineProcess
+
+KEY_ENV = "SPOTPATCH_TEST_PROVIDER_KEY"
+
+
+def config_for(server: ScriptedProviderServer) -> dict:
+    return {"providers": [{"id": "scripted", "displayName": "Scripted", "api": "chat", "baseUrl": server.base_url,
+                           "apiKeyEnv": KEY_ENV,
+                           "models": [{"id": "m1", "model": "scripted-model", "displayName": "Scripted model"}]}],
+            "checks": [], "limits": {}}
+
+
+def annotation() -> dict:
+    return {"annotationId": "ann-1", "pageUrl": "/", "targets": DEMO_TARGETS}
+
+
+def worktree_count(root: Path) -> int:
+    return git(root, "worktree", "list", "--porcelain").count("worktree ")
+
+
+def snapshot_tree(root: Path) -> dict[str, bytes]:
+    files = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
+             if p.is_file() and ".git" not in p.relative_to(root).parts}
+    files["<index>"] = (root / ".git" / "index").read_bytes()
+    files["<status>"] = git(root, "status", "--porcelain=v2").encode()
+    return files
+
+
+@pytest.fixture
+def canary() -> str:
+    return "sk-canary-" + secrets.token_hex(16)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return make_demo_project(tmp_path / "demo-app")
+
+
+def start_engine(canary: str) -> EngineProcess:
+    return EngineProcess(env={KEY_ENV: canary})
+
+
+def test_demo_job_end_to_end_over_stdio(project: Path, canary: str) -> None:
+    original = (project / TOUCHED).read_bytes()
+    with ScriptedProviderServer(demo_turns()) as server:
+        eng = start_engine(canary)
+        try:
+            init = eng.initialize(project, config_for(server))
+            assert init["protocolVersion"] == "0.1" and init["capabilities"]["aiEnabled"] is True
+            assert eng.call("health/get", {})["state"] == "clean"
+            snap = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1", "applyMode": "review"})
+            job_id = snap["jobId"]
+            assert snap["status"] == "preparing"
+            final = eng.wait_status(job_id, {"awaiting-review", "failed", "cancelled"}, timeout=60)
+            assert final["status"] == "awaiting-review", eng.events(job_id)
+
+            diff = eng.call("job/diff", {"jobId": job_id})
+            assert diff["files"] == [{"path": TOUCHED, "added": 2, "removed": 2, "status": "modified"}]
+            assert '-      <button className="btn btn-secondary" onClick={onSave}>Save</button>' in diff["diff"]
+            assert '+      <button className="btn btn-primary" onClick={onSave}>Save</button>' in diff["diff"]
+            assert "+      <span className=\"price\">${price.toFixed(2)}</span>" in diff["diff"]
+            assert (project / TOUCHED).read_bytes() == original  # nothing reached the working tree yet
+
+            applied = eng.call("job/apply", {"jobId": job_id})
+            assert applied["status"] == "applied"
+            assert (project / TOUCHED).read_text("utf-8") == EXPECTED_AFTER[TOUCHED]
+            assert git(project, "diff", "--cached") == ""  # the index was never written
+
+            reverted = eng.call("job/revert", {"jobId": job_id})
+            assert reverted["status"] == "reverted"
+            assert (project / TOUCHED).read_bytes() == original
+            assert git(project, "status", "--porcelain") == ""
+
+            events = eng.events(job_id)
+            assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+            statuses = [e["status"] for e in events if e["kind"] == "status"]
+            assert statuses == ["preparing", "running", "validating", "awaiting-review", "applying", "applied",
+                                "reverting", "reverted"]
+            tools = [(e["tool"], e["ok"]) for e in events if e["kind"] == "activity" and e["phase"] == "finished"]
+            assert tools == [("read_file", True), ("search_text", True), ("replace_text", True),
+                             ("replace_text", True), ("read_file", True)]
+            assert worktree_count(project) == 1  # the job's worktree is gone
+
+            # The provider saw every tool call answered under its original id, also the reused id.
+            second = server.requests[1]["messages"]
+            tool_ids = [m["tool_call_id"] for m in second if m["role"] == "tool"]
+            assert tool_ids == ["call_read_1", "call_search_1"]
+            assert server.headers[0]["authorization"] == f"Bearer {canary}"
+            assert eng.close() == 0
+        finally:
+            eng.kill()
+    # Invariant 3: the canary key reaches no frame, event, error, log line or diff.
+    assert canary not in eng.all_output()
+    assert canary not in json.dumps(diff)
+    assert str(project) not in eng.all_output(), "an absolute path leaked to stdout or stderr"
+    assert eng.stdout_faults == []
+
+
+def test_job_cancel_during_streaming_turn(project: Path, canary: str) -> None:
+    with ScriptedProviderServer([{"stall": True}]) as server:
+        eng = start_engine(canary)
+        try:
+            eng.initialize(project, config_for(server))
+            job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+            eng.wait_status(job_id, {"running"})
+            deadline = time.monotonic() + 10
+            while not server.requests and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert server.requests, "the model turn never started"
+            started = time.monotonic()
+            rid = eng.start_request("job/cancel", {"jobId": job_id})
+            reply = eng.response(rid, timeout=5)
+            assert time.monotonic() - started < 2
+            assert reply["result"]["status"] == "cancelled"
+            assert server.wait_for_disconnect(1.0), "the HTTP stream was not closed"
+            time.sleep(0.2)
+            assert len(eng.responses_to(rid)) == 1
+            assert worktree_count(project) == 1
+            assert not list((project.parent).glob("**/spotpatch-wt-*"))
+            assert eng.close() == 0
+        finally:
+            eng.kill()
+    assert canary not in eng.all_output()
+
+
+def test_cancel_request_for_job_create_cancels_the_streaming_job(project: Path, canary: str) -> None:
+    with ScriptedProviderServer([{"stall": True}]) as server:
+        eng = start_engine(canary)
+        try:
+            eng.initialize(project, config_for(server))
+            rid = eng.start_request("job/create", {"annotation": annotation(), "modelProfileId": "m1"})
+            job_id = eng.response(rid)["result"]["jobId"]
+            eng.wait_status(job_id, {"running"})
+            deadline = time.monotonic() + 10
+            while not server.requests and time.monotonic() < deadline:
+                time.sleep(0.02)
+            started = time.monotonic()
+            eng.notify("$/cancelRequest", {"id": rid})
+            eng.wait_status(job_id, {"cancelled"}, timeout=2)
+            assert time.monotonic() - started < 2
+            time.sleep(0.2)
+            assert len(eng.responses_to(rid)) == 1  # exactly one reply, the original one
+            assert worktree_count(project) == 1
+        finally:
+            eng.kill()
+
+
+def test_cancel_request_for_in_flight_request_gets_32800(project: Path, canary: str) -> None:
+    with ScriptedProviderServer([{"stall": True}]) as server:
+        eng = start_engine(canary)
+        try:
+            eng.initialize(project, config_for(server))
+            job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+            eng.wait_status(job_id, {"running"})
+            # job/cancel waits for the job to end; cancel that request itself while it is in flight is
+            # racy, so cancel a request that is cancelled before it can start instead: both must get one reply.
+            rid = eng.start_request("job/cancel", {"jobId": job_id})
+            eng.notify("$/cancelRequest", {"id": rid})
+            reply = eng.response(rid, timeout=5)
+            assert ("error" in reply and reply["error"]["code"] == -32800) or reply["result"]["status"] == "cancelled"
+            time.sleep(0.2)
+            assert len(eng.responses_to(rid)) == 1
+        finally:
+            eng.kill()
+
+
+def _run_to_review(eng: EngineProcess, project: Path, server: ScriptedProviderServer) -> str:
+    eng.initialize(project, config_for(server))
+    job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+    assert eng.wait_status(job_id, {"awaiting-review", "failed"}, timeout=60)["status"] == "awaiting-review"
+    return job_id
+
+
+def test_apply_refuses_when_user_edited_touched_file(project: Path, canary: str) -> None:
+    with ScriptedProviderServer(demo_turns()) as server:
+        eng = start_engine(canary)
+        try:
+            job_id = _run_to_review(eng, project, server)
+            path = project / TOUCHED
+            path.write_text(path.read_text("utf-8").replace("<h2>", "<h2 data-user-edit>"), "utf-8")
+            git(project, "add", TOUCHED)  # a staged user edit: the index must survive too
+            before = snapshot_tree(project)
+            reply = eng.request("job/apply", {"jobId": job_id})
+            assert reply["error"]["code"] == -32000 and reply["error"]["data"]["code"] == "APPLY_CONFLICT"
+            assert TOUCHED in reply["error"]["message"]
+            assert snapshot_tree(project) == before
+            assert eng.call("job/get", {"jobId": job_id})["status"] == "awaiting-review"
+        finally:
+            eng.kill()
+
+
+def test_revert_refuses_when_user_edited_after_apply(project: Path, canary: str) -> None:
+    with ScriptedProviderServer(demo_turns()) as server:
+        eng = start_engine(canary)
+        try:
+            job_id = _run_to_review(eng, project, server)
+            assert eng.call("job/apply", {"jobId": job_id})["status"] == "applied"
+            path = project / TOUCHED
+            path.write_bytes(path.read_bytes() + b"// user edit after apply\n")
+            before = snapshot_tree(project)
+            reply = eng.request("job/revert", {"jobId": job_id})
+            assert reply["error"]["data"]["code"] == "REVERT_CONFLICT"
+            assert snapshot_tree(project) == before
+            assert eng.call("job/get", {"jobId": job_id})["status"] == "applied"
+        finally:
+            eng.kill()
+
+
+def test_first_turn_without_tool_call_fails_with_no_changes(project: Path, canary: str) -> None:
+    with ScriptedProviderServer([{"text": "Sure! Change the class to btn-primary.", "finishReason": "stop"}]) as server:
+        eng = start_engine(canary)
+        try:
+            eng.initialize(project, config_for(server))
+            job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+            final = eng.wait_status(job_id, {"awaiting-review", "failed"})
+            assert final["status"] == "failed"
+            snap = eng.call("job/get", {"jobId": job_id})
+            assert snap["error"]["code"] == "MODEL_TOOL_CALL_UNSUPPORTED"
+            assert eng.call("job/diff", {"jobId": job_id})["diff"] == ""
+            assert git(project, "status", "--porcelain") == "" and worktree_count(project) == 1
+        finally:
+            eng.kill()
+
+
+def test_dirty_tree_requires_consent(project: Path, canary: str) -> None:
+    (project / "notes.txt").write_text("local\n")
+    with ScriptedProviderServer(demo_turns()) as server:
+        eng = start_engine(canary)
+        try:
+            eng.initialize(project, config_for(server))
+            assert eng.call("health/get", {})["state"] == "consent-required"
+            reply = eng.request("job/create", {"annotation": annotation(), "modelProfileId": "m1"})
+            assert reply["error"]["data"]["code"] == "CONSENT_REQUIRED"
+            assert not server.requests
+        finally:
+            eng.kill()
+
+
+def test_eof_with_running_job_removes_worktree(project: Path, canary: str) -> None:
+    with ScriptedProviderServer([{"stall": True}]) as server:
+        eng = start_engine(canary)
+        eng.initialize(project, config_for(server))
+        job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+        eng.wait_status(job_id, {"running"})
+        assert eng.proc.stdin is not None
+        eng.proc.stdin.close()
+        eng.proc.wait(5)
+        assert worktree_count(project) == 1
+        assert subprocess.run(["git", "worktree", "list"], cwd=project, capture_output=True).returncode == 0

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what the tests need into .venv (Python deps; node-shim deps once it exists) and runs every test.
+# Usage: bash tests/run.sh [extra pytest args]. Exit code: pytest's, except that "no tests ran" (5) fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v git >/dev/null || { echo "tests/run.sh: git is required" >&2; exit 1; }
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip >/dev/null
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+if [ -f node-shim/package.json ]; then
+  command -v npm >/dev/null || { echo "tests/run.sh: npm is required for node-shim tests" >&2; exit 1; }
+  (cd node-shim && npm ci --no-audit --no-fund --loglevel=error && npm test)
+fi
+set +e
+.venv/bin/python -m pytest -p no:cacheprovider "$@"
+rc=$?
+set -e
+if [ "$rc" -eq 5 ]; then
+  echo "tests/run.sh: pytest collected no tests — failing on purpose" >&2
+  exit 1
+fi
+exit "$rc"

@@ -1,0 +1,205 @@
+"""Path policy (DESIGN.md §7): normalization, the protected list, the filesystem checks, git ignore."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from spotpatch_agent.policy.paths import (
+    PathDenied,
+    is_ignored,
+    is_protected,
+    load_allowed,
+    normalize_rel_path,
+    resolve_allowed,
+)
+from tests.conftest import git
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("src/App.tsx", "src/App.tsx"),
+        ("a", "a"),
+        ("src/页面/按钮.vue", "src/页面/按钮.vue"),
+        ("cafe\u0301.ts", "caf\u00e9.ts"),  # NFD -> NFC
+        (".env.example", ".env.example"),
+        ("a/.hidden/b", "a/.hidden/b"),
+    ],
+)
+def test_normalize_accepts(raw: str, expected: str) -> None:
+    assert normalize_rel_path(raw) == expected
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "",
+        "/etc/passwd",
+        "//server/share",
+        "C:/Windows",
+        "c:foo",
+        "src\\App.tsx",
+        "..\\x",
+        "../x",
+        "a/../b",
+        "./a",
+        "a/./b",
+        "a//b",
+        "a/",
+        "a\0b",
+        "a\nb",
+        "a\x1bb",
+        "a\u202eb",
+        "%2e%2e/x",
+        "a%2Fb",
+        "src/%2e",
+        "file.txt:stream",
+        ".env.",
+        "a /b",
+        "NUL",
+        "con.txt",
+        "NODE_M~1/x",
+        "x" * 2000,
+    ],
+)
+def test_normalize_rejects(raw: str) -> None:
+    with pytest.raises(PathDenied):
+        normalize_rel_path(raw)
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        ".git/config",
+        "sub/.git/HEAD",
+        ".GIT/config",
+        ".git",
+        ".spotpatch/x",
+        "node_modules/x/index.js",
+        "packages/a/node_modules/b.js",
+        "Node_Modules/x",
+        ".env",
+        ".ENV",
+        ".env.local",
+        "app/.env.production",
+        "certs/server.pem",
+        "a.KEY",
+        "client.p12",
+        "id_rsa",
+        "home/id_ed25519.pub",
+        ".npmrc",
+        "sub/.netrc",
+        ".pypirc",
+        "package-lock.json",
+        "pnpm-lock.yaml",
+        "yarn.lock",
+        "bun.lockb",
+        "poetry.lock",
+        "uv.lock",
+        "Cargo.lock",
+        "web/PACKAGE-LOCK.JSON",
+        "dist/index.js",
+        "packages/ui/dist/a.js",
+        "build/x",
+        ".vite/deps/a.js",
+        "coverage/lcov.info",
+        ".next/x",
+        ".nuxt/x",
+        ".svelte-kit/x",
+        "out/x",
+        "Dist/x",
+    ],
+)
+def test_protected(rel: str) -> None:
+    assert is_protected(rel)
+    assert is_protected(rel, for_write=True)
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "src/App.tsx",
+        "package.json",
+        "vite.config.ts",
+        ".gitignore",
+        "src/dist.ts",
+        "build.ts",
+        "docs/env.md",
+        "src/keys.ts",
+    ],
+)
+def test_not_protected(rel: str) -> None:
+    assert not is_protected(rel)
+    assert not is_protected(rel, for_write=True)
+
+
+def test_env_example_is_read_only() -> None:
+    assert not is_protected(".env.example")
+    assert not is_protected("app/.ENV.EXAMPLE")
+    assert is_protected(".env.example", for_write=True)
+
+
+def _tree(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "a.ts").write_text("export const a = 1;\n")
+    (root / "bom.ts").write_bytes(b"\xef\xbb\xbfconst x = '\xe4\xb8\xad';\n")
+    (root / "bin.dat").write_bytes(b"abc\0def")
+    (root / "latin1.txt").write_bytes(b"caf\xe9\n")
+    (root / "big.txt").write_text("x" * 200)
+    (tmp_path / "outside.txt").write_text("secret\n")
+    os.symlink(tmp_path / "outside.txt", root / "link.txt")
+    os.symlink("src", root / "srclink")
+    os.symlink("missing", root / "dangling.txt")
+    return root
+
+
+def test_load_allowed_accepts_text_and_bom(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    file = load_allowed(root, "src/a.ts", for_write=True, max_bytes=100)
+    assert file.rel == "src/a.ts" and file.data == b"export const a = 1;\n"
+    assert load_allowed(root, "bom.ts", for_write=False, max_bytes=100).data.startswith(b"\xef\xbb\xbf")
+    assert resolve_allowed(root, "src/a.ts", for_write=False, max_bytes=100) == root / "src" / "a.ts"
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "bin.dat",
+        "latin1.txt",
+        "big.txt",
+        "link.txt",
+        "srclink/a.ts",
+        "dangling.txt",
+        "src",
+        "missing.ts",
+        "../outside.txt",
+    ],
+)
+def test_load_allowed_denies(tmp_path: Path, rel: str) -> None:
+    root = _tree(tmp_path)
+    with pytest.raises(PathDenied):
+        load_allowed(root, rel, for_write=False, max_bytes=100)
+
+
+def test_fifo_is_denied_without_blocking(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    os.mkfifo(root / "pipe")
+    with pytest.raises(PathDenied):
+        load_allowed(root, "pipe", for_write=False, max_bytes=100)
+
+
+@pytest.mark.anyio
+async def test_is_ignored_agrees_with_git(repo_factory) -> None:
+    root = repo_factory({".gitignore": "*.log\n", "src/a.ts": "a\n"})
+    (root / "debug.log").write_text("x\n")
+    (root / "forced.log").write_text("tracked\n")
+    git(root, "add", "-f", "forced.log")
+    assert not await is_ignored(root, "forced.log")  # tracked files are never ignored (as in ls-files)
+    assert await is_ignored(root, "debug.log")
+    assert await is_ignored(root, "never-created.log")
+    assert not await is_ignored(root, "src/a.ts")
+    assert not await is_ignored(root, "src/new.ts")

@@ -1,0 +1,372 @@
+"""apply_change / revert_change (DESIGN.md §8): all-or-nothing, never the index, conflicts refuse."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from spotpatch_agent.errors import SpotPatchError
+from spotpatch_agent.protocol.errors import ErrorCode
+from spotpatch_agent.worktree.changes import (
+    AppliedChange,
+    ChangeHashes,
+    apply_change,
+    change_hashes,
+    file_hash,
+    revert_change,
+)
+from spotpatch_agent.worktree.isolation import Worktree, create_worktree, remove_worktree, result_diff
+from tests.conftest import git
+from tests.worktree._util import files, snapshot
+
+pytestmark = pytest.mark.anyio
+
+FILES: dict[str, str | bytes] = {
+    "a.txt": "alpha\nbeta\ngamma\n",
+    "src/app.js": "export const n = 1;\n",
+    "old.txt": "to be deleted\n",
+    "unrelated.txt": "leave me\n",
+    "img.bin": bytes(range(256)),
+}
+NEW = "src/new dir/ünï côde.txt"
+
+
+def agent_edit(wt: Path) -> None:
+    """What the 'agent' does in the worktree: modify, create (non-ASCII + space), delete, binary."""
+    (wt / "a.txt").write_text("alpha\nBETA\ngamma\n")
+    (wt / "src" / "new dir").mkdir()
+    (wt / NEW).write_text("héllo wörld\n", encoding="utf-8")
+    (wt / "old.txt").unlink()
+    (wt / "img.bin").write_bytes(bytes(reversed(range(256))))
+
+
+class Job:
+    def __init__(self, root: Path, wt: Worktree, diff: str, hashes: ChangeHashes) -> None:
+        self.root, self.wt, self.diff, self.hashes = root, wt, diff, hashes
+
+    async def apply(self, **kw: object) -> AppliedChange:
+        return await apply_change(
+            self.root,
+            self.diff,
+            self.hashes.baseline,
+            expected_head=self.wt.head_oid,
+            result_hashes=self.hashes.result,
+            **kw,  # type: ignore[arg-type]
+        )
+
+    async def revert(self, applied: AppliedChange) -> None:
+        await revert_change(self.root, applied, expected_head=self.wt.head_oid)
+
+
+@pytest.fixture
+async def make_job(repo_factory) -> AsyncIterator[Callable[..., object]]:
+    made: list[tuple[Path, Worktree]] = []
+
+    async def factory(files_: dict[str, str | bytes] = FILES, edit=agent_edit) -> Job:
+        root = repo_factory(files_)
+        wt = await create_worktree(root, "job-1")
+        made.append((root, wt))
+        edit(wt.path)
+        diff, _stats = await result_diff(wt)
+        return Job(root, wt, diff, await change_hashes(wt))
+
+    yield factory
+    for root, wt in made:
+        await remove_worktree(root, wt)
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+async def test_change_hashes_match_baseline_and_result(make_job) -> None:
+    job = await make_job()
+    base, result = job.hashes.baseline, job.hashes.result
+    assert set(base) == set(result) == {"a.txt", NEW, "old.txt", "img.bin"}
+    assert base["a.txt"] == sha(b"alpha\nbeta\ngamma\n") and result["a.txt"] == sha(b"alpha\nBETA\ngamma\n")
+    assert base[NEW] is None and result[NEW] == sha("héllo wörld\n".encode())
+    assert base["old.txt"] == sha(b"to be deleted\n") and result["old.txt"] is None
+    assert result["img.bin"] == sha(bytes(reversed(range(256))))
+
+
+async def test_apply_then_revert_round_trip(make_job) -> None:
+    job = await make_job()
+    root = job.root
+    before = snapshot(root)
+    applied = await job.apply()
+    assert sorted(applied.paths) == sorted(job.hashes.baseline)
+    assert applied.post_hashes == job.hashes.result
+    assert (root / "a.txt").read_bytes() == b"alpha\nBETA\ngamma\n"
+    assert (root / NEW).read_text(encoding="utf-8") == "héllo wörld\n"
+    assert not (root / "old.txt").exists()
+    assert (root / "img.bin").read_bytes() == bytes(reversed(range(256)))
+    after_apply = snapshot(root)
+    for key in ("index_sha", "stage", "cached", "head", "refs"):
+        assert after_apply[key] == before[key], key  # never the index, HEAD or refs
+    await job.revert(applied)
+    assert snapshot(root) == before
+    assert files(root) == before["files"]
+
+
+async def test_apply_refuses_when_user_edited_a_touched_file(make_job) -> None:
+    job = await make_job()
+    (job.root / "a.txt").write_text("alpha\nbeta\ngamma\nuser line\n")
+    before = snapshot(job.root)
+    with pytest.raises(SpotPatchError) as info:
+        await job.apply()
+    assert info.value.code is ErrorCode.APPLY_CONFLICT
+    assert "changed since the job started: a.txt" in info.value.message
+    assert str(job.root) not in info.value.message and "/tmp" not in info.value.message
+    assert snapshot(job.root) == before
+
+
+async def test_apply_refuses_when_user_created_the_new_file(make_job) -> None:
+    job = await make_job()
+    (job.root / "src" / "new dir").mkdir()
+    (job.root / NEW).write_text("mine\n")
+    before = snapshot(job.root)
+    with pytest.raises(SpotPatchError) as info:
+        await job.apply()
+    assert info.value.code is ErrorCode.APPLY_CONFLICT
+    assert NEW in info.value.message
+    assert snapshot(job.root) == before
+
+
+async def test_apply_refuses_when_user_deleted_a_touched_file(make_job) -> None:
+    job = await make_job()
+    (job.root / "a.txt").unlink()
+    before = snapshot(job.root)
+    with pytest.raises(SpotPatchError) as info:
+        await job.apply()
+    assert info.value.code is ErrorCode.APPLY_CONFLICT
+    assert snapshot(job.root) == before
+
+
+async def test_apply_refuses_a_symlink_in_place_of_a_touched_file(make_job) -> None:
+    job = await make_job()
+    (job.root / "a.txt").unlink()
+    (job.root / "a.txt").symlink_to("unrelated.txt")
+    before = snapshot(job.root)
+    with pytest.raises(SpotPatchError) as info:
+        await job.apply()
+    assert info.value.code is ErrorCode.APPLY_CONFLICT
+    assert snapshot(job.root) == before
+
+
+async def test_apply_refuses_when_head_moved(make_job) -> None:
+    job = await make_job()
+    (job.root / "unrelated.txt").write_text("committed later\n")
+    git(job.root, "commit", "-qam", "later")
+    before = snapshot(job.root)
+    with pytest.raises(SpotPatchError) as info:
+        await job.apply()
+    assert info.value.code is ErrorCode.APPLY_CONFLICT
+    assert "HEAD moved" in info.value.message
+    assert snapshot(job.root) == before
+
+
+@pytest.mark.parametrize(("marker", "reason"), [("MERGE_HEAD", "merge-in-progress"), ("index.lock", "index-locked")])
+async def test_apply_refuses_during_git_operation(make_job, marker: str, reason: str) -> None:
+    job = await make_job()
+    (job.root / ".git" / marker).write_text(job.wt.head_oid + "\n")
+    before = snapshot(job.root)
+    with pytest.raises(SpotPatchError) as info:
+        await job.apply()
+    assert info.value.code is ErrorCode.APPLY_CONFLICT
+    assert reason in info.value.message
+    assert snapshot(job.root) == before
+
+
+async def test_apply_rolls_back_when_result_differs_from_worktree(make_job) -> None:
+    job = await make_job()
+    before = snapshot(job.root)
+    wrong = {**job.hashes.result, "a.txt": "0" * 64}
+    with pytest.raises(SpotPatchError) as info:
+        await apply_change(
+            job.root, job.diff, job.hashes.baseline, expected_head=job.wt.head_oid, result_hashes=wrong
+        )
+    assert info.value.code is ErrorCode.APPLY_CONFLICT
+    assert "a.txt" in info.value.message
+    assert snapshot(job.root) == before
+
+
+async def test_apply_rejects_inconsistent_record(make_job) -> None:
+    job = await make_job()
+    before = snapshot(job.root)
+    partial = {k: v for k, v in job.hashes.baseline.items() if k != "a.txt"}
+    with pytest.raises(SpotPatchError) as info:
+        await apply_change(job.root, job.diff, partial, expected_head=job.wt.head_oid)
+    assert info.value.code is ErrorCode.INTERNAL
+    assert snapshot(job.root) == before
+
+
+async def test_apply_rejects_an_empty_diff(make_job) -> None:
+    job = await make_job()
+    with pytest.raises(SpotPatchError) as info:
+        await apply_change(job.root, "", {}, expected_head=job.wt.head_oid)
+    assert info.value.code is ErrorCode.INVALID_STATE
+
+
+async def test_revert_refuses_when_user_edited_after_apply(make_job) -> None:
+    job = await make_job()
+    applied = await job.apply()
+    (job.root / "a.txt").write_text("alpha\nBETA\ngamma\nuser after apply\n")
+    before = snapshot(job.root)
+    with pytest.raises(SpotPatchError) as info:
+        await job.revert(applied)
+    assert info.value.code is ErrorCode.REVERT_CONFLICT
+    assert "changed after apply: a.txt" in info.value.message
+    assert "resolve by hand" in info.value.message
+    assert str(job.root) not in info.value.message
+    assert snapshot(job.root) == before
+
+
+async def test_revert_refuses_when_user_recreated_a_deleted_file(make_job) -> None:
+    job = await make_job()
+    applied = await job.apply()
+    (job.root / "old.txt").write_text("mine now\n")
+    before = snapshot(job.root)
+    with pytest.raises(SpotPatchError) as info:
+        await job.revert(applied)
+    assert info.value.code is ErrorCode.REVERT_CONFLICT
+    assert "old.txt" in info.value.message
+    assert snapshot(job.root) == before
+
+
+async def test_revert_refuses_when_head_moved_or_operation_running(make_job) -> None:
+    job = await make_job()
+    applied = await job.apply()
+    (job.root / ".git" / "index.lock").write_text("")
+    before = snapshot(job.root)
+    with pytest.raises(SpotPatchError) as info:
+        await job.revert(applied)
+    assert info.value.code is ErrorCode.REVERT_CONFLICT
+    assert "index-locked" in info.value.message
+    assert snapshot(job.root) == before
+    (job.root / ".git" / "index.lock").unlink()
+    with pytest.raises(SpotPatchError) as info:
+        await revert_change(job.root, applied, expected_head="f" * 40)
+    assert info.value.code is ErrorCode.REVERT_CONFLICT
+    assert snapshot(job.root) == before
+
+
+async def test_unrelated_and_staged_user_content_survives_apply_and_revert(make_job) -> None:
+    job = await make_job()
+    root = job.root
+    # After the job started the user keeps working: staged, unstaged and untracked, all unrelated.
+    (root / "src" / "app.js").write_text("export const n = 2;\n")
+    git(root, "add", "src/app.js")
+    (root / "src" / "app.js").write_text("export const n = 3;\n")
+    (root / "unrelated.txt").write_text("edited by the user\n")
+    (root / "notes.md").write_text("untracked notes\n")
+    start = snapshot(root)
+    applied = await job.apply()
+    mid = snapshot(root)
+    for key in ("index_sha", "stage", "cached", "head"):
+        assert mid[key] == start[key], key
+    assert (root / "src" / "app.js").read_text() == "export const n = 3;\n"
+    assert (root / "unrelated.txt").read_text() == "edited by the user\n"
+    # More unrelated edits after apply do not block revert and are not touched by it.
+    (root / "unrelated.txt").write_text("edited again\n")
+    await job.revert(applied)
+    end = snapshot(root)
+    assert end["cached"] == start["cached"] and end["stage"] == start["stage"]
+    assert end["index_sha"] == start["index_sha"]
+    expected_files = {**start["files"], "unrelated.txt": b"edited again\n"}  # type: ignore[dict-item]
+    assert end["files"] == expected_files
+
+
+async def test_file_not_in_checkout_form_is_refused_not_rewritten(make_job) -> None:
+    crlf_files: dict[str, str | bytes] = {".gitattributes": "*.txt text eol=crlf\n", "w.txt": "one\ntwo\n"}
+
+    def edit(wt: Path) -> None:
+        assert (wt / "w.txt").read_bytes() == b"one\r\ntwo\r\n"
+        (wt / "w.txt").write_bytes(b"one\r\nTWO\r\n")
+
+    job = await make_job(crlf_files, edit)
+    before = snapshot(job.root)
+    assert (job.root / "w.txt").read_bytes() == b"one\ntwo\n"  # committed before the attribute applied
+    # Baseline hashes are of the checkout form (CRLF here); the user's LF bytes differ, so apply
+    # fails closed instead of silently rewriting every line ending of the file.
+    with pytest.raises(SpotPatchError) as info:
+        await job.apply()
+    assert info.value.code is ErrorCode.APPLY_CONFLICT
+    assert snapshot(job.root) == before
+
+
+async def test_crlf_checkout_form_applies_and_reverts(repo_factory) -> None:
+    root = repo_factory({".gitattributes": "*.txt text eol=crlf\n", "w.txt": "one\ntwo\n"})
+    (root / "w.txt").unlink()
+    git(root, "checkout", "--", "w.txt")  # now in checkout form, as a real clone would have it
+    assert (root / "w.txt").read_bytes() == b"one\r\ntwo\r\n"
+    wt = await create_worktree(root, "job-crlf")
+    try:
+        (wt.path / "w.txt").write_bytes(b"one\r\nTWO\r\n")
+        diff, _ = await result_diff(wt)
+        hashes = await change_hashes(wt)
+        assert hashes.baseline["w.txt"] == file_hash(root, "w.txt")
+        before = snapshot(root)
+        applied = await apply_change(
+            root, diff, hashes.baseline, expected_head=wt.head_oid, result_hashes=hashes.result
+        )
+        assert (root / "w.txt").read_bytes() == b"one\r\nTWO\r\n"
+        await revert_change(root, applied, expected_head=wt.head_oid)
+        assert snapshot(root)["files"] == before["files"]
+    finally:
+        await remove_worktree(root, wt)
+
+
+class RecordingJournal:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+
+    async def begin(self, operation: str, change: AppliedChange) -> None:
+        self.events.append(("begin", operation))
+
+    async def end(self, operation: str, change: AppliedChange) -> None:
+        self.events.append(("end", operation))
+
+
+async def test_journal_seam_brackets_the_write(make_job) -> None:
+    job = await make_job()
+    journal = RecordingJournal()
+    applied = await job.apply(journal=journal)
+    await revert_change(job.root, applied, expected_head=job.wt.head_oid, journal=journal)
+    assert journal.events == [("begin", "apply"), ("end", "apply"), ("begin", "revert"), ("end", "revert")]
+    refused = RecordingJournal()
+    (job.root / "a.txt").write_text("user\n")
+    with pytest.raises(SpotPatchError):
+        await job.apply(journal=refused)
+    assert refused.events == []  # refusals happen before anything is journalled or written
+
+
+@pytest.mark.parametrize("bad", ["../evil.txt", ".git/config"])
+async def test_apply_rejects_paths_outside_the_working_tree(make_job, bad: str) -> None:
+    job = await make_job()
+    patch = (
+        f"diff --git a/{bad} b/{bad}\nnew file mode 100644\n--- /dev/null\n+++ b/{bad}\n@@ -0,0 +1 @@\n+x\n"
+    )
+    before = snapshot(job.root)
+    with pytest.raises(SpotPatchError) as info:
+        await apply_change(job.root, patch, {bad: None}, expected_head=job.wt.head_oid)
+    assert info.value.code is ErrorCode.CHANGESET_REJECTED
+    assert snapshot(job.root) == before
+    assert not (job.root.parent / "evil.txt").exists()
+
+
+def test_file_hash_states(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"x")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "link").symlink_to("f")
+    (tmp_path / "ldir").symlink_to("d")
+    (tmp_path / "d" / "g").write_bytes(b"y")
+    assert file_hash(tmp_path, "f") == sha(b"x")
+    assert file_hash(tmp_path, "missing") is None
+    assert file_hash(tmp_path, "missing/deeper") is None
+    for rel in ("d", "link", "ldir/g", "f/under-a-file"):
+        value = file_hash(tmp_path, rel)
+        assert value is not None and len(value) != 64, rel
+    assert file_hash(tmp_path, "d/g") == sha(b"y")
