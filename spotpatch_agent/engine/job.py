@@ -7,7 +7,6 @@ and any reviewable diff; nothing is reported as applied or checked unless it was
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +32,7 @@ from spotpatch_agent.protocol.models import (
 from spotpatch_agent.provider.base import ProviderAdapter
 from spotpatch_agent.tools.executor import ToolExecutor
 from spotpatch_agent.tools.registry import tool_specs
-from spotpatch_agent.worktree.git import run_git
+from spotpatch_agent.worktree.changes import change_hashes
 from spotpatch_agent.worktree.isolation import Worktree, create_worktree, remove_worktree, result_diff
 
 log = logging.getLogger("spotpatch.job")
@@ -130,7 +129,7 @@ async def run_job(job: Job, adapter: ProviderAdapter) -> None:
 
 async def _run_agent(job: Job, adapter: ProviderAdapter, worktree: Worktree) -> None:
     limits = job.limits
-    executor = ToolExecutor(worktree.path, limits)
+    executor = ToolExecutor(worktree.path, limits, tools=JOB_TOOLS)
     budget = LoopBudget(
         max_turns=limits.get("maxTurns"), max_tool_calls=limits.get("maxToolCalls"),
         tool_timeout_sec=limits.get("toolTimeoutSec"),
@@ -162,13 +161,8 @@ async def _collect_changeset(job: Job, worktree: Worktree) -> None:
             raise JobFailure(ErrorCode.CHANGESET_REJECTED, "The change touches a path outside the allowed set.") from None
         if is_protected(rel):
             raise JobFailure(ErrorCode.CHANGESET_REJECTED, f"The change touches a protected path: {rel}")
+    hashes = await change_hashes(worktree)
+    if set(hashes.baseline) != {f.path for f in files}:
+        raise JobFailure(ErrorCode.CHANGESET_REJECTED, "The diff and the worktree disagree about the touched paths.")
     job.diff, job.files = diff, files
-    for f in files:
-        job.baseline_hashes[f.path] = await _blob_hash(worktree, worktree.baseline_oid, f.path)
-        path = worktree.path / f.path
-        job.result_hashes[f.path] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
-
-
-async def _blob_hash(worktree: Worktree, commit: str, rel: str) -> str | None:
-    res = await run_git(["cat-file", "blob", f"{commit}:{rel}"], cwd=worktree.path, check=False)
-    return hashlib.sha256(res.stdout).hexdigest() if res.returncode == 0 else None
+    job.baseline_hashes, job.result_hashes = hashes.baseline, hashes.result

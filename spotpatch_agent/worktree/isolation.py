@@ -100,7 +100,8 @@ async def create_worktree(root: Path, job_id: str, *, limits: Limits | None = No
     job_dir = await _make_job_dir(root)
     wt = Worktree(path=job_dir, head_oid=head, baseline_oid="", job_id=job_id)
     try:
-        await run_git(["worktree", "add", "--detach", "--quiet", str(job_dir), head], cwd=root, redact=[job_dir])
+        with anyio.CancelScope(shield=True):  # never kill git half-way through registering a worktree
+            await run_git(["worktree", "add", "--detach", "--quiet", str(job_dir), head], cwd=root, redact=[job_dir])
         wt.admin_dir = await _admin_dir(job_dir)
         _write_marker(wt.admin_dir, job_id)
         if await resolve_head(root) != head:
@@ -361,10 +362,17 @@ async def remove_worktree(root: Path, wt: Worktree) -> None:
 
 
 async def _find_admin_dir(root: Path, path: Path) -> Path | None:
-    for admin in await _registrations(root):
+    """Our registration of ``path``: by its ``gitdir`` file, or — for a ``worktree add`` that died
+    before writing it — the entry git names after our (random, unique) job directory."""
+    registrations = await _registrations(root)
+    for admin in registrations:
         registered = _registered_path(admin)
         if registered is not None and os.path.realpath(registered) == os.path.realpath(path):
             return admin
+    if _looks_like_job_dir(path):
+        for admin in registrations:
+            if admin.name == path.name and not (admin / "gitdir").exists():
+                return admin
     return None
 
 

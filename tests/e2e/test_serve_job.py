@@ -264,3 +264,26 @@ def test_eof_with_running_job_removes_worktree(project: Path, canary: str) -> No
         eng.proc.wait(5)
         assert worktree_count(project) == 1
         assert subprocess.run(["git", "worktree", "list"], cwd=project, capture_output=True).returncode == 0
+
+
+def test_canary_key_echoed_by_provider_errors_never_leaks(project: Path, canary: str) -> None:
+    def echo(_body: dict) -> dict:
+        return {"status": 401, "body": {"error": {"message": f"Incorrect API key provided: {canary}. Bearer {canary}"}}}
+
+    def echo_500(_body: dict) -> dict:
+        return {"status": 200, "raw": [f'data: {{"error": {{"message": "upstream said {canary}"}}}}\n\n']}
+
+    with ScriptedProviderServer([echo, echo_500]) as server:
+        eng = start_engine(canary)
+        try:
+            eng.initialize(project, config_for(server))
+            for expected in ("PROVIDER_AUTH", "PROVIDER_PROTOCOL"):
+                job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+                eng.wait_status(job_id, {"failed"})
+                snap = eng.call("job/get", {"jobId": job_id})
+                assert snap["error"]["code"] == expected
+            eng.close()
+        finally:
+            eng.kill()
+    assert canary not in eng.all_output()
+    assert canary[len("sk-canary-"):] not in eng.all_output()

@@ -272,7 +272,7 @@ async def test_sweep_outside_a_repository(tmp_path: Path) -> None:
 
 async def test_cancelled_create_leaves_nothing_behind(repo_factory) -> None:
     root = repo_factory(FILES)
-    for delay in (0, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16):
+    for delay in (0, 0.002, 0.005, 0.01, 0.015, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.25):
         created: list[Worktree] = []
         with anyio.move_on_after(delay):
             created.append(await create_worktree(root, "job-c"))
@@ -281,3 +281,19 @@ async def test_cancelled_create_leaves_nothing_behind(repo_factory) -> None:
         assert len(worktree_list(root)) == 1, delay
         assert not list((root / ".git").glob("worktrees/*")), delay
         assert not _temp_base().exists() or list(_temp_base().iterdir()) == [], delay
+
+
+async def test_remove_cleans_a_half_registered_worktree(repo_factory) -> None:
+    # What a `git worktree add` killed before it wrote `gitdir` leaves behind.
+    root = repo_factory(FILES)
+    job_dir = _temp_base() / "job-halfway"
+    job_dir.mkdir(parents=True)
+    admin = root / ".git" / "worktrees" / "job-halfway"
+    admin.mkdir(parents=True)
+    (admin / "locked").write_text("initializing")
+    user_admin = root / ".git" / "worktrees" / "users-own"
+    user_admin.mkdir()
+    (user_admin / "locked").write_text("initializing")
+    await remove_worktree(root, Worktree(job_dir, "", "", "job-x"))
+    assert not job_dir.exists() and not admin.exists()
+    assert user_admin.exists()

@@ -1,0 +1,154 @@
+"""The loop's rules through the real engine service, the real Chat adapter and a real local server
+(DESIGN.md §5, §6, §11): failed calls are answered, limits stop the job, hostile calls change nothing."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spotpatch_agent.engine.service import EngineService
+from spotpatch_agent.protocol.models import JobCreateParams, JobIdParams, TrustedConfig
+from spotpatch_agent.provider.scripted import ScriptedProviderServer
+from tests.conftest import git, make_repo
+
+KEY_ENV = "SPOTPATCH_ENGINE_TEST_KEY"
+FILES = {"src/App.tsx": 'export const App = () => <button className="a">Go</button>;\n', ".env": "SECRET=1\n",
+         ".gitignore": "node_modules\n"}
+TARGET = {"annotationId": "a1", "pageUrl": "/", "targets": [
+    {"index": 1, "instruction": "Make the button say Start", "source": {"file": "src/App.tsx", "line": 1},
+     "element": {"tagName": "button", "text": "Go"}}]}
+
+
+def call(cid: str, name: str, args: Any) -> dict:
+    return {"id": cid, "name": name, "arguments": args}
+
+
+def config(server: ScriptedProviderServer, **limits: int) -> TrustedConfig:
+    return TrustedConfig.model_validate({"providers": [{
+        "id": "p", "displayName": "P", "baseUrl": server.base_url, "apiKeyEnv": KEY_ENV,
+        "models": [{"id": "m", "model": "scripted-model", "displayName": "M"}]}], "limits": limits})
+
+
+async def run_job(root: Path, turns: list, monkeypatch: pytest.MonkeyPatch, **limits: int):
+    key = "sk-canary-" + secrets.token_hex(12)
+    monkeypatch.setenv(KEY_ENV, key)
+    events: list[dict] = []
+    with ScriptedProviderServer(turns) as server:
+        service = EngineService(send_event=events.append)
+        async with service.running():
+            await service.configure(root, config(server, **limits))
+            snap = await service.job_create(JobCreateParams.model_validate(
+                {"annotation": TARGET, "modelProfileId": "m"}))
+            await service.wait_job(snap.job_id)
+            snap = await service.job_get(JobIdParams(job_id=snap.job_id))
+            diff = await service.job_diff(JobIdParams(job_id=snap.job_id))
+    return snap, diff, events, server, key
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo", FILES)
+
+
+def finished(events: list[dict]) -> list[tuple[str, bool, str | None]]:
+    return [(e["tool"], e["ok"], e.get("errorCode")) for e in events if e["kind"] == "activity" and e["phase"] == "finished"]
+
+
+@pytest.mark.anyio
+async def test_truncated_arguments_are_a_failed_call_answered_to_the_model(root, monkeypatch) -> None:
+    turns = [
+        {"toolCalls": [call("c1", "read_file", '{"path": "src/App.tsx", "startLine": nu')]},
+        {"toolCalls": [call("c2", "replace_text", {"path": "src/App.tsx", "oldText": ">Go<", "newText": ">Start<"})]},
+        {"text": "Done.", "finishReason": "stop"},
+    ]
+    snap, diff, events, server, _ = await run_job(root, turns, monkeypatch)
+    assert snap.status == "awaiting-review"
+    assert finished(events) == [("read_file", False, "TOOL_ARGUMENTS_INVALID"), ("replace_text", True, None)]
+    tool_msgs = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_msgs] == ["c1"]
+    assert tool_msgs[0]["content"].startswith("ERROR TOOL_ARGUMENTS_INVALID")
+    assert "+export const App = () => <button className=\"a\">Start</button>;" in diff.diff
+
+
+@pytest.mark.anyio
+async def test_hostile_read_paths_are_denied_uniformly_and_reveal_nothing(root, monkeypatch, tmp_path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("TOP-SECRET-OUTSIDE\n")
+    (root / "link.txt").symlink_to(outside)
+    git(root, "add", "link.txt")
+    git(root, "commit", "-q", "-m", "a tracked symlink to outside")
+    hostile = ["/etc/passwd", "../outside.txt", str(outside), ".env", ".git/config", "link.txt", "src/../../outside.txt",
+               "src%2F..%2F..%2Foutside.txt", "C:\\Windows\\win.ini", "node_modules/x.js", "nope.txt"]
+    turns = [{"toolCalls": [call(f"r{i}", "read_file", {"path": p, "startLine": None, "endLine": None})
+                            for i, p in enumerate(hostile)]},
+             {"toolCalls": [call("w", "replace_text", {"path": "src/App.tsx", "oldText": ">Go<", "newText": ">Start<"})]},
+             {"text": "ok", "finishReason": "stop"}]
+    snap, diff, events, server, _ = await run_job(root, turns, monkeypatch)
+    assert snap.status == "awaiting-review"
+    results = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert len(results) == len(hostile) and len(set(results)) == 1 and "TOOL_PATH_DENIED" in results[0]
+    everything = json.dumps(server.requests) + json.dumps(events)
+    assert "TOP-SECRET-OUTSIDE" not in everything and "SECRET=1" not in everything
+    assert str(tmp_path) not in json.dumps(events)
+
+
+@pytest.mark.anyio
+async def test_write_to_protected_path_fails_the_job_and_changes_nothing(root, monkeypatch) -> None:
+    turns = [{"toolCalls": [call("w", "replace_text", {"path": ".env", "oldText": "SECRET=1", "newText": "SECRET=2"})]}]
+    snap, diff, events, _, _ = await run_job(root, turns, monkeypatch)
+    assert snap.status == "failed" and snap.error is not None and snap.error.code == "CHANGESET_REJECTED"
+    assert (root / ".env").read_text() == "SECRET=1\n"
+    assert git(root, "status", "--porcelain") == ""
+
+
+@pytest.mark.anyio
+async def test_max_turns_limit_fails_the_job(root, monkeypatch) -> None:
+    read = {"path": "src/App.tsx", "startLine": None, "endLine": None}
+    turns = [{"toolCalls": [call(f"c{i}", "read_file", read)]} for i in range(5)]
+    snap, _, events, server, _ = await run_job(root, turns, monkeypatch, maxTurns=3)
+    assert snap.status == "failed" and snap.error.code == "LIMIT_EXCEEDED"
+    assert len(server.requests) == 3
+
+
+@pytest.mark.anyio
+async def test_max_tool_calls_limit_fails_the_job(root, monkeypatch) -> None:
+    read = {"path": "src/App.tsx", "startLine": None, "endLine": None}
+    turns = [{"toolCalls": [call(f"c{i}", "read_file", read) for i in range(4)]}]
+    snap, *_ = await run_job(root, turns, monkeypatch, maxToolCalls=3)
+    assert snap.status == "failed" and snap.error.code == "LIMIT_EXCEEDED"
+
+
+@pytest.mark.anyio
+async def test_unknown_tool_is_a_retryable_argument_error(root, monkeypatch) -> None:
+    turns = [{"toolCalls": [call("x", "run_shell", {"cmd": "rm -rf /"}), call("y", "apply_patch", {"patch": "x"})]},
+             {"toolCalls": [call("w", "replace_text", {"path": "src/App.tsx", "oldText": ">Go<", "newText": ">Start<"})]},
+             {"text": "ok", "finishReason": "stop"}]
+    snap, _, events, _, _ = await run_job(root, turns, monkeypatch)
+    assert snap.status == "awaiting-review"
+    assert finished(events)[:2] == [("run_shell", False, "TOOL_ARGUMENTS_INVALID"), ("apply_patch", False, "TOOL_ARGUMENTS_INVALID")]
+
+
+@pytest.mark.anyio
+async def test_provider_auth_error_echoing_the_key_never_reveals_it(root, monkeypatch) -> None:
+    def echo_key(_body: dict) -> dict:
+        import os
+
+        return {"status": 401, "body": {"error": {"message": f"Incorrect API key provided: {os.environ[KEY_ENV]}"}}}
+
+    snap, _, events, server, key = await run_job(root, [echo_key], monkeypatch)
+    assert snap.status == "failed" and snap.error.code == "PROVIDER_AUTH"
+    assert key not in json.dumps(events) and key not in snap.error.message
+    assert server.headers[0]["authorization"] == f"Bearer {key}"
+
+
+@pytest.mark.anyio
+async def test_model_that_edits_nothing_fails_explicitly(root, monkeypatch) -> None:
+    turns = [{"toolCalls": [call("c", "list_files", {"glob": "**/*", "maxResults": 10})]},
+             {"text": "Nothing to do.", "finishReason": "stop"}]
+    snap, diff, events, _, _ = await run_job(root, turns, monkeypatch)
+    assert snap.status == "failed" and snap.error.code == "CHANGESET_REJECTED"
+    assert diff.diff == ""
