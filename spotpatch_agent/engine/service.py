@@ -60,6 +60,12 @@ def make_adapter(provider: ProviderProfile) -> ProviderAdapter:
     return ChatCompletionsAdapter(base_url=provider.base_url, api_key=key, headers=provider.headers)
 
 
+def _failure_message(exc: BaseException, what: str) -> str:
+    if isinstance(exc, SpotPatchError):
+        return REDACTOR(exc.message)
+    return f"{what} failed with an internal error; nothing was reported as done (see the engine log)."
+
+
 class EngineService:
     """One project, one trusted config, many jobs (one write job at a time: DESIGN.md §4)."""
 
@@ -70,6 +76,13 @@ class EngineService:
         self._jobs: dict[str, Job] = {}
         self._tg: TaskGroup | None = None
         self._adapter_factory: Callable[[ProviderProfile], ProviderAdapter] = make_adapter
+        #: Apply and Revert of any job are serialised: one working-tree write at a time (DESIGN.md §8).
+        self._write_lock: anyio.Lock | None = None
+
+    def _lock(self) -> anyio.Lock:
+        if self._write_lock is None:
+            self._write_lock = anyio.Lock()
+        return self._write_lock
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[EngineService]:
@@ -217,6 +230,10 @@ class EngineService:
 
     async def job_apply(self, params: JobIdParams) -> JobSnapshot:
         job = self._job(params.job_id)
+        async with self._lock():
+            return await self._apply_locked(job)
+
+    async def _apply_locked(self, job: Job) -> JobSnapshot:
         if job.status != "awaiting-review":
             raise SpotPatchError(ErrorCode.INVALID_STATE, f"Only a job awaiting review can be applied (status {job.status!r}).")
         job.set_status("applying")
@@ -224,22 +241,26 @@ class EngineService:
             with anyio.CancelScope(shield=True):
                 job.applied = await apply_change(job.root, job.diff, job.baseline_hashes,
                                                  expected_head=job.head_oid, result_hashes=job.result_hashes)
-        except SpotPatchError as exc:
-            job.set_status("awaiting-review", REDACTOR(exc.message))
+        except BaseException as exc:
+            job.set_status("awaiting-review", _failure_message(exc, "Apply"))
             raise
         job.set_status("applied")
         return job.snapshot()
 
     async def job_revert(self, params: JobIdParams) -> JobSnapshot:
         job = self._job(params.job_id)
+        async with self._lock():
+            return await self._revert_locked(job)
+
+    async def _revert_locked(self, job: Job) -> JobSnapshot:
         if job.status != "applied" or job.applied is None:
             raise SpotPatchError(ErrorCode.INVALID_STATE, f"Only an applied job can be reverted (status {job.status!r}).")
         job.set_status("reverting")
         try:
             with anyio.CancelScope(shield=True):
                 await revert_change(job.root, job.applied, expected_head=job.head_oid)
-        except SpotPatchError as exc:
-            job.set_status("applied", REDACTOR(exc.message))
+        except BaseException as exc:
+            job.set_status("applied", _failure_message(exc, "Revert"))
             raise
         job.set_status("reverted")
         return job.snapshot()

@@ -147,5 +147,9 @@ def _decode_body(body: bytes) -> Frame | FrameFault:
 
 def encode_frame(message: dict[str, Any]) -> bytes:
     """Serialise one message: compact UTF-8 JSON (non-ASCII kept), Content-Length counted in bytes."""
-    body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    try:
+        body = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (e.g. from undecodable bytes): escape it, stay valid JSON
+        body = json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode("ascii")
     return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)

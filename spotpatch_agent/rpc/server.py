@@ -77,7 +77,15 @@ class FrameWriter:
         self._thread.start()
 
     def send(self, message: dict[str, Any]) -> None:
-        self._queue.put(encode_frame(message))
+        try:
+            frame = encode_frame(message)
+        except (TypeError, ValueError):
+            log.error("a message could not be serialised; answering with an internal error instead")
+            if "id" not in message:
+                return
+            frame = encode_frame({"jsonrpc": "2.0", "id": message["id"],
+                                  "error": {"code": InternalError.CODE, "message": "Internal error: unserialisable result"}})
+        self._queue.put(frame)
 
     def _run(self) -> None:
         while (data := self._queue.get()) is not None:

@@ -27,7 +27,7 @@ from anyio.abc import Process
 
 from spotpatch_agent.errors import GitError
 
-__all__ = ["GitResult", "run_git", "sanitize", "MAX_ERROR_CHARS"]
+__all__ = ["GitResult", "run_git", "sanitize", "describe", "MAX_ERROR_CHARS"]
 
 _POSIX = os.name == "posix"
 

@@ -287,3 +287,24 @@ def test_canary_key_echoed_by_provider_errors_never_leaks(project: Path, canary:
             eng.kill()
     assert canary not in eng.all_output()
     assert canary[len("sk-canary-"):] not in eng.all_output()
+
+
+def test_parent_death_cancels_job_and_exits(project: Path, canary: str) -> None:
+    parent = subprocess.Popen(["sleep", "60"])
+    with ScriptedProviderServer([{"stall": True}]) as server:
+        eng = start_engine(canary)
+        try:
+            eng.call("initialize", {"protocolVersion": "0.1", "processId": parent.pid, "clientInfo": {"name": "t"},
+                                    "projectRoot": str(project), "config": config_for(server)})
+            job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+            eng.wait_status(job_id, {"running"})
+            parent.kill()
+            parent.wait()
+            started = time.monotonic()
+            eng.proc.wait(5)
+            assert time.monotonic() - started < 3
+            assert worktree_count(project) == 1
+            assert server.wait_for_disconnect(1.0)
+        finally:
+            eng.kill()
+            parent.kill()
