@@ -47,6 +47,9 @@ from spotpatch_agent.worktree.isolation import sweep_orphans
 
 log = logging.getLogger("spotpatch.engine")
 
+#: Statuses in which a job's task is still running (cancellable by job/cancel).
+RUNNING = frozenset({"preparing", "running", "validating"})
+
 
 def make_adapter(provider: ProviderProfile) -> ProviderAdapter:
     """The adapter for ``provider`` with its key read from ``apiKeyEnv`` (never logged: DESIGN.md §11)."""
@@ -210,10 +213,8 @@ class EngineService:
 
     async def job_cancel(self, params: JobIdParams) -> JobSnapshot:
         job = self._job(params.job_id)
-        if job.status in ("preparing", "running", "validating"):
-            job.cancel_scope.cancel()
-            with anyio.move_on_after(5):
-                await job.done.wait()
+        if job.status in RUNNING:
+            await self.cancel_running(job.job_id)
         elif job.status == "awaiting-review":
             job.set_status("cancelled", "Cancelled; nothing was applied.")
         elif job.status not in ("cancelled", "failed"):
@@ -223,7 +224,7 @@ class EngineService:
     async def cancel_running(self, job_id: str) -> None:
         """Cancel ``job_id`` if it is still running (a ``$/cancelRequest`` for its ``job/create``); else no-op."""
         job = self._jobs.get(job_id)
-        if job is not None and job.status in ("preparing", "running", "validating"):
+        if job is not None and job.status in RUNNING:
             job.cancel_scope.cancel()
             with anyio.move_on_after(5):
                 await job.done.wait()

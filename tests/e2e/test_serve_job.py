@@ -35,6 +35,13 @@ def worktree_count(root: Path) -> int:
     return git(root, "worktree", "list", "--porcelain").count("worktree ")
 
 
+def job_worktrees(root: Path) -> list[Path]:
+    """Paths of every registered worktree except the main one."""
+    lines = git(root, "worktree", "list", "--porcelain").splitlines()
+    paths = [Path(line[len("worktree "):]) for line in lines if line.startswith("worktree ")]
+    return [p for p in paths if p.resolve() != root.resolve()]
+
+
 def snapshot_tree(root: Path) -> dict[str, bytes]:
     files = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
              if p.is_file() and ".git" not in p.relative_to(root).parts}
@@ -124,6 +131,8 @@ def test_job_cancel_during_streaming_turn(project: Path, canary: str) -> None:
             while not server.requests and time.monotonic() < deadline:
                 time.sleep(0.02)
             assert server.requests, "the model turn never started"
+            [job_dir] = job_worktrees(project)
+            assert job_dir.is_dir()
             started = time.monotonic()
             rid = eng.start_request("job/cancel", {"jobId": job_id})
             reply = eng.response(rid, timeout=5)
@@ -133,7 +142,7 @@ def test_job_cancel_during_streaming_turn(project: Path, canary: str) -> None:
             time.sleep(0.2)
             assert len(eng.responses_to(rid)) == 1
             assert worktree_count(project) == 1
-            assert not list((project.parent).glob("**/spotpatch-wt-*"))
+            assert not job_dir.exists(), "the job's worktree directory was left behind"
             assert eng.close() == 0
         finally:
             eng.kill()
@@ -259,10 +268,11 @@ def test_eof_with_running_job_removes_worktree(project: Path, canary: str) -> No
         eng.initialize(project, config_for(server))
         job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
         eng.wait_status(job_id, {"running"})
+        [job_dir] = job_worktrees(project)
         assert eng.proc.stdin is not None
         eng.proc.stdin.close()
         eng.proc.wait(5)
-        assert worktree_count(project) == 1
+        assert worktree_count(project) == 1 and not job_dir.exists()
         assert subprocess.run(["git", "worktree", "list"], cwd=project, capture_output=True).returncode == 0
 
 
