@@ -29,13 +29,21 @@ def setup_logging() -> None:
     handler.setFormatter(logging.Formatter("[spotpatch] %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(os.environ.get("SPOTPATCH_LOG", "INFO").upper())
+    level = os.environ.get("SPOTPATCH_LOG", "INFO").upper()
+    if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        root.setLevel(logging.INFO)
+        logging.getLogger("spotpatch").warning("SPOTPATCH_LOG must be DEBUG, INFO, WARNING or ERROR; using INFO")
+    else:
+        root.setLevel(level)
     for noisy in ("httpx", "httpcore"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="spotpatch-agent", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="spotpatch-agent",
+        description="SpotPatch engine: turn per-element instructions into one reviewable, revertable diff.",
+    )
     parser.add_argument("--version", action="version", version=f"spotpatch-agent {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="speak the JSON-RPC protocol on stdin/stdout")

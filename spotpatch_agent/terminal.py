@@ -12,7 +12,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 import anyio
 
@@ -22,7 +22,7 @@ from spotpatch_agent.protocol.models import JobCreateParams, SpotAnnotation, Tru
 CONFIG_FILE = "spotpatch.config.json"
 
 
-def format_event(event: dict[str, Any]) -> str | None:
+def format_event(event: dict[str, Any], *, speaker: str = "model") -> str | None:
     """One human line for a ``job/event`` (None for events not worth a line)."""
     kind = event["kind"]
     if kind == "status":
@@ -33,7 +33,7 @@ def format_event(event: dict[str, Any]) -> str | None:
         return f"[{event['seq']:>3}]   turn {event.get('turn')}: {event['tool']}{where} → {mark}, {event.get('durationMs')} ms"
     if kind == "message":
         text = " ".join(str(event.get("text", "")).split())
-        return f"[{event['seq']:>3}]   model says: {text[:300]}"
+        return f"[{event['seq']:>3}]   {speaker} says: {text[:300]}"
     if kind == "diff":
         files = ", ".join(f"{f['path']} (+{f['added']}/-{f['removed']})" for f in event.get("files", []))
         return f"[{event['seq']:>3}] diff ready: {files}"
@@ -43,9 +43,9 @@ def format_event(event: dict[str, Any]) -> str | None:
     return None
 
 
-def print_event(out: TextIO) -> Any:
+def print_event(out: TextIO, *, speaker: str = "model") -> Any:
     def send(event: dict[str, Any]) -> None:
-        line = format_event(event)
+        line = format_event(event, speaker=speaker)
         if line:
             print(line, file=out, flush=True)
 
@@ -57,29 +57,36 @@ def load_config(project: Path, path: Path | None) -> TrustedConfig:
     file = path or project / CONFIG_FILE
     if not file.exists():
         if path is not None:
-            raise SystemExit(f"spotpatch-agent: config file {path} does not exist")
+            print(f"spotpatch-agent: config file {path} does not exist", file=sys.stderr)
+            raise SystemExit(2)
         return TrustedConfig()
     try:
         return TrustedConfig.model_validate(json.loads(file.read_text("utf-8")))
     except ValueError as exc:
-        raise SystemExit(f"spotpatch-agent: {file.name} is not a valid SpotPatch config:\n{exc}") from None
+        print(f"spotpatch-agent: {file.name} is not a valid SpotPatch config:\n{exc}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def build_annotation(targets: list[str], instructions: list[str]) -> SpotAnnotation:
     if not targets or len(targets) != len(instructions):
-        raise SystemExit("spotpatch-agent run: give one --instruction per --target (at least one pair)")
+        usage_error("give one --instruction per --target (at least one pair)")
     items = []
     for i, (target, instruction) in enumerate(zip(targets, instructions), start=1):
         m = re.fullmatch(r"(.+?):(\d+)(?::(\d+))?", target)
         if not m:
-            raise SystemExit(f"spotpatch-agent run: --target must be FILE:LINE[:COL], got {target!r}")
+            usage_error(f"--target must be FILE:LINE[:COL], got {target!r}")
         items.append({"index": i, "instruction": instruction,
                       "source": {"file": m.group(1), "line": int(m.group(2)), "column": int(m.group(3) or 1)},
                       "element": {"tagName": "unknown"}})
     try:
         return SpotAnnotation.model_validate({"annotationId": "cli", "pageUrl": "/", "targets": items})
     except ValueError as exc:
-        raise SystemExit(f"spotpatch-agent run: {exc}") from None
+        usage_error(str(exc))
+
+
+def usage_error(message: str) -> NoReturn:
+    print(f"spotpatch-agent run: {message}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 PROVIDER_HELP = """\
@@ -105,19 +112,29 @@ def run_command(args: argparse.Namespace) -> int:
 
     async def main() -> int:
         async with service.running():
-            await service.configure(project, config)
-            if model_id is None or not service.ai_enabled():
-                print(render_prompt(annotation).text)
-                print(PROVIDER_HELP, file=sys.stderr)
-                return 3
-            params = JobCreateParams(annotation=annotation, model_profile_id=model_id, apply_mode="review")
-            return await drive_job(service, params, apply=args.apply, revert=False, out=sys.stdout)
+            try:
+                await service.configure(project, config)
+                if model_id is None or not service.ai_enabled():
+                    print(render_prompt(annotation).text)
+                    print(provider_help(config, args.config or project / CONFIG_FILE), file=sys.stderr)
+                    return 3
+                params = JobCreateParams(annotation=annotation, model_profile_id=model_id, apply_mode="review")
+                return await drive_job(service, params, apply=args.apply, revert=False, out=sys.stdout)
+            except SpotPatchError as exc:  # caught here, before the task group wraps it in a group
+                print(f"spotpatch-agent: {exc.code.value}: {exc.message}", file=sys.stderr)
+                return 1
 
-    try:
-        return anyio.run(main)
-    except SpotPatchError as exc:
-        print(f"spotpatch-agent: {exc.code.value}: {exc.message}", file=sys.stderr)
-        return 1
+    return anyio.run(main)
+
+
+def provider_help(config: TrustedConfig, file: Path) -> str:
+    """Why no job ran, naming the config file and the unset key variables when there is a config."""
+    if not config.providers:
+        return PROVIDER_HELP
+    unset = sorted({p.api_key_env for p in config.providers if p.api == "chat"})
+    return (f"No usable AI provider in {file.name}, so no job ran: set the key variable "
+            f"{' or '.join(unset) or '(none: only Responses API providers are configured, not supported yet)'} "
+            "in the environment, or copy the prompt above into any AI tool.")
 
 
 async def drive_job(service: Any, params: JobCreateParams, *, apply: bool, revert: bool, out: TextIO) -> int:

@@ -151,6 +151,14 @@ class EngineProcess:
             self.proc.wait()
             raise
 
+    def stop(self) -> None:
+        """End the engine the clean way when possible (shutdown → exit: jobs cancelled, worktrees removed),
+        else kill it. Use in ``finally`` so a failing test leaves no worktree behind."""
+        try:
+            self.close(timeout=10)
+        except Exception:  # noqa: BLE001 - best effort, then kill
+            self.kill()
+
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()

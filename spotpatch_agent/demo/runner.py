@@ -48,9 +48,10 @@ def _config(base_url: str, key_env: str, model: str) -> TrustedConfig:
 
 
 def _show(path: Path, title: str) -> None:
-    print(f"\n--- {title}: {TOUCHED} ---")
+    """Print the two target lines (11–12) of the touched file."""
+    print(f"\n--- {title}: {TOUCHED}, lines 11-12 ---")
     for n, line in enumerate(path.read_text("utf-8").splitlines(), start=1):
-        if "price" in line or "Save" in line:
+        if n in (11, 12):
             print(f"{n:>4}| {line}")
 
 
@@ -75,26 +76,27 @@ def run_demo(*, keep: bool = False) -> int:
             base = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
             model = os.environ.get("SPOTPATCH_MODEL", "gpt-4o-mini")
             config = _config(base, "OPENAI_API_KEY", model)
-            print(f"SpotPatch demo — using model {model!r} from your OpenAI-compatible provider.")
+            host = base.split("//", 1)[-1].split("/", 1)[0]
+            print(f"SpotPatch demo — using model {model!r} at {host} (OpenAI-compatible Chat Completions).")
         print(f"Demo project: a fresh git copy of the bundled Vite + React app{' (kept at ' + str(project) + ')' if keep else ''}.")
         for t in DEMO_TARGETS:
             print(f"  target {t['index']}: {t['source']['file']}:{t['source']['line']} <{t['element']['tagName']}> — {t['instruction']}")
         _show(project / TOUCHED, "before")
-        code = anyio.run(_drive, project, config, original, scripted)
+        code = anyio.run(_drive, project, config, original, scripted, "scripted provider" if scripted else "model")
         print("\nDemo finished: diff produced, applied, reverted and verified." if code == 0 else "\nDemo FAILED.")
         return code
 
 
-async def _drive(project: Path, config: TrustedConfig, original: bytes, scripted: bool) -> int:
+async def _drive(project: Path, config: TrustedConfig, original: bytes, scripted: bool, speaker: str) -> int:
     from spotpatch_agent.engine.service import EngineService
     from spotpatch_agent.errors import SpotPatchError
 
-    service = EngineService(send_event=print_event(sys.stdout))
+    service = EngineService(send_event=print_event(sys.stdout, speaker=speaker))
     annotation = SpotAnnotation.model_validate({"annotationId": "demo", "pageUrl": "/", "targets": DEMO_TARGETS})
     async with service.running():
         try:
             await service.configure(project, config)
-            print("\n--- job progress ---")
+            print("\n--- job progress ([n] is the job/event seq; tool-start events are not printed) ---")
             snap = await service.job_create(JobCreateParams(annotation=annotation, model_profile_id="demo-model"))
             ids = JobIdParams(job_id=snap.job_id)
             await service.wait_job(snap.job_id)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import anyio
 
-from spotpatch_agent.engine.events import JobEventLog, now_iso
+from spotpatch_agent.engine.events import MAX_MESSAGE_CHARS, JobEventLog, now_iso
 from spotpatch_agent.engine.loop import LoopBudget, LoopStats, run_loop
 from spotpatch_agent.engine.prompt import SYSTEM_PROMPT, agent_task
 from spotpatch_agent.errors import JobFailure, SpotPatchError
@@ -70,7 +70,7 @@ class Job:
 
     def set_status(self, status: str, message: str | None = None) -> None:
         self.status = status
-        self.message = REDACTOR(message) if message else None
+        self.message = REDACTOR(message)[:MAX_MESSAGE_CHARS] if message else None
         self.updated_at = now_iso()
         self.events.emit("status", status=status, message=self.message)
 
@@ -97,7 +97,7 @@ async def run_job(job: Job, adapter: ProviderAdapter) -> None:
         with job.cancel_scope:
             try:
                 with anyio.fail_after(job.limits.get("jobTimeoutSec")):
-                    worktree = await create_worktree(job.root, job.job_id)
+                    worktree = await create_worktree(job.root, job.job_id, limits=job.limits)
                     REDACTOR.add_path(worktree.path, "<worktree>")
                     if worktree.head_oid != job.head_oid:
                         raise JobFailure(ErrorCode.REPO_BLOCKED, "HEAD moved while the job was starting; try again.")
@@ -110,9 +110,12 @@ async def run_job(job: Job, adapter: ProviderAdapter) -> None:
                     job.events.emit("diff", files=job.files)
                     job.set_status("awaiting-review", job.stats.final_text or None)
             except TimeoutError:
+                await _keep_reviewable_diff(job, worktree)
                 job.fail(JobFailure(ErrorCode.LIMIT_EXCEEDED,
                                     f"The job took longer than {job.limits.get('jobTimeoutSec')} s."))
             except SpotPatchError as exc:
+                if exc.code != ErrorCode.CHANGESET_REJECTED:
+                    await _keep_reviewable_diff(job, worktree)
                 job.fail(exc)
             except Exception as exc:  # noqa: BLE001 - an engine bug must fail the job visibly, not kill the server
                 log.error("job failed unexpectedly", exc_info=exc)
@@ -125,6 +128,22 @@ async def run_job(job: Job, adapter: ProviderAdapter) -> None:
                 await remove_worktree(job.root, worktree)
             await adapter.aclose()
             job.done.set()
+
+
+async def _keep_reviewable_diff(job: Job, worktree: Worktree | None) -> None:
+    """After a failure, keep the diff so far for review when it passes changeset validation (DESIGN.md §4:
+    "a failed job keeps its diagnostics and any reviewable diff"). A failed job can never be applied."""
+    if worktree is None or job.diff:
+        return
+    with anyio.move_on_after(10):
+        try:
+            await _collect_changeset(job, worktree)
+        except Exception:  # noqa: BLE001 - an unreviewable change is simply not kept
+            job.diff, job.files = "", []
+            job.baseline_hashes, job.result_hashes = {}, {}
+            return
+    if job.files:
+        job.events.emit("diff", files=job.files)
 
 
 async def _run_agent(job: Job, adapter: ProviderAdapter, worktree: Worktree) -> None:

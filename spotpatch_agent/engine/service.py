@@ -54,13 +54,31 @@ RUNNING = frozenset({"preparing", "running", "validating"})
 def make_adapter(provider: ProviderProfile) -> ProviderAdapter:
     """The adapter for ``provider`` with its key read from ``apiKeyEnv`` (never logged: DESIGN.md §11)."""
     if provider.api != "chat":
-        raise SpotPatchError(ErrorCode.PROVIDER_UNAVAILABLE,
-                             f"Provider {provider.id!r} uses the Responses API, which this engine version does not speak yet.")
+        raise SpotPatchError(
+            ErrorCode.PROVIDER_UNAVAILABLE,
+            f"Provider {provider.id!r} uses the Responses API, which this engine version does not speak yet.",
+            retryable=False,
+        )
     from spotpatch_agent.provider.chat import ChatCompletionsAdapter
 
     key = os.environ.get(provider.api_key_env) or None
     REDACTOR.add_secret(key)
     return ChatCompletionsAdapter(base_url=provider.base_url, api_key=key, headers=provider.headers)
+
+
+#: Apply/Revert errors after which the working tree is known to be unchanged (worktree/changes.py).
+_UNCHANGED = frozenset({ErrorCode.APPLY_CONFLICT, ErrorCode.REVERT_CONFLICT, ErrorCode.REPO_BLOCKED,
+                        ErrorCode.INVALID_STATE, ErrorCode.CHANGESET_REJECTED})
+
+
+def _nothing_written(exc: BaseException) -> bool:
+    return isinstance(exc, SpotPatchError) and exc.code in _UNCHANGED
+
+
+def _as_error(exc: BaseException, what: str) -> SpotPatchError:
+    if isinstance(exc, SpotPatchError):
+        return SpotPatchError(exc.code, exc.message + " The working tree may be partly written: check it by hand.")
+    return SpotPatchError(ErrorCode.INTERNAL, _failure_message(exc, what) + " Check the working tree by hand.")
 
 
 def _failure_message(exc: BaseException, what: str) -> str:
@@ -77,6 +95,7 @@ class EngineService:
         self._root: Path | None = None
         self._config = TrustedConfig()
         self._jobs: dict[str, Job] = {}
+        self._reserved = 0  # job/create calls past the conflict check that have not registered their job yet
         self._tg: TaskGroup | None = None
         self._adapter_factory: Callable[[ProviderProfile], ProviderAdapter] = make_adapter
         #: Apply and Revert of any job are serialised: one working-tree write at a time (DESIGN.md §8).
@@ -129,7 +148,7 @@ class EngineService:
                 log.info("removed %d orphaned SpotPatch worktree(s) from an earlier run", swept)
 
     def ai_enabled(self) -> bool:
-        return any(os.environ.get(p.api_key_env) for p in self._config.providers)
+        return any(p.api == "chat" and os.environ.get(p.api_key_env) for p in self._config.providers)
 
     async def stop_all(self) -> None:
         """Cancel every running job and wait (bounded) until each removed its worktree."""
@@ -164,31 +183,35 @@ class EngineService:
                                  f"AI is off for {provider.display_name}: its key variable {provider.api_key_env} is not set.")
         if params.apply_mode != "review":
             raise SpotPatchError(ErrorCode.INVALID_REQUEST, f"applyMode {params.apply_mode!r} is not enabled by the trusted config.")
-        if params.trusted_fast_mode_consent is not None:
+        if params.trusted_fast_mode_consent:
             raise SpotPatchError(ErrorCode.INVALID_REQUEST, "trustedFastModeConsent is only valid with applyMode 'trusted-auto'.")
         if len(params.annotation.targets) > limits.get("maxTargets"):
             raise SpotPatchError(ErrorCode.INVALID_REQUEST, f"At most {limits.get('maxTargets')} targets per job.")
         if any(len(t.instruction) > limits.get("maxInstructionChars") for t in params.annotation.targets):
             raise SpotPatchError(ErrorCode.INVALID_REQUEST, f"An instruction is longer than {limits.get('maxInstructionChars')} characters.")
-        if sum(1 for j in self._jobs.values() if j.status in ACTIVE) >= limits.get("writeJobsPerProject"):
+        if sum(1 for j in self._jobs.values() if j.status in ACTIVE) + self._reserved >= limits.get("writeJobsPerProject"):
             raise SpotPatchError(ErrorCode.JOB_CONFLICT, "Another job is running for this project; wait for it or cancel it.")
-        health = await repo_health(root, limits)
-        if health.state == "blocked":
-            raise SpotPatchError(ErrorCode.REPO_BLOCKED, "The repository cannot host a job now: " + ", ".join(health.reasons))
-        if health.state == "consent-required":
-            raise SpotPatchError(
-                ErrorCode.CONSENT_REQUIRED,
-                "The working tree has local changes (staged {staged}, unstaged {unstaged}, untracked {untracked}); "
-                "commit or stash them first — including them in a job is not supported by this engine version."
-                .format(**health.counts.dump()),
-            )
-        adapter = self._adapter_factory(provider)
-        head = (await run_git(["rev-parse", "--verify", "HEAD^{commit}"], cwd=root)).stdout.decode().strip()
-        job_id = "job_" + secrets.token_hex(8)
-        job = Job(job_id=job_id, params=params, root=root, head_oid=head, provider=provider, model=model,
-                  limits=limits, events=JobEventLog(job_id, self._emit))
-        self._jobs[job_id] = job
-        job.set_status("preparing")
+        self._reserved += 1  # held across the awaits below, so two concurrent creates cannot both pass
+        try:
+            health = await repo_health(root, limits)
+            if health.state == "blocked":
+                raise SpotPatchError(ErrorCode.REPO_BLOCKED, "The repository cannot host a job now: " + ", ".join(health.reasons))
+            if health.state == "consent-required":
+                raise SpotPatchError(
+                    ErrorCode.CONSENT_REQUIRED,
+                    "The working tree has local changes (staged {staged}, unstaged {unstaged}, untracked {untracked}); "
+                    "commit or stash them first — including them in a job is not supported by this engine version."
+                    .format(**health.counts.dump()),
+                )
+            head = (await run_git(["rev-parse", "--verify", "HEAD^{commit}"], cwd=root)).stdout.decode().strip()
+            adapter = self._adapter_factory(provider)
+            job_id = "job_" + secrets.token_hex(8)
+            job = Job(job_id=job_id, params=params, root=root, head_oid=head, provider=provider, model=model,
+                      limits=limits, events=JobEventLog(job_id, self._emit))
+            self._jobs[job_id] = job
+            job.set_status("preparing")
+        finally:
+            self._reserved -= 1
         assert self._tg is not None
         self._tg.start_soon(run_job, job, adapter)
         return job.snapshot()
@@ -243,7 +266,10 @@ class EngineService:
                 job.applied = await apply_change(job.root, job.diff, job.baseline_hashes,
                                                  expected_head=job.head_oid, result_hashes=job.result_hashes)
         except BaseException as exc:
-            job.set_status("awaiting-review", _failure_message(exc, "Apply"))
+            if _nothing_written(exc):
+                job.set_status("awaiting-review", _failure_message(exc, "Apply"))
+            else:
+                job.fail(_as_error(exc, "Apply"))
             raise
         job.set_status("applied")
         return job.snapshot()
@@ -261,7 +287,10 @@ class EngineService:
             with anyio.CancelScope(shield=True):
                 await revert_change(job.root, job.applied, expected_head=job.head_oid)
         except BaseException as exc:
-            job.set_status("applied", _failure_message(exc, "Revert"))
+            if _nothing_written(exc):
+                job.set_status("applied", _failure_message(exc, "Revert"))
+            else:
+                job.fail(_as_error(exc, "Revert"))
             raise
         job.set_status("reverted")
         return job.snapshot()

@@ -75,8 +75,19 @@ class Redactor:
 REDACTOR = Redactor()
 
 
+_POSIX_ABS = re.compile(r"(?<![\w.~/>:-])/(?:[^\s'\"`:/]+/)+([^\s'\"`:/]+/)?([^\s'\"`:/]+)")
+_WIN_ABS = re.compile(r"(?<![\w])[A-Za-z]:[\\/](?:[^\s'\"`\\/]+[\\/])+([^\s'\"`\\/]+)")
+
+
+def shorten_paths(text: str) -> str:
+    """Replace every absolute path left in ``text`` by ``…/<last segments>`` (for logs and tracebacks)."""
+    text = _POSIX_ABS.sub(lambda m: "…/" + (m.group(1) or "") + m.group(2), text)
+    return _WIN_ABS.sub(lambda m: "…\\" + m.group(1), text)
+
+
 class RedactingFilter(logging.Filter):
-    """A logging filter that renders the record (with its traceback) and redacts it."""
+    """A logging filter that renders the record (with its traceback), redacts secrets and registered
+    paths, and shortens any other absolute path (invariant 3: no absolute path in a log)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
@@ -84,7 +95,7 @@ class RedactingFilter(logging.Filter):
             message += "\n" + logging.Formatter().formatException(record.exc_info)
             record.exc_info = None
             record.exc_text = None
-        record.msg = REDACTOR(message)
+        record.msg = shorten_paths(REDACTOR(message))
         record.args = None
         return True
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from spotpatch_agent.protocol.limits import LIMITS
@@ -71,24 +71,24 @@ class CheckConfig(InModel):
 class Limits(InModel):
     """Every key optional; an absent key takes its default, a given one must be 1..hard cap."""
 
-    max_targets: int | None = None
-    max_instruction_chars: int | None = None
-    max_turns: int | None = None
-    max_tool_calls: int | None = None
-    job_timeout_sec: int | None = None
-    tool_timeout_sec: int | None = None
-    check_timeout_sec: int | None = None
-    read_max_lines: int | None = None
-    read_max_bytes: int | None = None
-    list_max_results: int | None = None
-    search_max_results: int | None = None
-    editable_file_max_bytes: int | None = None
-    max_changed_files: int | None = None
-    max_diff_bytes: int | None = None
-    local_snapshot_max_files: int | None = None
-    local_snapshot_max_bytes: int | None = None
-    check_output_max_bytes: int | None = None
-    write_jobs_per_project: int | None = None
+    max_targets: StrictInt | None = None
+    max_instruction_chars: StrictInt | None = None
+    max_turns: StrictInt | None = None
+    max_tool_calls: StrictInt | None = None
+    job_timeout_sec: StrictInt | None = None
+    tool_timeout_sec: StrictInt | None = None
+    check_timeout_sec: StrictInt | None = None
+    read_max_lines: StrictInt | None = None
+    read_max_bytes: StrictInt | None = None
+    list_max_results: StrictInt | None = None
+    search_max_results: StrictInt | None = None
+    editable_file_max_bytes: StrictInt | None = None
+    max_changed_files: StrictInt | None = None
+    max_diff_bytes: StrictInt | None = None
+    local_snapshot_max_files: StrictInt | None = None
+    local_snapshot_max_bytes: StrictInt | None = None
+    check_output_max_bytes: StrictInt | None = None
+    write_jobs_per_project: StrictInt | None = None
 
     @model_validator(mode="after")
     def _within_caps(self) -> Limits:

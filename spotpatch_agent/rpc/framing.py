@@ -44,13 +44,18 @@ class FrameFault:
 
 
 class FrameDecoder:
-    """Incremental decoder. ``feed(bytes)`` returns the frames and faults completed by those bytes."""
+    """Incremental decoder. ``feed(bytes)`` returns the frames and faults completed by those bytes.
+
+    A bad header block costs exactly one fault: the decoder then discards bytes until the next
+    ``Content-Length:`` (resync), so the junk that followed a bad header is never parsed as a header.
+    """
 
     def __init__(self, *, max_body_bytes: int) -> None:
         self._buf = bytearray()
         self._max_body = max_body_bytes
         self._body_len: int | None = None  # set while waiting for a body
         self._skip = 0  # bytes of an oversized body still to discard
+        self._syncing = False  # discarding until the next Content-Length after a bad header
 
     def feed(self, data: bytes) -> list[Frame | FrameFault]:
         self._buf += data
@@ -62,6 +67,8 @@ class FrameDecoder:
                 self._skip -= n
                 if self._skip:
                     return out
+            if self._syncing and not self._resync():
+                return out
             if self._body_len is None:
                 if not self._read_header(out):
                     return out
@@ -74,22 +81,28 @@ class FrameDecoder:
             out.append(_decode_body(body))
 
     def _read_header(self, out: list[Frame | FrameFault]) -> bool:
-        """Parse one header block; True when ``_body_len`` or ``_skip`` is set and parsing may go on."""
-        # Leading blank lines between frames are harmless: drop them.
+        """Parse one header block; True when parsing may go on with the buffer as it is now."""
+        # Blank lines between frames are harmless: drop them.
         while self._buf[:2] == b"\r\n" or self._buf[:1] == b"\n":
             del self._buf[: 2 if self._buf[:2] == b"\r\n" else 1]
         match = _HEADER_END.search(self._buf)
         if match is None:
             if len(self._buf) > MAX_HEADER_BYTES:
                 out.append(FrameFault(PARSE_ERROR, "Header block too long or missing blank line"))
-                self._resync(start=1)
+                del self._buf[:1]
+                self._syncing = True
+                return True
             return False
         block = bytes(self._buf[: match.start()])
-        length, problem = _content_length(block)
+        length, problem, resync_at = _parse_header_block(block)
         if problem is not None:
             out.append(FrameFault(PARSE_ERROR, problem))
-            self._resync(start=1)
-            return bool(self._buf)
+            if resync_at is not None:  # a header glued behind junk: start over there
+                del self._buf[:resync_at]
+            else:  # the whole block is bad: skip it and whatever body follows it
+                del self._buf[: match.end()]
+                self._syncing = True
+            return True
         del self._buf[: match.end()]
         assert length is not None
         if length > self._max_body:
@@ -99,39 +112,58 @@ class FrameDecoder:
         self._body_len = length
         return True
 
-    def _resync(self, *, start: int) -> None:
-        """Drop bytes up to the next ``Content-Length:`` at or after ``start`` (keep a tail that may be
-        the prefix of one), so a bad frame costs one fault and the next good frame is read."""
-        m = _RESYNC.search(self._buf, start)
-        if m is not None:
-            del self._buf[: m.start()]
-        else:
+    def _resync(self) -> bool:
+        """Drop bytes up to the next ``Content-Length:``; False (keeping a possible prefix) if none yet."""
+        m = _RESYNC.search(self._buf)
+        if m is None:
             keep = len(b"content-length:") - 1
-            del self._buf[: max(start, len(self._buf) - keep)]
+            del self._buf[: max(0, len(self._buf) - keep)]
+            return False
+        del self._buf[: m.start()]
+        self._syncing = False
+        return True
 
 
-def _content_length(block: bytes) -> tuple[int | None, str | None]:
-    try:
-        text = block.decode("ascii")
-    except UnicodeDecodeError:
-        return None, "Header block is not ASCII"
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+
+def _parse_header_block(block: bytes) -> tuple[int | None, str | None, int | None]:
+    """``(length, problem, resync_at)``: ``resync_at`` is where a ``Content-Length`` header starts
+    after a malformed line of this block (junk glued in front of a real header), else None."""
     length: int | None = None
-    for line in re.split(r"\r?\n", text):
+    for line_start, raw_line in _lines(block):
+        try:
+            line = raw_line.decode("ascii")
+        except UnicodeDecodeError:
+            line = ""
         name, sep, value = line.partition(":")
-        if not sep:
-            return None, "Malformed header line (expected 'Name: value')"
+        if not sep or not _TOKEN.match(name.strip()):
+            m = _RESYNC.search(block, line_start + 1)
+            return None, "Malformed header line (expected 'Name: value')", (m.start() if m else None)
         if name.strip().lower() != "content-length":
             continue
         value = value.strip()
         if not value.isdigit() or not value.isascii():
-            return None, "Content-Length is not a non-negative integer"
+            return None, "Content-Length is not a non-negative integer", None
         n = int(value)
         if length is not None and n != length:
-            return None, "Conflicting Content-Length headers"
+            return None, "Conflicting Content-Length headers", None
         length = n
     if length is None:
-        return None, "Missing Content-Length header"
-    return length, None
+        return None, "Missing Content-Length header", None
+    return length, None, None
+
+
+def _lines(block: bytes) -> list[tuple[int, bytes]]:
+    """``(offset, line)`` pairs of a header block; lines end in ``\n`` or ``\r\n``."""
+    out, pos = [], 0
+    while True:
+        nl = block.find(b"\n", pos)
+        end = len(block) if nl < 0 else nl
+        out.append((pos, block[pos:end].rstrip(b"\r")))
+        if nl < 0:
+            return out
+        pos = nl + 1
 
 
 def _decode_body(body: bytes) -> Frame | FrameFault:

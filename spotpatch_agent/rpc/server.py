@@ -54,11 +54,12 @@ REQUEST_ID: contextvars.ContextVar[Any] = contextvars.ContextVar("spotpatch_requ
 class _InFlight:
     """A request being handled: its cancel scope once the task started, and whether a cancel arrived."""
 
-    __slots__ = ("scope", "cancelled")
+    __slots__ = ("scope", "cancelled", "answered")
 
     def __init__(self) -> None:
         self.scope: anyio.CancelScope | None = None
         self.cancelled = False
+        self.answered = False
 
 
 class _Endpoint(Endpoint):
@@ -204,15 +205,14 @@ class RpcServer:
         msg_id = msg.get("id")
         id_ok = not has_id or (isinstance(msg_id, (str, int)) and not isinstance(msg_id, bool))
         reply_id = msg_id if has_id and id_ok else None
+        if has_id and "method" not in msg and ("result" in msg or "error" in msg):
+            log.warning("ignored a response to a request the engine never sent")
+            return
         if msg.get("jsonrpc") != "2.0":
-            if has_id or "method" in msg:
-                self._send_error(reply_id, InvalidRequest.CODE, 'Missing or wrong "jsonrpc": "2.0"')
+            self._send_error(reply_id, InvalidRequest.CODE, 'Missing or wrong "jsonrpc": "2.0"')
             return
         method = msg.get("method")
         if "method" not in msg:
-            if has_id and ("result" in msg or "error" in msg):
-                log.warning("ignored a response to a request the engine never sent")
-                return
             self._send_error(reply_id, InvalidRequest.CODE, 'Missing "method"')
             return
         if not isinstance(method, str) or not id_ok:
@@ -252,7 +252,7 @@ class RpcServer:
                 if entry is not None:
                     entry.cancelled = True
                     scope = entry.scope
-            if entry is not None:
+            if entry is not None and not entry.answered:
                 if scope is not None:
                     self._portal.start_task_soon(_cancel, scope)
             elif self._late_cancel is not None:
@@ -304,6 +304,8 @@ class RpcServer:
                     result = await fn(parsed)
                     if method == "initialize" and self._state == "uninitialized":
                         self._state = "initialized"
+                    with self._lock:
+                        entry.answered = True
                     future.set_result(result.dump() if hasattr(result, "dump") else result)
                 except Exception as exc:  # noqa: BLE001 - every failure becomes exactly one error reply
                     rpc = to_rpc_error(exc)

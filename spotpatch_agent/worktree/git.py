@@ -25,6 +25,7 @@ from pathlib import Path
 import anyio
 from anyio.abc import Process
 
+from spotpatch_agent.policy.paths import git_env
 from spotpatch_agent.errors import GitError
 
 __all__ = ["GitResult", "run_git", "sanitize", "describe", "MAX_ERROR_CHARS"]
@@ -70,7 +71,8 @@ class GitResult:
 
 
 def _environment(read_only: bool) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _REPO_ENV}
+    """An allowlisted environment (policy.paths.git_env): provider keys and tokens never reach git."""
+    env = {k: v for k, v in git_env().items() if k not in _REPO_ENV}
     env["GIT_TERMINAL_PROMPT"] = "0"
     env["LC_ALL"] = "C"
     env["LANGUAGE"] = "C"

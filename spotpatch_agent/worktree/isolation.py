@@ -419,6 +419,50 @@ def _rmtree(path: Path) -> None:
         raise OSError(f"could not delete {path}")
 
 
+def _owner_alive(marker: dict[str, object]) -> bool:
+    """Whether another live engine process owns this worktree (never sweep a running job of another
+    engine on the same repository). POSIX probe; on Windows ``os.kill(pid, 0)`` is not a probe, so
+    the owner is assumed alive unless it is this process."""
+    pid = marker.get("pid")
+    if not isinstance(pid, int) or pid == os.getpid() or pid <= 0:
+        return False
+    if os.name == "nt":  # Windows: no cheap liveness probe without a process library
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _sweep_detached_temp_worktrees() -> int:
+    """Delete ``<tempdir>/spotpatch-worktrees/job-*`` whose registration no longer exists (its repository
+    was deleted or pruned): nothing can ever sweep them through a repository again."""
+    base = Path(tempfile.gettempdir()) / "spotpatch-worktrees"
+    removed = 0
+    try:
+        candidates = [p for p in base.iterdir() if p.name.startswith("job-") and p.is_dir() and not p.is_symlink()]
+    except OSError:
+        return 0
+    for path in candidates:
+        try:
+            text = (path / ".git").read_text("utf-8", "surrogateescape").strip()
+        except OSError:
+            continue  # still being created, or not ours to judge
+        if not text.startswith("gitdir:"):
+            continue
+        admin = Path(text[len("gitdir:"):].strip())
+        if admin.is_absolute() and not os.path.lexists(admin):
+            try:
+                _rmtree(path)
+                removed += 1
+            except OSError:
+                log.warning("could not remove a detached SpotPatch worktree directory")
+    return removed
+
+
 async def sweep_orphans(root: Path, *, live_job_ids: frozenset[str] | set[str] = frozenset()) -> int:
     """Remove worktrees of ``root`` left by a crashed run; returns how many were removed.
 
@@ -427,10 +471,10 @@ async def sweep_orphans(root: Path, *, live_job_ids: frozenset[str] | set[str] =
     worktrees — the user's own — are never touched, not even pruned. Never raises for cleanup
     failures (logged, see :func:`remove_worktree`); returns 0 when ``root`` is not a repository.
     """
-    removed = 0
+    removed = _sweep_detached_temp_worktrees()
     for admin in await _registrations(root):
         marker = _read_marker(admin)
-        if marker is None or marker.get("jobId") in live_job_ids:
+        if marker is None or marker.get("jobId") in live_job_ids or _owner_alive(marker):
             continue
         path = _registered_path(admin)
         if path is None:

@@ -112,7 +112,7 @@ def test_demo_job_end_to_end_over_stdio(project: Path, canary: str) -> None:
             assert server.headers[0]["authorization"] == f"Bearer {canary}"
             assert eng.close() == 0
         finally:
-            eng.kill()
+            eng.stop()
     # Invariant 3: the canary key reaches no frame, event, error, log line or diff.
     assert canary not in eng.all_output()
     assert canary not in json.dumps(diff)
@@ -145,7 +145,7 @@ def test_job_cancel_during_streaming_turn(project: Path, canary: str) -> None:
             assert not job_dir.exists(), "the job's worktree directory was left behind"
             assert eng.close() == 0
         finally:
-            eng.kill()
+            eng.stop()
     assert canary not in eng.all_output()
 
 
@@ -168,7 +168,7 @@ def test_cancel_request_for_job_create_cancels_the_streaming_job(project: Path, 
             assert len(eng.responses_to(rid)) == 1  # exactly one reply, the original one
             assert worktree_count(project) == 1
         finally:
-            eng.kill()
+            eng.stop()
 
 
 def test_cancel_request_for_in_flight_request_gets_32800(project: Path, canary: str) -> None:
@@ -187,7 +187,7 @@ def test_cancel_request_for_in_flight_request_gets_32800(project: Path, canary: 
             time.sleep(0.2)
             assert len(eng.responses_to(rid)) == 1
         finally:
-            eng.kill()
+            eng.stop()
 
 
 def _run_to_review(eng: EngineProcess, project: Path, server: ScriptedProviderServer) -> str:
@@ -212,7 +212,7 @@ def test_apply_refuses_when_user_edited_touched_file(project: Path, canary: str)
             assert snapshot_tree(project) == before
             assert eng.call("job/get", {"jobId": job_id})["status"] == "awaiting-review"
         finally:
-            eng.kill()
+            eng.stop()
 
 
 def test_revert_refuses_when_user_edited_after_apply(project: Path, canary: str) -> None:
@@ -229,7 +229,7 @@ def test_revert_refuses_when_user_edited_after_apply(project: Path, canary: str)
             assert snapshot_tree(project) == before
             assert eng.call("job/get", {"jobId": job_id})["status"] == "applied"
         finally:
-            eng.kill()
+            eng.stop()
 
 
 def test_first_turn_without_tool_call_fails_with_no_changes(project: Path, canary: str) -> None:
@@ -245,7 +245,7 @@ def test_first_turn_without_tool_call_fails_with_no_changes(project: Path, canar
             assert eng.call("job/diff", {"jobId": job_id})["diff"] == ""
             assert git(project, "status", "--porcelain") == "" and worktree_count(project) == 1
         finally:
-            eng.kill()
+            eng.stop()
 
 
 def test_dirty_tree_requires_consent(project: Path, canary: str) -> None:
@@ -259,7 +259,7 @@ def test_dirty_tree_requires_consent(project: Path, canary: str) -> None:
             assert reply["error"]["data"]["code"] == "CONSENT_REQUIRED"
             assert not server.requests
         finally:
-            eng.kill()
+            eng.stop()
 
 
 def test_eof_with_running_job_removes_worktree(project: Path, canary: str) -> None:
@@ -294,7 +294,7 @@ def test_canary_key_echoed_by_provider_errors_never_leaks(project: Path, canary:
                 assert snap["error"]["code"] == expected
             eng.close()
         finally:
-            eng.kill()
+            eng.stop()
     assert canary not in eng.all_output()
     assert canary[len("sk-canary-"):] not in eng.all_output()
 
@@ -316,5 +316,57 @@ def test_parent_death_cancels_job_and_exits(project: Path, canary: str) -> None:
             assert worktree_count(project) == 1
             assert server.wait_for_disconnect(1.0)
         finally:
-            eng.kill()
+            eng.stop()
             parent.kill()
+
+
+def test_two_concurrent_job_creates_one_conflicts(project: Path, canary: str) -> None:
+    with ScriptedProviderServer([{"stall": True}, {"stall": True}]) as server:
+        eng = start_engine(canary)
+        try:
+            eng.initialize(project, config_for(server))
+            params = {"annotation": annotation(), "modelProfileId": "m1"}
+            first, second = eng.start_request("job/create", params), eng.start_request("job/create", params)
+            replies = [eng.response(first), eng.response(second)]
+            ok = [r for r in replies if "result" in r]
+            refused = [r for r in replies if "error" in r]
+            assert len(ok) == 1 and len(refused) == 1
+            assert refused[0]["error"]["data"]["code"] == "JOB_CONFLICT"
+            assert len(job_worktrees(project)) <= 1
+        finally:
+            eng.stop()
+        assert worktree_count(project) == 1
+
+
+def test_second_engine_does_not_sweep_a_live_engines_worktree(project: Path, canary: str) -> None:
+    with ScriptedProviderServer([{"stall": True}]) as server:
+        first, second = start_engine(canary), start_engine(canary)
+        try:
+            first.initialize(project, config_for(server))
+            job_id = first.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+            first.wait_status(job_id, {"running"})
+            [job_dir] = job_worktrees(project)
+            second.initialize(project, config_for(server))  # sweeps orphans at start-up
+            assert job_dir.is_dir() and job_worktrees(project) == [job_dir]
+        finally:
+            second.stop()
+            first.stop()
+        assert worktree_count(project) == 1 and not job_dir.exists()
+
+
+def test_restart_after_sigkill_sweeps_the_orphaned_worktree(project: Path, canary: str) -> None:
+    with ScriptedProviderServer([{"stall": True}]) as server:
+        eng = start_engine(canary)
+        eng.initialize(project, config_for(server))
+        job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+        eng.wait_status(job_id, {"running"})
+        [job_dir] = job_worktrees(project)
+        eng.kill()  # SIGKILL: no cleanup ran
+        assert job_dir.is_dir()
+        again = start_engine(canary)
+        try:
+            again.initialize(project, config_for(server))
+            assert worktree_count(project) == 1 and not job_dir.exists()
+            assert git(project, "status", "--porcelain") == ""
+        finally:
+            again.stop()

@@ -152,3 +152,16 @@ async def test_model_that_edits_nothing_fails_explicitly(root, monkeypatch) -> N
     snap, diff, events, _, _ = await run_job(root, turns, monkeypatch)
     assert snap.status == "failed" and snap.error.code == "CHANGESET_REJECTED"
     assert diff.diff == ""
+
+
+@pytest.mark.anyio
+async def test_failed_job_keeps_its_reviewable_diff_but_cannot_be_applied(root, monkeypatch) -> None:
+    read = {"path": "src/App.tsx", "startLine": None, "endLine": None}
+    turns = [{"toolCalls": [call("w", "replace_text", {"path": "src/App.tsx", "oldText": ">Go<", "newText": ">Start<"})]},
+             {"toolCalls": [call("r1", "read_file", read)]},
+             {"toolCalls": [call("r2", "read_file", read)]}]
+    snap, diff, events, _, _ = await run_job(root, turns, monkeypatch, maxTurns=2)
+    assert snap.status == "failed" and snap.error.code == "LIMIT_EXCEEDED"
+    assert ">Start<" in diff.diff and [f.path for f in diff.files] == ["src/App.tsx"]
+    assert any(e["kind"] == "diff" for e in events)
+    assert git(root, "status", "--porcelain") == ""

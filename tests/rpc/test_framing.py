@@ -83,3 +83,28 @@ def test_short_length_costs_one_fault_then_next_frame() -> None:
     out = decode(b"Content-Length: 3\r\n\r\n{\"a\":1}" + GOOD)
     assert isinstance(out[0], FrameFault)
     assert out[-1] == Frame({"jsonrpc": "2.0", "id": 1, "method": "x"})
+
+
+def test_one_bad_header_alone_costs_exactly_one_fault() -> None:
+    d = FrameDecoder(max_body_bytes=1024)
+    out = d.feed(b"Content-Length: abc\r\n\r\n")
+    out += d.feed(b"")
+    out += d.feed(GOOD)
+    assert [type(o) for o in out] == [FrameFault, Frame]
+
+
+def test_conflicting_lengths_do_not_swallow_the_next_frame() -> None:
+    out = decode(b"Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}" + GOOD)
+    assert [type(o) for o in out] == [FrameFault, Frame]
+
+
+def test_junk_line_before_a_real_header_recovers_that_frame() -> None:
+    out = decode(b"junk\r\n" + GOOD)
+    assert [type(o) for o in out] == [FrameFault, Frame]
+
+
+def test_every_bad_block_fed_bytewise_is_one_fault_each() -> None:
+    bad = b"Content-Length: x\r\n\r\n{}"
+    stream = bad + GOOD + bad + GOOD
+    out = decode(*[stream[i:i + 1] for i in range(len(stream))])
+    assert [type(o) for o in out] == [FrameFault, Frame, FrameFault, Frame]

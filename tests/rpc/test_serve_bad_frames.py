@@ -18,7 +18,7 @@ def engine(tmp_path: Path):
     eng = EngineProcess()
     eng.initialize(root)
     yield eng
-    eng.kill()
+    eng.stop()
     assert eng.stdout_faults == [], "stdout carried something that is not a frame"
 
 
@@ -45,9 +45,12 @@ def last_null_id_error(engine: EngineProcess, code: int) -> dict:
         (body_frame(b'[{"jsonrpc":"2.0","id":9,"method":"health/get"}]'), -32600),  # a batch array
         (body_frame(b'{"jsonrpc":"2.0","params":{}}'), -32600),  # a notification without method
         (body_frame(b"{not json"), -32700),
+        (body_frame(b'{"foo":1}'), -32600),  # no jsonrpc, id or method
+        (body_frame(b'{"jsonrpc":"1.0","method":"health/get"}'), -32600),
         (body_frame(b'"\xff\xfe"'), -32700),  # invalid UTF-8
     ],
-    ids=["bad-length", "missing-length", "json-number", "empty-batch", "batch", "no-method", "bad-json", "bad-utf8"],
+    ids=["bad-length", "missing-length", "json-number", "empty-batch", "batch", "no-method", "bad-json", "no-members", "wrong-version",
+         "bad-utf8"],
 )
 def test_bad_frame_gets_error_and_engine_keeps_serving(engine: EngineProcess, raw: bytes, code: int) -> None:
     engine.send_raw(raw)
