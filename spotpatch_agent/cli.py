@@ -105,10 +105,12 @@ def serve() -> int:
     async def job_create(params: JobCreateParams) -> Any:
         snapshot = await service.job_create(params)
         created_by[REQUEST_ID.get()] = snapshot.job_id
+        while len(created_by) > 1024:
+            created_by.pop(next(iter(created_by)))
         return snapshot
 
-    async def late_cancel(request_id: Any) -> None:
-        job_id = created_by.get(request_id)
+    async def late_cancel(request_id: Any, method: str) -> None:
+        job_id = created_by.get(request_id) if method == "job/create" else None
         if job_id is not None:
             await service.cancel_running(job_id)
 

@@ -11,10 +11,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from spotpatch_agent.policy.redact import REDACTOR
+from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
 from spotpatch_agent.protocol.models import JobEvent
 
 MAX_MESSAGE_CHARS = 4000
+MAX_ID_CHARS = 128
 
 
 def now_iso() -> str:
@@ -35,9 +36,10 @@ class JobEventLog:
         return len(self.events)
 
     def emit(self, kind: str, **fields: Any) -> dict[str, Any]:
-        for key in ("message", "text", "path"):
-            if isinstance(fields.get(key), str):
-                fields[key] = REDACTOR(fields[key])[:MAX_MESSAGE_CHARS]
+        for key, value in fields.items():  # every string may carry model or provider text: redact and bound
+            if isinstance(value, str):
+                limit = MAX_ID_CHARS if key in ("tool", "tool_call_id", "check_id", "error_code") else MAX_MESSAGE_CHARS
+                fields[key] = shorten_paths(REDACTOR(value))[:limit]
         with self._lock:
             seq = len(self.events) + 1
             event = JobEvent(job_id=self.job_id, seq=seq, at=now_iso(), kind=kind, **fields).dump()

@@ -44,6 +44,8 @@ from spotpatch_agent.worktree.changes import apply_change, revert_change
 from spotpatch_agent.worktree.git import run_git
 from spotpatch_agent.worktree.health import repo_health
 from spotpatch_agent.worktree.isolation import sweep_orphans
+from spotpatch_agent.worktree.lock import ProjectWriteLock
+from spotpatch_agent.worktree.repo import locate
 
 log = logging.getLogger("spotpatch.engine")
 
@@ -95,6 +97,7 @@ class EngineService:
         self._root: Path | None = None
         self._config = TrustedConfig()
         self._jobs: dict[str, Job] = {}
+        self._project_lock: ProjectWriteLock | None = None
         self._reserved = 0  # job/create calls past the conflict check that have not registered their job yet
         self._tg: TaskGroup | None = None
         self._adapter_factory: Callable[[ProviderProfile], ProviderAdapter] = make_adapter
@@ -123,7 +126,7 @@ class EngineService:
         if params.protocol_version != PROTOCOL_VERSION:
             raise SpotPatchError(
                 ErrorCode.INVALID_REQUEST,
-                f"Protocol version mismatch: the client speaks {params.protocol_version!r}, "
+                f"Protocol version mismatch: the client speaks {params.protocol_version[:32]!r}, "
                 f"this engine speaks {PROTOCOL_VERSION!r}.",
             )
         await self.configure(Path(params.project_root), params.config)
@@ -139,6 +142,8 @@ class EngineService:
             raise SpotPatchError(ErrorCode.INVALID_REQUEST, "projectRoot must be an existing absolute directory.")
         self._root = root.resolve()
         REDACTOR.add_path(self._root, ".")
+        layout = await locate(self._root)
+        self._project_lock = ProjectWriteLock(layout.common_dir) if layout is not None else None
         self._config = config
         for provider in config.providers:
             REDACTOR.add_secret(os.environ.get(provider.api_key_env))
@@ -176,7 +181,7 @@ class EngineService:
         limits = self._config.limits
         found = self._config.find_model(params.model_profile_id)
         if found is None:
-            raise SpotPatchError(ErrorCode.INVALID_REQUEST, f"Unknown modelProfileId {params.model_profile_id!r}.")
+            raise SpotPatchError(ErrorCode.INVALID_REQUEST, "Unknown modelProfileId: it must be the id of a model in the trusted config.")
         provider, model = found
         if not os.environ.get(provider.api_key_env):
             raise SpotPatchError(ErrorCode.AI_DISABLED,
@@ -192,7 +197,9 @@ class EngineService:
         if sum(1 for j in self._jobs.values() if j.status in ACTIVE) + self._reserved >= limits.get("writeJobsPerProject"):
             raise SpotPatchError(ErrorCode.JOB_CONFLICT, "Another job is running for this project; wait for it or cancel it.")
         self._reserved += 1  # held across the awaits below, so two concurrent creates cannot both pass
+        locked = False
         try:
+            locked = self._acquire_project_lock()
             health = await repo_health(root, limits)
             if health.state == "blocked":
                 raise SpotPatchError(ErrorCode.REPO_BLOCKED, "The repository cannot host a job now: " + ", ".join(health.reasons))
@@ -210,11 +217,34 @@ class EngineService:
                       limits=limits, events=JobEventLog(job_id, self._emit))
             self._jobs[job_id] = job
             job.set_status("preparing")
+        except BaseException:
+            if locked:
+                self._release_project_lock()
+            raise
         finally:
             self._reserved -= 1
         assert self._tg is not None
-        self._tg.start_soon(run_job, job, adapter)
+        self._tg.start_soon(self._run_and_unlock, job, adapter)
         return job.snapshot()
+
+    async def _run_and_unlock(self, job: Job, adapter: ProviderAdapter) -> None:
+        try:
+            await run_job(job, adapter)
+        finally:
+            self._release_project_lock()
+
+    def _acquire_project_lock(self) -> bool:
+        """Take the cross-engine write lock or raise ``JOB_CONFLICT`` (worktree/lock.py)."""
+        if self._project_lock is None:
+            raise SpotPatchError(ErrorCode.REPO_BLOCKED, "The project is not a git repository.")
+        if not self._project_lock.try_acquire():
+            raise SpotPatchError(ErrorCode.JOB_CONFLICT,
+                                 "Another SpotPatch engine is running or applying a job for this project.")
+        return True
+
+    def _release_project_lock(self) -> None:
+        if self._project_lock is not None:
+            self._project_lock.release()
 
     def _emit(self, event: dict[str, Any]) -> None:
         self._send_event(event)
@@ -222,7 +252,7 @@ class EngineService:
     def _job(self, job_id: str) -> Job:
         job = self._jobs.get(job_id)
         if job is None:
-            raise SpotPatchError(ErrorCode.JOB_NOT_FOUND, f"No job {job_id!r} in this engine session.")
+            raise SpotPatchError(ErrorCode.JOB_NOT_FOUND, "No such job in this engine session.")
         return job
 
     async def job_get(self, params: JobIdParams) -> JobSnapshot:
@@ -255,7 +285,11 @@ class EngineService:
     async def job_apply(self, params: JobIdParams) -> JobSnapshot:
         job = self._job(params.job_id)
         async with self._lock():
-            return await self._apply_locked(job)
+            self._acquire_project_lock()
+            try:
+                return await self._apply_locked(job)
+            finally:
+                self._release_project_lock()
 
     async def _apply_locked(self, job: Job) -> JobSnapshot:
         if job.status != "awaiting-review":
@@ -277,7 +311,11 @@ class EngineService:
     async def job_revert(self, params: JobIdParams) -> JobSnapshot:
         job = self._job(params.job_id)
         async with self._lock():
-            return await self._revert_locked(job)
+            self._acquire_project_lock()
+            try:
+                return await self._revert_locked(job)
+            finally:
+                self._release_project_lock()
 
     async def _revert_locked(self, job: Job) -> JobSnapshot:
         if job.status != "applied" or job.applied is None:

@@ -51,6 +51,16 @@ class ProviderProfile(InModel):
     headers: dict[str, str] = Field(default_factory=dict)
     models: list[ModelProfile] = Field(min_length=1)
 
+    @field_validator("headers")
+    @classmethod
+    def _http_headers(cls, v: dict[str, str]) -> dict[str, str]:
+        for name, value in v.items():
+            if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}", name):
+                raise ValueError("header names must be HTTP tokens (letters, digits, '-', …)")
+            if not re.fullmatch(r"[\x20-\x7e]{0,4096}", value):
+                raise ValueError("header values must be printable ASCII (at most 4096 characters)")
+        return v
+
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, v: str) -> str:
@@ -176,9 +186,9 @@ class ElementInfo(InModel):
     def _allowed_attributes(cls, v: dict[str, str]) -> dict[str, str]:
         for key, value in v.items():
             if not _ALLOWED_ATTR.match(key):
-                raise ValueError(f"attribute {key!r} is not allowed")
+                raise ValueError("only the attributes id, class, role, aria-*, data-testid, name, type, href, alt, title are allowed")
             if len(value) > 500:
-                raise ValueError(f"attribute {key!r} is longer than 500 characters")
+                raise ValueError("an attribute value is longer than 500 characters")
         return v
 
 
@@ -224,7 +234,7 @@ class ClientInfo(InModel):
 
 
 class InitializeParams(InModel):
-    protocol_version: str
+    protocol_version: str = Field(max_length=64)
     process_id: int | None = None
     client_info: ClientInfo | None = None
     project_root: str

@@ -164,7 +164,7 @@ class _Slot:
 
 
 def _as_index(value: Any) -> int | None:
-    if isinstance(value, str) and value.isdigit():
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 6:
         return int(value)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -312,8 +312,10 @@ class ChatStreamAssembler:
         try:
             parsed = json.loads(text)
         except ValueError as exc:
-            reason = f"arguments are not valid JSON ({exc.msg} at character {exc.pos})"
+            reason = f"arguments are not valid JSON ({getattr(exc, 'msg', 'malformed')} at character {getattr(exc, 'pos', '?')})"
             return ToolCallEvent(call_id, slot.name, text, invalid=reason)
+        except RecursionError:
+            return ToolCallEvent(call_id, slot.name, text, invalid="arguments are nested too deeply")
         if not isinstance(parsed, dict):
             return ToolCallEvent(call_id, slot.name, text, invalid="arguments are not valid JSON (not an object)")
         return ToolCallEvent(call_id, slot.name, text)
@@ -435,7 +437,7 @@ class ChatCompletionsAdapter:
                 raise ProviderError(ErrorCode.PROVIDER_PROTOCOL, f"the provider answered {shown!r}, not an event stream")
             try:  # a relay that ignored stream:true: a whole completion (or an error) as JSON
                 chunk = json.loads(await _read_bounded(response, MAX_ARGUMENT_CHARS))
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise ProviderError(ErrorCode.PROVIDER_PROTOCOL, "the provider's answer is not valid JSON") from None
             for event in assembler.feed(chunk if isinstance(chunk, dict) else {}):
                 yield event
@@ -525,5 +527,5 @@ def _loads(text: str) -> Any:
     """Parsed JSON, or None when ``text`` is not JSON (an HTML error page is never quoted)."""
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None

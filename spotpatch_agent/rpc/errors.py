@@ -6,6 +6,7 @@ from __future__ import annotations
 from pylsp_jsonrpc.exceptions import JsonRpcException
 
 from spotpatch_agent.errors import SpotPatchError
+from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
 from spotpatch_agent.protocol.errors import APPLICATION_ERROR
 
 
@@ -45,13 +46,24 @@ class ApplicationError(JsonRpcException):
     CODE = APPLICATION_ERROR
 
     def __init__(self, error: SpotPatchError) -> None:
-        super().__init__(message=error.message, code=APPLICATION_ERROR, data=error.to_data())
+        data = error.to_data()
+        data["message"] = sanitize_message(error.message)
+        super().__init__(message=data["message"], code=APPLICATION_ERROR, data=data)
+
+
+MAX_ERROR_MESSAGE = 1000
+
+
+def sanitize_message(message: str) -> str:
+    """Redact secrets and absolute paths and bound the length of any error text sent to a client."""
+    return shorten_paths(REDACTOR(message))[:MAX_ERROR_MESSAGE]
 
 
 def to_rpc_error(exc: BaseException) -> JsonRpcException:
     """Map any exception to the JSON-RPC error the client sees. Unknown exceptions become -32603 with a
     fixed message (the traceback goes to stderr only, by the caller)."""
     if isinstance(exc, JsonRpcException):
+        exc.message = sanitize_message(str(exc.message))
         return exc
     if isinstance(exc, SpotPatchError):
         return ApplicationError(exc)

@@ -16,6 +16,7 @@ holding ``result``/``error`` keys into the envelope).
 
 from __future__ import annotations
 
+import collections
 import contextvars
 import logging
 import os
@@ -119,10 +120,12 @@ class RpcServer:
         on_stop: Callable[[], Awaitable[None]],
         max_body_bytes: int,
         main: Callable[[], Awaitable[None]] | None = None,
-        late_cancel: Callable[[Any], Awaitable[None]] | None = None,
+        late_cancel: Callable[[Any, str], Awaitable[None]] | None = None,
     ) -> None:
         self._main = main
         self._late_cancel = late_cancel
+        #: request id → method of the latest request with that id (bounded), for a late $/cancelRequest.
+        self._methods: collections.OrderedDict[Any, str] = collections.OrderedDict()
         self._in_fd = in_fd
         self._writer = FrameWriter(out_fd)
         self._decoder = FrameDecoder(max_body_bytes=max_body_bytes)
@@ -240,6 +243,10 @@ class RpcServer:
             self._send_error(msg_id, InvalidRequest.CODE, "A request with this id is still in progress")
             return
         self._current_id = msg_id
+        self._methods.pop(msg_id, None)
+        self._methods[msg_id] = method
+        if len(self._methods) > 4096:
+            self._methods.popitem(last=False)
         self._endpoint.consume({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params or {}})
 
     def _notification(self, method: str, params: Any) -> None:
@@ -255,9 +262,9 @@ class RpcServer:
             if entry is not None and not entry.answered:
                 if scope is not None:
                     self._portal.start_task_soon(_cancel, scope)
-            elif self._late_cancel is not None:
+            elif self._late_cancel is not None and target in self._methods:
                 # Already answered (exactly one reply stands): let the engine cancel work it started.
-                self._portal.start_task_soon(self._late_cancel, target)
+                self._portal.start_task_soon(self._late_cancel, target, self._methods[target])
             return
         if method == "exit":
             self.exit_code = 0 if self._state == "shutdown" else 1
@@ -336,7 +343,7 @@ def _summarise(exc: ValidationError, limit: int = 5) -> str:
     """Field locations and messages only; never the offending input (it may hold paths or secrets)."""
     parts = []
     for err in exc.errors(include_input=False, include_url=False)[:limit]:
-        loc = ".".join(str(p) for p in err["loc"]) or "params"
+        loc = ".".join(str(p)[:40] for p in err["loc"]) or "params"
         parts.append(f"{loc}: {err['msg']}")
     more = len(exc.errors()) - limit
     return "Invalid params: " + "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")

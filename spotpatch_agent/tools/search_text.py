@@ -110,8 +110,13 @@ async def search_text(ctx: WorktreeContext, args: SearchTextArgs) -> ToolResult:
     shown: list[str] = []
     size = 0
     more = out.truncated
+    readable: dict[str, bool] = {}
     for path, line, text in _parse_hits(out.stdout):
         if path not in allowed or (match is not None and not match(path)):
+            continue
+        if path not in readable:  # only files read_file would serve (UTF-8, no NUL anywhere, size): DESIGN.md §7
+            readable[path] = await ctx.read_text(path) is not None
+        if not readable[path]:
             continue
         entry = f"{path}:{line}: {_shorten(text)}"
         if len(shown) >= cap or size + len(entry) + 1 > OUTPUT_MAX_CHARS:

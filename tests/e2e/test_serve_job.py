@@ -370,3 +370,39 @@ def test_restart_after_sigkill_sweeps_the_orphaned_worktree(project: Path, canar
             assert git(project, "status", "--porcelain") == ""
         finally:
             again.stop()
+
+
+def test_late_cancel_of_a_reused_request_id_does_not_cancel_the_job(project: Path, canary: str) -> None:
+    with ScriptedProviderServer([{"stall": True}]) as server:
+        eng = start_engine(canary)
+        try:
+            eng.initialize(project, config_for(server))
+            eng.send({"jsonrpc": "2.0", "id": "req-1", "method": "job/create",
+                      "params": {"annotation": annotation(), "modelProfileId": "m1"}})
+            job_id = eng.response("req-1")["result"]["jobId"]
+            eng.wait_status(job_id, {"running"})
+            eng.send({"jsonrpc": "2.0", "id": "req-1", "method": "health/get", "params": {}})
+            eng.wait_for(lambda m: m.get("id") == "req-1" and "result" in m and "state" in m["result"])
+            eng.notify("$/cancelRequest", {"id": "req-1"})
+            time.sleep(0.5)
+            assert eng.call("job/get", {"jobId": job_id})["status"] == "running"
+        finally:
+            eng.stop()
+
+
+def test_two_engines_on_one_project_run_one_write_job(project: Path, canary: str) -> None:
+    with ScriptedProviderServer([{"stall": True}, {"stall": True}]) as server:
+        first, second = start_engine(canary), start_engine(canary)
+        try:
+            first.initialize(project, config_for(server))
+            second.initialize(project, config_for(server))
+            job_id = first.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+            first.wait_status(job_id, {"running"})
+            reply = second.request("job/create", {"annotation": annotation(), "modelProfileId": "m1"})
+            assert reply["error"]["data"]["code"] == "JOB_CONFLICT"
+            first.call("job/cancel", {"jobId": job_id})
+            again = second.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})
+            assert again["status"] == "preparing"  # the lock is free once the first job stopped
+        finally:
+            second.stop()
+            first.stop()

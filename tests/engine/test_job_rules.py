@@ -165,3 +165,19 @@ async def test_failed_job_keeps_its_reviewable_diff_but_cannot_be_applied(root, 
     assert ">Start<" in diff.diff and [f.path for f in diff.files] == ["src/App.tsx"]
     assert any(e["kind"] == "diff" for e in events)
     assert git(root, "status", "--porcelain") == ""
+
+
+@pytest.mark.anyio
+async def test_hostile_tool_names_and_ids_are_bounded_and_redacted_in_events(root, monkeypatch) -> None:
+    turns = [{"toolCalls": [call("id-" + str(root) + "-" + "X" * 300_000, "list_files", {"glob": "**/*", "maxResults": 5}),
+                            call("c2", f"/root/.ssh/id_rsa {root}", {})]},
+             {"toolCalls": [call("w", "replace_text", {"path": "src/App.tsx", "oldText": ">Go<", "newText": ">Start<"})]},
+             {"text": f"done, see {root}/src/App.tsx", "finishReason": "stop"}]
+    snap, _, events, server, _ = await run_job(root, turns, monkeypatch)
+    assert snap.status == "awaiting-review"
+    text = json.dumps(events)
+    assert str(root) not in text
+    assert max(len(json.dumps(e)) for e in events) < 10_000
+    # the provider still gets its own ids back verbatim
+    ids = [m["tool_call_id"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert ids[0].startswith("id-" + str(root)) and len(ids[0]) > 300_000

@@ -1,0 +1,81 @@
+"""One writer per project across engine processes (DESIGN.md §4 ``writeJobsPerProject``, §16 invariant 5).
+
+An advisory, non-blocking exclusive lock on ``<git-common-dir>/spotpatch/write.lock``: held while a job
+of this engine runs (``preparing`` … until it stops) and while it applies or reverts. Within one engine
+the lock is counted (re-entrant); a second engine on the same repository cannot take it and its
+``job/create`` / ``job/apply`` / ``job/revert`` fail with ``JOB_CONFLICT`` — never queued. The OS drops the
+lock when the holding process dies, so a crashed engine never blocks the next one.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+LOCK_DIR = "spotpatch"
+LOCK_FILE = "write.lock"
+
+
+class ProjectWriteLock:
+    """``try_acquire()`` → bool (never blocks); ``release()`` undoes one successful acquire."""
+
+    def __init__(self, common_dir: Path) -> None:
+        self._path = common_dir / LOCK_DIR / LOCK_FILE
+        self._fd: int | None = None
+        self._count = 0
+        self._mutex = threading.Lock()
+
+    def try_acquire(self) -> bool:
+        with self._mutex:
+            if self._count:
+                self._count += 1
+                return True
+            self._path.parent.mkdir(mode=0o700, exist_ok=True)
+            fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
+            if not _lock(fd):
+                os.close(fd)
+                return False
+            self._fd, self._count = fd, 1
+            return True
+
+    def release(self) -> None:
+        with self._mutex:
+            if self._count == 0:
+                return
+            self._count -= 1
+            if self._count == 0 and self._fd is not None:
+                _unlock(self._fd)
+                os.close(self._fd)
+                self._fd = None
+
+
+if os.name == "nt":  # Windows: byte-range lock on the first byte (untested here; DESIGN.md §17)
+    import msvcrt
+
+    def _lock(fd: int) -> bool:
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+
+    def _unlock(fd: int) -> None:
+        try:
+            os.lseek(fd, 0, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        except OSError:
+            pass
+
+else:
+    import fcntl
+
+    def _lock(fd: int) -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False
+        return True
+
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
