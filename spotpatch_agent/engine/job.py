@@ -18,7 +18,7 @@ from spotpatch_agent.engine.loop import LoopBudget, LoopStats, run_loop
 from spotpatch_agent.engine.prompt import SYSTEM_PROMPT, agent_task
 from spotpatch_agent.errors import JobFailure, SpotPatchError
 from spotpatch_agent.policy.paths import PathDenied, is_protected, normalize_rel_path
-from spotpatch_agent.policy.redact import REDACTOR
+from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import (
     ErrorInfo,
@@ -70,12 +70,12 @@ class Job:
 
     def set_status(self, status: str, message: str | None = None) -> None:
         self.status = status
-        self.message = REDACTOR(message)[:MAX_MESSAGE_CHARS] if message else None
+        self.message = shorten_paths(REDACTOR(message))[:MAX_MESSAGE_CHARS] if message else None
         self.updated_at = now_iso()
         self.events.emit("status", status=status, message=self.message)
 
     def fail(self, error: SpotPatchError) -> None:
-        error.message = REDACTOR(error.message)
+        error.message = shorten_paths(REDACTOR(error.message))[:MAX_MESSAGE_CHARS]
         self.error = error
         self.events.emit("error", error=ErrorInfo(**error.to_data()))
         self.set_status("failed", error.message)

@@ -147,6 +147,8 @@ class EngineService:
         self._config = config
         for provider in config.providers:
             REDACTOR.add_secret(os.environ.get(provider.api_key_env))
+            for value in provider.headers.values():  # extra headers often carry tokens too
+                REDACTOR.add_secret(value)
         if (await repo_health(self._root, config.limits)).state != "blocked":
             swept = await sweep_orphans(self._root)
             if swept:

@@ -50,6 +50,14 @@ def snapshot_tree(root: Path) -> dict[str, bytes]:
     return files
 
 
+def wait_model_turn(server: ScriptedProviderServer, timeout: float = 10) -> None:
+    """Wait until the provider received the job's first model request (the stream is then open)."""
+    deadline = time.monotonic() + timeout
+    while not server.requests and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.requests, "the model turn never started"
+
+
 @pytest.fixture
 def canary() -> str:
     return "sk-canary-" + secrets.token_hex(16)
@@ -127,10 +135,7 @@ def test_job_cancel_during_streaming_turn(project: Path, canary: str) -> None:
             eng.initialize(project, config_for(server))
             job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
             eng.wait_status(job_id, {"running"})
-            deadline = time.monotonic() + 10
-            while not server.requests and time.monotonic() < deadline:
-                time.sleep(0.02)
-            assert server.requests, "the model turn never started"
+            wait_model_turn(server)
             [job_dir] = job_worktrees(project)
             assert job_dir.is_dir()
             started = time.monotonic()
@@ -157,9 +162,7 @@ def test_cancel_request_for_job_create_cancels_the_streaming_job(project: Path, 
             rid = eng.start_request("job/create", {"annotation": annotation(), "modelProfileId": "m1"})
             job_id = eng.response(rid)["result"]["jobId"]
             eng.wait_status(job_id, {"running"})
-            deadline = time.monotonic() + 10
-            while not server.requests and time.monotonic() < deadline:
-                time.sleep(0.02)
+            wait_model_turn(server)
             started = time.monotonic()
             eng.notify("$/cancelRequest", {"id": rid})
             eng.wait_status(job_id, {"cancelled"}, timeout=2)
