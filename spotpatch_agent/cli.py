@@ -87,8 +87,10 @@ def serve() -> int:
         EmptyParams,
         InitializeParams,
         JobCreateParams,
+        JobEventsParams,
         JobIdParams,
         PromptRenderParams,
+        ProviderProbeParams,
     )
     from spotpatch_agent.rpc.server import REQUEST_ID, RpcServer
 
@@ -129,6 +131,11 @@ def serve() -> int:
         "job/apply": (JobIdParams, service.job_apply),
         "job/revert": (JobIdParams, service.job_revert),
         "job/close": (JobIdParams, service.job_close),
+        "job/list": (EmptyParams, service.job_list),
+        "job/events": (JobEventsParams, service.job_events),
+        "job/audit": (JobIdParams, service.job_audit),
+        "provider/list": (EmptyParams, service.provider_list),
+        "provider/probe": (ProviderProbeParams, service.provider_probe),
     }
     server = RpcServer(in_fd=0, out_fd=protocol_fd, handlers=handlers, on_stop=service.stop_all,
                        max_body_bytes=MAX_FRAME_BYTES, main=main_task, late_cancel=late_cancel)

@@ -22,7 +22,7 @@ from spotpatch_agent.engine.events import JobEventLog, now_iso
 from spotpatch_agent.engine.job import ACTIVE, JOB_TOOLS, Job, run_job
 from spotpatch_agent.engine.prompt import render_prompt
 from spotpatch_agent.errors import SpotPatchError
-from spotpatch_agent.policy.redact import REDACTOR
+from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import (
     Capabilities,
@@ -31,8 +31,18 @@ from spotpatch_agent.protocol.models import (
     InitializeResult,
     JobCreateParams,
     JobIdParams,
+    ErrorInfo,
+    JobAuditResult,
+    JobEventsParams,
+    JobEventsResult,
+    JobListResult,
     JobSnapshot,
+    ProbeResult,
     PromptRenderParams,
+    ProviderInfo,
+    ProviderListResult,
+    ProviderModelInfo,
+    ProviderProbeParams,
     PromptRenderResult,
     ProviderProfile,
     RepoHealth,
@@ -40,6 +50,7 @@ from spotpatch_agent.protocol.models import (
     TrustedConfig,
 )
 from spotpatch_agent.provider.base import ProviderAdapter
+from spotpatch_agent.provider.probe import ProbeOutcome, probe_tool_calling
 from spotpatch_agent.worktree.changes import apply_change, revert_change
 from spotpatch_agent.worktree.git import run_git
 from spotpatch_agent.worktree.health import repo_health
@@ -98,6 +109,7 @@ class EngineService:
         self._config = TrustedConfig()
         self._jobs: dict[str, Job] = {}
         self._project_lock: ProjectWriteLock | None = None
+        self._probes: dict[str, ProbeResult] = {}  # successful probes, per model profile, for the session
         self._reserved = 0  # job/create calls past the conflict check that have not registered their job yet
         self._tg: TaskGroup | None = None
         self._adapter_factory: Callable[[ProviderProfile], ProviderAdapter] = make_adapter
@@ -348,5 +360,59 @@ class EngineService:
         """Wait until the job's run ended (awaiting-review, failed or cancelled)."""
         await self._job(job_id).done.wait()
 
-    def job_events(self, job_id: str, after_seq: int) -> list[dict[str, Any]]:
-        return self._job(job_id).events.after(after_seq)
+    async def job_list(self, _params: Any = None) -> JobListResult:
+        """Every job of this engine session, oldest first."""
+        return JobListResult(jobs=[job.snapshot() for job in self._jobs.values()])
+
+    async def job_events(self, params: JobEventsParams) -> JobEventsResult:
+        """Every event after ``afterSeq``, in order, none twice (a reconnecting client's catch-up)."""
+        job = self._job(params.job_id)
+        return JobEventsResult(job_id=job.job_id, events=job.events.after(params.after_seq), last_seq=job.events.last_seq)
+
+    async def job_audit(self, params: JobIdParams) -> JobAuditResult:
+        """The audit ledger of DESIGN.md §13; until it lands, the job's (redacted) events and counts."""
+        job = self._job(params.job_id)
+        summary = {"status": job.status, "turns": job.stats.turns, "toolCalls": job.stats.tool_calls,
+                   "files": len(job.files), "ledger": "events"}
+        return JobAuditResult(job_id=job.job_id, summary=summary, entries=job.events.after(0))
+
+    async def provider_list(self, _params: Any = None) -> ProviderListResult:
+        """Profiles with ids and display names only — never URLs, headers or key names (DESIGN.md §3)."""
+        return ProviderListResult(providers=[
+            ProviderInfo(id=p.id, display_name=p.display_name, api=p.api,
+                         available=p.api == "chat" and bool(os.environ.get(p.api_key_env)),
+                         models=[ProviderModelInfo(id=m.id, display_name=m.display_name) for m in p.models])
+            for p in self._config.providers
+        ])
+
+    async def provider_probe(self, params: ProviderProbeParams) -> ProbeResult:
+        """Explicit probe (DESIGN.md §11): one forced tool round trip; a success is cached for the session.
+
+        Raises ``INVALID_REQUEST`` (unknown profile) and ``AI_DISABLED`` (key variable unset); provider
+        failures are a result with ``ok: false`` and the error, not an RPC error."""
+        found = self._config.find_model(params.model_profile_id)
+        if found is None:
+            raise SpotPatchError(ErrorCode.INVALID_REQUEST, "Unknown modelProfileId: it must be the id of a model in the trusted config.")
+        provider, model = found
+        if not os.environ.get(provider.api_key_env):
+            raise SpotPatchError(ErrorCode.AI_DISABLED, f"AI is off for {provider.display_name}: its key variable is not set.")
+        cached = self._probes.get(model.id)
+        if cached is not None:
+            return cached.model_copy(update={"cached": True})
+        adapter = self._adapter_factory(provider)
+        started = anyio.current_time()
+        try:
+            outcome = await probe_tool_calling(adapter, model.model)
+            error = None
+        except SpotPatchError as exc:
+            outcome, error = ProbeOutcome(False, shorten_paths(REDACTOR(exc.message))), ErrorInfo(**exc.to_data())
+            error.message = outcome.message
+        finally:
+            with anyio.CancelScope(shield=True):
+                await adapter.aclose()
+        result = ProbeResult(model_profile_id=model.id, ok=outcome.tool_calling, tool_calling=outcome.tool_calling,
+                             cached=False, duration_ms=int((anyio.current_time() - started) * 1000),
+                             message=outcome.message, error=error)
+        if result.ok:
+            self._probes[model.id] = result
+        return result

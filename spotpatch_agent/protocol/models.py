@@ -372,4 +372,62 @@ class JobEvent(WireModel):
     error: ErrorInfo | None = None
 
 
-AnyParams = Annotated[dict[str, Any], Field()]
+class JobListResult(WireModel):
+    jobs: list[JobSnapshot]
+
+
+class JobEventsParams(InModel):
+    job_id: str = Field(min_length=1, max_length=64)
+    after_seq: int = Field(default=0, ge=0)
+
+
+class JobEventsResult(WireModel):
+    """Every event of the job with ``seq > afterSeq``, in order (for clients that reconnect)."""
+
+    job_id: str
+    events: list[JobEvent]
+    last_seq: int
+
+
+class ProviderModelInfo(WireModel):
+    id: str
+    display_name: str
+
+
+class ProviderInfo(WireModel):
+    """A provider profile as the page may see it: ids and display names only, never URLs or keys."""
+
+    id: str
+    display_name: str
+    api: Literal["chat", "responses"]
+    #: The key variable is set and the engine speaks this API.
+    available: bool
+    models: list[ProviderModelInfo]
+
+
+class ProviderListResult(WireModel):
+    providers: list[ProviderInfo]
+
+
+class ProviderProbeParams(InModel):
+    model_profile_id: str = Field(min_length=1, max_length=64)
+
+
+class ProbeResult(WireModel):
+    """Outcome of the explicit capability probe (DESIGN.md §11), cached for the engine session."""
+
+    model_profile_id: str
+    ok: bool
+    tool_calling: bool
+    cached: bool
+    duration_ms: int
+    message: str
+    error: ErrorInfo | None = None
+
+
+class JobAuditResult(WireModel):
+    """The job's audit ledger (DESIGN.md §13). Until the audit ledger lands: the job's events."""
+
+    job_id: str
+    summary: dict[str, Any]
+    entries: list[dict[str, Any]]

@@ -58,16 +58,6 @@ def wait_model_turn(server: ScriptedProviderServer, timeout: float = 10) -> None
     assert server.requests, "the model turn never started"
 
 
-@pytest.fixture
-def canary() -> str:
-    return "sk-canary-" + secrets.token_hex(16)
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    return make_demo_project(tmp_path / "demo-app")
-
-
 def start_engine(canary: str) -> EngineProcess:
     return EngineProcess(env={KEY_ENV: canary})
 

@@ -1,0 +1,100 @@
+"""The methods added by the wire-contract issue, over a real ``serve`` subprocess: job/list, job/events,
+job/audit, provider/list, provider/probe (DESIGN.md §3)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from spotpatch_agent.demo.script import demo_turns
+from spotpatch_agent.provider.scripted import ScriptedProviderServer
+from tests.e2e.test_serve_job import annotation, config_for, start_engine
+
+PROBE_TURNS = [
+    {"toolCalls": [{"id": "p1", "name": "report_ready", "arguments": {"ready": True}}]},
+    {"text": "OK", "finishReason": "stop"},
+]
+
+
+def test_job_list_events_and_audit(project: Path, canary: str) -> None:
+    with ScriptedProviderServer(demo_turns()) as server:
+        eng = start_engine(canary)
+        try:
+            eng.initialize(project, config_for(server))
+            assert eng.call("job/list", {}) == {"jobs": []}
+            job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+            eng.wait_status(job_id, {"awaiting-review"}, timeout=60)
+            listed = eng.call("job/list", {})["jobs"]
+            assert [j["jobId"] for j in listed] == [job_id] and listed[0]["status"] == "awaiting-review"
+            pushed = eng.events(job_id)
+            replay = eng.call("job/events", {"jobId": job_id, "afterSeq": 0})
+            assert replay["events"] == pushed and replay["lastSeq"] == len(pushed)
+            tail = eng.call("job/events", {"jobId": job_id, "afterSeq": 5})["events"]
+            assert [e["seq"] for e in tail] == list(range(6, len(pushed) + 1))
+            assert eng.call("job/events", {"jobId": job_id, "afterSeq": 10_000})["events"] == []
+            audit = eng.call("job/audit", {"jobId": job_id})
+            assert audit["jobId"] == job_id and audit["entries"] == pushed and audit["summary"]["toolCalls"] == 5
+            bad = eng.request("job/events", {"jobId": job_id, "afterSeq": -1})
+            assert bad["error"]["code"] == -32602
+            assert eng.request("job/audit", {"jobId": "job_nope"})["error"]["data"]["code"] == "JOB_NOT_FOUND"
+        finally:
+            eng.stop()
+
+
+def test_provider_list_shows_ids_and_names_only(project: Path, canary: str) -> None:
+    with ScriptedProviderServer([]) as server:
+        eng = start_engine(canary)
+        try:
+            cfg = config_for(server)
+            cfg["providers"][0]["headers"] = {"X-Relay-Token": "relay-token-secret"}
+            eng.initialize(project, cfg)
+            result = eng.call("provider/list", {})
+            assert result == {"providers": [{"id": "scripted", "displayName": "Scripted", "api": "chat", "available": True,
+                                             "models": [{"id": "m1", "displayName": "Scripted model"}]}]}
+            text = json.dumps(result)
+            assert server.base_url not in text and "127.0.0.1" not in text and "KEY" not in text and "relay-token" not in text
+        finally:
+            eng.stop()
+
+
+def test_provider_probe_round_trip_is_cached(project: Path, canary: str) -> None:
+    with ScriptedProviderServer(PROBE_TURNS) as server:
+        eng = start_engine(canary)
+        try:
+            eng.initialize(project, config_for(server))
+            first = eng.call("provider/probe", {"modelProfileId": "m1"})
+            assert first["ok"] is True and first["toolCalling"] is True and first["cached"] is False
+            assert server.requests[0]["tool_choice"] == "required"
+            assert [m["role"] for m in server.requests[1]["messages"]][-1] == "tool"
+            second = eng.call("provider/probe", {"modelProfileId": "m1"})
+            assert second["cached"] is True and len(server.requests) == 2
+        finally:
+            eng.stop()
+
+
+def test_provider_probe_reports_no_tool_calling_and_errors(project: Path, canary: str) -> None:
+    turns = [{"text": "I can't call tools.", "finishReason": "stop"}, {"status": 401, "body": {"error": {"message": "bad key"}}}]
+    with ScriptedProviderServer(turns) as server:
+        eng = start_engine(canary)
+        try:
+            eng.initialize(project, config_for(server))
+            no_tools = eng.call("provider/probe", {"modelProfileId": "m1"})
+            assert no_tools["ok"] is False and no_tools["toolCalling"] is False and "error" not in no_tools
+            auth = eng.call("provider/probe", {"modelProfileId": "m1"})
+            assert auth["ok"] is False and auth["error"]["code"] == "PROVIDER_AUTH"
+            assert eng.request("provider/probe", {"modelProfileId": "nope"})["error"]["data"]["code"] == "INVALID_REQUEST"
+        finally:
+            eng.stop()
+        assert canary not in eng.all_output()
+
+
+def test_provider_probe_without_key_is_ai_disabled(project: Path) -> None:
+    with ScriptedProviderServer([]) as server:
+        eng = start_engine("")
+        try:
+            eng.initialize(project, config_for(server))
+            reply = eng.request("provider/probe", {"modelProfileId": "m1"})
+            assert reply["error"]["data"]["code"] == "AI_DISABLED"
+            assert eng.call("provider/list", {})["providers"][0]["available"] is False
+        finally:
+            eng.stop()
