@@ -1,8 +1,9 @@
-"""Entry points: ``spotpatch-agent serve | run | demo`` (DESIGN.md §1).
+"""Entry points: ``spotpatch-agent serve | run | demo | schema`` (DESIGN.md §1, §3).
 
 ``serve`` speaks the protocol on stdin/stdout; fd 1 is reserved for frames before anything else runs, so
 a stray ``print``, a C-level write or a child process can only reach stderr. ``run`` drives one job from
 the terminal; ``demo`` runs a real job on the bundled demo app (offline with a scripted provider).
+``schema`` prints the protocol's JSON Schema (``--markdown``: the method reference of docs/protocol.md).
 """
 
 from __future__ import annotations
@@ -46,7 +47,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--version", action="version", version=f"spotpatch-agent {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("serve", help="speak the JSON-RPC protocol on stdin/stdout")
+    serve_cmd = sub.add_parser("serve", help="speak the JSON-RPC protocol on stdin/stdout")
+    serve_cmd.add_argument("--max-frame-bytes", type=_frame_bytes, default=None, metavar="N",
+                           help="largest JSON-RPC frame body accepted, in bytes (default 8 MiB); a larger frame is "
+                                "answered with -32600 and skipped without being buffered")
     run = sub.add_parser("run", help="run one annotation job on a git project from the terminal")
     run.add_argument("--project", required=True, type=Path, help="the project's git top-level directory")
     run.add_argument("--target", action="append", default=[], metavar="FILE:LINE[:COL]",
@@ -58,10 +62,16 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--apply", action="store_true", help="apply the diff to the working tree when the job succeeds")
     demo = sub.add_parser("demo", help="run a real job on the bundled demo Vite app (offline without OPENAI_API_KEY)")
     demo.add_argument("--keep", action="store_true", help="keep the temporary demo project")
+    schema = sub.add_parser("schema", help="print the protocol's JSON Schema (protocol/spotpatch.schema.json)")
+    schema.add_argument("--markdown", action="store_true",
+                        help="print the generated method reference of docs/protocol.md instead")
     args = parser.parse_args(argv)
 
+    if args.command == "schema":
+        return print_schema(markdown=args.markdown)
+
     if args.command == "serve":
-        return serve()
+        return serve(max_frame_bytes=args.max_frame_bytes)
     setup_logging()
     if args.command == "run":
         from spotpatch_agent.terminal import run_command
@@ -72,8 +82,17 @@ def main(argv: list[str] | None = None) -> int:
     return run_demo(keep=args.keep)
 
 
-def serve() -> int:
-    """Serve the protocol until ``exit``, stdin EOF or the parent's death; returns the exit code."""
+def _frame_bytes(text: str) -> int:
+    """``--max-frame-bytes``: a positive decimal integer of bytes."""
+    if not text.isascii() or not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError("must be a positive integer number of bytes")
+    return int(text)
+
+
+def serve(max_frame_bytes: int | None = None) -> int:
+    """Serve the protocol until ``exit``, stdin EOF or the parent's death; returns the exit code.
+
+    ``max_frame_bytes`` bounds a frame body (default ``protocol/limits.py`` ``MAX_FRAME_BYTES``)."""
     protocol_fd = os.dup(1)
     os.dup2(2, 1)  # fd 1 now points at stderr: nothing but frames can reach the protocol stream
     sys.stdout = sys.stderr
@@ -82,16 +101,9 @@ def serve() -> int:
     import anyio
 
     from spotpatch_agent.engine.service import EngineService
+    from spotpatch_agent.protocol.catalog import bind_handlers
     from spotpatch_agent.protocol.limits import MAX_FRAME_BYTES
-    from spotpatch_agent.protocol.models import (
-        EmptyParams,
-        InitializeParams,
-        JobCreateParams,
-        JobEventsParams,
-        JobIdParams,
-        PromptRenderParams,
-        ProviderProbeParams,
-    )
+    from spotpatch_agent.protocol.models import InitializeParams, JobCreateParams
     from spotpatch_agent.rpc.server import REQUEST_ID, RpcServer
 
     server: RpcServer
@@ -120,27 +132,49 @@ def serve() -> int:
         async with service.running():
             await anyio.sleep_forever()
 
-    handlers: dict[str, Any] = {
-        "initialize": (InitializeParams, initialize),
-        "health/get": (EmptyParams, service.health),
-        "prompt/render": (PromptRenderParams, service.prompt_render),
-        "job/create": (JobCreateParams, job_create),
-        "job/get": (JobIdParams, service.job_get),
-        "job/diff": (JobIdParams, service.job_diff),
-        "job/cancel": (JobIdParams, service.job_cancel),
-        "job/apply": (JobIdParams, service.job_apply),
-        "job/revert": (JobIdParams, service.job_revert),
-        "job/close": (JobIdParams, service.job_close),
-        "job/list": (EmptyParams, service.job_list),
-        "job/events": (JobEventsParams, service.job_events),
-        "job/audit": (JobIdParams, service.job_audit),
-        "provider/list": (EmptyParams, service.provider_list),
-        "provider/probe": (ProviderProbeParams, service.provider_probe),
-    }
+    # Params models come from the method catalog; bind_handlers raises unless these are exactly its requests.
+    handlers: dict[str, Any] = bind_handlers({
+        "initialize": initialize,
+        "health/get": service.health,
+        "prompt/render": service.prompt_render,
+        "job/create": job_create,
+        "job/get": service.job_get,
+        "job/diff": service.job_diff,
+        "job/cancel": service.job_cancel,
+        "job/apply": service.job_apply,
+        "job/revert": service.job_revert,
+        "job/close": service.job_close,
+        "job/list": service.job_list,
+        "job/events": service.job_events,
+        "job/audit": service.job_audit,
+        "provider/list": service.provider_list,
+        "provider/probe": service.provider_probe,
+    })
+    if os.environ.get("SPOTPATCH_BENCH") == "1":  # bench-only methods (tests/bench/README.md); absent otherwise
+        from spotpatch_agent.rpc.bench import bench_handlers
+
+        handlers.update(bench_handlers(lambda event: server.notify("job/event", event)))
     server = RpcServer(in_fd=0, out_fd=protocol_fd, handlers=handlers, on_stop=service.stop_all,
-                       max_body_bytes=MAX_FRAME_BYTES, main=main_task, late_cancel=late_cancel)
+                       max_body_bytes=MAX_FRAME_BYTES if max_frame_bytes is None else max_frame_bytes,
+                       main=main_task, late_cancel=late_cancel)
     _watch_parent(None, server)
     return server.serve()
+
+
+def print_schema(*, markdown: bool = False) -> int:
+    """``schema``: print the protocol JSON Schema, or with ``markdown`` the generated method reference of
+    docs/protocol.md (DESIGN.md §3). Imports the protocol package only (pydantic), never the engine."""
+    if markdown:
+        from spotpatch_agent.protocol.docgen import render_method_reference
+
+        text = render_method_reference()
+    else:
+        from spotpatch_agent.protocol.schema import render_schema
+
+        text = render_schema()
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    return EXIT_OK
 
 
 def _watch_parent(process_id: int | None, server: Any) -> None:

@@ -8,7 +8,9 @@ and any reviewable diff; nothing is reported as applied or checked unless it was
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -16,6 +18,7 @@ import anyio
 from spotpatch_agent.engine.events import MAX_MESSAGE_CHARS, JobEventLog, now_iso
 from spotpatch_agent.engine.loop import LoopBudget, LoopStats, run_loop
 from spotpatch_agent.engine.prompt import SYSTEM_PROMPT, agent_task
+from spotpatch_agent.engine.states import JOB_TOOLS  # defined there: a light import
 from spotpatch_agent.errors import JobFailure, SpotPatchError
 from spotpatch_agent.policy.paths import PathDenied, is_protected, normalize_rel_path
 from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
@@ -36,9 +39,6 @@ from spotpatch_agent.worktree.changes import change_hashes
 from spotpatch_agent.worktree.isolation import Worktree, create_worktree, remove_worktree, result_diff
 
 log = logging.getLogger("spotpatch.job")
-
-JOB_TOOLS = ("list_files", "search_text", "read_file", "replace_text")
-ACTIVE = frozenset({"preparing", "running", "validating", "applying", "reverting"})
 
 
 @dataclass
@@ -91,8 +91,13 @@ class Job:
 
 
 async def run_job(job: Job, adapter: ProviderAdapter) -> None:
-    """Run ``job`` to ``awaiting-review``, ``failed`` or ``cancelled``; always removes its worktree."""
+    """Run ``job`` to ``awaiting-review``, ``failed`` or ``cancelled``; always removes its worktree.
+
+    The terminal status is emitted only after the worktree is removed, so a client that sees it may rely
+    on the job having left nothing behind.
+    """
     worktree: Worktree | None = None
+    finish: Callable[[], None] | None = None  # emits the terminal status, after clean-up
     try:
         with job.cancel_scope:
             try:
@@ -108,25 +113,29 @@ async def run_job(job: Job, adapter: ProviderAdapter) -> None:
                     if not job.files:
                         raise JobFailure(ErrorCode.CHANGESET_REJECTED, "The model finished without changing any file.")
                     job.events.emit("diff", files=job.files)
-                    job.set_status("awaiting-review", job.stats.final_text or None)
+                    finish = partial(job.set_status, "awaiting-review", job.stats.final_text or None)
             except TimeoutError:
                 await _keep_reviewable_diff(job, worktree)
-                job.fail(JobFailure(ErrorCode.LIMIT_EXCEEDED,
-                                    f"The job took longer than {job.limits.get('jobTimeoutSec')} s."))
+                limit = job.limits.get("jobTimeoutSec")
+                finish = partial(job.fail, JobFailure(ErrorCode.LIMIT_EXCEEDED, f"The job took longer than {limit} s."))
             except SpotPatchError as exc:
                 if exc.code != ErrorCode.CHANGESET_REJECTED:
                     await _keep_reviewable_diff(job, worktree)
-                job.fail(exc)
+                finish = partial(job.fail, exc)
             except Exception as exc:  # noqa: BLE001 - an engine bug must fail the job visibly, not kill the server
                 log.error("job failed unexpectedly", exc_info=exc)
-                job.fail(SpotPatchError(ErrorCode.INTERNAL, "Internal error while running the job (see the engine log)."))
-        if job.cancel_scope.cancelled_caught or (job.cancel_scope.cancel_called and job.status in ACTIVE):
-            job.set_status("cancelled", "Cancelled.")
+                finish = partial(job.fail, SpotPatchError(
+                    ErrorCode.INTERNAL, "Internal error while running the job (see the engine log)."))
+        if job.cancel_scope.cancelled_caught or (job.cancel_scope.cancel_called and finish is None):
+            finish = partial(job.set_status, "cancelled", "Cancelled.")
     finally:
         with anyio.CancelScope(shield=True):
             if worktree is not None:
                 await remove_worktree(job.root, worktree)
             await adapter.aclose()
+            if finish is None:  # the engine is stopping (cancelled from outside the job's own scope)
+                finish = partial(job.set_status, "cancelled", "Cancelled.")
+            finish()
             job.done.set()
 
 

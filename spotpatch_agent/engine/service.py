@@ -12,15 +12,15 @@ import secrets
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import TaskGroup
 
 from spotpatch_agent import PROTOCOL_VERSION, __version__
-from spotpatch_agent.engine.events import JobEventLog, now_iso
-from spotpatch_agent.engine.job import ACTIVE, JOB_TOOLS, Job, run_job
+from spotpatch_agent.engine.events import JobEventLog
 from spotpatch_agent.engine.prompt import render_prompt
+from spotpatch_agent.engine.states import ACTIVE, JOB_TOOLS
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
 from spotpatch_agent.protocol.errors import ErrorCode
@@ -49,14 +49,18 @@ from spotpatch_agent.protocol.models import (
     ServerInfo,
     TrustedConfig,
 )
-from spotpatch_agent.provider.base import ProviderAdapter
-from spotpatch_agent.provider.probe import ProbeOutcome, probe_tool_calling
-from spotpatch_agent.worktree.changes import apply_change, revert_change
 from spotpatch_agent.worktree.git import run_git
 from spotpatch_agent.worktree.health import repo_health
 from spotpatch_agent.worktree.isolation import sweep_orphans
 from spotpatch_agent.worktree.lock import ProjectWriteLock
 from spotpatch_agent.worktree.repo import locate
+
+if TYPE_CHECKING:
+    from spotpatch_agent.engine.job import Job
+    from spotpatch_agent.provider.base import ProviderAdapter
+
+# Imported where first needed (cold start, issue 3): engine.job (the tool loop, the tools, wcmatch),
+# worktree.changes and provider.probe are not needed to answer initialize.
 
 log = logging.getLogger("spotpatch.engine")
 
@@ -225,6 +229,7 @@ class EngineService:
                     .format(**health.counts.dump()),
                 )
             head = (await run_git(["rev-parse", "--verify", "HEAD^{commit}"], cwd=root)).stdout.decode().strip()
+            from spotpatch_agent.engine.job import Job
             adapter = self._adapter_factory(provider)
             job_id = "job_" + secrets.token_hex(8)
             job = Job(job_id=job_id, params=params, root=root, head_oid=head, provider=provider, model=model,
@@ -242,6 +247,8 @@ class EngineService:
         return job.snapshot()
 
     async def _run_and_unlock(self, job: Job, adapter: ProviderAdapter) -> None:
+        from spotpatch_agent.engine.job import run_job
+
         try:
             await run_job(job, adapter)
         finally:
@@ -308,6 +315,8 @@ class EngineService:
     async def _apply_locked(self, job: Job) -> JobSnapshot:
         if job.status != "awaiting-review":
             raise SpotPatchError(ErrorCode.INVALID_STATE, f"Only a job awaiting review can be applied (status {job.status!r}).")
+        from spotpatch_agent.worktree.changes import apply_change
+
         job.set_status("applying")
         try:
             with anyio.CancelScope(shield=True):
@@ -334,6 +343,8 @@ class EngineService:
     async def _revert_locked(self, job: Job) -> JobSnapshot:
         if job.status != "applied" or job.applied is None:
             raise SpotPatchError(ErrorCode.INVALID_STATE, f"Only an applied job can be reverted (status {job.status!r}).")
+        from spotpatch_agent.worktree.changes import revert_change
+
         job.set_status("reverting")
         try:
             with anyio.CancelScope(shield=True):
@@ -399,6 +410,8 @@ class EngineService:
         cached = self._probes.get(model.id)
         if cached is not None:
             return cached.model_copy(update={"cached": True})
+        from spotpatch_agent.provider.probe import ProbeOutcome, probe_tool_calling
+
         adapter = self._adapter_factory(provider)
         started = anyio.current_time()
         try:

@@ -9,9 +9,11 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, TypeAdapter, field_validator, model_validator
 from pydantic.alias_generators import to_camel
+from typing_extensions import TypeAliasType
 
+from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
 from spotpatch_agent.protocol.limits import LIMITS
 
 
@@ -78,27 +80,33 @@ class CheckConfig(InModel):
     timeout_sec: int | None = Field(default=None, ge=1)
 
 
+def _limit(name: str) -> Any:
+    """A ``Limits`` field: absent or null takes the default; the schema shows default, 1 and the hard cap."""
+    default, cap = LIMITS[name]
+    return Field(default=None, json_schema_extra={"default": default, "minimum": 1, "maximum": cap})
+
+
 class Limits(InModel):
     """Every key optional; an absent key takes its default, a given one must be 1..hard cap."""
 
-    max_targets: StrictInt | None = None
-    max_instruction_chars: StrictInt | None = None
-    max_turns: StrictInt | None = None
-    max_tool_calls: StrictInt | None = None
-    job_timeout_sec: StrictInt | None = None
-    tool_timeout_sec: StrictInt | None = None
-    check_timeout_sec: StrictInt | None = None
-    read_max_lines: StrictInt | None = None
-    read_max_bytes: StrictInt | None = None
-    list_max_results: StrictInt | None = None
-    search_max_results: StrictInt | None = None
-    editable_file_max_bytes: StrictInt | None = None
-    max_changed_files: StrictInt | None = None
-    max_diff_bytes: StrictInt | None = None
-    local_snapshot_max_files: StrictInt | None = None
-    local_snapshot_max_bytes: StrictInt | None = None
-    check_output_max_bytes: StrictInt | None = None
-    write_jobs_per_project: StrictInt | None = None
+    max_targets: StrictInt | None = _limit("maxTargets")
+    max_instruction_chars: StrictInt | None = _limit("maxInstructionChars")
+    max_turns: StrictInt | None = _limit("maxTurns")
+    max_tool_calls: StrictInt | None = _limit("maxToolCalls")
+    job_timeout_sec: StrictInt | None = _limit("jobTimeoutSec")
+    tool_timeout_sec: StrictInt | None = _limit("toolTimeoutSec")
+    check_timeout_sec: StrictInt | None = _limit("checkTimeoutSec")
+    read_max_lines: StrictInt | None = _limit("readMaxLines")
+    read_max_bytes: StrictInt | None = _limit("readMaxBytes")
+    list_max_results: StrictInt | None = _limit("listMaxResults")
+    search_max_results: StrictInt | None = _limit("searchMaxResults")
+    editable_file_max_bytes: StrictInt | None = _limit("editableFileMaxBytes")
+    max_changed_files: StrictInt | None = _limit("maxChangedFiles")
+    max_diff_bytes: StrictInt | None = _limit("maxDiffBytes")
+    local_snapshot_max_files: StrictInt | None = _limit("localSnapshotMaxFiles")
+    local_snapshot_max_bytes: StrictInt | None = _limit("localSnapshotMaxBytes")
+    check_output_max_bytes: StrictInt | None = _limit("checkOutputMaxBytes")
+    write_jobs_per_project: StrictInt | None = _limit("writeJobsPerProject")
 
     @model_validator(mode="after")
     def _within_caps(self) -> Limits:
@@ -220,11 +228,12 @@ class SpotAnnotation(InModel):
 
 # ---------------------------------------------------------------- methods (§3)
 
-ApplyMode = Literal["review", "auto", "trusted-auto"]
-JobStatus = Literal[
+#: Named aliases get their own ``$defs`` entry in the JSON Schema (and one type on the Node side).
+ApplyMode = TypeAliasType("ApplyMode", Literal["review", "auto", "trusted-auto"])
+JobStatus = TypeAliasType("JobStatus", Literal[
     "preparing", "running", "validating", "awaiting-review", "applying", "applied",
     "reverting", "reverted", "failed", "cancelled", "closed",
-]
+])
 TERMINAL_STATUSES: frozenset[str] = frozenset({"failed", "cancelled", "closed", "reverted"})
 
 
@@ -289,7 +298,9 @@ class JobIdParams(InModel):
 
 
 class ErrorInfo(WireModel):
-    code: str
+    """An application error: JSON-RPC ``-32000`` ``data``, ``JobSnapshot.error``, the ``error`` event."""
+
+    code: ErrorCode
     message: str
     retryable: bool
 
@@ -340,39 +351,100 @@ class RepoHealth(WireModel):
 EventKind = Literal["status", "activity", "message", "check", "diff", "error"]
 
 
-class JobEvent(WireModel):
-    """``job/event`` params: ``{jobId, seq, at, kind, …}``; the rest depends on ``kind``.
+class _Event(WireModel):
+    """Common head of every ``job/event``: ``{jobId, seq, at, kind}``. ``seq`` starts at 1 per job.
 
-    - ``status``: ``status``, optional ``message``
-    - ``activity``: ``phase`` (started|finished), ``tool``, ``toolCallId``, ``turn``, optional ``path``,
-      ``checkId``, ``ok``, ``durationMs``, ``errorCode``, ``retryable``
-    - ``message``: ``text`` (bounded model text)
-    - ``diff``: ``files``
-    - ``error``: ``error`` {code, message, retryable}
-    """
+    Built by the engine from keyword fields (``JobEvent``), so a field that does not belong to the kind is
+    an engine bug and is rejected (``extra="forbid"``)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
     job_id: str
-    seq: int
+    seq: int = Field(ge=1)
+    #: ISO-8601 UTC with milliseconds, e.g. ``2026-11-30T09:56:33.401Z``.
     at: str
-    kind: EventKind
-    status: JobStatus | None = None
+
+
+class StatusEvent(_Event):
+    """The job's status changed; ``message`` is the final model text, the failure or the refusal reason."""
+
+    kind: Literal["status"]
+    status: JobStatus
     message: str | None = None
-    phase: Literal["started", "finished"] | None = None
-    tool: str | None = None
-    tool_call_id: str | None = None
-    turn: int | None = None
+
+
+class ActivityEvent(_Event):
+    """A tool call started (``phase: started``) or finished (``ok``, ``durationMs``, and ``errorCode`` +
+    ``retryable`` when not ok). ``path`` is the relative file the call was about, when there is one."""
+
+    kind: Literal["activity"]
+    phase: Literal["started", "finished"]
+    tool: str
+    tool_call_id: str
+    turn: int = Field(ge=1)
     path: str | None = None
-    check_id: str | None = None
     ok: bool | None = None
-    duration_ms: int | None = None
-    error_code: str | None = None
+    duration_ms: int | None = Field(default=None, ge=0)
+    error_code: ToolErrorCode | None = None
     retryable: bool | None = None
-    text: str | None = None
-    files: list[FileStat] | None = None
-    error: ErrorInfo | None = None
+
+
+class MessageEvent(_Event):
+    """Bounded model text of one turn (at most 4000 characters)."""
+
+    kind: Literal["message"]
+    text: str
+    turn: int | None = Field(default=None, ge=1)
+
+
+class CheckEvent(_Event):
+    """A configured check finished (DESIGN.md §7). Declared; not emitted by this engine version."""
+
+    kind: Literal["check"]
+    check_id: str
+    name: str
+    status: Literal["passed", "failed", "timed-out", "skipped"]
+    ok: bool
+    duration_ms: int = Field(ge=0)
+    #: The check's output, redacted and bounded by ``checkOutputMaxBytes``.
+    output: str | None = None
+
+
+class DiffEvent(_Event):
+    """The job's reviewable diff is ready (or a failed job kept one): its files, not its text."""
+
+    kind: Literal["diff"]
+    files: list[FileStat]
+
+
+class ErrorEvent(_Event):
+    """The job failed with this error; a ``status: failed`` event follows."""
+
+    kind: Literal["error"]
+    error: ErrorInfo
+
+
+#: ``job/event`` params: one of the event kinds, tagged by ``kind`` (DESIGN.md §3).
+JobEventNotification = TypeAliasType(
+    "JobEventNotification",
+    Annotated[StatusEvent | ActivityEvent | MessageEvent | CheckEvent | DiffEvent | ErrorEvent,
+              Field(discriminator="kind")],
+)
+AnyJobEvent = StatusEvent | ActivityEvent | MessageEvent | CheckEvent | DiffEvent | ErrorEvent
+JOB_EVENT_ADAPTER: TypeAdapter[AnyJobEvent] = TypeAdapter(JobEventNotification)
+
+
+def JobEvent(**fields: Any) -> AnyJobEvent:  # noqa: N802 - the builder's name engine/events.py imports
+    """Build one ``job/event`` payload from snake_case fields: ``JobEvent(job_id=…, seq=…, at=…, kind=…, …)``.
+
+    Returns the kind's model (``.dump()`` gives the wire dict). Raises ``pydantic.ValidationError`` for an
+    unknown kind or a field the kind does not have."""
+    return JOB_EVENT_ADAPTER.validate_python(fields)
 
 
 class JobListResult(WireModel):
+    """Every job of this engine session, oldest first."""
+
     jobs: list[JobSnapshot]
 
 
@@ -385,7 +457,7 @@ class JobEventsResult(WireModel):
     """Every event of the job with ``seq > afterSeq``, in order (for clients that reconnect)."""
 
     job_id: str
-    events: list[JobEvent]
+    events: list[JobEventNotification]
     last_seq: int
 
 
@@ -430,4 +502,37 @@ class JobAuditResult(WireModel):
 
     job_id: str
     summary: dict[str, Any]
-    entries: list[dict[str, Any]]
+    entries: list[JobEventNotification]
+
+
+# ---------------------------------------------------------------- notifications (§3)
+
+
+class CancelRequestParams(InModel):
+    """``$/cancelRequest``: cancel the in-flight request with this JSON-RPC ``id``."""
+
+    id: int | str
+
+
+class LogTraceParams(WireModel):
+    """Sanitized diagnostics for the client's log (no keys, absolute paths or file contents)."""
+
+    message: str
+    verbose: str | None = None
+
+
+# ---------------------------------------------------------------- per-method names (catalog.py)
+# One shape often serves several methods; these names only give each method its *Params / *Result.
+
+InitializedParams = EmptyParams
+ShutdownParams = EmptyParams
+HealthGetParams = EmptyParams
+HealthGetResult = RepoHealth
+ProviderListParams = EmptyParams
+ProviderProbeResult = ProbeResult
+JobCreateResult = JobSnapshot
+JobGetParams = JobCancelParams = JobApplyParams = JobRevertParams = JobCloseParams = JobIdParams
+JobGetResult = JobCancelResult = JobApplyResult = JobRevertResult = JobCloseResult = JobSnapshot
+JobListParams = EmptyParams
+JobDiffParams = JobAuditParams = JobIdParams
+JobDiffResult = DiffResult

@@ -25,7 +25,9 @@ INVALID_REQUEST = -32600
 MAX_HEADER_BYTES = 8 * 1024
 
 _HEADER_END = re.compile(rb"\r?\n\r?\n")
-_RESYNC = re.compile(rb"(?i)content-length[ \t]*:")
+_RESYNC = re.compile(rb"(?i)content-length[ \t]{0,32}:")
+#: A possible start of a ``_RESYNC`` match cut off by the end of the buffer (kept while resynchronising).
+_RESYNC_PARTIAL = re.compile(rb"(?i)c(?:o(?:n(?:t(?:e(?:n(?:t(?:-(?:l(?:e(?:n(?:g(?:t(?:h[ \t]{0,32})?)?)?)?)?)?)?)?)?)?)?)?)?\Z")
 
 
 @dataclass(frozen=True)
@@ -80,14 +82,32 @@ class FrameDecoder:
             self._body_len = None
             out.append(_decode_body(body))
 
+    def pending(self) -> tuple[str, int]:
+        """What the decoder is waiting for (diagnostics; a test uses it to resynchronise on purpose):
+
+        ``("idle", 0)`` on a frame boundary; ``("header", n)`` with ``n`` bytes of an unfinished header
+        block buffered; ``("body", n)`` with ``n`` more bytes of a body to come (also of an oversized body
+        being skipped); ``("sync", 0)`` discarding input until the next ``Content-Length`` after a fault.
+        """
+        if self._skip:
+            return ("body", self._skip)
+        if self._syncing:
+            return ("sync", 0)
+        if self._body_len is not None:
+            return ("body", self._body_len - len(self._buf))
+        return ("header", len(self._buf)) if self._buf else ("idle", 0)
+
     def _read_header(self, out: list[Frame | FrameFault]) -> bool:
         """Parse one header block; True when parsing may go on with the buffer as it is now."""
         # Blank lines between frames are harmless: drop them.
         while self._buf[:2] == b"\r\n" or self._buf[:1] == b"\n":
             del self._buf[: 2 if self._buf[:2] == b"\r\n" else 1]
-        match = _HEADER_END.search(self._buf)
+        # Look for the blank line in the first MAX_HEADER_BYTES (+ its own bytes) only, so that the verdict
+        # does not depend on how much of the stream one read delivered (a blank line far behind would
+        # otherwise make junk plus the next frame's header one "header block").
+        match = _HEADER_END.search(self._buf, 0, MAX_HEADER_BYTES + 4)
         if match is None:
-            if len(self._buf) > MAX_HEADER_BYTES:
+            if len(self._buf) >= MAX_HEADER_BYTES + 4:
                 out.append(FrameFault(PARSE_ERROR, "Header block too long or missing blank line"))
                 del self._buf[:1]
                 self._syncing = True
@@ -116,8 +136,8 @@ class FrameDecoder:
         """Drop bytes up to the next ``Content-Length:``; False (keeping a possible prefix) if none yet."""
         m = _RESYNC.search(self._buf)
         if m is None:
-            keep = len(b"content-length:") - 1
-            del self._buf[: max(0, len(self._buf) - keep)]
+            partial = _RESYNC_PARTIAL.search(self._buf)  # e.g. "Content-Len" + the rest in the next read
+            del self._buf[: partial.start() if partial else len(self._buf)]
             return False
         del self._buf[: m.start()]
         self._syncing = False

@@ -9,12 +9,14 @@ TODO(worktree): replace with the worktree package's git runner once it exists.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-from anyio.abc import ByteReceiveStream
+from anyio.abc import ByteReceiveStream, Process
 
 from spotpatch_agent.errors import GitError
 from spotpatch_agent.policy.paths import git_env
@@ -33,6 +35,20 @@ class GitOutput:
     truncated: bool
 
 
+def _kill_tree(process: Process) -> None:
+    """Kill git and anything it started: POSIX, its own process group; Windows, the process only."""
+    if os.name != "nt":
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+            return
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        process.kill()
+    except ProcessLookupError:
+        pass
+
+
 async def run_git(
     root: Path,
     *args: str,
@@ -47,7 +63,8 @@ async def run_git(
     error: the caller decides what partial output means. ``config`` adds ``-c key=value`` options.
     """
     argv = [*_GIT_PREFIX, *(part for item in config for part in ("-c", item)), *args]
-    process = await anyio.open_process(argv, cwd=root, env=git_env(), stdin=subprocess.DEVNULL, start_new_session=False)
+    process = await anyio.open_process(argv, cwd=root, env=git_env(), stdin=subprocess.DEVNULL,
+                                        start_new_session=os.name != "nt")
     chunks: list[bytes] = []
     size = 0
     truncated = False
@@ -66,7 +83,7 @@ async def run_git(
                 if size + len(chunk) > max_bytes:
                     chunks.append(chunk[: max_bytes - size])
                     truncated = True
-                    process.kill()
+                    _kill_tree(process)
                     break
                 chunks.append(chunk)
                 size += len(chunk)
@@ -74,7 +91,7 @@ async def run_git(
     finally:
         with anyio.CancelScope(shield=True):
             if process.returncode is None:
-                process.kill()
+                _kill_tree(process)
             await process.aclose()
     if truncated:
         return GitOutput(None, b"".join(chunks), True)

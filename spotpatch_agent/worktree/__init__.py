@@ -17,25 +17,50 @@ Public surface (re-exported here; modules: ``git``, ``repo``, ``health``, ``isol
 
 from __future__ import annotations
 
-from spotpatch_agent.worktree.changes import (
-    NULL_JOURNAL,
-    AppliedChange,
-    ChangeHashes,
-    ChangeJournal,
-    apply_change,
-    change_hashes,
-    file_hash,
-    revert_change,
-)
-from spotpatch_agent.worktree.git import GitResult, run_git, sanitize
-from spotpatch_agent.worktree.health import repo_health
-from spotpatch_agent.worktree.isolation import (
-    Worktree,
-    create_worktree,
-    remove_worktree,
-    result_diff,
-    sweep_orphans,
-)
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from spotpatch_agent.worktree.changes import (
+        NULL_JOURNAL,
+        AppliedChange,
+        ChangeHashes,
+        ChangeJournal,
+        apply_change,
+        change_hashes,
+        file_hash,
+        revert_change,
+    )
+    from spotpatch_agent.worktree.git import GitResult, run_git, sanitize
+    from spotpatch_agent.worktree.health import repo_health
+    from spotpatch_agent.worktree.isolation import (
+        Worktree,
+        create_worktree,
+        remove_worktree,
+        result_diff,
+        sweep_orphans,
+    )
+
+#: Re-exported name → its module. Imported on first access (PEP 562), so importing one submodule (e.g.
+#: ``worktree.isolation`` to answer initialize) does not import them all (cold start, issue 3).
+_EXPORTS = {
+    **dict.fromkeys(("NULL_JOURNAL", "AppliedChange", "ChangeHashes", "ChangeJournal", "apply_change",
+                     "change_hashes", "file_hash", "revert_change"), "changes"),
+    **dict.fromkeys(("GitResult", "run_git", "sanitize"), "git"),
+    "repo_health": "health",
+    **dict.fromkeys(("Worktree", "create_worktree", "remove_worktree", "result_diff", "sweep_orphans"), "isolation"),
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "NULL_JOURNAL",
@@ -56,3 +81,7 @@ __all__ = [
     "sanitize",
     "sweep_orphans",
 ]
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

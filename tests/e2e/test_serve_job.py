@@ -4,14 +4,12 @@
 from __future__ import annotations
 
 import json
-import secrets
 import subprocess
 import time
 from pathlib import Path
 
-import pytest
 
-from spotpatch_agent.demo.runner import TOUCHED, make_demo_project
+from spotpatch_agent.demo.runner import TOUCHED
 from spotpatch_agent.demo.script import DEMO_TARGETS, EXPECTED_AFTER, demo_turns
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from tests.conftest import git
