@@ -42,6 +42,7 @@ import anyio.from_thread
 from pydantic import BaseModel, ValidationError
 from pylsp_jsonrpc.endpoint import Endpoint
 
+from spotpatch_agent.protocol.models import EmptyParams
 from spotpatch_agent.rpc.errors import (
     InternalError,
     InvalidParams,
@@ -235,7 +236,7 @@ class RpcServer:
         self._reading_in_loop = False
         self._reader_error: BaseException | None = None
         dispatcher = {m: self._wrap(m, model, fn) for m, (model, fn) in handlers.items()}
-        dispatcher["shutdown"] = self._wrap("shutdown", None, self._shutdown)
+        dispatcher["shutdown"] = self._wrap("shutdown", EmptyParams, self._shutdown)
         self._methods_served = frozenset(dispatcher)
         self._endpoint = _Endpoint(dispatcher, self._writer.send, max_workers=1)
 
