@@ -12,6 +12,9 @@ fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 if [ -f node-shim/package.json ]; then
   command -v npm >/dev/null || { echo "tests/run.sh: npm is required for node-shim tests" >&2; exit 1; }
+  # The Node tests drive the engine installed above (and its Python, for the scripted provider helper).
+  export SPOTPATCH_AGENT_COMMAND="${SPOTPATCH_AGENT_COMMAND:-$PWD/.venv/bin/spotpatch-agent}"
+  export SPOTPATCH_PYTHON="${SPOTPATCH_PYTHON:-$PWD/.venv/bin/python}"
   (cd node-shim && npm ci --no-audit --no-fund --loglevel=error && npm test)
 fi
 set +e

@@ -1,0 +1,30 @@
+/**
+ * vite-plugin-spotpatch: point at elements of your running page and get one reviewable, revertable
+ * diff (DESIGN.md §1, §15). `spotpatch()` returns two dev-only plugins:
+ *
+ * - `spotpatch:server` — the engine process, the `/__spotpatch/` endpoints and the injected client;
+ * - `spotpatch:locate` — stamps JSX elements with `data-spotpatch-loc="file:line:col"`.
+ *
+ * A production build (`vite build`) contains none of it.
+ */
+
+import type { Plugin } from "vite";
+
+import { spotpatchLocate, type SpotpatchLocateOptions } from "./locate.js";
+import { resolveOptions, type SpotPatchOptions } from "./options.js";
+import { spotpatchServer } from "./plugin.js";
+
+export type { SpotPatchOptions } from "./options.js";
+export type * from "./protocol.generated.js";
+export { PROTOCOL_VERSION } from "./protocol.generated.js";
+export { spotpatchLocate } from "./locate.js";
+export { VIRTUAL_CLIENT_ID } from "./plugin.js";
+
+/** The SpotPatch plugins (`[spotpatch:server, spotpatch:locate]`). Throws on invalid options. */
+export function spotpatch(options: SpotPatchOptions = {}): Plugin[] {
+  const resolved = resolveOptions(options);
+  const locateOptions: SpotpatchLocateOptions = {};
+  return [spotpatchServer(resolved, locateOptions), spotpatchLocate(locateOptions)];
+}
+
+export default spotpatch;
