@@ -61,10 +61,36 @@ export function exposureOf(server: ServerAccessConfig): string | null {
     return `server.host is ${JSON.stringify(server.host)} (listening beyond this machine)`;
   }
   if (server.allowedHosts === true) return "server.allowedHosts is true (any Host header is accepted)";
+  const remote = (Array.isArray(server.allowedHosts) ? server.allowedHosts : []).filter((h) => !isLoopbackName(h));
+  if (remote.length > 0) {
+    // A proxy or tunnel name (ngrok, cloudflared, a LAN name): the page can be opened from elsewhere.
+    return `server.allowedHosts lets other names reach this server (${remote.slice(0, 3).join(", ")})`;
+  }
+  if (server.origin) {
+    try {
+      if (!isLoopbackName(new URL(server.origin).hostname)) return "server.origin is not a loopback address";
+    } catch {
+      /* not a URL: Vite ignores it too */
+    }
+  }
   const cors = server.cors;
   const origin = typeof cors === "object" && cors !== null ? (cors as { origin?: unknown }).origin : undefined;
   if (cors === true || origin === true || origin === "*") return "server.cors allows every origin";
+  if (origin !== undefined && !isDefaultCorsOrigin(origin)) return "server.cors allows other origins";
   return null;
+}
+
+function isLoopbackName(name: string): boolean {
+  const host = name.trim().toLowerCase().replace(/^\.+/, "").replace(/^\[(.*)\]$/, "$1");
+  return host === "localhost" || host.endsWith(".localhost") || host === "::1" || (isIP(host) === 4 && host.startsWith("127."));
+}
+
+/** Vite's default `cors.origin` is a RegExp admitting only loopback origins; anything else widens it. */
+function isDefaultCorsOrigin(origin: unknown): boolean {
+  if (origin instanceof RegExp) {
+    return !["http://evil.example", "https://evil.example", "http://192.168.1.2"].some((o) => origin.test(o));
+  }
+  return false;
 }
 
 /** `server.host` values that bind loopback only (Vite's default `undefined` means `localhost`). */
@@ -87,7 +113,7 @@ export function isHostAllowed(hostHeader: string | undefined, allowedHosts: read
     const end = host.indexOf("]");
     return end > 0 && isIP(host.slice(1, end)) === 6 && /^(:\d{1,5})?$/.test(host.slice(end + 1));
   }
-  const match = /^([^:]+)(:\d{1,5})?$/.exec(host);
+  const match = /^([a-z0-9._-]+)(:\d{1,5})?$/.exec(host);  // refuses "/", "?", "#", "\\", spaces
   if (!match) return false;
   const name = match[1]!;
   if (isIP(name) === 4 || name === "localhost" || name.endsWith(".localhost")) return true;

@@ -8,7 +8,8 @@ import { isPagePath, isRelativeSourcePath } from "../dist/schema.js";
 import { parseSseBlock } from "../dist/client.js";
 
 const TOKEN = "t0ken-t0ken-t0ken";
-const policy = accessPolicy({ host: "127.0.0.1", allowedHosts: ["dev.example", ".corp.example"] }, false);
+// Named hosts in allowedHosts (a tunnel, a LAN name) expose the server: this policy opted in to remote access.
+const policy = accessPolicy({ host: "127.0.0.1", allowedHosts: ["dev.example", ".corp.example"] }, true);
 const ok = { host: "127.0.0.1:5173", "content-type": "application/json", "x-spotpatch-token": TOKEN };
 
 test("loopback hosts and exposure", () => {
@@ -73,4 +74,39 @@ test("SSE blocks", () => {
   assert.deepEqual(parseSseBlock('id: 3\nevent: job-event\ndata: {"a":1}'), { event: "job-event", data: '{"a":1}', id: "3" });
   assert.deepEqual(parseSseBlock("data:x\r\ndata: y"), { event: "message", data: "x\ny" });
   assert.equal(parseSseBlock(": keep-alive"), null);
+});
+
+import { exposureOf as exposureOf2, isHostAllowed as isHostAllowed2 } from "../dist/guard.js";
+import { clientModuleGuard, CLIENT_URL } from "../dist/plugin.js";
+import { test as test2 } from "node:test";
+import assert2 from "node:assert/strict";
+
+test2("a tunnel or proxy name in allowedHosts, or a remote server.origin, counts as exposure", () => {
+  assert2.match(exposureOf2({ host: "127.0.0.1", allowedHosts: ["dev.tunnel.example"] }), /allowedHosts/);
+  assert2.equal(exposureOf2({ host: "127.0.0.1", allowedHosts: ["localhost", ".localhost"] }), null);
+  assert2.match(exposureOf2({ host: "127.0.0.1", origin: "https://dev.example.com" }), /origin/);
+  assert2.match(exposureOf2({ host: "127.0.0.1", cors: { origin: /.*/ } }), /cors/);
+  assert2.equal(exposureOf2({ host: "127.0.0.1", cors: { origin: /^https?:\/\/(?:(?:[^:]+\.)?localhost|127\.0\.0\.1|\[::1\])(?::\d+)?$/ } }), null);
+});
+
+test2("Host values with path, query, fragment or backslash characters are refused", () => {
+  for (const host of ["evil.com/.localhost", "evil.com#.localhost", "evil.com?.localhost", "evil.com\\.localhost", "a b"]) {
+    assert2.equal(isHostAllowed2(host, []), false, host);
+  }
+  assert2.equal(isHostAllowed2("localhost:5173", []), true);
+});
+
+test2("the client module (it holds the token) is refused to other origins and sites", () => {
+  const guard = clientModuleGuard({ scheme: "http", exposure: null, allowRemoteAccess: false, allowedHosts: [] });
+  const run = (headers) => {
+    const res = { statusCode: 200, headers: {}, body: "", removeHeader() {}, setHeader(k, v) { this.headers[k] = v; }, end(b) { this.body = b; } };
+    let passed = false;
+    guard({ url: CLIENT_URL, headers: { host: "127.0.0.1:5173", ...headers } }, res, () => { passed = true; });
+    return passed ? 200 : res.statusCode;
+  };
+  assert2.equal(run({}), 200);
+  assert2.equal(run({ origin: "http://127.0.0.1:5173", "sec-fetch-site": "same-origin" }), 200);
+  assert2.equal(run({ origin: "http://localhost:3000" }), 403);
+  assert2.equal(run({ "sec-fetch-site": "cross-site" }), 403);
+  assert2.equal(run({ "sec-fetch-site": "same-site" }), 403);
 });
