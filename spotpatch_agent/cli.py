@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         return serve(max_frame_bytes=args.max_frame_bytes)
     setup_logging()
     if args.command == "run":
-        from spotpatch_agent.terminal import run_command
+        from spotpatch_agent.run_cli import run_command
 
         return run_command(args)
     from spotpatch_agent.demo.runner import run_demo

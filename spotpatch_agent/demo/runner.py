@@ -24,7 +24,7 @@ import anyio
 
 from spotpatch_agent.demo.script import DEMO_TARGETS, EXPECTED_AFTER, demo_turns
 from spotpatch_agent.protocol.models import JobCreateParams, JobIdParams, SpotAnnotation, TrustedConfig
-from spotpatch_agent.terminal import print_event
+from spotpatch_agent.run_cli import print_event
 
 APP_DIR = Path(__file__).with_name("app")
 DEMO_KEY_ENV = "SPOTPATCH_DEMO_API_KEY"
