@@ -18,7 +18,7 @@ import anyio
 from spotpatch_agent.engine.events import MAX_MESSAGE_CHARS, JobEventLog, now_iso
 from spotpatch_agent.engine.loop import LoopBudget, LoopStats, run_loop
 from spotpatch_agent.engine.prompt import SYSTEM_PROMPT, agent_task
-from spotpatch_agent.engine.states import JOB_TOOLS  # defined there: a light import
+from spotpatch_agent.engine.states import JOB_TOOLS, job_tools  # defined there: a light import
 from spotpatch_agent.errors import JobFailure, SpotPatchError
 from spotpatch_agent.policy.paths import PathDenied, is_protected, normalize_rel_path
 from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
@@ -27,6 +27,7 @@ from spotpatch_agent.protocol.models import (
     ErrorInfo,
     FileStat,
     JobCreateParams,
+    CheckConfig,
     JobSnapshot,
     Limits,
     ModelProfile,
@@ -34,7 +35,7 @@ from spotpatch_agent.protocol.models import (
 )
 from spotpatch_agent.provider.base import ProviderAdapter
 from spotpatch_agent.tools.executor import ToolExecutor
-from spotpatch_agent.tools.registry import tool_specs
+from spotpatch_agent.tools.registry import TOOL_DEFS, tool_specs
 from spotpatch_agent.worktree.changes import change_hashes
 from spotpatch_agent.worktree.isolation import Worktree, create_worktree, remove_worktree, result_diff
 
@@ -53,6 +54,8 @@ class Job:
     model: ModelProfile
     limits: Limits
     events: JobEventLog
+    #: The trusted config's checks, frozen at creation (DESIGN.md §4); the only commands run_check can run.
+    checks: tuple[CheckConfig, ...] = ()
     created_at: str = field(default_factory=now_iso)
     updated_at: str = field(default_factory=now_iso)
     status: str = "preparing"
@@ -157,14 +160,17 @@ async def _keep_reviewable_diff(job: Job, worktree: Worktree | None) -> None:
 
 async def _run_agent(job: Job, adapter: ProviderAdapter, worktree: Worktree) -> None:
     limits = job.limits
-    executor = ToolExecutor(worktree.path, limits, tools=JOB_TOOLS)
+    tools = job_tools(registered=TOOL_DEFS, has_checks=bool(job.checks))
+    executor = ToolExecutor(worktree.path, limits, tools=tools, checks=job.checks)
     budget = LoopBudget(
         max_turns=limits.get("maxTurns"), max_tool_calls=limits.get("maxToolCalls"),
         tool_timeout_sec=limits.get("toolTimeoutSec"),
+        check_timeout_sec=max((c.timeout_sec or limits.get("checkTimeoutSec") for c in job.checks),
+                              default=limits.get("checkTimeoutSec")),
     )
     task = agent_task(job.params.annotation, max_turns=budget.max_turns, max_tool_calls=budget.max_tool_calls)
     await run_loop(
-        adapter=adapter, model=job.model.model, system=SYSTEM_PROMPT, task=task, tools=tool_specs(JOB_TOOLS),
+        adapter=adapter, model=job.model.model, system=SYSTEM_PROMPT, task=task, tools=tool_specs(tools),
         executor=executor, budget=budget, events=job.events, stats=job.stats,
     )
 

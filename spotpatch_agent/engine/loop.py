@@ -6,6 +6,18 @@ duplicate events → execute (read-only calls of one run concurrently, writes se
 answer every call with exactly one result under the provider's original id → next turn, until a final
 message, cancellation, failure or a limit. The first turn must call a tool
 (``MODEL_TOOL_CALL_UNSUPPORTED`` otherwise). Model text never causes a side effect.
+
+Argument correction rule (DESIGN.md §6 "the model may correct it once with a new call id"): a tool call
+answered ``TOOL_ARGUMENTS_INVALID`` gives that tool name one strike. If a call of the same name in a *later*
+turn is again ``TOOL_ARGUMENTS_INVALID`` with no successful (``ok``) call of that name in between, the job
+fails terminally with ``LIMIT_EXCEEDED`` (the correction budget is a limit; ``INVALID_REQUEST`` is kept for
+client requests). Several invalid calls of one name in the same turn count as one strike: the model had not
+seen the guidance yet. Unknown tool names and unparseable arguments count the same way, per name.
+``TOOL_PATH_DENIED`` and ``PATCH_REJECTED`` neither strike nor clear; they stay retryable within the turn
+and call limits.
+
+``run_check`` is a bounded process that may write: it is not read-only, so it runs alone in event order,
+under the check timeout (not ``toolTimeoutSec``).
 """
 
 from __future__ import annotations
@@ -36,6 +48,8 @@ from spotpatch_agent.tools.executor import ToolExecutor, ToolResult
 
 READ_ONLY_TOOLS = frozenset({"list_files", "search_text", "read_file"})
 MAX_TURN_TEXT = 16 * 1024
+#: Extra seconds the loop's deadline of a ``run_check`` call allows beyond the longest check timeout.
+_CHECK_GRACE_SEC = 20
 
 _INVALID_JSON_GUIDANCE = (
     "The arguments of this call were not one complete JSON object. Call the tool again, with a new call "
@@ -48,6 +62,8 @@ class LoopBudget:
     max_turns: int
     max_tool_calls: int
     tool_timeout_sec: float
+    #: Longest check timeout of the job (``run_check`` calls run under it, not ``tool_timeout_sec``).
+    check_timeout_sec: float = 300
 
 
 @dataclass
@@ -59,6 +75,8 @@ class LoopStats:
     final_text: str = ""
     #: (turn, providerId) → result; the idempotency key of DESIGN.md §5.
     results: dict[tuple[int, str], ToolResult] = field(default_factory=dict)
+    #: tool name → turn of its unanswered ``TOOL_ARGUMENTS_INVALID`` (the retry-once rule).
+    argument_strikes: dict[str, int] = field(default_factory=dict)
 
 
 async def run_loop(
@@ -105,7 +123,8 @@ async def run_loop(
         if stats.tool_calls + len(calls) > budget.max_tool_calls:
             raise JobFailure(ErrorCode.LIMIT_EXCEEDED, f"The model asked for more than {budget.max_tool_calls} tool calls.")
         stats.tool_calls += len(calls)
-        results = await _execute_turn(turn, calls, executor, budget, events, stats)
+        offered = frozenset(spec.name for spec in tools)
+        results = await _execute_turn(turn, calls, executor, budget, events, stats, offered)
         items.append(AssistantTurn(text=text, tool_calls=tuple(
             ToolCallRecord(id=c.id, name=c.name, arguments_json=c.arguments_json) for c in calls)))
         items.extend(ToolResultMessage(call_id=c.id, output=_model_output(r)) for c, r in zip(calls, results))
@@ -140,9 +159,10 @@ async def _collect_turn(adapter: ProviderAdapter, request: TurnRequest) -> tuple
 
 async def _execute_turn(
     turn: int, calls: list[ToolCallEvent], executor: ToolExecutor, budget: LoopBudget,
-    events: JobEventLog, stats: LoopStats,
+    events: JobEventLog, stats: LoopStats, offered: frozenset[str],
 ) -> list[ToolResult]:
-    """Consecutive read-only calls run concurrently; each write runs alone, in event order."""
+    """Consecutive read-only calls run concurrently; each write runs alone, in event order. After each
+    group the retry-once rule is applied in event order, before any later call of the turn runs."""
     results: list[ToolResult | None] = [None] * len(calls)
     i = 0
     while i < len(calls):
@@ -169,6 +189,10 @@ async def _execute_turn(
                     tg.start_soon(run_one, k)
         if failures:
             raise failures[0]
+        for k in group:
+            result = results[k]
+            if result is not None:
+                _apply_retry_rule(turn, calls[k].name, result, stats, offered)
         i = j
     return [r for r in results if r is not None]
 
@@ -186,12 +210,14 @@ async def _execute_call(
         result = ToolResult(ok=False, output=_INVALID_JSON_GUIDANCE, code=ToolErrorCode.TOOL_ARGUMENTS_INVALID.value,
                             retryable=True, path=None, wrote=False)
     else:
+        # run_check has its own timeout inside; this deadline only backs it (and the executor's) up.
+        deadline = budget.check_timeout_sec + _CHECK_GRACE_SEC if call.name == "run_check" else budget.tool_timeout_sec
         try:
-            with anyio.fail_after(budget.tool_timeout_sec):
+            with anyio.fail_after(deadline):
                 result = await executor.execute(call.name, call.arguments_json)
         except TimeoutError:
             raise JobFailure(ErrorCode.LIMIT_EXCEEDED,
-                             f"The {call.name} tool took longer than {budget.tool_timeout_sec:g} s.") from None
+                             f"The {call.name} tool took longer than {deadline:g} s.") from None
     stats.results[key] = result
     events.emit(
         "activity", phase="finished", tool=call.name, tool_call_id=call.id, turn=turn, path=result.path,
@@ -201,6 +227,26 @@ async def _execute_call(
     return result
 
 
+def _apply_retry_rule(turn: int, name: str, result: ToolResult, stats: LoopStats, offered: frozenset[str]) -> None:
+    """The retry-once rule of the module docstring. Raises ``JobFailure(LIMIT_EXCEEDED)``."""
+    if result.ok:
+        stats.argument_strikes.pop(name, None)
+        return
+    if result.code != ToolErrorCode.TOOL_ARGUMENTS_INVALID.value:
+        return
+    struck = stats.argument_strikes.get(name)
+    if struck is None:
+        stats.argument_strikes[name] = turn
+    elif struck < turn:
+        shown = name if name in offered else "an undeclared tool"
+        raise JobFailure(
+            ErrorCode.LIMIT_EXCEEDED,
+            f"The model sent invalid arguments for {shown} again after its one correction; "
+            "the job stops (TOOL_ARGUMENTS_INVALID may be corrected only once).",
+        )
+
+
 def _model_output(result: ToolResult) -> str:
-    text = result.output if result.ok else f"ERROR {result.code}: {result.output}"
-    return REDACTOR(text)
+    if result.ok or result.code is None:  # a failed check reports itself ("Check … FAILED: …")
+        return REDACTOR(result.output)
+    return REDACTOR(f"ERROR {result.code}: {result.output}")

@@ -233,7 +233,7 @@ class EngineService:
             adapter = self._adapter_factory(provider)
             job_id = "job_" + secrets.token_hex(8)
             job = Job(job_id=job_id, params=params, root=root, head_oid=head, provider=provider, model=model,
-                      limits=limits, events=JobEventLog(job_id, self._emit))
+                      limits=limits, events=JobEventLog(job_id, self._emit), checks=tuple(self._config.checks))
             self._jobs[job_id] = job
             job.set_status("preparing")
         except BaseException:

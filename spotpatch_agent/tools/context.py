@@ -8,6 +8,7 @@ never return stale content (DESIGN.md §6 "Caches of listings and reads are per 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -57,6 +58,11 @@ class Listing:
 
     files: tuple[str, ...]
     truncated: bool
+
+    @functools.cached_property
+    def file_set(self) -> frozenset[str]:
+        """``files`` as a set, for membership tests."""
+        return frozenset(self.files)
 
 
 @dataclass(frozen=True)
@@ -155,7 +161,10 @@ class WorktreeContext:
         if is_protected(rel):
             logger.debug("read denied: protected")
             return None
-        if await is_ignored(self.root, rel):
+        listing = self._listing
+        # A path in this version's listing is tracked or untracked-not-ignored: git would not call it
+        # ignored, so the per-file ``git check-ignore`` process is skipped (search_text reads many hits).
+        if (listing is None or rel not in listing.file_set) and await is_ignored(self.root, rel):
             logger.debug("read denied: ignored")
             return None
         max_bytes = self.limits.get("editableFileMaxBytes")

@@ -13,7 +13,7 @@ writes are serial and never interleave with reads of the same worktree.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -23,13 +23,15 @@ from pydantic import ValidationError
 
 from spotpatch_agent.errors import GitError, JobFailure
 from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
-from spotpatch_agent.protocol.models import Limits
+from spotpatch_agent.protocol.models import CheckConfig, Limits
 from spotpatch_agent.tools.base import ToolDef, ToolResult, arguments_guidance, unknown_tool_guidance
 from spotpatch_agent.tools.context import WorktreeContext
 from spotpatch_agent.tools.registry import TOOL_DEFS
 
 #: Arguments text beyond two editable files plus this slack (bytes) is an oversized input (terminal).
 _ARGUMENTS_SLACK_BYTES = 64 * 1024
+#: Seconds the outer deadline of ``run_check`` allows beyond the longest check timeout.
+_CHECK_GRACE_SEC = 10
 
 
 class _DuplicateKey(ValueError):
@@ -83,13 +85,20 @@ class ToolExecutor:
 
     ``tools``: names offered to the model in this job (default: every registered tool); a call to any
     other name is answered as an unknown tool. Raises ``KeyError`` for a name that is not registered.
+    ``checks``: the job's trusted checks, the only commands ``run_check`` may run (exposed as ``ctx.checks``).
     """
 
-    def __init__(self, root: Path, limits: Limits, *, tools: Iterable[str] | None = None) -> None:
+    def __init__(self, root: Path, limits: Limits, *, tools: Iterable[str] | None = None,
+                 checks: Sequence[CheckConfig] = ()) -> None:
         names = list(TOOL_DEFS) if tools is None else list(tools)
         self._tools: dict[str, ToolDef] = {name: TOOL_DEFS[name] for name in names}
         self._ctx = WorktreeContext(Path(root), limits)
+        self._ctx.checks = tuple(checks)  # type: ignore[attr-defined] - read by tools/run_check.py only
         self._gate = _Gate()
+        # run_check enforces its own (longer) check timeout; this outer deadline only backs it up.
+        check_deadline = max((c.timeout_sec or limits.get("checkTimeoutSec") for c in checks),
+                             default=limits.get("checkTimeoutSec")) + _CHECK_GRACE_SEC
+        self._deadlines = {"run_check": check_deadline}
 
     @property
     def version(self) -> int:
@@ -122,7 +131,7 @@ class ToolExecutor:
         if isinstance(args_or_problem, ToolResult):
             return args_or_problem
         try:
-            with anyio.fail_after(limits.get("toolTimeoutSec")):
+            with anyio.fail_after(self._deadlines.get(name, limits.get("toolTimeoutSec"))):
                 async with self._gate.hold(write=tool.writes):
                     return await tool.handler(self._ctx, args_or_problem)
         except TimeoutError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from spotpatch_agent.provider.base import ToolSpec
+from spotpatch_agent.tools.apply_patch import APPLY_PATCH
 from spotpatch_agent.tools.base import ToolDef, strict_schema
 from spotpatch_agent.tools.list_files import LIST_FILES
 from spotpatch_agent.tools.read_file import READ_FILE
@@ -36,5 +37,9 @@ def tool_specs(names: Iterable[str]) -> tuple[ToolSpec, ...]:
     return tuple(TOOL_SPECS[name] for name in names)
 
 
-for _tool in (LIST_FILES, SEARCH_TEXT, READ_FILE, REPLACE_TEXT):
+for _tool in (LIST_FILES, SEARCH_TEXT, READ_FILE, REPLACE_TEXT, APPLY_PATCH):
     register(_tool)
+
+from spotpatch_agent.tools.run_check import RUN_CHECK  # noqa: E402 - run_check's registration (issue 5)
+
+register(RUN_CHECK)

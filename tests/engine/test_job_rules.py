@@ -124,12 +124,12 @@ async def test_max_tool_calls_limit_fails_the_job(root, monkeypatch) -> None:
 
 @pytest.mark.anyio
 async def test_unknown_tool_is_a_retryable_argument_error(root, monkeypatch) -> None:
-    turns = [{"toolCalls": [call("x", "run_shell", {"cmd": "rm -rf /"}), call("y", "apply_patch", {"patch": "x"})]},
+    turns = [{"toolCalls": [call("x", "run_shell", {"cmd": "rm -rf /"}), call("y", "write_file", {"path": "x"})]},
              {"toolCalls": [call("w", "replace_text", {"path": "src/App.tsx", "oldText": ">Go<", "newText": ">Start<"})]},
              {"text": "ok", "finishReason": "stop"}]
     snap, _, events, _, _ = await run_job(root, turns, monkeypatch)
     assert snap.status == "awaiting-review"
-    assert finished(events)[:2] == [("run_shell", False, "TOOL_ARGUMENTS_INVALID"), ("apply_patch", False, "TOOL_ARGUMENTS_INVALID")]
+    assert finished(events)[:2] == [("run_shell", False, "TOOL_ARGUMENTS_INVALID"), ("write_file", False, "TOOL_ARGUMENTS_INVALID")]
 
 
 @pytest.mark.anyio

@@ -1,0 +1,356 @@
+"""Loop rules of DESIGN.md §5, §6, §9 through the real engine service, the real Chat adapter and a real
+local server: idempotency of ``(turn, toolCallId)``, read concurrency vs serial writes, per-version caches,
+the retry-once rule for ``TOOL_ARGUMENTS_INVALID``, and ``run_check`` (trusted checks only, minimal env,
+bounded and cleaned output, process group killed on timeout, a version bump after every check)."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spotpatch_agent.engine.events import JobEventLog
+from spotpatch_agent.engine.loop import LoopBudget, LoopStats, run_loop
+from spotpatch_agent.engine.service import EngineService
+from spotpatch_agent.errors import JobFailure
+from spotpatch_agent.protocol.models import JobCreateParams, JobIdParams, Limits, TrustedConfig
+from spotpatch_agent.provider.base import ToolCallEvent, TurnEnd, TurnRequest
+from spotpatch_agent.provider.scripted import ScriptedProviderServer, render_chat_turn, sse
+from spotpatch_agent.tools.executor import ToolExecutor
+from spotpatch_agent.tools.registry import tool_specs
+from tests.conftest import git, make_repo
+
+KEY_ENV = "SPOTPATCH_LOOP_TEST_KEY"
+APP = 'export const App = () => <button className="a">Go</button>;\n'
+FILES = {"src/App.tsx": APP, "src/a.ts": "export const a = 1;\n", "src/b.ts": "export const b = 2;\n",
+         "src/c.ts": "export const c = 3;\n", ".gitignore": "node_modules\n"}
+TARGET = {"annotationId": "a1", "pageUrl": "/", "targets": [
+    {"index": 1, "instruction": "Make the button say Start", "source": {"file": "src/App.tsx", "line": 1},
+     "element": {"tagName": "button", "text": "Go"}}]}
+READ_APP = {"path": "src/App.tsx", "startLine": None, "endLine": None}
+EDIT = {"path": "src/App.tsx", "oldText": ">Go<", "newText": ">Start<"}
+DONE = {"text": "Done.", "finishReason": "stop"}
+
+
+def call(cid: str, name: str, args: Any) -> dict:
+    return {"id": cid, "name": name, "arguments": args}
+
+
+def read(cid: str, path: str) -> dict:
+    return call(cid, "read_file", {"path": path, "startLine": None, "endLine": None})
+
+
+def config(server: ScriptedProviderServer, checks: list[dict] | None = None, **limits: int) -> TrustedConfig:
+    return TrustedConfig.model_validate({"providers": [{
+        "id": "p", "displayName": "P", "baseUrl": server.base_url, "apiKeyEnv": KEY_ENV,
+        "models": [{"id": "m", "model": "scripted-model", "displayName": "M"}]}],
+        "checks": checks or [], "limits": limits})
+
+
+async def run_job(root: Path, turns: list, monkeypatch: pytest.MonkeyPatch, checks: list[dict] | None = None,
+                  **limits: int):
+    key = "sk-canary-" + secrets.token_hex(12)
+    monkeypatch.setenv(KEY_ENV, key)
+    events: list[dict] = []
+    with ScriptedProviderServer(turns) as server:
+        service = EngineService(send_event=events.append)
+        async with service.running():
+            await service.configure(root, config(server, checks, **limits))
+            snap = await service.job_create(JobCreateParams.model_validate({"annotation": TARGET, "modelProfileId": "m"}))
+            await service.wait_job(snap.job_id)
+            snap = await service.job_get(JobIdParams(job_id=snap.job_id))
+            diff = await service.job_diff(JobIdParams(job_id=snap.job_id))
+    return snap, diff, events, server, key
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo", FILES)
+
+
+def activity(events: list[dict]) -> list[tuple[str, str, str, int]]:
+    """(phase, tool, toolCallId, turn) of every activity event, in emission order."""
+    return [(e["phase"], e["tool"], e["toolCallId"], e["turn"]) for e in events if e["kind"] == "activity"]
+
+
+def finished(events: list[dict]) -> list[tuple[str, bool, str | None]]:
+    return [(e["tool"], e["ok"], e.get("errorCode")) for e in events if e["kind"] == "activity" and e["phase"] == "finished"]
+
+
+def tool_messages(server: ScriptedProviderServer, request_no: int) -> list[dict]:
+    return [m for m in server.requests[request_no]["messages"] if m["role"] == "tool"]
+
+
+def offered(server: ScriptedProviderServer) -> list[str]:
+    return [t["function"]["name"] for t in server.requests[0]["tools"]]
+
+
+# ---------------------------------------------------------------- idempotency of (turn, toolCallId)
+
+
+def _chunk(delta: dict, finish: str | None = None) -> str:
+    return sse({"id": "chatcmpl-raw", "object": "chat.completion.chunk", "created": 0, "model": "scripted-model",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+
+def _call_delta(index: int, cid: str, name: str, args: dict) -> dict:
+    return {"tool_calls": [{"index": index, "id": cid, "type": "function",
+                            "function": {"name": name, "arguments": json.dumps(args)}}]}
+
+
+@pytest.mark.anyio
+async def test_a_replayed_stream_event_after_finish_runs_the_write_once(root, monkeypatch) -> None:
+    rendered = render_chat_turn({"toolCalls": [call("w1", "replace_text", EDIT)]}, model="scripted-model")
+    done = rendered.pop()  # "[DONE]"
+    usage = rendered.pop()
+    raw = [*rendered, _chunk(_call_delta(0, "w1", "replace_text", EDIT)), usage, done]  # relay replays the call
+    snap, diff, events, server, _ = await run_job(root, [{"raw": raw}, DONE], monkeypatch)
+    assert snap.status == "awaiting-review"
+    assert activity(events) == [("started", "replace_text", "w1", 1), ("finished", "replace_text", "w1", 1)]
+    assert [m["tool_call_id"] for m in tool_messages(server, 1)] == ["w1"]
+    assert diff.diff.count("+export const App") == 1
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("second_args", [EDIT, {**EDIT, "newText": ">Stop<"}], ids=["identical", "conflicting"])
+async def test_two_calls_sharing_an_id_in_one_turn_fail_the_job_before_any_side_effect(
+    root, monkeypatch, second_args,
+) -> None:
+    # The Chat adapter sees two slots (indexes 0 and 1) with one id: identical or not, that is a protocol
+    # violation of the provider (PROVIDER_PROTOCOL); the loop never runs either call.
+    raw = [_chunk({"role": "assistant", "content": ""}), _chunk(_call_delta(0, "dup", "replace_text", EDIT)),
+           _chunk(_call_delta(1, "dup", "replace_text", second_args)), _chunk({}, "tool_calls"), sse("[DONE]")]
+    snap, diff, events, _, _ = await run_job(root, [{"raw": raw}], monkeypatch)
+    assert snap.status == "failed" and snap.error is not None and snap.error.code == "PROVIDER_PROTOCOL"
+    assert activity(events) == []
+    assert diff.diff == "" and (root / "src/App.tsx").read_text() == APP
+
+
+@pytest.mark.anyio
+async def test_the_same_id_in_a_later_turn_is_a_new_call(root, monkeypatch) -> None:
+    turns = [{"toolCalls": [read("same", "src/App.tsx")]},
+             {"toolCalls": [call("same", "replace_text", EDIT)]},
+             {"toolCalls": [read("same", "src/App.tsx")]}, DONE]
+    snap, _, events, server, _ = await run_job(root, turns, monkeypatch)
+    assert snap.status == "awaiting-review"
+    assert [(t, cid, turn) for phase, t, cid, turn in activity(events) if phase == "finished"] == [
+        ("read_file", "same", 1), ("replace_text", "same", 2), ("read_file", "same", 3)]
+    assert "Start" in tool_messages(server, 3)[-1]["content"]  # the later read really ran again
+
+
+class _DuplicatingAdapter:
+    """A provider adapter that emits the given events per turn verbatim (loop-level duplicates)."""
+
+    def __init__(self, turns: list[list[Any]]) -> None:
+        self._turns = list(turns)
+
+    async def stream_turn(self, request: TurnRequest) -> AsyncIterator[Any]:
+        for event in self._turns.pop(0):
+            yield event
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def _loop(root: Path, turns: list[list[Any]]) -> tuple[str | BaseException, list[dict]]:
+    events: list[dict] = []
+    names = ("list_files", "search_text", "read_file", "replace_text")
+    executor = ToolExecutor(root, Limits(), tools=names)
+    try:
+        final: str | BaseException = await run_loop(
+            adapter=_DuplicatingAdapter(turns), model="m", system="s", task="t", tools=tool_specs(names),
+            executor=executor, budget=LoopBudget(max_turns=5, max_tool_calls=10, tool_timeout_sec=30),
+            events=JobEventLog("job_x", events.append), stats=LoopStats())
+    except JobFailure as exc:
+        final = exc
+    return final, events
+
+
+@pytest.mark.anyio
+async def test_loop_runs_an_exact_duplicate_event_once_and_fails_a_conflicting_one(root) -> None:
+    edit = ToolCallEvent("w", "replace_text", json.dumps(EDIT))
+    final, events = await _loop(root, [[edit, edit, TurnEnd("tool_calls")], [TurnEnd("stop")]])
+    assert final == "" and activity(events) == [("started", "replace_text", "w", 1), ("finished", "replace_text", "w", 1)]
+    assert (root / "src/App.tsx").read_text().count("Start") == 1
+
+    other = ToolCallEvent("w", "replace_text", json.dumps({**EDIT, "oldText": ">Start<", "newText": ">X<"}))
+    final, events = await _loop(root, [[other, ToolCallEvent("w", "read_file", json.dumps(READ_APP)), TurnEnd("tool_calls")]])
+    assert isinstance(final, JobFailure) and final.code.value == "PROVIDER_PROTOCOL" and events == []
+    assert ">X<" not in (root / "src/App.tsx").read_text()
+
+
+# ---------------------------------------------------------------- concurrency: reads overlap, writes serial
+
+
+@pytest.mark.anyio
+async def test_reads_of_one_turn_overlap_and_writes_run_serially_in_event_order(root, monkeypatch) -> None:
+    turns = [{"toolCalls": [read("r1", "src/a.ts"), read("r2", "src/b.ts"), read("r3", "src/c.ts"),
+                            call("s1", "search_text", {"query": "export", "glob": None, "maxResults": 50})]},
+             {"toolCalls": [call("w1", "replace_text", {"path": "src/a.ts", "oldText": "1", "newText": "10"}),
+                            call("w2", "replace_text", {"path": "src/a.ts", "oldText": "10", "newText": "100"}),
+                            call("w3", "replace_text", {"path": "src/b.ts", "oldText": "2", "newText": "20"})]},
+             DONE]
+    snap, diff, events, _, _ = await run_job(root, turns, monkeypatch)
+    assert snap.status == "awaiting-review"
+    seq = [(phase, cid) for phase, _, cid, turn in activity(events)]
+    # Turn 1: every read started before any finished — they were in flight together.
+    first = seq[:8]
+    assert [p for p, _ in first[:4]] == ["started"] * 4 and [p for p, _ in first[4:]] == ["finished"] * 4
+    assert finished(events)[:4] == [("read_file", True, None)] * 3 + [("search_text", True, None)]
+    # Turn 2: each write finished before the next one started, in event order; w2 saw w1's result.
+    assert seq[8:] == [("started", "w1"), ("finished", "w1"), ("started", "w2"), ("finished", "w2"),
+                       ("started", "w3"), ("finished", "w3")]
+    assert finished(events)[4:] == [("replace_text", True, None)] * 3
+    assert "+export const a = 100;" in diff.diff and "+export const b = 20;" in diff.diff
+
+
+# ---------------------------------------------------------------- caches per worktree version
+
+
+@pytest.mark.anyio
+async def test_reads_and_listings_after_a_write_or_a_check_are_never_stale(root, monkeypatch) -> None:
+    checks = [{"id": "gen", "name": "Generate", "command": sys.executable,
+               "args": ["-c", "open('src/new.ts','w').write('export const n = 7;\\n');"
+                              "p='src/App.tsx'; s=open(p).read(); open(p,'w').write(s.replace('Start','Begin'))"]}]
+    listing = call("l1", "list_files", {"glob": "**/*.ts", "maxResults": 100})
+    turns = [{"toolCalls": [read("r1", "src/App.tsx"), listing]},
+             {"toolCalls": [call("w", "replace_text", EDIT)]},
+             {"toolCalls": [read("r2", "src/App.tsx"), {**listing, "id": "l2"}]},
+             {"toolCalls": [call("c", "run_check", {"checkId": "gen"})]},
+             {"toolCalls": [read("r3", "src/App.tsx"), {**listing, "id": "l3"}, read("r4", "src/new.ts")]},
+             DONE]
+    snap, diff, events, server, _ = await run_job(root, turns, monkeypatch, checks=checks)
+    assert snap.status == "awaiting-review", snap
+    assert ">Go<" in tool_messages(server, 1)[0]["content"]
+    after_write = tool_messages(server, 3)
+    assert ">Start<" in after_write[-2]["content"] and ">Go<" not in after_write[-2]["content"]
+    after_check = tool_messages(server, 5)
+    assert "PASSED" in after_check[-4]["content"]
+    assert ">Begin<" in after_check[-3]["content"]
+    assert "src/new.ts" in after_check[-2]["content"] and "src/new.ts" not in after_write[-1]["content"]
+    assert "export const n = 7;" in after_check[-1]["content"]
+    assert "src/new.ts" in diff.diff
+
+
+# ---------------------------------------------------------------- retry-once rule
+
+
+@pytest.mark.anyio
+async def test_a_second_invalid_call_of_the_same_tool_fails_the_job(root, monkeypatch) -> None:
+    turns = [{"toolCalls": [call("c1", "read_file", {"path": "src/App.tsx"})]},
+             {"toolCalls": [call("c2", "read_file", {"path": 5, "startLine": None, "endLine": None})]},
+             {"toolCalls": [call("c3", "replace_text", EDIT)]}, DONE]
+    snap, diff, events, server, _ = await run_job(root, turns, monkeypatch)
+    assert snap.status == "failed" and snap.error.code == "LIMIT_EXCEEDED"
+    assert "read_file" in snap.error.message and "only once" in snap.error.message
+    assert len(server.requests) == 2 and diff.diff == ""
+    assert finished(events) == [("read_file", False, "TOOL_ARGUMENTS_INVALID")] * 2
+
+
+@pytest.mark.anyio
+async def test_a_corrected_call_clears_the_strike_and_same_turn_mistakes_count_once(root, monkeypatch) -> None:
+    bad = {"path": "src/App.tsx", "extra": 1, "startLine": None, "endLine": None}
+    turns = [{"toolCalls": [call("a", "read_file", bad), call("b", "read_file", bad),  # one strike: same turn
+                            call("x", "list_files", "not json")]},
+             {"toolCalls": [read("c", "src/App.tsx"), call("y", "list_files", {"glob": "**", "maxResults": 5})]},
+             {"toolCalls": [call("d", "read_file", bad)]},  # a new strike after a success: allowed
+             {"toolCalls": [call("e", "replace_text", EDIT)]}, DONE]
+    snap, diff, events, _, _ = await run_job(root, turns, monkeypatch)
+    assert snap.status == "awaiting-review", snap.error
+    assert [ok for _, ok, _ in finished(events)] == [False, False, False, True, True, False, True]
+
+
+@pytest.mark.anyio
+async def test_unknown_tool_names_strike_per_name(root, monkeypatch) -> None:
+    turns = [{"toolCalls": [call("a", "run_shell", {"cmd": "id"})]},
+             {"toolCalls": [call("b", "run_shell", {"cmd": "id"})]}, DONE]
+    snap, _, _, server, _ = await run_job(root, turns, monkeypatch)
+    assert snap.status == "failed" and snap.error.code == "LIMIT_EXCEEDED"
+    assert "undeclared tool" in snap.error.message and "run_shell" not in snap.error.message
+
+
+@pytest.mark.anyio
+async def test_path_denials_stay_retryable(root, monkeypatch) -> None:
+    turns = [{"toolCalls": [read(f"d{i}", ".env")]} for i in range(4)] + [
+        {"toolCalls": [call("w", "replace_text", EDIT)]}, DONE]
+    snap, _, events, _, _ = await run_job(root, turns, monkeypatch)
+    assert snap.status == "awaiting-review"
+    assert finished(events)[:4] == [("read_file", False, "TOOL_PATH_DENIED")] * 4
+
+
+# ---------------------------------------------------------------- run_check
+
+
+@pytest.mark.anyio
+async def test_run_check_is_offered_only_with_checks_and_resolves_trusted_ids_only(root, monkeypatch) -> None:
+    snap, _, _, server, _ = await run_job(root, [{"toolCalls": [call("w", "replace_text", EDIT)]}, DONE], monkeypatch)
+    assert "run_check" not in offered(server) and offered(server)[:4] == [
+        "list_files", "search_text", "read_file", "replace_text"]
+
+    checks = [{"id": "unit", "name": "Unit", "command": sys.executable, "args": ["-c", "print('ok')"]},
+              {"id": "lint", "name": "Lint", "command": sys.executable, "args": ["-c", "raise SystemExit(3)"]}]
+    turns = [{"toolCalls": [call("a", "run_check", {"checkId": "rm -rf /"})]},
+             {"toolCalls": [call("b", "run_check", {"checkId": "unit"}), call("c", "run_check", {"checkId": "lint"})]},
+             {"toolCalls": [call("w", "replace_text", EDIT)]}, DONE]
+    snap, _, events, server, _ = await run_job(root, turns, monkeypatch, checks=checks)
+    assert "run_check" in offered(server)
+    unknown = tool_messages(server, 1)[0]["content"]
+    assert unknown.startswith("ERROR TOOL_ARGUMENTS_INVALID") and "unit, lint" in unknown and "rm -rf" not in unknown
+    results = [m["content"] for m in tool_messages(server, 2)[-2:]]
+    assert results[0].startswith("Check unit (Unit) PASSED: exit code 0") and "ok" in results[0]
+    assert results[1].startswith("Check lint (Lint) FAILED: exit code 3")
+    assert finished(events)[1:3] == [("run_check", True, None), ("run_check", False, None)]
+    assert snap.status == "awaiting-review"
+
+
+@pytest.mark.anyio
+async def test_run_check_env_is_minimal_and_output_clean_and_bounded(root, monkeypatch) -> None:
+    monkeypatch.setenv("UNRELATED_SECRET_TOKEN", "tok-canary-123")
+    script = ("import os,sys; print('\\x1b[31mRED\\x1b[0m', os.getcwd() + '/src/App.tsx'); "
+              "print(sorted(os.environ)); print(os.environ.get('CI'), os.environ.get('NO_COLOR')); "
+              "sys.stderr.write('E' * 5000)")
+    checks = [{"id": "env", "name": "Env", "command": sys.executable, "args": ["-c", script]}]
+    turns = [{"toolCalls": [call("a", "run_check", {"checkId": "env"})]},
+             {"toolCalls": [call("w", "replace_text", EDIT)]}, DONE]
+    snap, _, events, server, key = await run_job(root, turns, monkeypatch, checks=checks, checkOutputMaxBytes=1024)
+    out = tool_messages(server, 1)[0]["content"]
+    assert "RED src/App.tsx" in out and "\x1b" not in out and str(root) not in out and "/tmp" not in out
+    assert KEY_ENV not in out and "UNRELATED_SECRET_TOKEN" not in out and key not in out
+    assert "1 1" in out and "[output truncated]" in out and len(out.encode()) < 1400
+    assert snap.status == "awaiting-review"
+
+
+@pytest.mark.anyio
+async def test_run_check_timeout_kills_the_whole_process_group(root, monkeypatch, tmp_path) -> None:
+    pidfile = tmp_path / "child.pid"
+    script = ("import subprocess,sys,time; "
+              f"p=subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)']); open({str(pidfile)!r},'w').write(str(p.pid)); "
+              "print('started', flush=True); time.sleep(60)")
+    checks = [{"id": "slow", "name": "Slow", "command": sys.executable, "args": ["-c", script], "timeoutSec": 1}]
+    turns = [{"toolCalls": [call("a", "run_check", {"checkId": "slow"})]},
+             {"toolCalls": [call("w", "replace_text", EDIT)]}, DONE]
+    started = time.monotonic()
+    snap, _, _, server, _ = await run_job(root, turns, monkeypatch, checks=checks)
+    assert time.monotonic() - started < 30
+    out = tool_messages(server, 1)[0]["content"]
+    assert out.startswith("Check slow (Slow) FAILED: timed out after 1 s") and "started" in out
+    child = int(pidfile.read_text())
+    for _ in range(50):  # the killed child is reaped by init shortly after
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        if Path(f"/proc/{child}/stat").exists() and Path(f"/proc/{child}/stat").read_text().split()[2] == "Z":
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the check's child process outlived the timeout")
+    assert snap.status == "awaiting-review"
+    assert git(root, "status", "--porcelain") == ""

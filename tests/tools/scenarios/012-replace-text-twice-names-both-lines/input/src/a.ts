@@ -1,0 +1,3 @@
+const a = 'Save';
+const b = 1;
+const c = 'Save';
