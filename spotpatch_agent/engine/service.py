@@ -20,7 +20,7 @@ from anyio.abc import TaskGroup
 from spotpatch_agent import PROTOCOL_VERSION, __version__
 from spotpatch_agent.engine.events import JobEventLog
 from spotpatch_agent.engine.prompt import render_prompt
-from spotpatch_agent.engine.states import ACTIVE, JOB_TOOLS
+from spotpatch_agent.engine.states import ACTIVE, job_tools
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
 from spotpatch_agent.protocol.errors import ErrorCode
@@ -149,7 +149,10 @@ class EngineService:
         return InitializeResult(
             protocol_version=PROTOCOL_VERSION,
             server_info=ServerInfo(name="spotpatch-agent", version=__version__),
-            capabilities=Capabilities(ai_enabled=self.ai_enabled(), apply_modes=["review"], tools=list(JOB_TOOLS)),
+            capabilities=Capabilities(ai_enabled=self.ai_enabled(), apply_modes=["review"], tools=list(
+                # The tools a job of this config offers; names as registered in tools/registry.py (not
+                # imported here: cold start).
+                job_tools(registered=("apply_patch", "run_check"), has_checks=bool(self._config.checks)))),
         )
 
     async def configure(self, root: Path, config: TrustedConfig) -> None:
