@@ -61,6 +61,29 @@ _LOCKFILES = frozenset(
 )
 _KEY_SUFFIXES = (".pem", ".key", ".p12")
 
+# Fast path of normalize_rel_path: plain ASCII segments (no control, backslash, colon, percent, '~'), none
+# empty, none ending in '.' or ' ' (so no '.'/'..'), no Windows device name. Such a path is already canonical.
+_FAST_SEGMENT = r"(?!(?:con|prn|aux|nul|com[0-9]|lpt[0-9])(?:[./]|\Z))[A-Za-z0-9._ +@-]*[A-Za-z0-9_+@-]"
+_FAST_PATH = re.compile(rf"{_FAST_SEGMENT}(?:/{_FAST_SEGMENT})*", re.IGNORECASE)
+
+
+def _protected_regex(for_write: bool) -> re.Pattern[str]:
+    """The protected list as one regex over the whole casefolded path (same rules as the segment loop)."""
+    any_seg = "|".join(re.escape(s) for s in sorted(_PROTECTED_ANY_SEGMENT))
+    gen = "|".join(re.escape(s) for s in sorted(_GENERATED_DIRS))
+    names = "|".join(re.escape(s) for s in sorted(_CREDENTIAL_FILES | _LOCKFILES))
+    keys = "|".join(re.escape(s) for s in _KEY_SUFFIXES)
+    env = r"\.env(?:\.[^/]*)?" if for_write else r"\.env(?:\.(?!example\Z)[^/]*)?"
+    return re.compile(
+        rf"(?:^|/)(?:{any_seg})(?:/|\Z)"
+        rf"|(?:^|/)(?:{gen})/"
+        rf"|(?:^|/)(?:{env}|[^/]*(?:{keys})|id_[^/]*|{names})\Z"
+    )
+
+
+_PROTECTED_READ = _protected_regex(False)
+_PROTECTED_WRITE = _protected_regex(True)
+
 
 class PathDenied(Exception):
     """A path is not an allowed file. ``reason`` is a short log-only diagnostic (never sent to the model)."""
@@ -90,6 +113,8 @@ def normalize_rel_path(raw: str) -> str:
     """
     if not isinstance(raw, str):
         raise PathDenied("not a string")
+    if len(raw) <= MAX_PATH_CHARS and raw.isascii() and _FAST_PATH.fullmatch(raw):
+        return raw
     path = unicodedata.normalize("NFC", raw)
     if not path or len(path) > MAX_PATH_CHARS:
         raise PathDenied("empty or too long")
@@ -125,6 +150,11 @@ def is_protected(rel: str, *, for_write: bool = False) -> bool:
     ``.env.*`` (``.env.example`` only when ``for_write``), ``*.pem *.key *.p12 id_*``, ``.npmrc .netrc
     .pypirc`` and the lockfiles. Pass a path from :func:`normalize_rel_path`.
     """
+    return (_PROTECTED_WRITE if for_write else _PROTECTED_READ).search(rel.casefold()) is not None
+
+
+def _is_protected_segments(rel: str, *, for_write: bool = False) -> bool:
+    """Reference implementation of :func:`is_protected` (per-segment loop), kept for tests."""
     segments = [s.casefold() for s in rel.split("/")]
     if any(s in _PROTECTED_ANY_SEGMENT for s in segments):
         return True

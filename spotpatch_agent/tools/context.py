@@ -191,8 +191,14 @@ class WorktreeContext:
 
 
 def _filter_listing(root: Path, raw: list[bytes], max_bytes: int) -> tuple[str, ...]:
-    dirs_ok: dict[str, bool] = {}
+    # Hot loop (20k+ paths): string paths instead of pathlib, one lstat per file, parent directories
+    # checked once (an ok directory implies all its ancestors were checked and are real directories).
+    dirs_ok: dict[str, bool] = {"": True}
     kept: set[str] = set()
+    base = os.fspath(root)
+    join = os.path.join
+    lstat = os.lstat
+    is_reg = stat.S_ISREG
     for item in raw:
         try:
             rel = item.decode("utf-8")
@@ -200,25 +206,34 @@ def _filter_listing(root: Path, raw: list[bytes], max_bytes: int) -> tuple[str, 
                 continue
         except (UnicodeDecodeError, PathDenied):
             continue
-        parts = rel.split("/")
-        if not all(_dir_ok(root, "/".join(parts[: i + 1]), dirs_ok) for i in range(len(parts) - 1)):
+        parent = rel.rpartition("/")[0]
+        ok = dirs_ok.get(parent)
+        if ok is None:
+            ok = _dir_ok(base, parent, dirs_ok)
+        if not ok:
             continue
         try:
-            st = os.lstat(root.joinpath(*parts))
+            st = lstat(join(base, rel))
         except OSError:
             continue
-        if stat.S_ISREG(st.st_mode) and st.st_size <= max_bytes:
+        if is_reg(st.st_mode) and st.st_size <= max_bytes:
             kept.add(rel)
     return tuple(sorted(kept))
 
 
-def _dir_ok(root: Path, rel_dir: str, cache: dict[str, bool]) -> bool:
-    if rel_dir not in cache:
-        try:
-            cache[rel_dir] = stat.S_ISDIR(os.lstat(root.joinpath(*rel_dir.split("/"))).st_mode)
-        except OSError:
-            cache[rel_dir] = False
-    return cache[rel_dir]
+def _dir_ok(base: str, rel_dir: str, cache: dict[str, bool]) -> bool:
+    """Whether every component of ``rel_dir`` (relative to ``base``) is a real directory (no symlink)."""
+    ok = cache.get(rel_dir)
+    if ok is None:
+        parent = rel_dir.rpartition("/")[0]
+        ok = _dir_ok(base, parent, cache)
+        if ok:
+            try:
+                ok = stat.S_ISDIR(os.lstat(os.path.join(base, rel_dir)).st_mode)
+            except OSError:
+                ok = False
+        cache[rel_dir] = ok
+    return ok
 
 
 def _status_paths(out: bytes) -> list[bytes]:
