@@ -18,7 +18,7 @@ import anyio
 from spotpatch_agent.engine.events import MAX_MESSAGE_CHARS, JobEventLog, now_iso
 from spotpatch_agent.engine.loop import LoopBudget, LoopStats, run_loop
 from spotpatch_agent.engine.prompt import SYSTEM_PROMPT, agent_task
-from spotpatch_agent.engine.states import JOB_TOOLS, job_tools  # defined there: a light import
+from spotpatch_agent.engine.states import job_tools  # defined there: a light import
 from spotpatch_agent.errors import JobFailure, SpotPatchError
 from spotpatch_agent.policy.paths import PathDenied, is_protected, normalize_rel_path
 from spotpatch_agent.policy.redact import REDACTOR, shorten_paths

@@ -1,6 +1,6 @@
 """Job status sets and the job's tool names: a light module, so that ``engine.service`` can answer
 ``initialize`` without importing the job runner, the tool loop and the tools (cold start, issue 3).
-``engine.job`` re-exports both names."""
+``engine.job`` builds each job's tool list with :func:`job_tools`."""
 
 from __future__ import annotations
 
