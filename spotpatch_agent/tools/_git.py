@@ -10,16 +10,16 @@ TODO(worktree): replace with the worktree package's git runner once it exists.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
-from anyio.abc import ByteReceiveStream, Process
+from anyio.abc import ByteReceiveStream
 
 from spotpatch_agent.errors import GitError
 from spotpatch_agent.policy.paths import git_env
+from spotpatch_agent.process import kill_tree
 
 #: Options put before every subcommand: never run a user fsmonitor hook from inside a tool.
 _GIT_PREFIX = ("git", "-c", "core.fsmonitor=false", "-c", "core.quotepath=off")
@@ -34,19 +34,6 @@ class GitOutput:
     stdout: bytes
     truncated: bool
 
-
-def _kill_tree(process: Process) -> None:
-    """Kill git and anything it started: POSIX, its own process group; Windows, the process only."""
-    if os.name != "nt":
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-            return
-        except (ProcessLookupError, PermissionError):
-            pass
-    try:
-        process.kill()
-    except ProcessLookupError:
-        pass
 
 
 async def run_git(
@@ -83,7 +70,7 @@ async def run_git(
                 if size + len(chunk) > max_bytes:
                     chunks.append(chunk[: max_bytes - size])
                     truncated = True
-                    _kill_tree(process)
+                    kill_tree(process)
                     break
                 chunks.append(chunk)
                 size += len(chunk)
@@ -91,7 +78,7 @@ async def run_git(
     finally:
         with anyio.CancelScope(shield=True):
             if process.returncode is None:
-                _kill_tree(process)
+                kill_tree(process)
             await process.aclose()
     if truncated:
         return GitOutput(None, b"".join(chunks), True)

@@ -21,19 +21,18 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import anyio
-from anyio.abc import Process
 
 from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
 from spotpatch_agent.protocol.models import CheckConfig
 from spotpatch_agent.tools.base import ToolArgs, ToolDef, ToolResult, arguments_guidance
+from spotpatch_agent.process import kill_tree
 
 if TYPE_CHECKING:
     from spotpatch_agent.tools.context import WorktreeContext
@@ -78,18 +77,6 @@ def clean_output(raw: bytes, root_variants: Sequence[str], max_bytes: int, trunc
     return text
 
 
-def _kill_group(process: Process) -> None:
-    if os.name != "nt":
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-            return
-        except (ProcessLookupError, PermissionError):
-            pass
-    try:
-        process.kill()
-    except ProcessLookupError:
-        pass
-
 
 async def _run(ctx: WorktreeContext, check: CheckConfig) -> tuple[int | None, bytes, bool, bool]:
     """(returncode or None on timeout, output bytes, truncated, timed_out). Kills the group on any exit."""
@@ -122,10 +109,10 @@ async def _run(ctx: WorktreeContext, check: CheckConfig) -> tuple[int | None, by
             timed_out = scope.cancelled_caught
             # The leader exited or timed out: kill the whole group (a background child never outlives the
             # check and never holds the pipe open), then the drain ends at EOF.
-            _kill_group(process)
+            kill_tree(process)
     finally:
         with anyio.CancelScope(shield=True):
-            _kill_group(process)
+            kill_tree(process)
             await process.wait()
             await process.aclose()
     return (None if timed_out else process.returncode), b"".join(chunks), truncated, timed_out

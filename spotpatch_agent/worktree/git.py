@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 from collections.abc import AsyncIterable, Sequence
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from anyio.abc import Process
 
 from spotpatch_agent.policy.paths import git_env
 from spotpatch_agent.errors import GitError
+from spotpatch_agent.process import kill_tree
 
 __all__ = ["GitResult", "run_git", "sanitize", "describe", "MAX_ERROR_CHARS"]
 
@@ -208,23 +208,10 @@ async def _run(argv: list[str], cwd: Path, input: bytes | None, env: dict[str, s
                     tg.start_soon(feed, process)
                 returncode = await process.wait()
         except BaseException:
-            _kill_tree(process)
+            kill_tree(process)
             raise
     return returncode, b"".join(chunks[0]), b"".join(chunks[1])
 
-
-def _kill_tree(process: Process) -> None:
-    """Kill git and its children. POSIX: the whole process group; Windows: the process only."""
-    if _POSIX:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-            return
-        except (ProcessLookupError, PermissionError):
-            pass
-    try:
-        process.kill()  # Windows (no process groups here): the direct child only
-    except ProcessLookupError:
-        pass
 
 
 def describe(result: GitResult, cwd: Path, *redact: Path) -> str:
