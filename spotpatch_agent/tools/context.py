@@ -8,10 +8,13 @@ never return stale content (DESIGN.md §6 "Caches of listings and reads are per 
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
+import itertools
 import logging
 import os
+import re
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,8 +23,10 @@ from pathlib import Path
 import anyio
 from wcmatch import glob as wcglob
 
-from spotpatch_agent.policy.paths import (
+from spotpatch_agent.policy.paths import (  # the private regex: see _SCAN
+    _PROTECTED_READ,
     BOM,
+    MAX_PATH_CHARS,
     PathDenied,
     is_ignored,
     is_protected,
@@ -45,8 +50,25 @@ def compile_glob(pattern: str) -> Callable[[str], bool]:
     to more than 256 patterns.
     """
     try:
-        matcher = wcglob.compile(pattern, flags=_GLOB_FLAGS, limit=_GLOB_EXPANSION_LIMIT)
+        include, exclude = wcglob.translate(pattern, flags=_GLOB_FLAGS, limit=_GLOB_EXPANSION_LIMIT)
     except Exception as exc:  # wcmatch raises a private PatternLimitException or ValueError
+        raise ValueError("invalid glob") from exc
+    if include and not exclude:
+        # wcmatch's non-filesystem match is "any include pattern fullmatches": one alternation does the same
+        # in a single regex call per path (wcmatch compiles the same translations without extra flags).
+        try:
+            full = re.compile("|".join(f"(?:{part})" for part in include)).fullmatch
+        except re.error:
+            pass
+        else:
+            if pattern == "**":
+                # "**" refuses only paths with a "." or ".." segment: skip the regex when no segment starts
+                # with "." (almost every listed path).
+                return lambda path: ("/." not in path and not path.startswith(".")) or full(path) is not None
+            return lambda path: full(path) is not None
+    try:
+        matcher = wcglob.compile(pattern, flags=_GLOB_FLAGS, limit=_GLOB_EXPANSION_LIMIT)
+    except Exception as exc:
         raise ValueError("invalid glob") from exc
     return matcher.match
 
@@ -64,6 +86,17 @@ class Listing:
         """``files`` as a set, for membership tests."""
         return frozenset(self.files)
 
+    def matching(self, pattern: str, match: Callable[[str], object]) -> list[str]:
+        """The files that ``match`` (from :func:`compile_glob` of ``pattern``) accepts, in order.
+
+        For ``**``, which accepts every path without a "." or ".." segment, a single look at the joined
+        listing usually shows that no listed path even has a segment starting with "." (then all match)."""
+        if pattern == "**":
+            joined = "\n".join(self.files)
+            if "/." not in joined and "\n." not in joined and not joined.startswith("."):
+                return list(self.files)
+        return [path for path in self.files if match(path)]
+
 
 @dataclass(frozen=True)
 class TextFile:
@@ -77,14 +110,14 @@ class TextFile:
 
 def display_lines(data: bytes) -> tuple[str, ...]:
     """Display lines of UTF-8 text bytes: BOM and each line's trailing CR removed, no final empty line."""
-    body = data[len(BOM) :] if data.startswith(BOM) else data
+    body = data.removeprefix(BOM)
     text = body.decode("utf-8")
     if not text:
         return ()
     parts = text.split("\n")
     if parts[-1] == "":
         parts.pop()
-    return tuple(p[:-1] if p.endswith("\r") else p for p in parts)
+    return tuple(p.removesuffix("\r") for p in parts)
 
 
 class WorktreeContext:
@@ -96,6 +129,16 @@ class WorktreeContext:
         self._version = 0
         self._listing: Listing | None = None
         self._reads: dict[str, TextFile | None] = {}
+        # False while every change to the worktree came through SpotPatch's own write tools: git's index
+        # (plus ``git diff-files``) then describes the tracked files. A check (arbitrary commands) ends that.
+        self._external = False
+        # True once a SpotPatch write tool ran: tracked files may then differ from the index (edited,
+        # deleted), which ``git diff-files`` reports. Before that the worktree is the checkout itself.
+        self._written = False
+        # Parsed ``git ls-files -s --debug`` output, keyed by the index file's lstat (git replaces the index
+        # file on every write, so an unchanged key means unchanged content): (index path, key, entries).
+        self._index_path: str | None = None
+        self._index_cache: tuple[tuple[int, ...], list[_IndexEntry]] | None = None
 
     @property
     def version(self) -> int:
@@ -107,6 +150,25 @@ class WorktreeContext:
         self._version += 1
         self._listing = None
         self._reads = {}
+
+    def mark_external_change(self) -> None:
+        """Record that something other than SpotPatch's write tools (a check) may touch or have touched the
+        worktree: from now on every listed file gets the full filesystem check. Drops the cached listing; the
+        version is bumped by whoever changed the files (:meth:`bump`)."""
+        self._external = True
+        self._listing = None
+
+    def mark_own_write(self) -> None:
+        """Record that a SpotPatch write tool is about to run: from now on the listing asks git which tracked
+        files differ from the index and checks those on disk. Drops the cached listing (the tool bumps the
+        version when it touches the disk)."""
+        self._written = True
+        self._listing = None
+
+    @property
+    def externally_changed(self) -> bool:
+        """Whether :meth:`mark_external_change` was called (the listing no longer trusts git's index)."""
+        return self._external
 
     async def git(
         self,
@@ -127,16 +189,82 @@ class WorktreeContext:
         version = self._version
         if self._listing is not None:
             return self._listing
+        max_bytes = self.limits.get("editableFileMaxBytes")
+        listing = None if self._external else await self._fast_listing(max_bytes)
+        if listing is None:
+            listing = await self._full_listing(max_bytes)
+        if version == self._version:
+            self._listing = listing
+        return listing
+
+    async def _full_listing(self, max_bytes: int) -> Listing:
+        """Every listed path checked on the filesystem (lstat of the file and of each parent directory)."""
         out = await self.git("ls-files", "-z", "--cached", "--others", "--exclude-standard")
         raw = out.stdout.split(b"\0")
         if out.truncated and raw:
             raw.pop()  # the last entry may be cut
-        max_bytes = self.limits.get("editableFileMaxBytes")
         files = await anyio.to_thread.run_sync(_filter_listing, self.root, raw, max_bytes)
-        listing = Listing(files=files, truncated=out.truncated)
-        if version == self._version:
-            self._listing = listing
-        return listing
+        return Listing(files=files, truncated=out.truncated)
+
+    async def _fast_listing(self, max_bytes: int) -> Listing | None:
+        """The listing from git's index, valid only while no check ran (see :meth:`mark_external_change`).
+
+        Tracked entries come from ``git ls-files -s --debug`` (mode and the size git recorded from ``lstat``).
+        Until a write tool ran, the worktree is the checkout git recorded; after one (:meth:`mark_own_write`),
+        ``git diff-files`` names every tracked path whose ``lstat`` no longer matches the index (content, size,
+        type change, deletion, a symlink on the leading path). Those, the untracked files, unmerged, empty and
+        unusual entries get the full filesystem check. The remaining entries are
+        on disk exactly as the index says: regular files (mode 100644/100755) of the recorded size, under real
+        directories (git never tracks a path through a symlink). Symlinks (120000) and submodules (160000) are
+        dropped. Returns None (caller falls back to the full check) when any output is truncated or unexpected.
+        """
+        tracked: list[tuple[list[str], list[bytes]] | None] = []
+        others: list[GitOutput] = []
+
+        async def index_side() -> None:
+            dirty = b""
+            if self._written:
+                out = await self.git("diff-files", "-z", "--name-only", "--ignore-submodules=all")
+                if out.truncated:
+                    tracked.append(None)
+                    return
+                dirty = out.stdout
+            entries = await self._index_entries(max_bytes)
+            tracked.append(None if entries is None else _split_entries(entries, dirty, max_bytes))
+
+        async def others_side() -> None:
+            others.append(await self.git("ls-files", "-z", "--others", "--exclude-standard"))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(index_side)
+            tg.start_soon(others_side)
+        split = tracked[0]
+        if split is None or others[0].truncated:
+            return None
+        trusted, check = split
+        check.extend(item for item in others[0].stdout.split(b"\0") if item)
+        if check:
+            files = await anyio.to_thread.run_sync(_merge_checked, self.root, trusted, check, max_bytes)
+        else:
+            files = tuple(trusted)  # the index is sorted by path bytes, which is str order for UTF-8
+        return Listing(files=files, truncated=False)
+
+    async def _index_entries(self, max_bytes: int) -> list[_IndexEntry] | None:
+        """The parsed index (see :func:`_parse_index`), reused while the index file is unchanged."""
+        if self._index_path is None:
+            out = await self.git("rev-parse", "--path-format=absolute", "--git-path", "index")
+            self._index_path = out.stdout.rstrip(b"\n").decode("utf-8", errors="surrogateescape")
+        key = _file_key(self._index_path)
+        cached = self._index_cache
+        if key is not None and cached is not None and cached[0] == key:
+            return cached[1]
+        out = await self.git("ls-files", "-z", "-s", "--debug")
+        if out.truncated:
+            return None
+        entries = await anyio.to_thread.run_sync(_parse_index, out.stdout)
+        if entries is not None and key is not None and _file_key(self._index_path) == key:
+            self._index_cache = (key, entries)
+        return entries
 
     # ------------------------------------------------------------ reads
 
@@ -219,6 +347,120 @@ def _filter_listing(root: Path, raw: list[bytes], max_bytes: int) -> tuple[str, 
         if is_reg(st.st_mode) and st.st_size <= max_bytes:
             kept.add(rel)
     return tuple(sorted(kept))
+
+
+# One ``git ls-files -z -s --debug`` entry: "<mode> <oid> <stage>\t<path>\0" then the cached stat lines.
+_INDEX_ENTRY = re.compile(
+    rb"([0-7]{6}) [0-9a-f]{40,64} ([0-3])\t([^\0]+)\0"
+    rb"  ctime: [^\n]*\n  mtime: [^\n]*\n  dev: [^\n]*\n  uid: [^\n]*\n  size: ([0-9]+)\tflags: [0-9a-f]+\n"
+)
+# Fast listing checks, equivalent per path to ``normalize_rel_path``'s fast path (``_FAST_PATH``: ASCII
+# segments of [A-Za-z0-9._ +@-], none empty, none ending in "." or " ", no Windows device name) and to
+# ``is_protected`` (``_PROTECTED_READ``). Over "/" + "\n/".join(paths) every segment start follows a "/",
+# so the policy's leading "(?:^|/)" becomes a literal "/" that the regex engine scans for quickly.
+_FAST_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._ +@-/\n"
+_FAST_BAD = (b"//", b"/\n", b"\n/", b"\n\n", b"./", b".\n", b" /", b" \n")
+_PROTECTED_BODY = _PROTECTED_READ.pattern.replace("(?:^|/)", "").replace(r"\Z", "$").replace("[^/]", "[^/\\n]")
+_SCAN = re.compile(
+    rf"/(?:(?P<device>(?:con|prn|aux|nul|com[0-9]|lpt[0-9])(?:[./\n]|\Z))|{_PROTECTED_BODY})",
+    _PROTECTED_READ.flags | re.MULTILINE,
+)
+_REGULAR_MODES = (b"100644", b"100755")
+_SKIPPED_MODES = (b"120000", b"160000")
+
+
+# One parsed index entry: raw path, mode, stage, size git recorded, and the path as str when its name
+# passes the policy (normalized, not protected), else None.
+_IndexEntry = tuple[bytes, bytes, bytes, int, "str | None"]
+
+
+def _file_key(path: str) -> tuple[int, ...] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _parse_index(index: bytes) -> list[_IndexEntry] | None:
+    """Parse ``git ls-files -z -s --debug`` output; None when it is not as expected."""
+    entries = _INDEX_ENTRY.findall(index)
+    if len(entries) != index.count(b"\0"):  # every NUL ends a path: each entry must have parsed
+        return None
+    names = [path for mode, _stage, path, _size in entries if mode in _REGULAR_MODES]
+    ok = {rel.encode("utf-8"): rel for rel in _filter_names(names)}
+    return [(path, mode, stage, int(size), ok.get(path)) for mode, stage, path, size in entries]
+
+
+def _split_entries(entries: list[_IndexEntry], dirty: bytes, max_bytes: int) -> tuple[list[str], list[bytes]]:
+    """Split index entries into the allowed paths that need no filesystem check and the raw paths that do
+    (see :meth:`WorktreeContext._fast_listing`)."""
+    dirty_set = set(dirty.split(b"\0"))
+    dirty_set.discard(b"")
+    trusted: list[str] = []
+    check: list[bytes] = []
+    for path, mode, stage, size, rel in entries:
+        if path in dirty_set or stage != b"0":
+            check.append(path)
+        elif mode in _REGULAR_MODES:
+            if size == 0:
+                check.append(path)
+            elif size <= max_bytes and rel is not None:
+                trusted.append(rel)
+        elif mode not in _SKIPPED_MODES:
+            check.append(path)
+    return trusted, check
+
+
+def _merge_checked(root: Path, trusted: list[str], check: list[bytes], max_bytes: int) -> tuple[str, ...]:
+    kept = set(trusted)
+    kept.update(_filter_listing(root, check, max_bytes))
+    return tuple(sorted(kept))
+
+
+def _filter_names(raw: list[bytes]) -> list[str]:
+    """The paths of ``raw`` that decode as UTF-8, are already normalized and are not protected.
+
+    Same decisions as ``normalize_rel_path(rel) == rel and not is_protected(rel)`` per path (the tests
+    compare them), but for a listing of plain ASCII paths both checks are a few passes over the joined
+    listing; anything unusual takes the per-path functions.
+    """
+    blob = b"\n".join(raw)
+    if (
+        not raw
+        or blob.translate(None, _FAST_CHARS)  # a character outside the fast set (so also non-ASCII, "\n")
+        or blob.count(b"\n") != len(raw) - 1  # a "\n" inside a path
+        or max(map(len, raw)) > MAX_PATH_CHARS
+        or any(bad in blob for bad in _FAST_BAD)
+        or blob.startswith(b"/")
+        or blob.endswith((b"/", b".", b" "))
+    ):
+        return _filter_names_slow(raw)
+    text = "/" + blob.decode("ascii").replace("\n", "\n/")
+    hits: list[int] = []
+    for m in _SCAN.finditer(text.lower()):
+        if m.lastgroup == "device":
+            return _filter_names_slow(raw)
+        hits.append(m.start())
+    rels = text[1:].split("\n/")
+    if not hits:
+        return rels
+    starts = list(itertools.accumulate((len(rel) + 2 for rel in rels[:-1]), initial=0))
+    bad = {bisect.bisect_right(starts, pos) - 1 for pos in hits}
+    return [rel for i, rel in enumerate(rels) if i not in bad]
+
+
+def _filter_names_slow(raw: list[bytes]) -> list[str]:
+    kept: list[str] = []
+    for item in raw:
+        try:
+            rel = item.decode("utf-8")
+            if normalize_rel_path(rel) != rel or is_protected(rel):
+                continue
+        except (UnicodeDecodeError, PathDenied):
+            continue
+        kept.append(rel)
+    return kept
 
 
 def _dir_ok(base: str, rel_dir: str, cache: dict[str, bool]) -> bool:

@@ -24,7 +24,12 @@ from pydantic import ValidationError
 from spotpatch_agent.errors import GitError, JobFailure
 from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
 from spotpatch_agent.protocol.models import CheckConfig, Limits
-from spotpatch_agent.tools.base import ToolDef, ToolResult, arguments_guidance, unknown_tool_guidance
+from spotpatch_agent.tools.base import (
+    ToolDef,
+    ToolResult,
+    arguments_guidance,
+    unknown_tool_guidance,
+)
 from spotpatch_agent.tools.context import WorktreeContext
 from spotpatch_agent.tools.registry import TOOL_DEFS
 
@@ -106,7 +111,17 @@ class ToolExecutor:
         return self._ctx.version
 
     def invalidate(self) -> None:
-        """Tell the executor the worktree changed outside its tools (e.g. a check rewrote files)."""
+        """Drop every cached listing and read (the next call lists and reads the worktree again).
+
+        ``run_check`` already reports its changes. A change by anything else that is not one of these tools
+        must be reported with :meth:`mark_external_change` instead, so the listing stops trusting git's index.
+        """
+        self._ctx.bump()
+
+    def mark_external_change(self) -> None:
+        """Tell the executor something other than its tools changed the worktree (e.g. a host-side command):
+        drops the caches and makes every later listing check each file on disk."""
+        self._ctx.mark_external_change()
         self._ctx.bump()
 
     async def execute(self, name: str, arguments_json: str) -> ToolResult:
@@ -133,6 +148,15 @@ class ToolExecutor:
         try:
             with anyio.fail_after(self._deadlines.get(name, limits.get("toolTimeoutSec"))):
                 async with self._gate.hold(write=tool.writes):
+                    if not tool.writes:
+                        return await tool.handler(self._ctx, args_or_problem)
+                    # Tell the listing how the worktree may have changed. A check runs arbitrary trusted
+                    # commands (symlinks, big files, index changes): from then on every listed file is
+                    # checked on disk. A write tool changes files only through the path policy.
+                    if name == "run_check":
+                        self._ctx.mark_external_change()
+                    else:
+                        self._ctx.mark_own_write()
                     return await tool.handler(self._ctx, args_or_problem)
         except TimeoutError:
             raise JobFailure(ErrorCode.LIMIT_EXCEEDED, f"{name} exceeded toolTimeoutSec") from None

@@ -46,7 +46,7 @@ async def list_files(ctx: WorktreeContext, args: ListFilesArgs) -> ToolResult:
             arguments_guidance(LIST_FILES, ["glob is not a valid pattern or expands to too many patterns."]),
         )
     listing = await ctx.allowed_files()
-    matched = [path for path in listing.files if match(path)]
+    matched = listing.matching(args.glob, match)
     cap = min(args.max_results, ctx.limits.get("listMaxResults"))
     shown: list[str] = []
     size = 0

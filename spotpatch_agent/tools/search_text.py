@@ -10,9 +10,15 @@ then ``path:line: text`` per hit (text cut to 200 characters), at most
 
 from __future__ import annotations
 
+import os
+import stat
+
+import anyio
 from pydantic import Field
 
+from spotpatch_agent.policy.paths import is_text
 from spotpatch_agent.protocol.errors import ToolErrorCode
+from spotpatch_agent.tools._git import GitOutput
 from spotpatch_agent.tools.base import (
     OUTPUT_MAX_CHARS,
     ToolArgs,
@@ -27,6 +33,9 @@ DESCRIPTION = (
     "Search allowed project files for an exact, case-sensitive text (not a regex), one line at most. "
     "Returns 'path:line: text' hits. Optional glob filters paths like list_files. Read-only."
 )
+
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # never wait on a FIFO swapped in (it then fails the fstat check)
 
 #: Longest line text shown per hit, in characters.
 HIT_TEXT_MAX_CHARS = 200
@@ -80,6 +89,46 @@ def _shorten(text: str) -> str:
     return text if len(text) <= HIT_TEXT_MAX_CHARS else text[: HIT_TEXT_MAX_CHARS - 1] + "…"
 
 
+def _readable(root: str, rel: str, max_bytes: int) -> bool:
+    """Whether read_file would serve ``rel``, a path of this version's allowed listing: the listing already
+    applied the name rules (normalized, not protected, not ignored) and found a regular file under real
+    directories, so this re-checks the file itself: opened without following a link, a regular file of at
+    most ``max_bytes`` bytes, UTF-8 text (:func:`~spotpatch_agent.policy.paths.is_text`)."""
+    try:
+        fd = os.open(os.path.join(root, rel), os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+            return False
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(max_bytes + 1)
+        return len(data) <= max_bytes and is_text(data)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _select(root: str, hits: list[tuple[str, int, str]], cap: int, max_bytes: int) -> tuple[list[str], bool]:
+    """The hit lines to show (at most ``cap`` and OUTPUT_MAX_CHARS), and whether more hits were left out."""
+    shown: list[str] = []
+    size = 0
+    readable: dict[str, bool] = {}
+    for path, line, text in hits:
+        if path not in readable:  # only files read_file would serve (UTF-8, no NUL anywhere, size): DESIGN.md §7
+            readable[path] = _readable(root, path, max_bytes)
+        if not readable[path]:
+            continue
+        entry = f"{path}:{line}: {_shorten(text)}"
+        if len(shown) >= cap or size + len(entry) + 1 > OUTPUT_MAX_CHARS:
+            return shown, True
+        shown.append(entry)
+        size += len(entry) + 1
+    return shown, False
+
+
 async def search_text(ctx: WorktreeContext, args: SearchTextArgs) -> ToolResult:
     """Run ``search_text``. Raises ``JobFailure(LIMIT_EXCEEDED)`` for a query or glob over 1000 characters."""
     if (bad := check_pattern(SEARCH_TEXT, "query", args.query)) is not None:
@@ -100,30 +149,30 @@ async def search_text(ctx: WorktreeContext, args: SearchTextArgs) -> ToolResult:
                 ToolErrorCode.TOOL_ARGUMENTS_INVALID,
                 arguments_guidance(SEARCH_TEXT, ["glob is not a valid pattern or expands to too many patterns."]),
             )
-    allowed = set((await ctx.allowed_files()).files)
-    out = await ctx.git(
-        "grep", "-F", "-n", "-I", "--no-color", "-z", "--untracked", "--exclude-standard", "--full-name",
-        "-e", args.query, "--", *_EXCLUDES,
-        max_bytes=_RAW_OUTPUT_MAX_BYTES, ok_codes=(0, 1),
-    )  # fmt: skip
+    results: dict[str, object] = {}
+
+    async def listing() -> None:
+        results["listing"] = await ctx.allowed_files()
+
+    async def grep() -> None:
+        results["grep"] = await ctx.git(
+            "grep", "-F", "-n", "-I", "--no-color", "-z", "--untracked", "--exclude-standard", "--full-name",
+            "-e", args.query, "--", *_EXCLUDES,
+            max_bytes=_RAW_OUTPUT_MAX_BYTES, ok_codes=(0, 1),
+        )  # fmt: skip
+
+    # Both read the same worktree version (reads hold the executor's gate; no write runs meanwhile).
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(listing)
+        tg.start_soon(grep)
+    allowed = results["listing"].file_set  # type: ignore[attr-defined]
+    out = results["grep"]
+    assert isinstance(out, GitOutput)
     cap = min(args.max_results, ctx.limits.get("searchMaxResults"))
-    shown: list[str] = []
-    size = 0
-    more = out.truncated
-    readable: dict[str, bool] = {}
-    for path, line, text in _parse_hits(out.stdout):
-        if path not in allowed or (match is not None and not match(path)):
-            continue
-        if path not in readable:  # only files read_file would serve (UTF-8, no NUL anywhere, size): DESIGN.md §7
-            readable[path] = await ctx.read_text(path) is not None
-        if not readable[path]:
-            continue
-        entry = f"{path}:{line}: {_shorten(text)}"
-        if len(shown) >= cap or size + len(entry) + 1 > OUTPUT_MAX_CHARS:
-            more = True
-            break
-        shown.append(entry)
-        size += len(entry) + 1
+    hits = [hit for hit in _parse_hits(out.stdout) if hit[0] in allowed and (match is None or match(hit[0]))]
+    max_bytes = ctx.limits.get("editableFileMaxBytes")
+    shown, more_hits = await anyio.to_thread.run_sync(_select, os.fspath(ctx.root), hits, cap, max_bytes)
+    more = out.truncated or more_hits
     if not shown:
         header = "No matches in allowed files." if not more else "No complete matches could be shown."
     elif more:
