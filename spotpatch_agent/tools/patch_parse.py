@@ -99,6 +99,10 @@ _FORMAT_HELP = (
 )
 
 
+_CRLF_HEADER = ("its header lines end in CRLF; header lines ('diff --git', '---', '+++') must end in LF "
+                "(keep '\\r' only at the end of hunk body lines of CRLF files).")
+
+
 def _format(problem: str) -> _Reject:
     return _Reject(f"The patch was rejected before anything was changed: {problem} {_FORMAT_HELP}")
 
@@ -184,6 +188,8 @@ def _git_line_paths(rest: str) -> tuple[str, str]:
 def _header_path(line: str, marker: str) -> str | None:
     """The raw path of a ``---``/``+++`` line (None for /dev/null); a trailing TAB (and anything after it,
     as git and diff write timestamps) ends an unquoted path."""
+    if line.endswith("\r"):
+        raise _format(_CRLF_HEADER)
     rest = line[len(marker) :]
     if rest.startswith('"'):
         path, tail = _unquote(rest)
@@ -238,6 +244,8 @@ def _parse(text: str) -> ParsedPatch:
 
 def _parse_file(lines: list[str], i: int) -> tuple[FilePatch, int]:
     start = i
+    if lines[i].endswith("\r"):
+        raise _format(_CRLF_HEADER)
     raw_a, raw_b = _git_line_paths(lines[i][len("diff --git ") :])
     path = _side_path(raw_a, "a/")
     if _side_path(raw_b, "b/") != path:

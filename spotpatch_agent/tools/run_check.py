@@ -78,6 +78,10 @@ def clean_output(raw: bytes, root_variants: Sequence[str], max_bytes: int, trunc
 
 
 
+#: Seconds to keep reading a check's output after its process group was killed.
+DRAIN_GRACE_SEC = 1.0
+
+
 async def _run(ctx: WorktreeContext, check: CheckConfig) -> tuple[int | None, bytes, bool, bool]:
     """(returncode or None on timeout, output bytes, truncated, timed_out). Kills the group on any exit."""
     limit = ctx.limits.get("checkOutputMaxBytes")
@@ -92,14 +96,19 @@ async def _run(ctx: WorktreeContext, check: CheckConfig) -> tuple[int | None, by
     size = 0
     truncated = False
 
+    drained = anyio.Event()
+
     async def drain() -> None:
         nonlocal size, truncated
         assert process.stdout is not None
-        async for chunk in process.stdout:  # keep draining past the bound so the check never blocks
-            if size < limit:
-                chunks.append(chunk[: limit - size])
-            size += len(chunk)
-            truncated = truncated or size > limit
+        try:
+            async for chunk in process.stdout:  # keep draining past the bound so the check never blocks
+                if size < limit:
+                    chunks.append(chunk[: limit - size])
+                size += len(chunk)
+                truncated = truncated or size > limit
+        finally:
+            drained.set()
 
     try:
         async with anyio.create_task_group() as tg:
@@ -107,9 +116,13 @@ async def _run(ctx: WorktreeContext, check: CheckConfig) -> tuple[int | None, by
             with anyio.move_on_after(check_timeout(check, ctx)) as scope:
                 await process.wait()
             timed_out = scope.cancelled_caught
-            # The leader exited or timed out: kill the whole group (a background child never outlives the
-            # check and never holds the pipe open), then the drain ends at EOF.
+            # The leader exited or timed out: kill the whole group, then read what is left. A process that
+            # left the group (setsid, a daemon) may still hold the pipe open: stop reading after a grace
+            # period instead of waiting for its EOF (it is outside our process group: see docs/security.md).
             kill_tree(process)
+            with anyio.move_on_after(DRAIN_GRACE_SEC):
+                await drained.wait()
+            tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
             kill_tree(process)

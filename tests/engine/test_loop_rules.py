@@ -354,3 +354,21 @@ async def test_run_check_timeout_kills_the_whole_process_group(root, monkeypatch
         pytest.fail("the check's child process outlived the timeout")
     assert snap.status == "awaiting-review"
     assert git(root, "status", "--porcelain") == ""
+
+
+@pytest.mark.anyio
+async def test_check_whose_child_escapes_the_process_group_still_ends_at_its_timeout(tmp_path) -> None:
+    """A grandchild that calls setsid() keeps the output pipe open; the check must still end near its timeout."""
+    from spotpatch_agent.protocol.models import CheckConfig, Limits
+    from spotpatch_agent.tools.executor import ToolExecutor
+
+    repo = make_repo(tmp_path / "r", {"a.txt": "a\n"})
+    script = ("import os, time\n"
+              "if os.fork() == 0:\n    os.setsid()\n    time.sleep(8)\n    os._exit(0)\n"
+              "time.sleep(8)\n")
+    check = CheckConfig(id="esc", name="Escapes", command=sys.executable, args=["-c", script], timeout_sec=1)
+    executor = ToolExecutor(repo, Limits(), tools=["run_check"], checks=(check,))
+    started = time.monotonic()
+    result = await executor.execute("run_check", '{"checkId": "esc"}')
+    assert time.monotonic() - started < 6
+    assert not result.ok and "timed out" in result.output

@@ -182,3 +182,14 @@ def test_rejections_never_echo_patch_text() -> None:
     # only normalised paths and line numbers are named, never other patch text
     for text in (f"{secret}\n{UPDATE}", UPDATE + f"{secret}\n", UPDATE.replace("+TWO", "+TWO\n" + secret)):
         assert secret not in rejected(text).message
+
+
+def test_crlf_header_lines_are_a_retryable_format_rejection() -> None:
+    from spotpatch_agent.tools.patch_parse import PatchRejection, parse_patch
+
+    body = "@@ -1 +1 @@\n-a\n+b\n"
+    for patch in ("diff --git a/x.txt b/x.txt\r\n--- a/x.txt\n+++ b/x.txt\n" + body,
+                  "diff --git a/x.txt b/x.txt\n--- a/x.txt\r\n+++ b/x.txt\r\n" + body):
+        result = parse_patch(patch)
+        assert isinstance(result, PatchRejection) and not result.terminal
+        assert "CRLF" in result.message
