@@ -34,12 +34,29 @@ from spotpatch_agent.policy.paths import (  # the private regex: see _SCAN
     normalize_rel_path,
 )
 from spotpatch_agent.protocol.models import Limits
+from spotpatch_agent.protocol.errors import ToolErrorCode
 from spotpatch_agent.tools._git import GitOutput, run_git
+from spotpatch_agent.tools.base import ToolDef, ToolResult, arguments_guidance, check_pattern
 
 logger = logging.getLogger(__name__)
 
 _GLOB_FLAGS = wcglob.GLOBSTAR | wcglob.BRACE | wcglob.DOTGLOB | wcglob.FORCEUNIX
 _GLOB_EXPANSION_LIMIT = 256
+
+
+def glob_matcher(tool: ToolDef, pattern: str) -> Callable[[str], bool] | ToolResult:
+    """:func:`compile_glob` for a tool's ``glob`` argument, or the retryable ``TOOL_ARGUMENTS_INVALID``
+    result to hand back (empty or invalid pattern). Raises ``JobFailure`` for an oversized pattern
+    (see :func:`spotpatch_agent.tools.base.check_pattern`)."""
+    if (bad := check_pattern(tool, "glob", pattern)) is not None:
+        return bad
+    try:
+        return compile_glob(pattern)
+    except ValueError:
+        return ToolResult.rejected(
+            ToolErrorCode.TOOL_ARGUMENTS_INVALID,
+            arguments_guidance(tool, ["glob is not a valid pattern or expands to too many patterns."]),
+        )
 
 
 def compile_glob(pattern: str) -> Callable[[str], bool]:

@@ -11,16 +11,13 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from spotpatch_agent.protocol.errors import ToolErrorCode
 from spotpatch_agent.tools.base import (
     OUTPUT_MAX_CHARS,
     ToolArgs,
     ToolDef,
     ToolResult,
-    arguments_guidance,
-    check_pattern,
 )
-from spotpatch_agent.tools.context import WorktreeContext, compile_glob
+from spotpatch_agent.tools.context import WorktreeContext, glob_matcher
 
 DESCRIPTION = (
     "List allowed project files (relative POSIX paths) whose whole path matches a glob. "
@@ -36,15 +33,9 @@ class ListFilesArgs(ToolArgs):
 
 async def list_files(ctx: WorktreeContext, args: ListFilesArgs) -> ToolResult:
     """Run ``list_files``. Raises ``JobFailure(LIMIT_EXCEEDED)`` for a glob over 1000 characters."""
-    if (bad := check_pattern(LIST_FILES, "glob", args.glob)) is not None:
-        return bad
-    try:
-        match = compile_glob(args.glob)
-    except ValueError:
-        return ToolResult.rejected(
-            ToolErrorCode.TOOL_ARGUMENTS_INVALID,
-            arguments_guidance(LIST_FILES, ["glob is not a valid pattern or expands to too many patterns."]),
-        )
+    match = glob_matcher(LIST_FILES, args.glob)
+    if isinstance(match, ToolResult):
+        return match
     listing = await ctx.allowed_files()
     matched = listing.matching(args.glob, match)
     cap = min(args.max_results, ctx.limits.get("listMaxResults"))

@@ -27,7 +27,7 @@ from spotpatch_agent.tools.base import (
     arguments_guidance,
     check_pattern,
 )
-from spotpatch_agent.tools.context import WorktreeContext, compile_glob
+from spotpatch_agent.tools.context import WorktreeContext, glob_matcher
 
 DESCRIPTION = (
     "Search allowed project files for an exact, case-sensitive text (not a regex), one line at most. "
@@ -140,15 +140,10 @@ async def search_text(ctx: WorktreeContext, args: SearchTextArgs) -> ToolResult:
         )
     match = None
     if args.glob is not None:
-        if (bad := check_pattern(SEARCH_TEXT, "glob", args.glob)) is not None:
-            return bad
-        try:
-            match = compile_glob(args.glob)
-        except ValueError:
-            return ToolResult.rejected(
-                ToolErrorCode.TOOL_ARGUMENTS_INVALID,
-                arguments_guidance(SEARCH_TEXT, ["glob is not a valid pattern or expands to too many patterns."]),
-            )
+        compiled = glob_matcher(SEARCH_TEXT, args.glob)
+        if isinstance(compiled, ToolResult):
+            return compiled
+        match = compiled
     results: dict[str, object] = {}
 
     async def listing() -> None:
