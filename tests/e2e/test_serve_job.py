@@ -29,6 +29,11 @@ def annotation() -> dict:
     return {"annotationId": "ann-1", "pageUrl": "/", "targets": DEMO_TARGETS}
 
 
+def create_job(eng: EngineProcess) -> str:
+    """``job/create`` for the demo annotation with model profile ``m1``; returns the job id."""
+    return eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+
+
 def worktree_count(root: Path) -> int:
     return git(root, "worktree", "list", "--porcelain").count("worktree ")
 
@@ -121,7 +126,7 @@ def test_job_cancel_during_streaming_turn(project: Path, canary: str) -> None:
         eng = start_engine(canary)
         try:
             eng.initialize(project, config_for(server))
-            job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+            job_id = create_job(eng)
             eng.wait_status(job_id, {"running"})
             wait_model_turn(server)
             [job_dir] = job_worktrees(project)
@@ -167,7 +172,7 @@ def test_cancel_request_for_in_flight_request_gets_32800(project: Path, canary: 
         eng = start_engine(canary)
         try:
             eng.initialize(project, config_for(server))
-            job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+            job_id = create_job(eng)
             eng.wait_status(job_id, {"running"})
             # job/cancel waits for the job to end; cancel that request itself while it is in flight is
             # racy, so cancel a request that is cancelled before it can start instead: both must get one reply.
@@ -183,7 +188,7 @@ def test_cancel_request_for_in_flight_request_gets_32800(project: Path, canary: 
 
 def _run_to_review(eng: EngineProcess, project: Path, server: ScriptedProviderServer) -> str:
     eng.initialize(project, config_for(server))
-    job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+    job_id = create_job(eng)
     assert eng.wait_status(job_id, {"awaiting-review", "failed"}, timeout=60)["status"] == "awaiting-review"
     return job_id
 
@@ -228,7 +233,7 @@ def test_first_turn_without_tool_call_fails_with_no_changes(project: Path, canar
         eng = start_engine(canary)
         try:
             eng.initialize(project, config_for(server))
-            job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+            job_id = create_job(eng)
             final = eng.wait_status(job_id, {"awaiting-review", "failed"})
             assert final["status"] == "failed"
             snap = eng.call("job/get", {"jobId": job_id})
@@ -257,7 +262,7 @@ def test_eof_with_running_job_removes_worktree(project: Path, canary: str) -> No
     with ScriptedProviderServer([{"stall": True}]) as server:
         eng = start_engine(canary)
         eng.initialize(project, config_for(server))
-        job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+        job_id = create_job(eng)
         eng.wait_status(job_id, {"running"})
         [job_dir] = job_worktrees(project)
         assert eng.proc.stdin is not None
@@ -279,7 +284,7 @@ def test_canary_key_echoed_by_provider_errors_never_leaks(project: Path, canary:
         try:
             eng.initialize(project, config_for(server))
             for expected in ("PROVIDER_AUTH", "PROVIDER_PROTOCOL"):
-                job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+                job_id = create_job(eng)
                 eng.wait_status(job_id, {"failed"})
                 snap = eng.call("job/get", {"jobId": job_id})
                 assert snap["error"]["code"] == expected
@@ -297,7 +302,7 @@ def test_parent_death_cancels_job_and_exits(project: Path, canary: str) -> None:
         try:
             eng.call("initialize", {"protocolVersion": "0.1", "processId": parent.pid, "clientInfo": {"name": "t"},
                                     "projectRoot": str(project), "config": config_for(server)})
-            job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+            job_id = create_job(eng)
             eng.wait_status(job_id, {"running"})
             parent.kill()
             parent.wait()
@@ -349,7 +354,7 @@ def test_restart_after_sigkill_sweeps_the_orphaned_worktree(project: Path, canar
     with ScriptedProviderServer([{"stall": True}]) as server:
         eng = start_engine(canary)
         eng.initialize(project, config_for(server))
-        job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+        job_id = create_job(eng)
         eng.wait_status(job_id, {"running"})
         [job_dir] = job_worktrees(project)
         eng.kill()  # SIGKILL: no cleanup ran
