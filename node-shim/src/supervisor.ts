@@ -74,6 +74,12 @@ export class EngineSupervisor {
       this.noteResult(result);
       return result;
     } catch (error) {
+      if (isConnectionError(error)) {
+        // EPIPE or a closed connection: the engine is dying. Let its exit be processed (failure events of
+        // lost jobs recorded) before answering, so callers can fall back to them.
+        await Promise.race([engine.exited, new Promise((resolve) => setTimeout(resolve, 1000))]);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
       if (!engine.alive) {
         throw new EngineUnavailableError(
           "ENGINE_STOPPED",
@@ -268,4 +274,12 @@ function lostJobMessage(status: JobStatus, reason: string): { message: string; r
     default:
       return { message: `${stopped} while this job ran; nothing was applied. Start a new job.`, retryable: true };
   }
+}
+
+
+/** vscode-jsonrpc's own transport failures (write error, read error, rejected pending, inactive
+ * connection: codes -32099…-32096) or a non-JSON-RPC error — as opposed to an answer from the engine. */
+function isConnectionError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code !== "number" || (code >= -32099 && code <= -32096);
 }
