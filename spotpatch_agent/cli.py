@@ -1,8 +1,9 @@
-"""Entry points: ``spotpatch-agent serve | run | demo | schema`` (DESIGN.md §1, §3).
+"""Entry points: ``spotpatch-agent serve | run | demo | checks suggest | schema`` (DESIGN.md §1, §3).
 
 ``serve`` speaks the protocol on stdin/stdout; fd 1 is reserved for frames before anything else runs, so
 a stray ``print``, a C-level write or a child process can only reach stderr. ``run`` drives one job from
 the terminal; ``demo`` runs a real job on the bundled demo app (offline with a scripted provider).
+``checks suggest`` prints a proposed checks config (never runs or writes anything).
 ``schema`` prints the protocol's JSON Schema (``--markdown``: the method reference of docs/protocol.md).
 """
 
@@ -62,6 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--apply", action="store_true", help="apply the diff to the working tree when the job succeeds")
     demo = sub.add_parser("demo", help="run a real job on the bundled demo Vite app (offline without OPENAI_API_KEY)")
     demo.add_argument("--keep", action="store_true", help="keep the temporary demo project")
+    checks = sub.add_parser("checks", help="project checks: 'checks suggest' proposes a config to paste")
+    checks_sub = checks.add_subparsers(dest="checks_command", required=True)
+    suggest = checks_sub.add_parser("suggest", help="print a proposed {\"checks\": [...]} from package.json scripts "
+                                                    "and tsconfig.json (runs nothing, writes nothing)")
+    suggest.add_argument("--root", type=Path, default=Path("."), help="the project directory (default: .)")
     schema = sub.add_parser("schema", help="print the protocol's JSON Schema (protocol/spotpatch.schema.json)")
     schema.add_argument("--markdown", action="store_true",
                         help="print the generated method reference of docs/protocol.md instead")
@@ -69,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "schema":
         return print_schema(markdown=args.markdown)
+    if args.command == "checks":
+        return suggest_checks_command(args.root)
 
     if args.command == "serve":
         return serve(max_frame_bytes=args.max_frame_bytes)
@@ -80,6 +88,24 @@ def main(argv: list[str] | None = None) -> int:
     from spotpatch_agent.demo.runner import run_demo
 
     return run_demo(keep=args.keep)
+
+
+def suggest_checks_command(root: Path) -> int:
+    """``checks suggest``: the proposed ``{"checks": [...]}`` on stdout, the reasoning on stderr (issue 8).
+    Reads ``package.json`` and ``tsconfig.json`` only; exit 2 when ``root`` is not a directory."""
+    from spotpatch_agent.checks.suggest import suggest_checks
+
+    if not root.is_dir():
+        print(f"spotpatch-agent checks suggest: {root} is not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    suggestion = suggest_checks(root)
+    for note in suggestion.notes:
+        print(note, file=sys.stderr)
+    print("Paste the checks below into spotpatch.config.json (or the Vite plugin's `checks` option); review each "
+          "command first. Nothing was run or written.", file=sys.stderr)
+    sys.stdout.write(suggestion.config_json())
+    sys.stdout.flush()
+    return EXIT_OK
 
 
 def _frame_bytes(text: str) -> int:

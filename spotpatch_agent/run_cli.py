@@ -28,7 +28,7 @@ def format_event(event: dict[str, Any], *, speaker: str = "model") -> str | None
     if kind == "status":
         return f"[{event['seq']:>3}] status: {event['status']}" + (f" — {event['message']}" if event.get("message") and event["status"] == "failed" else "")
     if kind == "activity" and event.get("phase") == "finished":
-        mark = "ok" if event.get("ok") else f"refused ({event.get('errorCode')})"
+        mark = "ok" if event.get("ok") else (f"refused ({event['errorCode']})" if event.get("errorCode") else "failed")
         where = f" {event['path']}" if event.get("path") else ""
         return f"[{event['seq']:>3}]   turn {event.get('turn')}: {event['tool']}{where} → {mark}, {event.get('durationMs')} ms"
     if kind == "message":
@@ -131,9 +131,8 @@ def provider_help(config: TrustedConfig, file: Path) -> str:
     """Why no job ran, naming the config file and the unset key variables when there is a config."""
     if not config.providers:
         return PROVIDER_HELP
-    unset = sorted({p.api_key_env for p in config.providers if p.api == "chat"})
-    return (f"No usable AI provider in {file.name}, so no job ran: set the key variable "
-            f"{' or '.join(unset) or '(none: only Responses API providers are configured, not supported yet)'} "
+    unset = sorted({p.api_key_env for p in config.providers})
+    return (f"No usable AI provider in {file.name}, so no job ran: set the key variable {' or '.join(unset)} "
             "in the environment, or copy the prompt above into any AI tool.")
 
 

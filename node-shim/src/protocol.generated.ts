@@ -77,11 +77,15 @@ export interface CheckConfig {
   command: string;
   id: string;
   name: string;
+  passEnv?: "NODE_OPTIONS"[];
   required?: boolean;
   timeoutSec?: number | null;
 }
 /**
- * A configured check finished (DESIGN.md §7). Declared; not emitted by this engine version.
+ * A check's final result for this change (DESIGN.md §9, §10), emitted while the job is ``validating``:
+ * one per required check (reused from the model's ``run_check`` on the final version, or run by the
+ * host) and per non-required check the model ran on the final version. ``ok`` is true only for
+ * ``passed``. In ``trusted-auto`` every configured check is reported ``skipped`` (never run).
  */
 export interface CheckEvent {
   at: string;
@@ -92,6 +96,7 @@ export interface CheckEvent {
   name: string;
   ok: boolean;
   output?: string;
+  required: boolean;
   seq: number;
   status: "passed" | "failed" | "timed-out" | "skipped";
 }
@@ -198,6 +203,9 @@ export interface Limits {
   toolTimeoutSec?: number | null;
   writeJobsPerProject?: number | null;
 }
+/**
+ * Which apply modes besides ``review`` the project allows (DESIGN.md §10); JSON booleans only.
+ */
 export interface Modes {
   auto?: boolean;
   trustedAuto?: boolean;
@@ -224,7 +232,22 @@ export interface ModelProfile {
 export interface InitializeResult {
   capabilities: Capabilities;
   protocolVersion: string;
+  recovered: RecoveryReport[];
   serverInfo: ServerInfo;
+}
+/**
+ * A half-written Apply or Revert that a crashed engine left and this start repaired (DESIGN.md §8).
+ *
+ * ``outcome``: ``rolled-back`` (an Apply undone: every path holds its pre-Apply bytes), ``completed``
+ * (a Revert finished), ``needs-attention`` (``unresolvedPaths`` held neither image, or HEAD moved:
+ * left untouched, resolve by hand). ``paths``: every touched path, relative POSIX.
+ */
+export interface RecoveryReport {
+  jobId: string;
+  operation: "apply" | "revert";
+  outcome: "completed" | "rolled-back" | "needs-attention";
+  paths: string[];
+  unresolvedPaths: string[];
 }
 export interface ServerInfo {
   name: string;
@@ -343,6 +366,10 @@ export interface LogTraceParams {
 }
 /**
  * Outcome of the explicit capability probe (DESIGN.md §11), cached for the engine session.
+ *
+ * ``source``: ``probe`` (this method's model listing and forced tool round trip) or ``inline`` (a job's
+ * first tool call and its continuation proved it; no extra request). ``models``: the model ids the
+ * endpoint listed (at most 50), absent when it was not asked or cannot list models.
  */
 export interface ProbeResult {
   cached: boolean;
@@ -350,7 +377,9 @@ export interface ProbeResult {
   error?: ErrorInfo;
   message: string;
   modelProfileId: string;
+  models?: string[];
   ok: boolean;
+  source: "probe" | "inline";
   toolCalling: boolean;
 }
 export interface PromptRenderParams {

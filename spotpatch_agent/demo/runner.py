@@ -2,10 +2,13 @@
 
 Copies ``demo/app`` into a temp dir, makes it a one-commit git repo, and runs the job "target 1: make the
 Save button primary; target 2: show the price with two decimals" through the real engine: worktree, tool
-loop, diff, apply, revert. With ``OPENAI_API_KEY`` set (optional ``OPENAI_BASE_URL``, ``SPOTPATCH_MODEL``)
-it uses that provider; without, a local scripted OpenAI-compatible server on 127.0.0.1 plays a fixed
-tool-calling conversation through the same adapter — and the output says that no model is involved.
-Exit 0 only when the diff was produced, applied, shown, reverted and the file verified restored.
+loop, the ``typecheck`` check (TypeScript installed by the demo itself: demo/typecheck.py; skipped with a
+message when npm or the registry is unavailable), diff, apply, revert. With ``OPENAI_API_KEY`` set
+(optional ``OPENAI_BASE_URL``, ``SPOTPATCH_MODEL``) it uses that provider; without, a local scripted
+OpenAI-compatible server on 127.0.0.1 plays a fixed tool-calling conversation through the same adapter —
+and the output says that no model is involved.
+Exit 0 only when the diff was produced, applied, shown, reverted and the file verified restored, and
+every required check the engine reported passed.
 """
 
 from __future__ import annotations
@@ -17,13 +20,22 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import anyio
 
 from spotpatch_agent.demo.script import DEMO_TARGETS, EXPECTED_AFTER, demo_turns
-from spotpatch_agent.protocol.models import JobCreateParams, JobIdParams, SpotAnnotation, TrustedConfig
+from spotpatch_agent.protocol.models import (
+    CheckConfig,
+    JobCreateParams,
+    JobIdParams,
+    Limits,
+    SpotAnnotation,
+    TrustedConfig,
+)
 from spotpatch_agent.run_cli import print_event
 
 APP_DIR = Path(__file__).with_name("app")
@@ -40,11 +52,27 @@ def make_demo_project(dest: Path) -> Path:
     return dest
 
 
-def _config(base_url: str, key_env: str, model: str) -> TrustedConfig:
+#: Lines of a check's output the demo prints (the engine already bounds it by ``checkOutputMaxBytes``).
+CHECK_OUTPUT_LINES = 20
+
+
+def _config(base_url: str, key_env: str, model: str, check: CheckConfig | None = None) -> TrustedConfig:
     return TrustedConfig.model_validate({"providers": [{
         "id": "demo", "displayName": "Demo provider", "api": "chat", "baseUrl": base_url, "apiKeyEnv": key_env,
         "models": [{"id": "demo-model", "model": model, "displayName": model}],
-    }]})
+    }], "checks": [check.dump()] if check is not None else []})
+
+
+def _format_check(event: dict[str, Any]) -> str:
+    """A check event as the demo's result shows it: name, status, duration, then the output (bounded)."""
+    required = "required" if event.get("required", True) else "optional"
+    head = (f"  {event['name']} [{event['checkId']}, {required}]: {event['status'].upper()} "
+            f"in {event['durationMs']} ms")
+    lines = (event.get("output") or "").splitlines()
+    body = [f"    | {line}" for line in lines[:CHECK_OUTPUT_LINES]] or ["    | (no output)"]
+    if len(lines) > CHECK_OUTPUT_LINES:
+        body.append(f"    | … {len(lines) - CHECK_OUTPUT_LINES} more lines")
+    return "\n".join([head, *body])
 
 
 def _show(path: Path, title: str) -> None:
@@ -56,8 +84,10 @@ def _show(path: Path, title: str) -> None:
 
 
 def run_demo(*, keep: bool = False) -> int:
+    from spotpatch_agent.demo.typecheck import prepare_typecheck
     from spotpatch_agent.provider.scripted import ScriptedProviderServer
 
+    started = time.monotonic()
     with ExitStack() as stack:
         tmp = Path(tempfile.mkdtemp(prefix="spotpatch-demo-"))
         if not keep:
@@ -66,24 +96,30 @@ def run_demo(*, keep: bool = False) -> int:
         original = (project / TOUCHED).read_bytes()
         scripted = not os.environ.get("OPENAI_API_KEY")
         if scripted:
-            server = stack.enter_context(ScriptedProviderServer(demo_turns()))
-            os.environ[DEMO_KEY_ENV] = "sk-demo-" + secrets.token_hex(12)
-            config = _config(server.base_url, DEMO_KEY_ENV, "scripted-demo")
             print("SpotPatch demo — NO MODEL IS INVOLVED: OPENAI_API_KEY is not set, so a scripted local provider on\n"
-                  "127.0.0.1 plays a fixed tool-calling conversation through the real engine (worktree, tools, diff,\n"
-                  "apply, revert). Set OPENAI_API_KEY (and optionally OPENAI_BASE_URL, SPOTPATCH_MODEL) to use a model.")
+                  "127.0.0.1 plays a fixed tool-calling conversation through the real engine (worktree, tools, checks,\n"
+                  "diff, apply, revert). Set OPENAI_API_KEY (and optionally OPENAI_BASE_URL, SPOTPATCH_MODEL) to use a model.")
         else:
             base = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
             model = os.environ.get("SPOTPATCH_MODEL", "gpt-4o-mini")
-            config = _config(base, "OPENAI_API_KEY", model)
             host = base.split("//", 1)[-1].split("/", 1)[0]
             print(f"SpotPatch demo — using model {model!r} at {host} (OpenAI-compatible Chat Completions).")
         print(f"Demo project: a fresh git copy of the bundled Vite + React app{' (kept at ' + str(project) + ')' if keep else ''}.")
         for t in DEMO_TARGETS:
             print(f"  target {t['index']}: {t['source']['file']}:{t['source']['line']} <{t['element']['tagName']}> — {t['instruction']}")
+        typecheck = prepare_typecheck(project, Limits())
+        print(typecheck.message)
+        check = typecheck.check
+        if scripted:
+            server = stack.enter_context(ScriptedProviderServer(demo_turns(check_id=check.id if check else None)))
+            os.environ[DEMO_KEY_ENV] = "sk-demo-" + secrets.token_hex(12)
+            config = _config(server.base_url, DEMO_KEY_ENV, "scripted-demo", check)
+        else:
+            config = _config(base, "OPENAI_API_KEY", model, check)
         _show(project / TOUCHED, "before")
         code = anyio.run(_drive, project, config, original, scripted, "scripted provider" if scripted else "model")
-        print("\nDemo finished: diff produced, applied, reverted and verified." if code == 0 else "\nDemo FAILED.")
+        took = f" ({time.monotonic() - started:.1f} s)"
+        print(f"\nDemo finished: diff produced, applied, reverted and verified{took}." if code == 0 else f"\nDemo FAILED{took}.")
         return code
 
 
@@ -91,7 +127,17 @@ async def _drive(project: Path, config: TrustedConfig, original: bytes, scripted
     from spotpatch_agent.engine.service import EngineService
     from spotpatch_agent.errors import SpotPatchError
 
-    service = EngineService(send_event=print_event(sys.stdout, speaker=speaker))
+    printer = print_event(sys.stdout, speaker=speaker)
+    checks: list[dict[str, Any]] = []  # the job's ``check`` events (DESIGN.md §9 final results)
+
+    def send(event: dict[str, Any]) -> None:
+        if event.get("kind") == "check":
+            checks.append(event)
+            print(f"[{event['seq']:>3}] check {event['checkId']}: {event['status']}, {event['durationMs']} ms", flush=True)
+        else:
+            printer(event)
+
+    service = EngineService(send_event=send)
     annotation = SpotAnnotation.model_validate({"annotationId": "demo", "pageUrl": "/", "targets": DEMO_TARGETS})
     async with service.running():
         try:
@@ -101,6 +147,10 @@ async def _drive(project: Path, config: TrustedConfig, original: bytes, scripted
             ids = JobIdParams(job_id=snap.job_id)
             await service.wait_job(snap.job_id)
             snap = await service.job_get(ids)
+            if config.checks:
+                print("\n--- checks (the job's final results) ---")
+                print("\n".join(_format_check(e) for e in checks) if checks else
+                      f"  (the engine reported no check result for {', '.join(c.id for c in config.checks)})")
             if snap.status != "awaiting-review":
                 print(f"The job ended {snap.status}: {snap.error.code + ' — ' + snap.error.message if snap.error else snap.message}")
                 return 1

@@ -112,6 +112,14 @@ _TURNS: list[dict[str, Any]] = [
 ]
 
 
-def demo_turns() -> list[dict[str, Any]]:
-    """The scripted model turns, in order (a fresh copy on every call)."""
-    return copy.deepcopy(_TURNS)
+def demo_turns(*, check_id: str | None = None) -> list[dict[str, Any]]:
+    """The scripted model turns, in order (a fresh copy on every call). With ``check_id`` (a configured
+    check, e.g. the demo's ``typecheck``) the model runs that check with ``run_check`` before its final text."""
+    turns = copy.deepcopy(_TURNS)
+    if check_id is not None:
+        turns.insert(-1, {
+            "text": f"Running the project's {check_id} check on the edited file.",
+            "toolCalls": [{"id": "call_check_1", "name": "run_check", "arguments": {"checkId": check_id}}],
+            "argumentChunks": 2,
+        })
+    return turns

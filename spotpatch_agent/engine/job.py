@@ -8,13 +8,14 @@ and any reviewable diff; nothing is reported as applied or checked unless it was
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 import anyio
 
+from spotpatch_agent.engine import gates
 from spotpatch_agent.engine.events import MAX_MESSAGE_CHARS, JobEventLog, now_iso
 from spotpatch_agent.engine.loop import LoopBudget, LoopStats, run_loop
 from spotpatch_agent.engine.prompt import SYSTEM_PROMPT, agent_task
@@ -38,8 +39,12 @@ from spotpatch_agent.tools.executor import ToolExecutor
 from spotpatch_agent.tools.registry import TOOL_DEFS, tool_specs
 from spotpatch_agent.worktree.changes import change_hashes
 from spotpatch_agent.worktree.isolation import Worktree, create_worktree, remove_worktree, result_diff
+from spotpatch_agent.worktree.pool import WorktreePool
 
 log = logging.getLogger("spotpatch.job")
+
+#: The service's Apply for the auto modes: ``apply(job, message_when_applied)``; sets the job's status.
+AutoApply = Callable[["Job", str], Awaitable[None]]
 
 
 @dataclass
@@ -56,6 +61,10 @@ class Job:
     events: JobEventLog
     #: The trusted config's checks, frozen at creation (DESIGN.md §4); the only commands run_check can run.
     checks: tuple[CheckConfig, ...] = ()
+    #: The explicit capability probe had passed for this model when the job was created (auto gate, §10).
+    capability_probed: bool = False
+    #: The project's warm worktree pool (worktree/pool.py): the job's worktree comes from it and goes back.
+    pool: WorktreePool | None = None
     created_at: str = field(default_factory=now_iso)
     updated_at: str = field(default_factory=now_iso)
     status: str = "preparing"
@@ -68,6 +77,8 @@ class Job:
     baseline_hashes: dict[str, str | None] = field(default_factory=dict)
     result_hashes: dict[str, str | None] = field(default_factory=dict)
     applied: object | None = None
+    #: The final check stage's results (engine/gates.py), in config order; empty in trusted-auto.
+    check_results: list[gates.FinalCheck] = field(default_factory=list)
     cancel_scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     done: anyio.Event = field(default_factory=anyio.Event)
 
@@ -93,30 +104,39 @@ class Job:
         )
 
 
-async def run_job(job: Job, adapter: ProviderAdapter) -> None:
-    """Run ``job`` to ``awaiting-review``, ``failed`` or ``cancelled``; always removes its worktree.
+async def run_job(job: Job, adapter: ProviderAdapter, *, apply: AutoApply | None = None) -> None:
+    """Run ``job`` to ``awaiting-review``, ``failed`` or ``cancelled`` — or, in the auto modes, on through
+    ``applying`` to ``applied`` — and always remove its worktree.
 
-    The terminal status is emitted only after the worktree is removed, so a client that sees it may rely
-    on the job having left nothing behind.
+    After the loop (DESIGN.md §9): changeset safety → the final checks (review and auto; none in
+    trusted-auto) → the mode's decision (:func:`_decide`). ``apply(job, message)`` is the service's Apply
+    for the auto modes; it runs after the worktree is removed and sets the job's status itself (without it,
+    an auto job stops at ``awaiting-review``). The terminal status is emitted only after the worktree is
+    removed, so a client that sees it may rely on the job having left nothing behind.
     """
     worktree: Worktree | None = None
-    finish: Callable[[], None] | None = None  # emits the terminal status, after clean-up
+    executor: ToolExecutor | None = None
+    # Emits the run's last status after clean-up; in the auto modes it may return the Apply to await.
+    finish: Callable[[], Awaitable[None] | None] | None = None
     try:
         with job.cancel_scope:
             try:
                 with anyio.fail_after(job.limits.get("jobTimeoutSec")):
-                    worktree = await create_worktree(job.root, job.job_id, limits=job.limits)
+                    worktree = await create_worktree(
+                        job.root, job.job_id, limits=job.limits,
+                        include_local_changes=bool(job.params.local_changes_consent), pool=job.pool)
                     REDACTOR.add_path(worktree.path, "<worktree>")
                     if worktree.head_oid != job.head_oid:
                         raise JobFailure(ErrorCode.REPO_BLOCKED, "HEAD moved while the job was starting; try again.")
                     job.set_status("running")
-                    await _run_agent(job, adapter, worktree)
+                    executor = _make_executor(job, worktree)
+                    await _run_agent(job, adapter, executor)
                     job.set_status("validating")
                     await _collect_changeset(job, worktree)
                     if not job.files:
                         raise JobFailure(ErrorCode.CHANGESET_REJECTED, "The model finished without changing any file.")
                     job.events.emit("diff", files=job.files)
-                    finish = partial(job.set_status, "awaiting-review", job.stats.final_text or None)
+                    finish = await _decide(job, worktree, executor, apply)
             except TimeoutError:
                 await _keep_reviewable_diff(job, worktree)
                 limit = job.limits.get("jobTimeoutSec")
@@ -133,13 +153,17 @@ async def run_job(job: Job, adapter: ProviderAdapter) -> None:
             finish = partial(job.set_status, "cancelled", "Cancelled.")
     finally:
         with anyio.CancelScope(shield=True):
-            if worktree is not None:
-                await remove_worktree(job.root, worktree)
+            if worktree is not None:  # back to the warm pool (recycled in the background), else removed
+                await (job.pool.release(worktree) if job.pool is not None else remove_worktree(job.root, worktree))
             await adapter.aclose()
             if finish is None:  # the engine is stopping (cancelled from outside the job's own scope)
                 finish = partial(job.set_status, "cancelled", "Cancelled.")
-            finish()
-            job.done.set()
+            try:
+                pending = finish()
+                if pending is not None:  # the auto modes' Apply (DESIGN.md §10): validating → applying → …
+                    await pending
+            finally:
+                job.done.set()
 
 
 async def _keep_reviewable_diff(job: Job, worktree: Worktree | None) -> None:
@@ -158,10 +182,75 @@ async def _keep_reviewable_diff(job: Job, worktree: Worktree | None) -> None:
         job.events.emit("diff", files=job.files)
 
 
-async def _run_agent(job: Job, adapter: ProviderAdapter, worktree: Worktree) -> None:
+async def _decide(
+    job: Job, worktree: Worktree, executor: ToolExecutor, apply: AutoApply | None,
+) -> Callable[[], Awaitable[None] | None]:
+    """The final checks and the mode's decision, after the changeset passed (DESIGN.md §9, §10).
+
+    Returns what ends the run: ``awaiting-review`` (review; an auto mode whose gate does not hold, with the
+    reasons as the status message) or the Apply (auto when every gate of engine/gates.py holds;
+    trusted-auto, which runs no check, once tool calling is proven). Raises ``JobFailure(CHECK_FAILED)``
+    when a required check did not pass or a check run by the host wrote files."""
+    mode = job.params.apply_mode
+    proven = job.capability_probed or job.stats.tool_round_trip_proven
+    if mode == "trusted-auto":  # no project checks run; it never claims they passed
+        for check in job.checks:
+            job.events.emit("check", check_id=check.id, name=check.name, status="skipped", ok=False,
+                            duration_ms=0, required=check.required)
+        skipped = "project checks were skipped, not passed"
+        blockers = [] if proven else [gates.UNPROVEN]  # unreachable after a real loop; kept fail-closed
+        if apply is None:
+            blockers.append("this engine path cannot apply automatically")
+        if blockers:
+            return partial(job.set_status, "awaiting-review",
+                           f"Not applied automatically: {'; '.join(blockers)}; {skipped}. Review the change.")
+        return partial(apply, job, f"Applied directly (trusted-auto); {skipped}.")
+    # Fresh: the model's run saw exactly the final tree (nothing written since, and it wrote nothing itself).
+    wrote = executor.checks_that_wrote
+    fresh = {cid: run for cid, (version, run) in executor.check_runs.items()
+             if version == executor.version and cid not in wrote}
+    job.check_results = await gates.run_final_checks(
+        job.checks, cwd=worktree.path, limits=job.limits, fresh=fresh, fingerprint=executor.fingerprint,
+        on_result=partial(_emit_check, job), project_root=job.root,
+    )
+    failure = gates.checks_failure(job.checks, job.check_results)
+    if failure is not None:
+        raise failure
+    if mode != "auto":
+        return partial(job.set_status, "awaiting-review", job.stats.final_text or None)
+    blockers = gates.auto_apply_blockers(gates.GateFacts(
+        capability_proven=proven,
+        files=job.files, checks=job.checks, results=job.check_results,
+    ))
+    if apply is None:
+        blockers.append("this engine path cannot apply automatically")
+    if blockers:
+        why = "; ".join(blockers)
+        return partial(job.set_status, "awaiting-review",
+                       f"Not applied automatically: {why}. Review the change and apply it yourself.")
+    return partial(apply, job, "Applied automatically: every gate passed.")
+
+
+def _emit_check(job: Job, result: gates.FinalCheck) -> None:
+    run = result.run
+    job.events.emit("check", check_id=run.check_id, name=run.name, status=run.status, ok=run.ok,
+                    duration_ms=run.duration_ms, required=run.required, output=run.output or None)
+
+
+def _job_checks(job: Job) -> tuple[CheckConfig, ...]:
+    """The checks the model may run: none in trusted-auto (no ``run_check`` offered: DESIGN.md §10)."""
+    return () if job.params.apply_mode == "trusted-auto" else job.checks
+
+
+def _make_executor(job: Job, worktree: Worktree) -> ToolExecutor:
+    checks = _job_checks(job)
+    tools = job_tools(registered=TOOL_DEFS, has_checks=bool(checks))
+    return ToolExecutor(worktree.path, job.limits, tools=tools, checks=checks)
+
+
+async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor) -> None:
     limits = job.limits
-    tools = job_tools(registered=TOOL_DEFS, has_checks=bool(job.checks))
-    executor = ToolExecutor(worktree.path, limits, tools=tools, checks=job.checks)
+    tools = job_tools(registered=TOOL_DEFS, has_checks=bool(_job_checks(job)))
     budget = LoopBudget(
         max_turns=limits.get("maxTurns"), max_tool_calls=limits.get("maxToolCalls"),
         tool_timeout_sec=limits.get("toolTimeoutSec"),
@@ -176,27 +265,10 @@ async def _run_agent(job: Job, adapter: ProviderAdapter, worktree: Worktree) -> 
 
 
 async def _collect_changeset(job: Job, worktree: Worktree) -> None:
-    """Result diff against the baseline, its validation, and the baseline/result hashes of touched paths."""
-    diff, files = await result_diff(worktree)
-    limits = job.limits
-    if len(files) > limits.get("maxChangedFiles"):
-        raise JobFailure(ErrorCode.CHANGESET_REJECTED, f"The change touches {len(files)} files (limit {limits.get('maxChangedFiles')}).")
-    if len(diff.encode()) > limits.get("maxDiffBytes"):
-        raise JobFailure(ErrorCode.CHANGESET_REJECTED, f"The diff is larger than {limits.get('maxDiffBytes')} bytes.")
-    for line in diff.splitlines():
-        if line.startswith(("old mode ", "new mode ", "GIT binary patch", "Binary files ", "similarity index")) or (
-            line.startswith(("new file mode ", "deleted file mode ")) and not line.endswith(" 100644")
-        ):
-            raise JobFailure(ErrorCode.CHANGESET_REJECTED, "The change holds a mode change, binary file, link or rename.")
-    for f in files:
-        try:
-            rel = normalize_rel_path(f.path)
-        except PathDenied:
-            raise JobFailure(ErrorCode.CHANGESET_REJECTED, "The change touches a path outside the allowed set.") from None
-        if is_protected(rel):
-            raise JobFailure(ErrorCode.CHANGESET_REJECTED, f"The change touches a protected path: {rel}")
-    hashes = await change_hashes(worktree)
-    if set(hashes.baseline) != {f.path for f in files}:
-        raise JobFailure(ErrorCode.CHANGESET_REJECTED, "The diff and the worktree disagree about the touched paths.")
-    job.diff, job.files = diff, files
-    job.baseline_hashes, job.result_hashes = hashes.baseline, hashes.result
+    """Result diff against the baseline, validated whole (DESIGN.md §8), and the baseline/result hashes of
+    touched paths. Raises ``JobFailure(CHANGESET_REJECTED)`` at the first violation (worktree/validate.py)."""
+    from spotpatch_agent.worktree.validate import validate_changeset
+
+    cs = await validate_changeset(worktree, job.limits)
+    job.diff, job.files = cs.diff, cs.files
+    job.baseline_hashes, job.result_hashes = cs.baseline_hashes, cs.result_hashes

@@ -19,6 +19,7 @@ from anyio.abc import TaskGroup
 
 from spotpatch_agent import PROTOCOL_VERSION, __version__
 from spotpatch_agent.engine.events import JobEventLog
+from spotpatch_agent.engine.gates import check_mode_request, offered_modes
 from spotpatch_agent.engine.prompt import render_prompt
 from spotpatch_agent.engine.states import ACTIVE, job_tools
 from spotpatch_agent.errors import SpotPatchError
@@ -37,6 +38,7 @@ from spotpatch_agent.protocol.models import (
     JobEventsResult,
     JobListResult,
     JobSnapshot,
+    ModelProfile,
     ProbeResult,
     PromptRenderParams,
     ProviderInfo,
@@ -45,6 +47,7 @@ from spotpatch_agent.protocol.models import (
     ProviderProbeParams,
     PromptRenderResult,
     ProviderProfile,
+    RecoveryReport,
     RepoHealth,
     ServerInfo,
     TrustedConfig,
@@ -53,6 +56,7 @@ from spotpatch_agent.worktree.git import run_git
 from spotpatch_agent.worktree.health import repo_health
 from spotpatch_agent.worktree.isolation import sweep_orphans
 from spotpatch_agent.worktree.lock import ProjectWriteLock
+from spotpatch_agent.worktree.pool import POOL_ENV, WorktreePool, pool_mode
 from spotpatch_agent.worktree.repo import locate
 
 if TYPE_CHECKING:
@@ -69,18 +73,22 @@ RUNNING = frozenset({"preparing", "running", "validating"})
 
 
 def make_adapter(provider: ProviderProfile) -> ProviderAdapter:
-    """The adapter for ``provider`` with its key read from ``apiKeyEnv`` (never logged: DESIGN.md §11)."""
-    if provider.api != "chat":
-        raise SpotPatchError(
-            ErrorCode.PROVIDER_UNAVAILABLE,
-            f"Provider {provider.id!r} uses the Responses API, which this engine version does not speak yet.",
-            retryable=False,
-        )
-    from spotpatch_agent.provider.chat import ChatCompletionsAdapter
-
+    """The adapter for ``provider`` (``api``: ``responses`` or ``chat``) with its key read from ``apiKeyEnv``
+    (never logged: DESIGN.md §11)."""
     key = os.environ.get(provider.api_key_env) or None
     REDACTOR.add_secret(key)
+    if provider.api == "responses":
+        from spotpatch_agent.provider.responses import ResponsesAdapter
+
+        return ResponsesAdapter(base_url=provider.base_url, api_key=key, headers=provider.headers)
+    from spotpatch_agent.provider.chat import ChatCompletionsAdapter
+
     return ChatCompletionsAdapter(base_url=provider.base_url, api_key=key, headers=provider.headers)
+
+
+def _probe_key(provider: ProviderProfile, model: ModelProfile) -> tuple[str, str, str, str]:
+    """What a proven tool round trip is valid for: the model profile at this endpoint, API and model name."""
+    return model.id, provider.api, provider.base_url, model.model
 
 
 #: Apply/Revert errors after which the working tree is known to be unchanged (worktree/changes.py).
@@ -113,9 +121,11 @@ class EngineService:
         self._config = TrustedConfig()
         self._jobs: dict[str, Job] = {}
         self._project_lock: ProjectWriteLock | None = None
-        self._probes: dict[str, ProbeResult] = {}  # successful probes, per model profile, for the session
+        #: Proven tool calling for the session (explicit probe or inline proof), per :func:`_probe_key`.
+        self._probes: dict[tuple[str, str, str, str], ProbeResult] = {}
         self._reserved = 0  # job/create calls past the conflict check that have not registered their job yet
         self._tg: TaskGroup | None = None
+        self._pool: WorktreePool | None = None  # the project's warm worktree (worktree/pool.py)
         self._adapter_factory: Callable[[ProviderProfile], ProviderAdapter] = make_adapter
         #: Apply and Revert of any job are serialised: one working-tree write at a time (DESIGN.md §8).
         self._write_lock: anyio.Lock | None = None
@@ -145,18 +155,21 @@ class EngineService:
                 f"Protocol version mismatch: the client speaks {params.protocol_version[:32]!r}, "
                 f"this engine speaks {PROTOCOL_VERSION!r}.",
             )
-        await self.configure(Path(params.project_root), params.config)
+        recovered = await self.configure(Path(params.project_root), params.config)
         return InitializeResult(
+            recovered=recovered,
             protocol_version=PROTOCOL_VERSION,
             server_info=ServerInfo(name="spotpatch-agent", version=__version__),
-            capabilities=Capabilities(ai_enabled=self.ai_enabled(), apply_modes=["review"], tools=list(
+            capabilities=Capabilities(
+                ai_enabled=self.ai_enabled(), apply_modes=offered_modes(self._config.modes), tools=list(
                 # The tools a job of this config offers; names as registered in tools/registry.py (not
                 # imported here: cold start).
                 job_tools(registered=("apply_patch", "run_check"), has_checks=bool(self._config.checks)))),
         )
 
-    async def configure(self, root: Path, config: TrustedConfig) -> None:
-        """Set the project root (must be an existing directory) and trusted config; sweep orphan worktrees."""
+    async def configure(self, root: Path, config: TrustedConfig) -> list[RecoveryReport]:
+        """Set the project root (must be an existing directory) and trusted config; repair an Apply/Revert a
+        crashed engine left half-written (crash journal, DESIGN.md §8; returns the reports); sweep orphan worktrees."""
         if not root.is_absolute() or not root.is_dir():
             raise SpotPatchError(ErrorCode.INVALID_REQUEST, "projectRoot must be an existing absolute directory.")
         self._root = root.resolve()
@@ -168,13 +181,30 @@ class EngineService:
             REDACTOR.add_secret(os.environ.get(provider.api_key_env))
             for value in provider.headers.values():  # extra headers often carry tokens too
                 REDACTOR.add_secret(value)
+        recovered: list[RecoveryReport] = []
+        if layout is not None and self._project_lock is not None:
+            from spotpatch_agent.worktree.journal import recover_under_lock
+
+            async with self._lock():  # never while this engine applies or reverts
+                recovered = await recover_under_lock(self._root, layout.git_dir, self._project_lock)
         if (await repo_health(self._root, config.limits)).state != "blocked":
             swept = await sweep_orphans(self._root)
             if swept:
                 log.info("removed %d orphaned SpotPatch worktree(s) from an earlier run", swept)
+            await self._open_pool()  # after the sweep, which would remove a pooled worktree of this process
+        return recovered
+
+    async def _open_pool(self) -> None:
+        """A fresh warm worktree pool for the project, warmed in the background (never awaited here)."""
+        if self._pool is not None:
+            await self._pool.aclose()
+        assert self._root is not None
+        self._pool = WorktreePool(self._root, task_group=self._tg, mode=pool_mode(os.environ.get(POOL_ENV)))
+        if self._tg is not None:
+            self._tg.start_soon(self._pool.warm)
 
     def ai_enabled(self) -> bool:
-        return any(p.api == "chat" and os.environ.get(p.api_key_env) for p in self._config.providers)
+        return any(os.environ.get(p.api_key_env) for p in self._config.providers)
 
     async def stop_all(self) -> None:
         """Cancel every running job and wait (bounded) until each removed its worktree."""
@@ -183,6 +213,9 @@ class EngineService:
         with anyio.move_on_after(8, shield=True):
             for job in list(self._jobs.values()):
                 await job.done.wait()
+        if self._pool is not None:  # after the jobs, whose worktrees went back to it or were removed
+            with anyio.move_on_after(5, shield=True):
+                await self._pool.aclose()
 
     # ------------------------------------------------------------------ methods
 
@@ -207,10 +240,8 @@ class EngineService:
         if not os.environ.get(provider.api_key_env):
             raise SpotPatchError(ErrorCode.AI_DISABLED,
                                  f"AI is off for {provider.display_name}: its key variable {provider.api_key_env} is not set.")
-        if params.apply_mode != "review":
-            raise SpotPatchError(ErrorCode.INVALID_REQUEST, f"applyMode {params.apply_mode!r} is not enabled by the trusted config.")
-        if params.trusted_fast_mode_consent:
-            raise SpotPatchError(ErrorCode.INVALID_REQUEST, "trustedFastModeConsent is only valid with applyMode 'trusted-auto'.")
+        # applyMode vs modes vs trustedFastModeConsent (DESIGN.md §10); the consent is never stored.
+        check_mode_request(self._config.modes, params.apply_mode, params.trusted_fast_mode_consent)
         if len(params.annotation.targets) > limits.get("maxTargets"):
             raise SpotPatchError(ErrorCode.INVALID_REQUEST, f"At most {limits.get('maxTargets')} targets per job.")
         if any(len(t.instruction) > limits.get("maxInstructionChars") for t in params.annotation.targets):
@@ -224,19 +255,20 @@ class EngineService:
             health = await repo_health(root, limits)
             if health.state == "blocked":
                 raise SpotPatchError(ErrorCode.REPO_BLOCKED, "The repository cannot host a job now: " + ", ".join(health.reasons))
-            if health.state == "consent-required":
+            if health.state == "consent-required" and not params.local_changes_consent:
                 raise SpotPatchError(
                     ErrorCode.CONSENT_REQUIRED,
                     "The working tree has local changes (staged {staged}, unstaged {unstaged}, untracked {untracked}); "
-                    "commit or stash them first — including them in a job is not supported by this engine version."
-                    .format(**health.counts.dump()),
+                    "commit or stash them, or pass localChangesConsent: true to include them in the job "
+                    "(DESIGN.md §8 include-local-changes).".format(**health.counts.dump()),
                 )
             head = (await run_git(["rev-parse", "--verify", "HEAD^{commit}"], cwd=root)).stdout.decode().strip()
             from spotpatch_agent.engine.job import Job
             adapter = self._adapter_factory(provider)
             job_id = "job_" + secrets.token_hex(8)
             job = Job(job_id=job_id, params=params, root=root, head_oid=head, provider=provider, model=model,
-                      limits=limits, events=JobEventLog(job_id, self._emit), checks=tuple(self._config.checks))
+                      limits=limits, events=JobEventLog(job_id, self._emit), checks=tuple(self._config.checks),
+                      capability_probed=self._probe_passed(provider, model), pool=self._pool)
             self._jobs[job_id] = job
             job.set_status("preparing")
         except BaseException:
@@ -253,9 +285,16 @@ class EngineService:
         from spotpatch_agent.engine.job import run_job
 
         try:
-            await run_job(job, adapter)
+            await run_job(job, adapter, apply=self._auto_apply)
         finally:
+            self._note_inline_proof(job)
             self._release_project_lock()
+
+    def _probe_passed(self, provider: ProviderProfile, model: ModelProfile) -> bool:
+        """Whether the explicit probe (``provider/probe``, not a job's inline proof) passed this session
+        for this model profile: the ``auto`` capability gate at job creation (DESIGN.md §10)."""
+        probe = self._probes.get(_probe_key(provider, model))
+        return probe is not None and probe.ok and getattr(probe, "source", "probe") == "probe"
 
     def _acquire_project_lock(self) -> bool:
         """Take the cross-engine write lock or raise ``JOB_CONFLICT`` (worktree/lock.py)."""
@@ -315,8 +354,10 @@ class EngineService:
             finally:
                 self._release_project_lock()
 
-    async def _apply_locked(self, job: Job) -> JobSnapshot:
-        if job.status != "awaiting-review":
+    async def _apply_locked(self, job: Job, *, auto: str | None = None) -> JobSnapshot:
+        """Apply ``job``'s diff. ``auto``: the auto modes' Apply straight from ``validating`` (DESIGN.md §10),
+        with this status message when applied; a conflict then reads "Not applied automatically: …"."""
+        if job.status != ("validating" if auto is not None else "awaiting-review"):
             raise SpotPatchError(ErrorCode.INVALID_STATE, f"Only a job awaiting review can be applied (status {job.status!r}).")
         from spotpatch_agent.worktree.changes import apply_change
 
@@ -324,15 +365,37 @@ class EngineService:
         try:
             with anyio.CancelScope(shield=True):
                 job.applied = await apply_change(job.root, job.diff, job.baseline_hashes,
-                                                 expected_head=job.head_oid, result_hashes=job.result_hashes)
+                                                 expected_head=job.head_oid, result_hashes=job.result_hashes,
+                                                 job_id=job.job_id)
         except BaseException as exc:
             if _nothing_written(exc):
-                job.set_status("awaiting-review", _failure_message(exc, "Apply"))
+                reason = _failure_message(exc, "Apply")
+                job.set_status("awaiting-review", reason if auto is None else "Not applied automatically: " + reason)
             else:
                 job.fail(_as_error(exc, "Apply"))
             raise
-        job.set_status("applied")
+        job.set_status("applied", auto)
         return job.snapshot()
+
+    async def _auto_apply(self, job: Job, message: str) -> None:
+        """The Apply of ``auto`` (every gate held) and ``trusted-auto``, called by ``run_job`` after the
+        worktree is gone (engine/job.py): the same Apply as ``job/apply``, under the same locks. Anything
+        that leaves the working tree unchanged (``APPLY_CONFLICT`` …) leaves the job ``awaiting-review``
+        with the reason; a cancelled job is not applied. Never raises."""
+        if job.cancel_scope.cancel_called:
+            job.set_status("cancelled", "Cancelled; nothing was applied.")
+            return
+        try:
+            async with self._lock():
+                self._acquire_project_lock()  # re-entrant: the job's run holds it
+                try:
+                    await self._apply_locked(job, auto=message)
+                finally:
+                    self._release_project_lock()
+        except Exception as exc:  # noqa: BLE001 - _apply_locked already set the status it implies
+            log.info("job %s was not applied automatically: %s", job.job_id, _failure_message(exc, "Apply"))
+            if job.status == "validating":
+                job.set_status("awaiting-review", "Not applied automatically: " + _failure_message(exc, "Apply"))
 
     async def job_revert(self, params: JobIdParams) -> JobSnapshot:
         job = self._job(params.job_id)
@@ -394,41 +457,56 @@ class EngineService:
         """Profiles with ids and display names only — never URLs, headers or key names (DESIGN.md §3)."""
         return ProviderListResult(providers=[
             ProviderInfo(id=p.id, display_name=p.display_name, api=p.api,
-                         available=p.api == "chat" and bool(os.environ.get(p.api_key_env)),
+                         available=bool(os.environ.get(p.api_key_env)),
                          models=[ProviderModelInfo(id=m.id, display_name=m.display_name) for m in p.models])
             for p in self._config.providers
         ])
 
     async def provider_probe(self, params: ProviderProbeParams) -> ProbeResult:
-        """Explicit probe (DESIGN.md §11): one forced tool round trip; a success is cached for the session.
+        """Explicit probe (DESIGN.md §11, provider/probe.py): list models, then one forced tool round trip.
 
-        Raises ``INVALID_REQUEST`` (unknown profile) and ``AI_DISABLED`` (key variable unset); provider
-        failures are a result with ``ok: false`` and the error, not an RPC error."""
+        A success — or a job's inline proof (:meth:`_note_inline_proof`) — is cached for the session per
+        model profile, base URL and model; a cached answer costs no request. Raises ``INVALID_REQUEST``
+        (unknown profile) and ``AI_DISABLED`` (key variable unset); provider failures, a missing model and
+        ``MODEL_TOOL_CALL_UNSUPPORTED`` are a result with ``ok: false`` and the error, not an RPC error."""
         found = self._config.find_model(params.model_profile_id)
         if found is None:
             raise SpotPatchError(ErrorCode.INVALID_REQUEST, "Unknown modelProfileId: it must be the id of a model in the trusted config.")
         provider, model = found
-        if not os.environ.get(provider.api_key_env):
+        key = os.environ.get(provider.api_key_env) or None
+        if key is None:
             raise SpotPatchError(ErrorCode.AI_DISABLED, f"AI is off for {provider.display_name}: its key variable is not set.")
-        cached = self._probes.get(model.id)
+        cached = self._probes.get(_probe_key(provider, model))
         if cached is not None:
             return cached.model_copy(update={"cached": True})
-        from spotpatch_agent.provider.probe import ProbeOutcome, probe_tool_calling
+        from spotpatch_agent.provider.probe import ProbeOutcome, run_probe
 
         adapter = self._adapter_factory(provider)
         started = anyio.current_time()
         try:
-            outcome = await probe_tool_calling(adapter, model.model)
-            error = None
+            outcome = await run_probe(adapter, model=model.model, base_url=provider.base_url, api_key=key,
+                                      headers=provider.headers)
         except SpotPatchError as exc:
-            outcome, error = ProbeOutcome(False, shorten_paths(REDACTOR(exc.message))), ErrorInfo(**exc.to_data())
-            error.message = outcome.message
+            outcome = ProbeOutcome(False, exc.message, exc.code, retryable=exc.retryable)
         finally:
             with anyio.CancelScope(shield=True):
                 await adapter.aclose()
+        message = shorten_paths(REDACTOR(outcome.message))
+        error = None if outcome.code is None else ErrorInfo(
+            **SpotPatchError(outcome.code, message, retryable=outcome.retryable).to_data())
         result = ProbeResult(model_profile_id=model.id, ok=outcome.tool_calling, tool_calling=outcome.tool_calling,
                              cached=False, duration_ms=int((anyio.current_time() - started) * 1000),
-                             message=outcome.message, error=error)
+                             message=message, error=error, source="probe",
+                             models=None if outcome.models is None else [REDACTOR(m) for m in outcome.models])
         if result.ok:
-            self._probes[model.id] = result
+            self._probes[_probe_key(provider, model)] = result
         return result
+
+    def _note_inline_proof(self, job: Job) -> None:
+        """Inline proof (DESIGN.md §11): a job whose first tool call was answered and continued proves tool
+        calling for its model profile, so a later ``provider/probe`` answers from the cache."""
+        key = _probe_key(job.provider, job.model)
+        if job.stats.tool_round_trip_proven and key not in self._probes:
+            self._probes[key] = ProbeResult(
+                model_profile_id=job.model.id, ok=True, tool_calling=True, cached=False, duration_ms=0,
+                source="inline", message="Tool calling proven inline: a job's tool call and its continuation succeeded.")

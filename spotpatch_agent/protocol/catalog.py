@@ -92,7 +92,7 @@ CATALOG: tuple[MethodSpec, ...] = (
                "Configured provider profiles with ids and display names only (never URLs or keys)."),
     MethodSpec("provider/probe", CLIENT, "request", ProviderProbeParams, ProbeResult,
                "Probe a model profile for tool calling (DESIGN.md §11); provider failures are a result, not an error.",
-               (E.INVALID_REQUEST, E.AI_DISABLED, E.PROVIDER_UNAVAILABLE)),
+               (E.INVALID_REQUEST, E.AI_DISABLED)),
     # ------------------------------------------------------------ jobs
     MethodSpec("job/create", CLIENT, "request", JobCreateParams, JobSnapshot,
                "Freeze an annotation into a job and start it; answers the snapshot in status preparing.",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, TypeAdapter, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, TypeAdapter, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 from typing_extensions import TypeAliasType
 
@@ -78,6 +78,18 @@ class CheckConfig(InModel):
     args: list[str] = Field(default_factory=list)
     required: bool = True
     timeout_sec: int | None = Field(default=None, ge=1)
+    #: Extra engine variables the check receives (DESIGN.md §9 allowlist); only ``NODE_OPTIONS`` may be listed.
+    pass_env: list[Literal["NODE_OPTIONS"]] = Field(default_factory=list)
+
+    @field_validator("pass_env", mode="before")
+    @classmethod
+    def _no_credentials(cls, v: Any) -> Any:
+        for name in v if isinstance(v, list) else ():
+            if isinstance(name, str) and re.search(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|AUTH", name, re.I):
+                raise ValueError(f"passEnv: {name!r} looks like a credential; checks never receive credentials")
+        if isinstance(v, list) and len(v) != len(set(map(str, v))):
+            raise ValueError("passEnv: a variable is listed twice")
+        return v
 
 
 def _limit(name: str) -> Any:
@@ -130,8 +142,10 @@ def _snake(name: str) -> str:
 
 
 class Modes(InModel):
-    auto: bool = False
-    trusted_auto: bool = False
+    """Which apply modes besides ``review`` the project allows (DESIGN.md §10); JSON booleans only."""
+
+    auto: StrictBool = False
+    trusted_auto: StrictBool = False
 
 
 class TrustedConfig(InModel):
@@ -261,10 +275,26 @@ class Capabilities(WireModel):
     tools: list[str]
 
 
+class RecoveryReport(WireModel):
+    """A half-written Apply or Revert that a crashed engine left and this start repaired (DESIGN.md §8).
+
+    ``outcome``: ``rolled-back`` (an Apply undone: every path holds its pre-Apply bytes), ``completed``
+    (a Revert finished), ``needs-attention`` (``unresolvedPaths`` held neither image, or HEAD moved:
+    left untouched, resolve by hand). ``paths``: every touched path, relative POSIX."""
+
+    job_id: str
+    operation: Literal["apply", "revert"]
+    outcome: Literal["completed", "rolled-back", "needs-attention"]
+    paths: list[str]
+    unresolved_paths: list[str] = Field(default_factory=list)
+
+
 class InitializeResult(WireModel):
     protocol_version: str
     server_info: ServerInfo
     capabilities: Capabilities
+    #: Interrupted Apply/Revert operations repaired at this start (crash journal, DESIGN.md §8).
+    recovered: list[RecoveryReport] = Field(default_factory=list)
 
 
 class EmptyParams(InModel):
@@ -289,7 +319,8 @@ class JobCreateParams(InModel):
     annotation: SpotAnnotation
     model_profile_id: str = Field(min_length=1, max_length=64)
     apply_mode: ApplyMode = "review"
-    trusted_fast_mode_consent: bool | None = None
+    #: Only with ``applyMode: "trusted-auto"`` and only the JSON literal ``true`` (DESIGN.md §10).
+    trusted_fast_mode_consent: StrictBool | None = None
     local_changes_consent: bool | None = None
 
 
@@ -398,7 +429,10 @@ class MessageEvent(_Event):
 
 
 class CheckEvent(_Event):
-    """A configured check finished (DESIGN.md §7). Declared; not emitted by this engine version."""
+    """A check's final result for this change (DESIGN.md §9, §10), emitted while the job is ``validating``:
+    one per required check (reused from the model's ``run_check`` on the final version, or run by the
+    host) and per non-required check the model ran on the final version. ``ok`` is true only for
+    ``passed``. In ``trusted-auto`` every configured check is reported ``skipped`` (never run)."""
 
     kind: Literal["check"]
     check_id: str
@@ -406,7 +440,10 @@ class CheckEvent(_Event):
     status: Literal["passed", "failed", "timed-out", "skipped"]
     ok: bool
     duration_ms: int = Field(ge=0)
-    #: The check's output, redacted and bounded by ``checkOutputMaxBytes``.
+    #: Whether the trusted config marks the check required (a failed required check fails the job).
+    required: bool = True
+    #: The check's output: cleaned and bounded by ``checkOutputMaxBytes``, then redacted and cut to
+    #: 4000 characters in the event.
     output: str | None = None
 
 
@@ -486,7 +523,11 @@ class ProviderProbeParams(InModel):
 
 
 class ProbeResult(WireModel):
-    """Outcome of the explicit capability probe (DESIGN.md §11), cached for the engine session."""
+    """Outcome of the explicit capability probe (DESIGN.md §11), cached for the engine session.
+
+    ``source``: ``probe`` (this method's model listing and forced tool round trip) or ``inline`` (a job's
+    first tool call and its continuation proved it; no extra request). ``models``: the model ids the
+    endpoint listed (at most 50), absent when it was not asked or cannot list models."""
 
     model_profile_id: str
     ok: bool
@@ -495,6 +536,8 @@ class ProbeResult(WireModel):
     duration_ms: int
     message: str
     error: ErrorInfo | None = None
+    source: Literal["probe", "inline"] = "probe"
+    models: list[str] | None = None
 
 
 class JobAuditResult(WireModel):

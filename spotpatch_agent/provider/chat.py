@@ -6,7 +6,8 @@ Three layers, each testable alone:
 - :class:`ChatStreamAssembler` — pure: parsed stream chunks in, :data:`ProviderEvent` s out. It absorbs the
   relay quirks listed in the module's tests (index/id keying, repeated names and ids, object arguments,
   ``finish_reason`` oddities, usage chunks, pings, errors inside a 200 stream, truncation).
-- :class:`ChatCompletionsAdapter` — the HTTP boundary: status mapping, bounded retries before the first
+- :class:`ChatCompletionsAdapter` — the HTTP boundary, shared with the Responses adapter
+  (:class:`~spotpatch_agent.provider.http.SSEClient`): status mapping, bounded retries before the first
   event, idle timeout, cancellation, and the one place where httpx errors become :class:`ProviderError`.
 
 Every error message is sanitized: status code plus at most 300 characters of the provider's own error
@@ -15,83 +16,25 @@ Every error message is sanitized: status code plus at most 300 characters of the
 
 from __future__ import annotations
 
-import email.utils
+import functools
 import json
-import re
-import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import aclosing, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-import anyio
 
 from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.provider.base import (AssistantTurn, ProviderEvent, TextDelta, ToolCallEvent, ToolResultMessage,
                                            TurnEnd, TurnRequest, UserMessage)
+from spotpatch_agent.provider.calls import MAX_ARGUMENT_CHARS, MAX_TEXT_BYTES
+from spotpatch_agent.provider.http import SSEClient, content_type, read_json_answer, sanitize_excerpt, stream_error
+from spotpatch_agent.provider.http import loads as _loads
+# Re-exported: the HTTP boundary moved to provider/http.py, shared with the Responses adapter.
+from spotpatch_agent.provider.http import MAX_EXCERPT, MAX_RETRIES, SECRET_MARK, retry_wait  # noqa: F401
 
 if TYPE_CHECKING:
     import httpx
-
-#: Assistant text kept per turn, in UTF-8 bytes; the rest is dropped silently.
-MAX_TEXT_BYTES = 16 * 1024
-#: Streamed arguments kept per call, in characters; a longer call is reported invalid.
-MAX_ARGUMENT_CHARS = 4 * 1024 * 1024
-#: Retries (after the first attempt) for 408/409/429/5xx answered before any event of the turn.
-MAX_RETRIES = 2
-#: Default waits, in seconds, before retry 1 and 2 when the provider gives no usable hint.
-DEFAULT_BACKOFF = (0.5, 1.0)
-#: Upper bound, in seconds, of any single wait, whatever ``retry-after`` says.
-MAX_RETRY_WAIT = 10.0
-#: Longest excerpt of a provider's error message put into our messages.
-MAX_EXCERPT = 300
-_ERROR_BODY_BYTES = 64 * 1024
-SECRET_MARK = "[REDACTED]"
-
-_CONTEXT_WORDING = re.compile(
-    r"context[_ ]length|context[_ ]window|maximum context|prompt is too long|too many (?:input )?tokens"
-    r"|reduce the length of the messages",
-    re.I,
-)
-_TOKENISH = re.compile(r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-]{8,}|\bBearer\s+[A-Za-z0-9._~+/=\-]{8,}", re.I)
-
-
-def sanitize_excerpt(text: str, api_key: str | None) -> str:
-    """``text`` with the key (and anything key-shaped) replaced by ``[REDACTED]``, whitespace collapsed,
-    cut to :data:`MAX_EXCERPT` characters. Redaction happens before the cut so no key prefix survives."""
-    if api_key:
-        text = text.replace(api_key, SECRET_MARK)
-    text = _TOKENISH.sub(SECRET_MARK, text)
-    text = " ".join(text.split())
-    return text if len(text) <= MAX_EXCERPT else text[: MAX_EXCERPT - 1] + "…"
-
-
-def _error_fields(obj: Any) -> tuple[str | None, str]:
-    """``(message, code/type text)`` from an OpenAI-style error object ``{"error": {...}}`` or its inside."""
-    if isinstance(obj, dict) and "error" in obj:
-        obj = obj["error"]
-    if isinstance(obj, str):
-        return obj, ""
-    if not isinstance(obj, dict):
-        return None, ""
-    message = obj.get("message") or obj.get("detail")
-    kinds = " ".join(str(obj.get(k)) for k in ("code", "type") if obj.get(k) is not None)
-    return (message if isinstance(message, str) else None), kinds
-
-
-def _is_context_error(message: str | None, kinds: str) -> bool:
-    return bool(_CONTEXT_WORDING.search(f"{message or ''} {kinds}"))
-
-
-def stream_error(error: Any, api_key: str | None) -> ProviderError:
-    """The :class:`ProviderError` for an error object sent inside a 200 stream (``data: {"error": …}``):
-    ``LIMIT_EXCEEDED`` when it is about context length, else ``PROVIDER_PROTOCOL``."""
-    message, kinds = _error_fields(error)
-    excerpt = sanitize_excerpt(message, api_key) if message else "no message"
-    if _is_context_error(message, kinds):
-        return ProviderError(ErrorCode.LIMIT_EXCEEDED, f"the conversation exceeds the model's context: {excerpt}")
-    return ProviderError(ErrorCode.PROVIDER_PROTOCOL, f"the provider reported an error in its answer: {excerpt}")
 
 
 # ---------------------------------------------------------------- request conversion (pure)
@@ -248,7 +191,7 @@ class ChatStreamAssembler:
         for slot in slots:
             call_id = slot.id or f"spotpatch_call_{slot.seq}"
             if call_id in seen:
-                shown = sanitize_excerpt(call_id[:64], self._api_key)
+                shown = sanitize_excerpt(call_id, self._api_key)[:64]  # redact first: no key prefix survives the cut
                 raise ProviderError(ErrorCode.PROVIDER_PROTOCOL, f"two tool calls of one turn share the id {shown!r}")
             seen.add(call_id)
             events.append(self._call_event(call_id, slot))
@@ -279,19 +222,24 @@ class ChatStreamAssembler:
     def _tool_delta(self, call: dict[str, Any]) -> None:
         index = _as_index(call.get("index"))
         call_id = call.get("id") if isinstance(call.get("id"), str) else ""
+        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        name = function.get("name")
+
+        def renamed(slot: _Slot) -> bool:  # another non-empty name, not under the slot's id: another call
+            same_id = bool(call_id) and call_id == slot.id
+            return isinstance(name, str) and bool(name and slot.name) and name != slot.name and not same_id
+
         if index is not None:
             slot = self._by_index.get(index)
-            if slot is None or (call_id and slot.id and call_id != slot.id):
-                slot = self._new_slot(index)  # a new id at a used index is a new call (Ollama)
+            if slot is None or (call_id and slot.id and call_id != slot.id) or renamed(slot):
+                slot = self._new_slot(index)  # a new id (Ollama) or another name at a used index is a new call
         elif call_id:
             slot = next((s for s in self._slots if s.id == call_id), None) or self._new_slot(None)
         else:
-            slot = self._current or self._new_slot(None)
+            slot = self._current if self._current is not None and not renamed(self._current) else self._new_slot(None)
         self._current = slot
         if call_id and not slot.id:
             slot.id = call_id
-        function = call.get("function") if isinstance(call.get("function"), dict) else {}
-        name = function.get("name")
         if isinstance(name, str) and name and not slot.name:
             slot.name = name  # set once; repeated or empty names are ignored
         arguments = function.get("arguments")
@@ -324,39 +272,6 @@ class ChatStreamAssembler:
 # ---------------------------------------------------------------- HTTP boundary
 
 
-@dataclass
-class _Attempt:
-    streaming: bool = False  # where the request is, so the one boundary can word its errors
-
-
-@dataclass
-class _Failure:
-    error: ProviderError
-    wait: float | None  # seconds before the next attempt, or None: raise now
-
-
-def retry_wait(headers: Any, attempt: int) -> float:
-    """Seconds to wait before retry ``attempt + 1``: ``retry-after-ms``, then ``retry-after`` (seconds or
-    HTTP date), else :data:`DEFAULT_BACKOFF`; capped at :data:`MAX_RETRY_WAIT`."""
-    value = _header_seconds(headers.get("retry-after-ms"), 1000.0)
-    value = _header_seconds(headers.get("retry-after"), 1.0) if value is None else value
-    return min(DEFAULT_BACKOFF[min(attempt, len(DEFAULT_BACKOFF) - 1)] if value is None else value, MAX_RETRY_WAIT)
-
-
-def _header_seconds(raw: str | None, per_second: float) -> float | None:
-    """A non-negative wait from a header value (a number of units, or an HTTP date), or None."""
-    if not raw:
-        return None
-    try:
-        value = float(raw) / per_second
-    except ValueError:
-        try:
-            value = email.utils.parsedate_to_datetime(raw).timestamp() - time.time()
-        except (TypeError, ValueError, IndexError, OverflowError):
-            return None
-    return value if value == value and value >= 0 else None  # rejects NaN and negatives
-
-
 class ChatCompletionsAdapter:
     """:class:`~spotpatch_agent.provider.base.ProviderAdapter` for OpenAI-compatible Chat Completions.
 
@@ -377,24 +292,13 @@ class ChatCompletionsAdapter:
         idle_timeout: float = 60,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        import httpx  # lazy: keeps engine cold start free of the HTTP stack
-
-        self._url = base_url.rstrip("/") + "/chat/completions"
-        self._api_key = api_key or None
-        self._idle_timeout = idle_timeout
-        sent = {"User-Agent": "spotpatch-agent", **(headers or {})}
-        if self._api_key:
-            sent["Authorization"] = f"Bearer {self._api_key}"
-        self._client = httpx.AsyncClient(
-            headers=sent,
-            timeout=httpx.Timeout(timeout, read=idle_timeout),
-            transport=transport,
-            follow_redirects=False,
-        )
+        self._http = SSEClient(url=base_url.rstrip("/") + "/chat/completions", api_key=api_key, headers=headers,
+                               timeout=timeout, idle_timeout=idle_timeout, transport=transport)
+        self._api_key = self._http.api_key
 
     async def aclose(self) -> None:
         """Close the HTTP client and its connections."""
-        await self._client.aclose()
+        await self._http.aclose()
 
     async def stream_turn(self, request: TurnRequest) -> AsyncIterator[ProviderEvent]:
         """Stream one model turn: :class:`TextDelta` s as they arrive, then :class:`ToolCallEvent` s in index
@@ -404,41 +308,22 @@ class ChatCompletionsAdapter:
         may be missing —, 408/409/429/5xx after up to :data:`MAX_RETRIES` retries, connect/DNS errors,
         timeouts, a stream silent for ``idle_timeout`` s); ``LIMIT_EXCEEDED`` (context length);
         ``PROVIDER_PROTOCOL`` (other 4xx, malformed or truncated stream, error object in a 200 stream).
-        The stream is read inside ``async with``: cancelling the caller's scope closes the connection.
-        Use ``contextlib.aclosing`` when abandoning the iterator early.
+        The stream is read inside ``async with`` (:class:`~spotpatch_agent.provider.http.SSEClient`):
+        cancelling the caller's scope closes the connection. Use ``contextlib.aclosing`` when abandoning
+        the iterator early.
         """
-        import httpx_sse
-
         body = build_chat_body(request)
         assembler = ChatStreamAssembler(api_key=self._api_key)
-        attempt_state = _Attempt()
-        with self._boundary(attempt_state):
-            for attempt in range(MAX_RETRIES + 1):
-                attempt_state.streaming = False
-                async with httpx_sse.aconnect_sse(self._client, "POST", self._url, json=body) as source:
-                    response = source.response
-                    if 200 <= response.status_code < 300:
-                        attempt_state.streaming = True
-                        async with aclosing(self._read(source, assembler)) as events:
-                            async for event in events:
-                                yield event
-                        return
-                    failure = await self._status_failure(response, attempt, request.model)
-                if failure.wait is None:
-                    raise failure.error
-                await anyio.sleep(failure.wait)
+        read = functools.partial(self._read, assembler=assembler)
+        async with aclosing(self._http.stream(body, model=request.model, read=read)) as events:
+            async for event in events:
+                yield event
 
     async def _read(self, source: Any, assembler: ChatStreamAssembler) -> AsyncIterator[ProviderEvent]:
         response = source.response
-        content_type = response.headers.get("content-type", "").partition(";")[0].strip().lower()
-        if content_type != "text/event-stream":
-            if "json" not in content_type:
-                shown = content_type[:60] or "no content type"
-                raise ProviderError(ErrorCode.PROVIDER_PROTOCOL, f"the provider answered {shown!r}, not an event stream")
-            try:  # a relay that ignored stream:true: a whole completion (or an error) as JSON
-                chunk = json.loads(await _read_bounded(response, MAX_ARGUMENT_CHARS))
-            except (ValueError, RecursionError):
-                raise ProviderError(ErrorCode.PROVIDER_PROTOCOL, "the provider's answer is not valid JSON") from None
+        if content_type(response) != "text/event-stream":
+            # a relay that ignored stream:true: a whole completion (or an error) as JSON
+            chunk = await read_json_answer(response, MAX_ARGUMENT_CHARS)
             for event in assembler.feed(chunk if isinstance(chunk, dict) else {}):
                 yield event
             assembler.feed_data("[DONE]")
@@ -454,78 +339,3 @@ class ChatCompletionsAdapter:
                         break
         for event in assembler.finish():
             yield event
-
-    async def _status_failure(self, response: httpx.Response, attempt: int, model: str) -> _Failure:
-        status = response.status_code
-        message, kinds = _error_fields(_loads(await _read_bounded(response, _ERROR_BODY_BYTES)))
-        detail = f" (HTTP {status})" + (f": {sanitize_excerpt(message, self._api_key)}" if message else "")
-        transient = status in (408, 409, 429) or status >= 500
-        retryable: bool | None = None
-        if status in (401, 403):
-            code, text = ErrorCode.PROVIDER_AUTH, "the provider refused the credentials"
-        elif status == 404:
-            name = sanitize_excerpt(model[:100], self._api_key)
-            code, text = ErrorCode.PROVIDER_UNAVAILABLE, f"the model {name!r} may be missing, or the base URL is wrong"
-            retryable = False
-        elif transient:
-            code, text = ErrorCode.PROVIDER_UNAVAILABLE, "the provider is unavailable or rate-limited"
-        elif 400 <= status < 500 and _is_context_error(message, kinds):
-            code, text = ErrorCode.LIMIT_EXCEEDED, "the conversation exceeds the model's context"
-        else:
-            code, text = ErrorCode.PROVIDER_PROTOCOL, "the provider rejected the request"
-        error = ProviderError(code, text + detail, retryable=retryable)
-        hint = response.headers.get("x-should-retry", "").strip().lower()
-        if hint == "true" or (hint != "false" and transient):
-            if attempt < MAX_RETRIES:
-                return _Failure(error, retry_wait(response.headers, attempt))
-        return _Failure(error, None)
-
-    @contextmanager
-    def _boundary(self, state: _Attempt) -> Iterator[None]:
-        """The one place where httpx (and httpx-sse) exceptions become :class:`ProviderError` (``from None``:
-        the foreign exception, which may reference the request and its headers, is not chained)."""
-        import httpx
-
-        try:
-            yield
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:  # httpx_sse.SSEError is an httpx.TransportError
-            raise ProviderError(*_describe(exc, state.streaming, self._idle_timeout)) from None
-
-
-def _describe(exc: Exception, streaming: bool, idle_timeout: float) -> tuple[ErrorCode, str]:
-    """Our code and a fixed sanitized wording for an httpx exception (its own text is never used)."""
-    import httpx
-
-    unavailable, protocol = ErrorCode.PROVIDER_UNAVAILABLE, ErrorCode.PROVIDER_PROTOCOL
-    if isinstance(exc, httpx.ReadTimeout):
-        if streaming:
-            return unavailable, f"stream stalled: no data from the provider for {idle_timeout:g} s"
-        return unavailable, f"the provider did not answer within {idle_timeout:g} s"
-    if isinstance(exc, httpx.TimeoutException):
-        return unavailable, "timed out connecting or sending to the provider"
-    if isinstance(exc, httpx.ConnectError):
-        return unavailable, "could not connect to the provider (refused, DNS or TLS failure)"
-    if isinstance(exc, httpx.RemoteProtocolError):
-        if streaming:
-            return protocol, "the provider cut the stream mid-message: truncated"
-        return unavailable, "the provider closed the connection without answering"
-    if isinstance(exc, httpx.NetworkError):
-        return unavailable, "the connection to the provider was lost"
-    return protocol, f"unusable HTTP exchange with the provider ({type(exc).__name__})"
-
-
-async def _read_bounded(response: httpx.Response, limit: int) -> str:
-    buf = bytearray()
-    async for part in response.aiter_bytes():
-        buf += part
-        if len(buf) >= limit:
-            break
-    return bytes(buf[:limit]).decode("utf-8", errors="replace")
-
-
-def _loads(text: str) -> Any:
-    """Parsed JSON, or None when ``text`` is not JSON (an HTML error page is never quoted)."""
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return None

@@ -1,14 +1,31 @@
-"""The explicit capability probe (DESIGN.md §11): one minimal forced tool round trip.
+"""The explicit capability probe (DESIGN.md §11): list the endpoint's models, then one forced tool round trip.
 
-Turn 1 offers one no-risk tool and requires a call; turn 2 answers it and asks for a short final reply.
-Both turns must parse; the call must name the offered tool with a JSON object. Model listing comes with the
-providers issue; a real job's first tool round trip proves the same capability inline (engine/loop.py).
+1. :func:`list_models` — ``GET {baseUrl}/models`` with the profile's headers and key. OpenAI's shape
+   ``{"data": [{"id"}]}`` and the usual relay variants are read; an endpoint that cannot list models
+   (404/405/501, another status, an unknown shape) is reported and the probe goes on. When the listing
+   works and lacks the configured model, the probe stops with an error naming the configured model and
+   the available ones: SpotPatch never switches models on its own.
+2. :func:`probe_tool_calling` — written against :class:`~spotpatch_agent.provider.base.ProviderAdapter`
+   only, so it runs the same on both wire formats: turn 1 offers one no-risk tool with ``tool_choice:
+   "required"``; turn 2 answers the call and must stream a continuation. No call in turn 1 is
+   ``MODEL_TOOL_CALL_UNSUPPORTED``.
+
+:func:`run_probe` chains both. Provider failures (auth, connection, protocol) are raised as
+:class:`~spotpatch_agent.errors.ProviderError`; the caller turns them into a failed probe result. A real
+job's first tool call plus continuation proves the same capability inline (``LoopStats``, engine/loop.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import difflib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
+from spotpatch_agent.errors import ProviderError
+from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.provider.base import (
     AssistantTurn,
     ProviderAdapter,
@@ -16,9 +33,28 @@ from spotpatch_agent.provider.base import (
     ToolCallRecord,
     ToolResultMessage,
     ToolSpec,
+    TurnEnd,
     TurnRequest,
     UserMessage,
 )
+from spotpatch_agent.provider.http import sanitize_excerpt
+
+if TYPE_CHECKING:
+    import httpx
+
+#: Model ids reported from one listing (all are searched for the configured model).
+MAX_MODELS = 50
+#: Model ids read from one listing at most.
+MAX_READ = 10_000
+#: Model ids named in a "model missing" message.
+MAX_SHOWN = 10
+#: Longest model id kept, in characters.
+MAX_MODEL_ID = 200
+#: Seconds allowed for the whole ``GET /models`` exchange.
+LISTING_TIMEOUT = 20.0
+_LISTING_BYTES = 2 * 1024 * 1024
+#: Hosts whose ``/models`` lists base models, not the deployment names sent as ``model`` (Azure OpenAI).
+_DEPLOYMENT_HOSTS = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
 
 PROBE_TOOL = ToolSpec(
     name="report_ready",
@@ -27,31 +63,217 @@ PROBE_TOOL = ToolSpec(
                 "additionalProperties": False},
 )
 _SYSTEM = "You are a capability probe. Call the report_ready tool with ready set to true, then reply OK."
+_ASK = "Call report_ready now."
+
+
+@dataclass(frozen=True)
+class ModelListing:
+    """What ``GET /models`` said: ``ids`` in endpoint order (at most :data:`MAX_READ`), or None when the
+    endpoint cannot list models; ``note`` is one sentence for the probe message."""
+
+    ids: tuple[str, ...] | None
+    note: str
+
+    @property
+    def models(self) -> tuple[str, ...] | None:
+        """The ids to report: the first :data:`MAX_MODELS`."""
+        return None if self.ids is None else self.ids[:MAX_MODELS]
 
 
 @dataclass(frozen=True)
 class ProbeOutcome:
+    """``tool_calling`` is proven or not; ``code`` says why not (``MODEL_TOOL_CALL_UNSUPPORTED``,
+    ``PROVIDER_UNAVAILABLE`` for a missing model, or a provider error's code) and ``retryable`` whether
+    asking again unchanged may help (None: the code's default); ``models`` as listed (None: not listed)."""
+
     tool_calling: bool
     message: str
+    code: ErrorCode | None = None
+    models: tuple[str, ...] | None = None
+    retryable: bool | None = None
+
+
+# ---------------------------------------------------------------- step 1: list models
+
+
+async def list_models(
+    *,
+    base_url: str,
+    api_key: str | None,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = LISTING_TIMEOUT,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> ModelListing:
+    """``GET {base_url}/models`` with ``User-Agent``, the profile's ``headers`` and ``Authorization: Bearer
+    <api_key>`` — the headers the adapters send. Shared by both APIs (Responses and Chat list models alike).
+
+    Returns a :class:`ModelListing`; any status but 401/403 and any unreadable body is "cannot list".
+    Raises :class:`ProviderError`: ``PROVIDER_AUTH`` (401/403), ``PROVIDER_UNAVAILABLE`` (connect, DNS, TLS,
+    timeout). Messages never hold the key, the URL or a header.
+    """
+    import httpx  # lazy: keeps engine cold start free of the HTTP stack
+
+    sent = {"User-Agent": "spotpatch-agent", **(headers or {})}
+    if api_key:
+        sent["Authorization"] = f"Bearer {api_key}"
+    url = base_url.rstrip("/") + "/models"
+    try:
+        client = httpx.AsyncClient(headers=sent, timeout=timeout, transport=transport, follow_redirects=False)
+        async with client, client.stream("GET", url) as response:
+            status = response.status_code
+            body = await _read_bounded(response) if 200 <= status < 300 else ""
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        raise ProviderError(ErrorCode.PROVIDER_UNAVAILABLE, _transport_wording(exc)) from None
+    if status in (401, 403):
+        raise ProviderError(ErrorCode.PROVIDER_AUTH,
+                            f"the provider refused the credentials (HTTP {status}) when listing models")
+    if status in (404, 405, 501):
+        return ModelListing(None, "Model listing unsupported by this endpoint.")
+    if not 200 <= status < 300:
+        return ModelListing(None, f"Model listing failed (HTTP {status}); the tool round trip decides.")
+    ids = model_ids(_loads(body))
+    if ids is None:
+        return ModelListing(None, "The endpoint's model list has an unknown shape; the tool round trip decides.")
+    kept = tuple(sanitize_excerpt(i, api_key)[:MAX_MODEL_ID] for i in ids[:MAX_READ])
+    return ModelListing(kept, f"The endpoint lists {len(kept)} model(s).")
+
+
+def model_ids(payload: Any) -> list[str] | None:
+    """Model ids of a ``/models`` answer, or None for an unknown shape. Accepts ``{"data": [...]}``
+    (OpenAI, OpenRouter, vLLM, Ollama's ``/v1``), ``{"models": [...]}`` (Ollama's native list, some
+    relays) and a bare list; items are strings or objects with ``id`` (else ``name``, else ``model``)."""
+    if isinstance(payload, dict):
+        payload = payload.get("data") if isinstance(payload.get("data"), list) else payload.get("models")
+    if not isinstance(payload, list):
+        return None
+    ids: dict[str, None] = {}  # ordered, without repeats
+    for item in payload:
+        if isinstance(item, dict):
+            item = next((item[k] for k in ("id", "name", "model") if isinstance(item.get(k), str)), None)
+        if isinstance(item, str) and item.strip():
+            ids[item] = None
+    return list(ids)
+
+
+def is_listed(model: str, ids: Sequence[str]) -> bool:
+    """Whether ``model`` is among ``ids``: exactly, with Ollama's implicit ``:latest`` tag, or under
+    a ``models/`` prefix (Gemini's OpenAI-compatible listing). Never a fuzzy match."""
+    names = {i.removeprefix("models/") for i in ids}
+    return model in names or (":" not in model and f"{model}:latest" in names)
+
+
+def lists_deployments_elsewhere(base_url: str) -> bool:
+    """Azure OpenAI: ``/models`` lists base models while ``model`` is a deployment name, so absence from
+    the list proves nothing there."""
+    host = (urlsplit(base_url).hostname or "").lower()
+    return host.endswith(_DEPLOYMENT_HOSTS)
+
+
+def missing_model(
+    model: str, listing: ModelListing, *, base_url: str, api_key: str | None = None,
+) -> ProbeOutcome | None:
+    """The failed outcome when a working listing lacks ``model`` (named, with up to :data:`MAX_SHOWN`
+    available ids, closest first); None when the model is listed or the listing says nothing."""
+    if listing.ids is None or is_listed(model, listing.ids) or lists_deployments_elsewhere(base_url):
+        return None
+    shown_model = sanitize_excerpt(model[:MAX_MODEL_ID], api_key)
+    close = difflib.get_close_matches(model, listing.ids, n=3, cutoff=0.5)
+    ordered = [*close, *(m for m in listing.ids[:MAX_SHOWN] if m not in close)][:MAX_SHOWN]
+    if ordered:
+        more = len(listing.ids) - len(ordered)
+        available = ", ".join(ordered) + (f" (and {more} more)" if more > 0 else "")
+        tail = f"It lists: {available}."
+    else:
+        tail = "It lists no models."
+    message = (f"The configured model {shown_model!r} is not offered by this endpoint. {tail} "
+               "Set the model profile's \"model\" to one of them; SpotPatch never switches models on its own.")
+    return ProbeOutcome(False, message, ErrorCode.PROVIDER_UNAVAILABLE, listing.models, retryable=False)
+
+
+# ---------------------------------------------------------------- step 2: forced tool round trip
 
 
 async def probe_tool_calling(adapter: ProviderAdapter, model: str) -> ProbeOutcome:
-    """Run the two-turn probe. Raises ``ProviderError`` for transport/protocol failures; returns
-    ``tool_calling=False`` when the model answered without a valid call to the offered tool."""
-    first = TurnRequest(system=_SYSTEM, items=(UserMessage("Call report_ready now."),), tools=(PROBE_TOOL,),
-                        model=model, tool_choice="required", max_output_tokens=64)
-    calls = [e async for e in adapter.stream_turn(first) if isinstance(e, ToolCallEvent)]
+    """Run the two-turn round trip through ``adapter`` (any wire format).
+
+    No output cap is sent: reasoning models reject Chat's ``max_tokens`` and can spend a small cap on
+    reasoning alone, which would read as "no tool call". Raises :class:`ProviderError` for transport and
+    protocol failures (also in turn 2); returns ``tool_calling=False`` with ``MODEL_TOOL_CALL_UNSUPPORTED``
+    when turn 1 holds no valid call to the offered tool.
+    """
+    first = TurnRequest(system=_SYSTEM, items=(UserMessage(_ASK),), tools=(PROBE_TOOL,), model=model,
+                        tool_choice="required")
+    calls: list[ToolCallEvent] = []
+    stop_reason: str | None = None
+    async for event in adapter.stream_turn(first):
+        if isinstance(event, ToolCallEvent):
+            calls.append(event)
+        elif isinstance(event, TurnEnd):
+            stop_reason = event.stop_reason
     valid = [c for c in calls if c.name == PROBE_TOOL.name and c.invalid is None]
     if not valid:
         what = "no tool call" if not calls else "a malformed or unexpected tool call"
-        return ProbeOutcome(False, f"The model answered with {what}; it cannot drive SpotPatch's tools.")
+        cut = " (its answer was cut off at the output length limit)" if stop_reason == "length" else ""
+        message = (f"The model answered the forced tool call with {what}{cut}; it cannot drive SpotPatch's "
+                   "tools. Choose a model with tool calling, or copy the prompt instead.")
+        return ProbeOutcome(False, message, ErrorCode.MODEL_TOOL_CALL_UNSUPPORTED)
     records = tuple(ToolCallRecord(id=c.id, name=c.name, arguments_json=c.arguments_json) for c in calls)
-    second = TurnRequest(
-        system=_SYSTEM,
-        items=(UserMessage("Call report_ready now."), AssistantTurn(text="", tool_calls=records),
-               *(ToolResultMessage(call_id=c.id, output="ok") for c in calls)),
-        tools=(PROBE_TOOL,), model=model, tool_choice="none", max_output_tokens=16,
-    )
+    answers = tuple(ToolResultMessage(call_id=c.id, output="ok" if c in valid else "ERROR: not offered")
+                    for c in calls)  # every call of the turn gets exactly one result
+    second = TurnRequest(system=_SYSTEM, items=(UserMessage(_ASK), AssistantTurn(text="", tool_calls=records),
+                                                *answers),
+                         tools=(PROBE_TOOL,), model=model, tool_choice="none")
     async for _ in adapter.stream_turn(second):
         pass
-    return ProbeOutcome(True, "Tool calling works: one tool call and its continuation succeeded.")
+    return ProbeOutcome(True, "Tool calling works: one forced tool call and its continuation succeeded.")
+
+
+async def run_probe(
+    adapter: ProviderAdapter,
+    *,
+    model: str,
+    base_url: str,
+    api_key: str | None,
+    headers: Mapping[str, str] | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> ProbeOutcome:
+    """:func:`list_models`, then (unless the model is missing) :func:`probe_tool_calling`. The message
+    starts with what the listing said. Raises :class:`ProviderError` as those two do."""
+    listing = await list_models(base_url=base_url, api_key=api_key, headers=headers, transport=transport)
+    missing = missing_model(model, listing, base_url=base_url, api_key=api_key)
+    if missing is not None:
+        return missing
+    outcome = await probe_tool_calling(adapter, model)
+    return replace(outcome, message=f"{listing.note} {outcome.message}", models=listing.models)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+async def _read_bounded(response: httpx.Response) -> str:
+    buf = bytearray()
+    async for part in response.aiter_bytes():
+        buf += part
+        if len(buf) >= _LISTING_BYTES:
+            return ""  # a listing this large is not a model list we can use
+    return bytes(buf).decode("utf-8", errors="replace")
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _transport_wording(exc: Exception) -> str:
+    """A fixed wording per httpx failure (the exception's own text, which may hold the URL, is dropped)."""
+    import httpx
+
+    if isinstance(exc, httpx.TimeoutException):
+        return "the provider did not answer the model listing in time"
+    if isinstance(exc, httpx.ConnectError):
+        return "could not connect to the provider (refused, DNS or TLS failure)"
+    if isinstance(exc, httpx.InvalidURL):
+        return "the provider's base URL is not a valid URL"
+    return f"the model listing failed ({type(exc).__name__})"

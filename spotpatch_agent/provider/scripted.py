@@ -1,26 +1,36 @@
 """A real local OpenAI-compatible HTTP server that plays a script (tests and the offline demo).
 
 It speaks HTTP/1.1 on ``127.0.0.1`` (an ephemeral port) from a background thread, so a
-:class:`~spotpatch_agent.provider.chat.ChatCompletionsAdapter` pointed at :attr:`ScriptedProviderServer.base_url`
+:class:`~spotpatch_agent.provider.chat.ChatCompletionsAdapter` or
+:class:`~spotpatch_agent.provider.responses.ResponsesAdapter` pointed at :attr:`ScriptedProviderServer.base_url`
 runs exactly its production code path (DESIGN.md §11). Endpoints:
 
-- ``POST /v1/chat/completions`` (also ``/chat/completions``): consumes the next turn of the script and
-  answers it as ``text/event-stream`` (chunked transfer encoding, one chunk per SSE event);
+- ``POST /v1/chat/completions`` (also ``/chat/completions``) and ``POST /v1/responses`` (also
+  ``/responses``): consume the next turn of the one script and answer it as ``text/event-stream`` in that
+  endpoint's wire format (chunked transfer encoding, one chunk per SSE event);
 - ``GET /v1/models`` (also ``/models``): ``{"object": "list", "data": [{"id": …}, …]}`` of the model ids.
 
 A **turn** is a dict (or a callable ``fn(request_body) -> dict`` evaluated when its request arrives):
 
 - ``{"text": str, "toolCalls": [{"id", "name", "arguments": dict | str}], "finishReason": str | None,
-  "argumentChunks": int = 3, "textChunks": int = 3, "usage": dict | None}`` — rendered like OpenAI does: a
-  role chunk, the text in pieces, per call a first delta ``{index, id, type, function: {name, arguments:
-  ""}}`` then the arguments in ``argumentChunks`` pieces, a final chunk with ``finish_reason`` (None or
-  absent: ``tool_calls`` when there are calls, else ``stop``), a ``choices: []`` usage chunk when the
-  request asked for ``stream_options.include_usage``, then ``data: [DONE]``.
+  "argumentChunks": int = 3, "textChunks": int = 3, "usage": dict | None}`` — rendered like OpenAI does.
+  Chat (:func:`render_chat_turn`): a role chunk, the text in pieces, per call a first delta ``{index, id,
+  type, function: {name, arguments: ""}}`` then the arguments in ``argumentChunks`` pieces, a final chunk
+  with ``finish_reason`` (None or absent: ``tool_calls`` when there are calls, else ``stop``), a
+  ``choices: []`` usage chunk when the request asked for ``stream_options.include_usage``, then
+  ``data: [DONE]``. Responses (:func:`render_responses_turn`): ``response.created``/``in_progress``, a
+  message item with ``output_text`` deltas, per call a ``function_call`` item (``call_id`` = the call's
+  id) with argument deltas, ``.done`` and ``output_item.done``, then ``response.completed`` with the output
+  and usage (``finishReason`` ``length`` / ``content_filter``: ``response.incomplete`` with reason
+  ``max_output_tokens`` / ``content_filter``). ``usage`` is given in Chat terms and translated.
 - ``{"raw": [str | bytes, …]}`` — exactly these bytes, one transfer chunk each (quirk tests, fixtures).
 - ``{"status": int, "body": dict | str, "headers": dict}`` — a non-streamed answer (errors, retries).
 - ``{"stall": True}`` — headers only, then silence until the client disconnects (recorded with its
   ``time.monotonic()``); with ``"stallAfterChunks": n`` (``stall`` implied) the first ``n`` rendered or raw
   events are sent first; ``{"raw": [...], "stall": True}`` sends all the raw events, then stalls.
+  ``"stallAfterText": True`` stalls right after the last text event of either format.
+- ``"endAfterChunks": n`` / ``"endAfterText": True`` — send the first ``n`` events (or up to the last text
+  event) and end the body normally: EOF before the turn's end, in either format.
 - ``"abort": True`` on a streamed turn — drop the connection after the events, without ending the body.
 - ``"headers": dict`` on a streamed turn — extra response headers (e.g. another ``Content-Type``).
 
@@ -46,6 +56,7 @@ _log = logging.getLogger(__name__)
 
 Turn = dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]]
 _CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+_RESPONSES_PATHS = ("/v1/responses", "/responses")
 _MODEL_PATHS = ("/v1/models", "/models")
 
 
@@ -93,6 +104,82 @@ def render_chat_turn(turn: dict[str, Any], *, model: str, include_usage: bool = 
     return events
 
 
+def _responses_usage(usage: dict[str, Any] | None) -> dict[str, Any]:
+    """A Chat-style usage object in Responses terms (one already in Responses terms is kept)."""
+    usage = usage or {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+    if "input_tokens" in usage:
+        return usage
+    prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+    return {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": completion,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": int(usage.get("total_tokens") or prompt + completion)}
+
+
+def render_responses_turn(turn: dict[str, Any], *, model: str, turn_no: int = 1) -> list[str]:
+    """The SSE events (``event: …\\ndata: …\\n\\n`` strings) of a scripted turn in the Responses format, in
+    the order OpenAI sends them; ids are ``resp_/msg_/fc_scripted_…`` and each call's ``call_id`` is its id."""
+    sequence = iter(range(1_000_000))
+    response = {"id": f"resp_scripted_{turn_no}", "object": "response", "created_at": int(time.time()),
+                "status": "in_progress", "model": model, "output": [], "usage": None, "store": False,
+                "error": None, "incomplete_details": None}
+
+    def event(kind: str, **fields: Any) -> str:
+        payload = {"type": kind, "sequence_number": next(sequence), **fields}
+        return f"event: {kind}\ndata: {json.dumps(payload, ensure_ascii=False)}\n\n"
+
+    events = [event("response.created", response=response), event("response.in_progress", response=response)]
+    output: list[dict[str, Any]] = []
+    text = turn.get("text") or ""
+    if text:
+        at, item_id = len(output), f"msg_scripted_{turn_no}"
+        where = {"item_id": item_id, "output_index": at, "content_index": 0}
+        part = {"type": "output_text", "text": "", "annotations": []}
+        events.append(event("response.output_item.added", output_index=at, item={
+            "id": item_id, "type": "message", "status": "in_progress", "role": "assistant", "content": []}))
+        events.append(event("response.content_part.added", **where, part=part))
+        for piece in _split(text, turn.get("textChunks", 3)):
+            events.append(event("response.output_text.delta", **where, delta=piece))
+        events.append(event("response.output_text.done", **where, text=text))
+        part = {**part, "text": text}
+        events.append(event("response.content_part.done", **where, part=part))
+        item = {"id": item_id, "type": "message", "status": "completed", "role": "assistant", "content": [part]}
+        events.append(event("response.output_item.done", output_index=at, item=item))
+        output.append(item)
+    for i, call in enumerate(turn.get("toolCalls") or []):
+        arguments = call.get("arguments", {})
+        args = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+        at, item_id = len(output), f"fc_scripted_{turn_no}_{i}"
+        item = {"id": item_id, "type": "function_call", "status": "in_progress", "arguments": "",
+                "call_id": call.get("id") or f"call_{turn_no}_{i}", "name": call["name"]}
+        events.append(event("response.output_item.added", output_index=at, item=item))
+        for piece in _split(args, turn.get("argumentChunks", 3)):
+            events.append(event("response.function_call_arguments.delta", item_id=item_id, output_index=at,
+                                delta=piece))
+        events.append(event("response.function_call_arguments.done", item_id=item_id, output_index=at,
+                            arguments=args))
+        item = {**item, "status": "completed", "arguments": args}
+        events.append(event("response.output_item.done", output_index=at, item=item))
+        output.append(item)
+    reason = {"length": "max_output_tokens", "content_filter": "content_filter"}.get(turn.get("finishReason") or "")
+    final = {**response, "status": "incomplete" if reason else "completed", "output": output,
+             "usage": _responses_usage(turn.get("usage")),
+             "incomplete_details": {"reason": reason} if reason else None}
+    events.append(event("response.incomplete" if reason else "response.completed", response=final))
+    return events
+
+
+def _is_text_event(piece: str | bytes) -> bool:
+    """Whether a rendered event carries assistant text (either format)."""
+    text = piece.decode(errors="replace") if isinstance(piece, bytes) else piece
+    if text.startswith("event: response.output_text.delta"):
+        return True
+    try:
+        choices = json.loads(text.removeprefix("data: "))["choices"]
+        return bool(choices and choices[0]["delta"].get("content"))
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError):
+        return False
+
+
 class _ClientGone(Exception):
     pass
 
@@ -106,7 +193,12 @@ class _Handler(BaseHTTPRequestHandler):
         _log.debug("scripted provider: " + format, *args)
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
-        if urlsplit(self.path).path.rstrip("/") in _MODEL_PATHS:
+        owner = self.server.owner
+        listing = urlsplit(self.path).path.rstrip("/") in _MODEL_PATHS
+        owner.model_listings += listing
+        if listing and owner.models_answer is not None:
+            self._json(*owner.models_answer)  # (status, body): probe tests of odd listings
+        elif listing:
             data = [{"id": m, "object": "model", "created": 0, "owned_by": "spotpatch-scripted"}
                     for m in self.server.owner.models]
             self._json(200, {"object": "list", "data": data})
@@ -119,7 +211,8 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw)
         except ValueError:
             body = None
-        if urlsplit(self.path).path.rstrip("/") not in _CHAT_PATHS:
+        path = urlsplit(self.path).path.rstrip("/")
+        if path not in _CHAT_PATHS and path not in _RESPONSES_PATHS:
             self._json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
             return
         body = body if isinstance(body, dict) else {}
@@ -130,7 +223,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif "status" in turn:
             self._json(int(turn["status"]), turn.get("body"), turn.get("headers") or {})
         else:
-            self._stream(turn, turn_no, body)
+            self._stream(turn, turn_no, body, responses=path in _RESPONSES_PATHS)
 
     def _json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         if body is None:
@@ -146,19 +239,24 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
-    def _stream(self, turn: dict[str, Any], turn_no: int, body: dict[str, Any]) -> None:
+    def _stream(self, turn: dict[str, Any], turn_no: int, body: dict[str, Any], *, responses: bool = False) -> None:
         owner = self.server.owner
+        model = str(body.get("model") or "scripted-model")
         if "raw" in turn:
             pieces: list[str | bytes] = list(turn["raw"])
-        elif turn.get("stall") and "stallAfterChunks" not in turn:
+        elif turn.get("stall") and not {"stallAfterChunks", "stallAfterText"} & turn.keys():
             pieces = []
+        elif responses:
+            pieces = list(render_responses_turn(turn, model=model, turn_no=turn_no))
         else:
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            pieces = list(render_chat_turn(turn, model=str(body.get("model") or "scripted-model"),
-                                           include_usage=include_usage, turn_no=turn_no))
-        stall = bool(turn.get("stall")) or "stallAfterChunks" in turn
-        if "stallAfterChunks" in turn:
-            pieces = pieces[: int(turn["stallAfterChunks"])]
+            pieces = list(render_chat_turn(turn, model=model, include_usage=include_usage, turn_no=turn_no))
+        stall = bool(turn.get("stall")) or "stallAfterChunks" in turn or bool(turn.get("stallAfterText"))
+        cut = turn.get("stallAfterChunks", turn.get("endAfterChunks"))
+        if turn.get("stallAfterText") or turn.get("endAfterText"):
+            cut = max((i + 1 for i, piece in enumerate(pieces) if _is_text_event(piece)), default=0)
+        if cut is not None:
+            pieces = pieces[: int(cut)]
         self.send_response(200)
         headers = {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache",
                    **(turn.get("headers") or {})}
@@ -233,6 +331,10 @@ class ScriptedProviderServer:
     def __init__(self, script: Iterable[Turn] = (), *, models: Sequence[str] = ("scripted-model",),
                  chunk_delay: float = 0.0) -> None:
         self.models = list(models)
+        #: When set, ``(status, body)`` answered to ``GET /models`` instead of the list (404, other shapes).
+        self.models_answer: tuple[int, Any] | None = None
+        #: How many ``GET /models`` requests arrived.
+        self.model_listings = 0
         #: Seconds slept between two streamed events.
         self.chunk_delay = chunk_delay
         self.requests: list[dict[str, Any]] = []

@@ -104,6 +104,7 @@ class ToolExecutor:
         check_deadline = max((c.timeout_sec or limits.get("checkTimeoutSec") for c in checks),
                              default=limits.get("checkTimeoutSec")) + _CHECK_GRACE_SEC
         self._deadlines = {"run_check": check_deadline}
+        self._check_wrote: dict[str, bool] = {}  # checkId → its latest run changed the worktree
 
     @property
     def version(self) -> int:
@@ -123,6 +124,30 @@ class ToolExecutor:
         drops the caches and makes every later listing check each file on disk."""
         self._ctx.mark_external_change()
         self._ctx.bump()
+
+    # -- check results for the engine's final check stage (engine/gates.py, DESIGN.md §9)
+
+    @property
+    def check_runs(self) -> dict[str, tuple[int, Any]]:
+        """``checkId → (worktree version after the run, CheckRun)`` of the model's latest ``run_check`` of
+        each check (recorded by tools/run_check.py). A run is fresh while that version equals :attr:`version`."""
+        return dict(getattr(self._ctx, "check_runs", {}))
+
+    @property
+    def checks_that_wrote(self) -> frozenset[str]:
+        """Ids of the checks whose latest ``run_check`` changed the worktree fingerprint: such a result
+        describes the tree before its own writes, so it is never reused as a final result."""
+        return frozenset(cid for cid, wrote in self._check_wrote.items() if wrote)
+
+    async def fingerprint(self) -> str:
+        """The worktree fingerprint (:meth:`WorktreeContext.fingerprint`). Raises ``GitError``, ``OSError``."""
+        return await self._ctx.fingerprint()
+
+    async def _run_check_watched(self, tool: ToolDef, args: Any) -> ToolResult:
+        before = await self._ctx.fingerprint()
+        result = await tool.handler(self._ctx, args)
+        self._check_wrote[str(getattr(args, "check_id", ""))] = await self._ctx.fingerprint() != before
+        return result
 
     async def execute(self, name: str, arguments_json: str) -> ToolResult:
         """Validate and run one tool call.
@@ -155,8 +180,8 @@ class ToolExecutor:
                     # checked on disk. A write tool changes files only through the path policy.
                     if name == "run_check":
                         self._ctx.mark_external_change()
-                    else:
-                        self._ctx.mark_own_write()
+                        return await self._run_check_watched(tool, args_or_problem)
+                    self._ctx.mark_own_write()
                     return await tool.handler(self._ctx, args_or_problem)
         except TimeoutError:
             raise JobFailure(ErrorCode.LIMIT_EXCEEDED, f"{name} exceeded toolTimeoutSec") from None

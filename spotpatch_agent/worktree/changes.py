@@ -1,55 +1,91 @@
 """Apply the agent's diff to the user's working tree, and revert it, safely (DESIGN.md §8).
 
 Apply: HEAD and git operation state re-read; every touched path must still hold its baseline bytes
-(SHA-256; "absent" must be absent); ``git apply --check`` then ``git apply`` on the working tree
-only (never ``--index``/``--cached``/``--reject``; the diff travels on stdin); the post-apply bytes
-are hashed and, when expected result hashes are given, verified — on a mismatch the change is
-reverse-applied before the error is raised, so the working tree changes all-or-nothing.
+(SHA-256; "absent" must be absent). Post-images: the diff's hunks applied exactly to those bytes
+(:mod:`~spotpatch_agent.worktree.patch_images`, stricter than ``git apply --check``), else
+``git apply --check`` (working tree only: never ``--index``/``--cached``/``--reject``; the diff on
+stdin) and the job's result blobs (the ``index`` lines of the ``--full-index`` diff name them; the
+job's worktree shares the object store) in working-tree form — either way verified against the
+expected result hashes before anything is written. Then the crash journal
+(:mod:`~spotpatch_agent.worktree.journal`) is made durable and each path is replaced by a
+same-directory temp file swapped or renamed into place (or unlinked), re-checking its bytes just
+before; every path is verified afterwards. A race or write error undoes what was written
+(``APPLY_CONFLICT``: nothing changed), so the working tree changes all-or-nothing, and each file is
+wholly old or wholly new at every instant, even under ``kill -9``.
 
-Revert: HEAD and operation state unchanged; every touched path must still hold its post-apply
-bytes, else ``REVERT_CONFLICT`` ("resolve by hand"); ``git apply --reverse --check`` then
-``git apply --reverse``; every path must then equal its baseline hash.
+Revert: HEAD and operation state unchanged; every touched path must still hold its post-apply bytes,
+else ``REVERT_CONFLICT`` ("resolve by hand"); the target bytes are the ones Apply replaced (kept in
+:class:`AppliedChange`; without them the diff's old blobs, after ``git apply --reverse --check``) and
+must equal the baseline hashes, else it refuses before writing; then the same journalled, per-file
+atomic write.
 
-Neither ever touches the index, HEAD or a path the diff does not name. Hashes are of the file's
-bytes as they are (or will be) in a working tree: :func:`change_hashes` runs git's checkout
-filters (``cat-file --filters``), so ``eol=crlf`` and similar attributes compare correctly.
-
-Crash safety: both operations call a :class:`ChangeJournal` around the write. This issue ships only
-the seam (:data:`NULL_JOURNAL`); a later issue persists it and repairs a half-written apply.
+Neither ever touches the index, HEAD or a path the diff does not name; file permission bits are
+kept (new files get git's ``0666 & ~umask``). Hashes are of the file's bytes as they are (or will be)
+in a working tree: :func:`change_hashes` runs git's checkout filters (``cat-file --filters``), so
+``eol=crlf`` and similar attributes compare correctly.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import stat
+import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
-from typing import Literal, Protocol
+from pathlib import Path
+from typing import Any
 
 import anyio
 
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.worktree.git import describe, run_git
+from spotpatch_agent.worktree.images import (
+    ABSENT,
+    NOT_REGULAR,
+    Image,
+    file_hash,
+    new_file_mode,
+    new_tmp_name,
+    read_image,
+    safe_path,
+)
 from spotpatch_agent.worktree.isolation import RawEntry, Worktree, parse_raw, stage_all
-from spotpatch_agent.worktree.repo import locate, operation_reasons, resolve_head, same_path
+from spotpatch_agent.worktree.journal import (
+    ChangeJournal,
+    DiskJournal,
+    PathWrite,
+    WritePlan,
+    list_paths,
+    valid_job_id,
+    write_journalled,
+)
+from spotpatch_agent.worktree.patch_images import (
+    FileSection,
+    apply_exact,
+    parse_sections,
+    plain_header,
+)
+from spotpatch_agent.worktree.repo import (
+    RepoLayout,
+    locate,
+    operation_reasons,
+    resolve_head,
+    same_path,
+)
 
 __all__ = [
+    "NOT_REGULAR",
+    "NULL_JOURNAL",
     "AppliedChange",
     "ChangeHashes",
     "ChangeJournal",
-    "NULL_JOURNAL",
     "apply_change",
     "change_hashes",
     "file_hash",
     "revert_change",
 ]
 
-Operation = Literal["apply", "revert"]
-
-#: Stands for "present but not a regular file" (symlink, directory, …): never equals a digest.
-NOT_REGULAR = "!not-a-regular-file"
 _REGULAR_MODES = ("100644", "100755")
 
 
@@ -59,13 +95,17 @@ class AppliedChange:
 
     ``diff``: the applied git diff (text, ``surrogateescape``-decoded bytes). ``paths``: touched
     paths, relative POSIX, git's order. ``baseline_hashes`` / ``post_hashes``: path → SHA-256 hex of
-    the file's bytes before / after apply, ``None`` when the file is absent.
+    the file's bytes before / after apply, ``None`` when the file is absent. ``job_id`` names the
+    crash journal. ``baseline_images``: path → the bytes and permission bits Apply replaced (what
+    Revert restores; in memory only, at most ``maxChangedFiles`` × ``editableFileMaxBytes``).
     """
 
     diff: str
     paths: list[str]
     baseline_hashes: dict[str, str | None]
     post_hashes: dict[str, str | None] = field(default_factory=dict)
+    job_id: str = ""
+    baseline_images: dict[str, Image] = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True)
@@ -76,27 +116,15 @@ class ChangeHashes:
     result: dict[str, str | None]
 
 
-class ChangeJournal(Protocol):
-    """Seam for the crash journal of DESIGN.md §8 ("leave a journal so the next start can repair").
-
-    ``begin`` is awaited after every check passed and right before the working tree is written;
-    ``end`` after the write was verified. An exception from either aborts the operation.
-    """
-
-    async def begin(self, operation: Operation, change: AppliedChange) -> None: ...
-
-    async def end(self, operation: Operation, change: AppliedChange) -> None: ...
-
-
 class _NullJournal:
-    async def begin(self, operation: Operation, change: AppliedChange) -> None:
+    def begin(self, plan: WritePlan) -> None:
         return None
 
-    async def end(self, operation: Operation, change: AppliedChange) -> None:
+    def end(self, plan: WritePlan) -> None:
         return None
 
 
-#: The journal used when none is given: records nothing (TODO: crash journal, later issue).
+#: A journal that records nothing (tests that do not exercise crash safety).
 NULL_JOURNAL: ChangeJournal = _NullJournal()
 
 
@@ -139,80 +167,93 @@ def _require_regular(entry: RawEntry) -> None:
 async def _blob_hash(wt: Worktree, oid: str | None, path: str) -> str | None:
     if oid is None:
         return None
+    content = await _filtered_blob(wt.path, oid, path)
+    if content is None:
+        raise SpotPatchError(ErrorCode.INTERNAL, f"the worktree has no readable blob for {path}")
+    return hashlib.sha256(content).hexdigest()
+
+
+async def _filtered_blob(cwd: Path, oid: str, path: str) -> bytes | None:
+    """Blob ``oid`` in working-tree form for ``path`` (checkout filters applied); ``None`` if missing."""
     # One object per process: git 2.39 reports the unfiltered size in the header of a filtered
     # object, so the content is "everything after the header line, minus the final newline".
     line = f"{oid} {path}\n".encode("utf-8", "surrogateescape")
-    out = await run_git(["cat-file", "--batch", "--filters"], cwd=wt.path, input=line, redact=[wt.path])
+    out = await run_git(["cat-file", "--batch", "--filters"], cwd=cwd, input=line, check=False, read_only=True)
     header, _, content = out.stdout.partition(b"\n")
-    if header.endswith(b" missing") or not content.endswith(b"\n"):
-        raise SpotPatchError(ErrorCode.INTERNAL, f"the worktree has no readable blob for {path}")
-    return hashlib.sha256(content[:-1]).hexdigest()
+    if out.returncode != 0 or header.endswith(b" missing") or not content.endswith(b"\n"):
+        return None
+    return content[:-1]
 
 
-# ---------------------------------------------------------------- hashes in the user's tree
+async def _raw_blobs(cwd: Path, oids: list[str]) -> dict[str, bytes]:
+    """Raw bytes of every present blob of ``oids`` with one ``git cat-file --batch`` (missing ones omitted)."""
+    wanted = sorted({o for o in oids if all(c in "0123456789abcdef" for c in o) and len(o) in (40, 64)})
+    if not wanted:
+        return {}
+    out = await run_git(["cat-file", "--batch"], cwd=cwd, input="".join(f"{o}\n" for o in wanted).encode(),
+                        check=False, read_only=True)
+    blobs: dict[str, bytes] = {}
+    data, pos = out.stdout, 0
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        if end < 0:
+            break
+        fields = data[pos:end].split(b" ")
+        pos = end + 1
+        if len(fields) != 3 or fields[1] != b"blob":
+            if len(fields) == 3:  # another object type: skip its body
+                pos += int(fields[2]) + 1
+            continue
+        size = int(fields[2])
+        blobs[fields[0].decode("ascii")] = data[pos : pos + size]
+        pos += size + 1
+    return blobs
 
 
-def file_hash(root: Path, rel: str) -> str | None:
-    """SHA-256 hex of ``root/rel``'s bytes; ``None`` if absent; :data:`NOT_REGULAR` otherwise.
+# ---------------------------------------------------------------- shared guards and helpers
 
-    No symlink is followed anywhere on the path: a symlinked parent or file, a directory, a FIFO, …
-    all give :data:`NOT_REGULAR`, which equals no recorded hash (so it always conflicts).
-    """
-    current = root
-    parts = PurePosixPath(rel).parts
-    for index, part in enumerate(parts):
-        current = current / part
+
+async def _gather(*calls: Callable[[], Awaitable[Any]]) -> list[Any]:
+    """Run read-only steps concurrently; re-raise the first failure in argument order."""
+    results: list[Any] = [None] * len(calls)
+    errors: list[BaseException | None] = [None] * len(calls)
+
+    async def run(index: int, call: Callable[[], Awaitable[Any]]) -> None:
         try:
-            st = os.lstat(current)
-        except FileNotFoundError:
-            return None
-        except OSError:
-            return NOT_REGULAR
-        last = index == len(parts) - 1
-        if stat.S_ISLNK(st.st_mode) or (last and not stat.S_ISREG(st.st_mode)):
-            return NOT_REGULAR
-        if not last and not stat.S_ISDIR(st.st_mode):
-            return NOT_REGULAR
-    digest = hashlib.sha256()
-    try:
-        with open(current, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(chunk)
-    except OSError:
-        return NOT_REGULAR
-    return digest.hexdigest()
+            results[index] = await call()
+        except Exception as exc:  # noqa: BLE001 - re-raised below, in order
+            errors[index] = exc
+
+    async with anyio.create_task_group() as tg:
+        for index, call in enumerate(calls):
+            tg.start_soon(run, index, call)
+    for error in errors:
+        if error is not None:
+            raise error
+    return results
 
 
-async def _hash_paths(root: Path, paths: list[str]) -> dict[str, str | None]:
-    return await anyio.to_thread.run_sync(lambda: {p: file_hash(root, p) for p in paths})
-
-
-def _safe_path(rel: str) -> bool:
-    pure = PurePosixPath(rel)
-    return (
-        bool(rel)
-        and not pure.is_absolute()
-        and "\\" not in rel
-        and "\0" not in rel
-        and ":" not in pure.parts[0]
-        and all(part not in ("", ".", "..") and part.casefold() != ".git" for part in rel.split("/"))
+async def _repo_facts(root: Path) -> tuple[RepoLayout | None, str | None]:
+    """The repository layout and HEAD's commit id in one ``git rev-parse`` (else :func:`locate` +
+    :func:`resolve_head`, e.g. outside a repository)."""
+    out = await run_git(
+        ["rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir",
+         "--verify", "--quiet", "HEAD^{commit}"],
+        cwd=root, check=False, read_only=True, timeout=30,
     )
+    lines = out.stdout.decode("utf-8", "surrogateescape").split("\n")
+    if out.returncode in (0, 1) and len(lines) == 5 - out.returncode and lines[-1] == "" and all(lines[:3]):
+        layout = RepoLayout(*(Path(os.path.realpath(line)) for line in lines[:3]))
+        oid = lines[3] if out.returncode == 0 else ""
+        return layout, oid if oid and all(c in "0123456789abcdef" for c in oid) else None
+    return await locate(root), await resolve_head(root)
 
 
-def _list(paths: list[str]) -> str:
-    shown = ", ".join(paths[:3])
-    return shown + (f" (and {len(paths) - 3} more)" if len(paths) > 3 else "")
-
-
-# ---------------------------------------------------------------- shared guards
-
-
-async def _guard_repository(root: Path, expected_head: str, code: ErrorCode, what: str) -> None:
+async def _guard_repository(root: Path, expected_head: str, code: ErrorCode, what: str) -> RepoLayout:
     """HEAD still ``expected_head`` and no git operation in progress, else ``SpotPatchError(code)``."""
-    layout = await locate(root)
+    layout, head = await _repo_facts(root)
     if layout is None or not same_path(layout.toplevel, root):
         raise SpotPatchError(ErrorCode.REPO_BLOCKED, f"cannot {what}: the project is no longer a git repository top level")
-    head = await resolve_head(root)
     if head != expected_head:
         raise SpotPatchError(code, f"cannot {what}: HEAD moved since the job started; nothing was changed")
     busy = operation_reasons(layout)
@@ -220,32 +261,48 @@ async def _guard_repository(root: Path, expected_head: str, code: ErrorCode, wha
         raise SpotPatchError(
             code, f"cannot {what}: a git operation is in progress ({', '.join(busy)}); finish it and try again"
         )
+    return layout
 
 
-async def _touched_paths(root: Path, patch: bytes) -> list[str]:
-    """The paths git will touch for ``patch`` (``git apply --numstat -z``: reads stdin, writes nothing)."""
-    out = await run_git(["apply", "--numstat", "-z", "-"], cwd=root, input=patch, check=False, read_only=True)
-    if out.returncode != 0:
-        raise SpotPatchError(ErrorCode.INTERNAL, f"the recorded diff does not parse: {describe(out, root)}")
-    paths: list[str] = []
-    for record in out.stdout.split(b"\0"):
-        if record:
-            paths.append(record.decode("utf-8", "surrogateescape").split("\t", 2)[2])
-    return paths
+async def _git_check(root: Path, patch: bytes, *, reverse: bool, numstat: bool) -> tuple[bool, list[str], str]:
+    """``git apply [--reverse] --check`` (with ``--numstat -z``: also the touched paths); writes nothing.
+
+    Returns ``(applies, paths, why)``; ``paths`` is empty without ``numstat``."""
+    args = ["apply", "--whitespace=nowarn", *(["--reverse"] if reverse else []), "--check"]
+    out = await run_git([*args, *(["--numstat", "-z"] if numstat else []), "-"], cwd=root, input=patch,
+                        check=False, read_only=True, timeout=120)
+    if out.returncode == 0:
+        return True, _numstat_paths(out.stdout) if numstat else [], ""
+    why = describe(out, root)
+    if not numstat:
+        return False, [], why
+    listed = await run_git(["apply", "--numstat", "-z", "-"], cwd=root, input=patch, check=False, read_only=True)
+    if listed.returncode != 0:
+        raise SpotPatchError(ErrorCode.INTERNAL, f"the recorded diff does not parse: {describe(listed, root)}")
+    return False, _numstat_paths(listed.stdout), why
 
 
-async def _git_apply(root: Path, patch: bytes, *, reverse: bool, check_only: bool) -> tuple[bool, str]:
-    args = ["apply", "--whitespace=nowarn"]
-    if reverse:
-        args.append("--reverse")
-    if check_only:
-        args.append("--check")
-    out = await run_git([*args, "-"], cwd=root, input=patch, check=False, timeout=120)
-    return out.returncode == 0, describe(out, root)
+def _numstat_paths(raw: bytes) -> list[str]:
+    return [r.decode("utf-8", "surrogateescape").split("\t", 2)[2] for r in raw.split(b"\0") if r]
 
 
-def _mismatches(actual: dict[str, str | None], expected: dict[str, str | None]) -> list[str]:
-    return [p for p in expected if actual.get(p) != expected[p]]
+async def _read_images(root: Path, paths: list[str]) -> dict[str, Image | str]:
+    return await anyio.to_thread.run_sync(lambda: {p: read_image(root, p) for p in paths})
+
+
+def _sha(image: Image | str) -> str | None:
+    return image if isinstance(image, str) else image.sha256
+
+
+def _check_record(
+    paths: list[str], baseline: dict[str, str | None], result: dict[str, str | None] | None
+) -> None:
+    if any(not safe_path(p) for p in paths):
+        raise SpotPatchError(ErrorCode.CHANGESET_REJECTED, "the change names a path outside the working tree")
+    if not paths:
+        raise SpotPatchError(ErrorCode.INVALID_STATE, "the change is empty; nothing to apply")
+    if set(paths) != set(baseline) or (result is not None and set(paths) != set(result)):
+        raise SpotPatchError(ErrorCode.INTERNAL, "the change record does not match its diff")
 
 
 # ---------------------------------------------------------------- apply
@@ -259,85 +316,127 @@ async def apply_change(
     expected_head: str,
     result_hashes: dict[str, str | None] | None = None,
     journal: ChangeJournal | None = None,
+    job_id: str | None = None,
 ) -> AppliedChange:
     """Apply the agent's ``diff`` to the working tree of ``root``, all-or-nothing (DESIGN.md §8).
 
     ``baseline_hashes`` (path → SHA-256 hex or ``None`` = absent) must name exactly the paths the
     diff touches (see :func:`change_hashes`). ``result_hashes`` (optional, usually
-    ``change_hashes(wt).result``): after the write every path must hold these bytes, else the change
-    is reverse-applied and the call fails. Returns the :class:`AppliedChange` record with the
-    actual post-apply hashes. Never writes the index or HEAD, never touches other paths.
+    ``change_hashes(wt).result``): the bytes written must have these hashes, checked before the
+    first write. ``journal``: default a :class:`~spotpatch_agent.worktree.journal.DiskJournal` in the
+    repository's git dir, named ``job_id`` (default a random id). Returns the
+    :class:`AppliedChange` record. Never writes the index or HEAD, never touches other paths.
 
     Raises ``SpotPatchError`` with ``APPLY_CONFLICT`` — HEAD moved, a git operation is in progress,
     a touched path changed since the job started (message names it, relative), the diff no longer
-    applies, or a path changed while applying (rolled back) — in all of which nothing was changed;
+    applies, the result cannot be reproduced here, the journal cannot be written, or a path changed
+    or failed to write while applying (undone) — in all of which nothing was changed;
     ``REPO_BLOCKED`` when ``root`` is no longer a repository top level; ``CHANGESET_REJECTED`` for
     an unsafe path; ``INVALID_STATE`` for an empty diff; ``INTERNAL`` when the record is
-    inconsistent or a failed write could not be rolled back.
+    inconsistent or a failed write could not be undone (the journal is then kept for the next start).
     """
-    journal = journal or NULL_JOURNAL
     patch = diff.encode("utf-8", "surrogateescape")
     if not patch.strip():
         raise SpotPatchError(ErrorCode.INVALID_STATE, "the change is empty; nothing to apply")
-    await _guard_repository(root, expected_head, ErrorCode.APPLY_CONFLICT, "apply")
-    paths = await _touched_paths(root, patch)
+    sections = parse_sections(patch)
+    recorded = [p for p in baseline_hashes if safe_path(p)]  # read while git runs; must equal the diff's paths
+    paths = _paths_by_header(sections, recorded)
+    layout, current = await _gather(
+        lambda: _guard_repository(root, expected_head, ErrorCode.APPLY_CONFLICT, "apply"),
+        lambda: _read_images(root, recorded),
+    )
+    checked: tuple[bool, str] | None = None  # git apply --check: (applies, why), once it ran
+    if paths is None:  # a quoted or unexpected header: git names the paths
+        applies, paths, why = await _git_check(root, patch, reverse=False, numstat=True)
+        checked = (applies, why)
     _check_record(paths, baseline_hashes, result_hashes)
-    before = await _hash_paths(root, paths)
-    changed = _mismatches(before, baseline_hashes)
+    if len(sections) != len(paths):
+        raise SpotPatchError(ErrorCode.INTERNAL, "the change record does not match its diff")
+    changed = [p for p in paths if _sha(current[p]) != baseline_hashes[p]]
     if changed:
         raise SpotPatchError(
-            ErrorCode.APPLY_CONFLICT,
-            f"not applied; these files changed since the job started: {_list(changed)}",
+            ErrorCode.APPLY_CONFLICT, f"not applied; these files changed since the job started: {list_paths(changed)}"
         )
-    ok, why = await _git_apply(root, patch, reverse=False, check_only=True)
-    if not ok:
-        raise SpotPatchError(ErrorCode.APPLY_CONFLICT, f"not applied; the change no longer applies cleanly: {why}")
-    record = AppliedChange(diff=diff, paths=paths, baseline_hashes=dict(baseline_hashes))
-    await journal.begin("apply", record)
-    ok, why = await _git_apply(root, patch, reverse=False, check_only=False)
-    after = await _hash_paths(root, paths)
-    if not ok:
-        if not _mismatches(after, baseline_hashes):
-            raise SpotPatchError(ErrorCode.APPLY_CONFLICT, f"not applied; git apply failed: {why}")
+    posts: dict[str, Image | None] = {}
+    for path, section in zip(paths, sections):
+        pre = current[path]
+        assert isinstance(pre, Image)  # equal to a baseline hash, so regular or absent
+        expected = result_hashes[path] if result_hashes is not None else None
+        posts[path] = _exact_post(section, pre, expected) if expected is not None or section.new_oid is None else None
+    if checked is None and (result_hashes is None or None in posts.values()):
+        applies, _, why = await _git_check(root, patch, reverse=False, numstat=False)
+        checked = (applies, why)
+    if checked is not None and not checked[0]:
         raise SpotPatchError(
-            ErrorCode.INTERNAL, f"apply failed part-way; check these files by hand: {_list(paths)} ({why})"
+            ErrorCode.APPLY_CONFLICT, f"not applied; the change no longer applies cleanly: {checked[1]}"
         )
-    if result_hashes is not None:
-        wrong = _mismatches(after, result_hashes)
-        if wrong:
-            await _roll_back(root, patch, paths, baseline_hashes, wrong)
-    record.post_hashes = after
-    await journal.end("apply", record)
-    return record
-
-
-def _check_record(
-    paths: list[str], baseline: dict[str, str | None], result: dict[str, str | None] | None
-) -> None:
-    unsafe = [p for p in paths if not _safe_path(p)]
-    if unsafe:
-        raise SpotPatchError(ErrorCode.CHANGESET_REJECTED, "the change names a path outside the working tree")
-    if not paths:
-        raise SpotPatchError(ErrorCode.INVALID_STATE, "the change is empty; nothing to apply")
-    if set(paths) != set(baseline) or (result is not None and set(paths) != set(result)):
-        raise SpotPatchError(ErrorCode.INTERNAL, "the change record does not match its diff")
-
-
-async def _roll_back(
-    root: Path, patch: bytes, paths: list[str], baseline: dict[str, str | None], wrong: list[str]
-) -> None:
-    """Undo an apply whose result differs from the worktree's; always raises."""
-    ok, why = await _git_apply(root, patch, reverse=True, check_only=False)
-    restored = ok and not _mismatches(await _hash_paths(root, paths), baseline)
-    if restored:
+    await _fill_from_objects(root, paths, sections, current, posts, result_hashes)
+    unreproducible = [p for p in paths if posts[p] is None]
+    if unreproducible:
         raise SpotPatchError(
             ErrorCode.APPLY_CONFLICT,
-            f"not applied; these files changed while applying: {_list(wrong)}",
+            f"not applied; the job's result for {list_paths(unreproducible)} cannot be reproduced in this working tree "
+            "(its objects are gone or checkout attributes changed); nothing was changed, create the job again",
         )
-    raise SpotPatchError(
-        ErrorCode.INTERNAL,
-        f"apply gave unexpected content and could not be rolled back; check by hand: {_list(paths)}",
-    )
+    writes = [PathWrite(p, current[p], posts[p], new_tmp_name()) for p in paths]  # type: ignore[arg-type]
+    job_id = job_id if job_id and valid_job_id(job_id) else "apply-" + secrets.token_hex(8)
+    plan = WritePlan(job_id, "apply", expected_head, writes)
+    after = await write_journalled(root, plan, journal or DiskJournal(layout.git_dir), ErrorCode.APPLY_CONFLICT)
+    return AppliedChange(diff=diff, paths=paths, baseline_hashes=dict(baseline_hashes), post_hashes=after,
+                         job_id=job_id, baseline_images={w.path: w.pre for w in writes})
+
+
+def _paths_by_header(sections: list[FileSection], recorded: list[str]) -> list[str] | None:
+    """The recorded path of each section, in diff order, matched by its exact ``diff --git`` line; ``None``
+    unless every section maps to a distinct recorded path (git then lists the paths)."""
+    by_header = {plain_header(p): p for p in recorded}
+    paths = [by_header.get(s.header) for s in sections]
+    if None in paths or len(set(paths)) != len(recorded) or len(paths) != len(recorded):
+        return None
+    return paths  # type: ignore[return-value]
+
+
+def _post_mode(section: FileSection, pre: Image) -> int | None:
+    """Permission bits after Apply: the file's own, or git's for a new file or a mode change."""
+    if pre.data is None or (section.old_mode and section.new_mode and section.old_mode != section.new_mode):
+        return new_file_mode(section.new_mode == "100755")
+    return pre.mode
+
+
+def _exact_post(section: FileSection, pre: Image, expected: str | None) -> Image | None:
+    """The post-image from the diff text alone (see patch_images), if it has the ``expected`` hash."""
+    if section.has_index and section.new_oid is None:
+        return ABSENT
+    data = pre.data if not section.has_index else apply_exact(section, pre.data)
+    if data is None or hashlib.sha256(data).hexdigest() != expected:
+        return None
+    return Image(data, _post_mode(section, pre))
+
+
+async def _fill_from_objects(
+    root: Path,
+    paths: list[str],
+    sections: list[FileSection],
+    current: dict[str, Image | str],
+    posts: dict[str, Image | None],
+    result_hashes: dict[str, str | None] | None,
+) -> None:
+    """Post-images the diff text could not give: the result blobs (one ``cat-file --batch``), through the
+    checkout filters when the raw bytes differ from the result hash (one process per such file)."""
+    missing = [(p, s) for p, s in zip(paths, sections) if posts[p] is None and s.new_oid is not None]
+    if not missing:
+        return
+    blobs = await _raw_blobs(root, [s.new_oid for _, s in missing if s.new_oid])
+    for path, section in missing:
+        assert section.new_oid is not None
+        expected = result_hashes[path] if result_hashes is not None else None
+        data = blobs.get(section.new_oid)
+        if data is None or expected is None or hashlib.sha256(data).hexdigest() != expected:
+            data = await _filtered_blob(root, section.new_oid, path)  # checkout filters (eol, ident, …)
+        if data is not None and (expected is None or hashlib.sha256(data).hexdigest() == expected):
+            pre = current[path]
+            assert isinstance(pre, Image)
+            posts[path] = Image(data, _post_mode(section, pre))
 
 
 # ---------------------------------------------------------------- revert
@@ -346,42 +445,82 @@ async def _roll_back(
 async def revert_change(
     root: Path, applied: AppliedChange, *, expected_head: str, journal: ChangeJournal | None = None
 ) -> None:
-    """Reverse-apply exactly ``applied.diff`` in the working tree of ``root`` (DESIGN.md §8).
+    """Undo ``applied`` in the working tree of ``root``: restore the bytes Apply replaced (DESIGN.md §8).
 
-    Requires HEAD == ``expected_head``, no git operation in progress and every touched path still
-    at its post-apply hash; afterwards every touched path must equal its baseline hash. Index, HEAD
-    and all other paths (staged, unstaged or untracked) are untouched.
+    Requires HEAD == ``expected_head``, no git operation in progress, every touched path still at
+    its post-apply hash, ``git apply --reverse --check`` passing, and restore images equal to the
+    baseline hashes; then writes them through the crash journal (``journal``: default a
+    :class:`~spotpatch_agent.worktree.journal.DiskJournal` named ``applied.job_id``). Index, HEAD and
+    all other paths (staged, unstaged or untracked) are untouched.
 
     Raises ``SpotPatchError`` with ``REVERT_CONFLICT`` — HEAD moved, an operation is in progress, a
-    touched path changed after apply (message names it, relative; "resolve by hand"), or the
-    reverse patch no longer applies — in all of which nothing was changed; ``REPO_BLOCKED`` when
-    ``root`` is no longer a repository top level; ``INTERNAL`` when the reverse apply failed or
-    left a path different from its baseline (message lists the paths to check).
+    touched path changed after apply (message names it, relative; "resolve by hand"), the reverse
+    patch no longer applies, the revert would not restore the baseline hashes, or a path changed or
+    failed to write while reverting (undone) — in all of which nothing was changed; ``REPO_BLOCKED``
+    when ``root`` is no longer a repository top level; ``INTERNAL`` when the record is inconsistent
+    or a failed write could not be undone (the journal is then kept for the next start).
     """
-    journal = journal or NULL_JOURNAL
     paths = list(applied.paths)
     patch = applied.diff.encode("utf-8", "surrogateescape")
-    await _guard_repository(root, expected_head, ErrorCode.REVERT_CONFLICT, "revert")
-    if not paths or set(paths) != set(applied.post_hashes) or not all(_safe_path(p) for p in paths):
+    if not paths or set(paths) != set(applied.post_hashes) or not all(safe_path(p) for p in paths):
         raise SpotPatchError(ErrorCode.INTERNAL, "the applied-change record is inconsistent")
-    changed = _mismatches(await _hash_paths(root, paths), applied.post_hashes)
+    layout, current = await _gather(
+        lambda: _guard_repository(root, expected_head, ErrorCode.REVERT_CONFLICT, "revert"),
+        lambda: _read_images(root, paths),
+    )
+    changed = [p for p in paths if _sha(current[p]) != applied.post_hashes[p]]
     if changed:
         raise SpotPatchError(
             ErrorCode.REVERT_CONFLICT,
-            f"not reverted; these files changed after apply: {_list(changed)}; resolve by hand",
+            f"not reverted; these files changed after apply: {list_paths(changed)}; resolve by hand",
         )
-    ok, why = await _git_apply(root, patch, reverse=True, check_only=True)
-    if not ok:
+    if not all(p in applied.baseline_images for p in paths):
+        # Without the replaced bytes the diff's old blobs are used: check that it reverses first. (With
+        # them, every path holds its post-apply bytes and gets its baseline bytes back, which is exactly
+        # what a clean `git apply --reverse` would produce.)
+        applies, _, why = await _git_check(root, patch, reverse=True, numstat=False)
+        if not applies:
+            raise SpotPatchError(
+                ErrorCode.REVERT_CONFLICT,
+                f"not reverted; the change no longer reverses cleanly ({why}); resolve by hand",
+            )
+    targets = await _baseline_images(root, applied, paths)
+    wrong = [p for p in paths if targets.get(p) is None or targets[p].sha256 != applied.baseline_hashes.get(p)]
+    if wrong:
         raise SpotPatchError(
-            ErrorCode.REVERT_CONFLICT, f"not reverted; the change no longer reverses cleanly ({why}); resolve by hand"
+            ErrorCode.REVERT_CONFLICT,
+            f"not reverted; the revert would not restore the baseline of {list_paths(wrong)}; nothing was changed, "
+            "resolve by hand",
         )
-    await journal.begin("revert", applied)
-    ok, why = await _git_apply(root, patch, reverse=True, check_only=False)
-    wrong = _mismatches(await _hash_paths(root, paths), applied.baseline_hashes)
-    if not ok or wrong:
-        detail = f" ({why})" if not ok else ""
-        raise SpotPatchError(
-            ErrorCode.INTERNAL,
-            f"revert did not restore the baseline; check these files by hand: {_list(wrong or paths)}{detail}",
-        )
-    await journal.end("revert", applied)
+    writes = []
+    for path in paths:
+        pre = current[path]
+        assert isinstance(pre, Image)  # equal to a post-apply hash, so regular or absent
+        writes.append(PathWrite(path, pre, targets[path], new_tmp_name()))
+    job_id = applied.job_id if valid_job_id(applied.job_id) else "revert-" + secrets.token_hex(8)
+    plan = WritePlan(job_id, "revert", expected_head, writes)
+    await write_journalled(root, plan, journal or DiskJournal(layout.git_dir), ErrorCode.REVERT_CONFLICT)
+
+
+async def _baseline_images(root: Path, applied: AppliedChange, paths: list[str]) -> dict[str, Image]:
+    """What Revert writes: the images Apply replaced, else the diff's old blobs (filtered, default mode)."""
+    images = {p: applied.baseline_images[p] for p in paths if p in applied.baseline_images}
+    missing = [p for p in paths if p not in images]
+    if missing:
+        parsed = parse_sections(applied.diff.encode("utf-8", "surrogateescape"))
+        sections = dict(zip(await _git_paths(root, applied.diff), parsed))
+        for path in missing:
+            section = sections.get(path)
+            if section is not None and section.has_index and section.old_oid is None:
+                images[path] = ABSENT
+            elif section is not None and section.old_oid is not None:
+                data = await _filtered_blob(root, section.old_oid, path)
+                if data is not None:
+                    images[path] = Image(data, new_file_mode(section.old_mode == "100755"))
+    return images
+
+
+async def _git_paths(root: Path, diff: str) -> list[str]:
+    out = await run_git(["apply", "--numstat", "-z", "-"], cwd=root, input=diff.encode("utf-8", "surrogateescape"),
+                        check=False, read_only=True)
+    return _numstat_paths(out.stdout) if out.returncode == 0 else []

@@ -1,8 +1,8 @@
 """Repository health (DESIGN.md §8): may a job isolate this repository, and does it need consent?
 
 A diagnosis of this instant, not a lock: creation, Apply and Revert re-read the disk themselves.
-Nothing here writes — ``git status`` runs with ``GIT_OPTIONAL_LOCKS=0`` so it never refreshes the
-user's index.
+Nothing here writes — ``git status`` and ``git check-ignore`` run with ``GIT_OPTIONAL_LOCKS=0`` so they
+never refresh the user's index, and an ``index.lock`` is only ever named, never deleted.
 """
 
 from __future__ import annotations
@@ -12,41 +12,53 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import anyio
+
+from spotpatch_agent.errors import GitError
 from spotpatch_agent.protocol.models import HealthCounts, Limits, RepoHealth
 from spotpatch_agent.worktree.git import run_git
-from spotpatch_agent.worktree.repo import locate, operation_reasons, resolve_head, same_path
+from spotpatch_agent.worktree.repo import RepoLayout, locate, operation_reasons, resolve_head, same_path
 
-__all__ = ["repo_health", "read_status", "LocalStatus"]
+__all__ = ["repo_health", "read_status", "LocalStatus", "blocked_message", "hidden_non_regular", "over_limits"]
+
+#: Mode git reports for a symbolic link.
+_SYMLINK_MODE = "120000"
 
 
 @dataclass
 class LocalStatus:
     """Parsed ``git status --porcelain=v2``: counts plus the paths behind them (relative POSIX).
 
-    ``changed`` holds every tracked path with a staged or unstaged change (deleted ones included),
-    ``untracked`` every untracked path (a nested repository shows as ``dir/``).
+    ``changed`` holds every tracked path with a staged or unstaged change (deleted ones included,
+    submodules excluded), ``untracked`` every untracked path (a nested repository shows as
+    ``dir/``), ``submodules`` every submodule with a changed commit or content, ``symlinks`` every
+    changed path whose working-tree entry is a symbolic link, ``ignored_dirs`` the ignored
+    directories (``dir/``; only when asked for).
     """
 
     counts: HealthCounts = field(default_factory=HealthCounts)
     changed: list[str] = field(default_factory=list)
     untracked: list[str] = field(default_factory=list)
+    submodules: list[str] = field(default_factory=list)
+    symlinks: list[str] = field(default_factory=list)
+    ignored_dirs: list[str] = field(default_factory=list)
 
     @property
     def dirty(self) -> bool:
-        return bool(self.changed or self.untracked)
+        return bool(self.changed or self.untracked or self.submodules)
 
 
-async def read_status(root: Path) -> LocalStatus:
+async def read_status(root: Path, *, ignored: bool = False) -> LocalStatus:
     """Staged, unstaged, untracked and conflicted entries of the working tree at ``root``.
 
-    Uses ``git status --porcelain=v2 -z --untracked-files=all --no-renames`` (read-only). Raises
+    Uses ``git status --porcelain=v2 -z --untracked-files=all --no-renames`` (read-only), plus
+    ``--ignored=matching`` when ``ignored`` (fills ``ignored_dirs``). Raises
     :class:`~spotpatch_agent.errors.GitError` if git fails.
     """
-    result = await run_git(
-        ["status", "--porcelain=v2", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=none"],
-        cwd=root,
-        read_only=True,
-    )
+    args = ["status", "--porcelain=v2", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=none"]
+    if ignored:
+        args.append("--ignored=matching")
+    result = await run_git(args, cwd=root, read_only=True)
     return _parse_status(result.stdout)
 
 
@@ -63,18 +75,33 @@ def _parse_status(raw: bytes) -> LocalStatus:
         if kind == "?":
             out.untracked.append(entry[2:])
             out.counts.untracked += 1
+        elif kind == "!":
+            if entry.endswith("/"):
+                out.ignored_dirs.append(entry[2:])
         elif kind in "12":
+            # 1 XY sub mH mI mW hH hI path / 2 XY sub mH mI mW hH hI score path
             parts = entry.split(" ", 8 if kind == "1" else 9)
-            xy, path = parts[1], parts[-1]
+            xy, sub, worktree_mode, path = parts[1], parts[2], parts[5], parts[-1]
             if kind == "2":
                 i += 1  # the original path of a rename/copy follows as its own field
             out.counts.staged += xy[0] != "."
             out.counts.unstaged += xy[1] != "."
-            out.changed.append(path)
+            _add_changed(out, path, sub, worktree_mode)
         elif kind == "u":
+            # u XY sub m1 m2 m3 mW h1 h2 h3 path
+            parts = entry.split(" ", 10)
             out.counts.conflicted += 1
-            out.changed.append(entry.split(" ", 10)[-1])
+            _add_changed(out, parts[-1], parts[2], parts[6])
     return out
+
+
+def _add_changed(out: LocalStatus, path: str, sub: str, worktree_mode: str) -> None:
+    if sub.startswith("S"):
+        out.submodules.append(path)
+        return
+    out.changed.append(path)
+    if worktree_mode == _SYMLINK_MODE:
+        out.symlinks.append(path)
 
 
 async def repo_health(root: Path, limits: Limits) -> RepoHealth:
@@ -83,12 +110,16 @@ async def repo_health(root: Path, limits: Limits) -> RepoHealth:
     Returns ``RepoHealth{state, reasons, counts}``:
 
     - ``blocked`` with one or more stable reasons — ``not-a-git-repository``, ``not-top-level``,
-      ``head-unresolvable``, ``merge-in-progress``, ``rebase-in-progress``, ``am-in-progress``,
-      ``cherry-pick-in-progress``, ``revert-in-progress``, ``bisect-in-progress``, ``conflicts``,
-      ``index-locked``, ``untracked-symlink``, ``untracked-not-regular``,
-      ``local-changes-over-limit`` (more than ``localSnapshotMaxFiles`` changed/untracked paths,
-      or more than ``localSnapshotMaxBytes`` bytes in their working-tree files);
-    - ``consent-required`` when healthy but with staged, unstaged or untracked changes;
+      ``head-unresolvable`` (unborn, or naming a missing ref or object), ``merge-in-progress``,
+      ``rebase-in-progress``, ``am-in-progress``, ``cherry-pick-in-progress``,
+      ``revert-in-progress``, ``bisect-in-progress``, ``conflicts``, ``index-locked`` (the git
+      directory holds ``index.lock``; see :func:`blocked_message`), ``untracked-symlink``,
+      ``untracked-not-regular`` (a nested repository, or a FIFO, socket or device anywhere in the
+      non-ignored tree — git never lists those, so they are found by a directory walk),
+      ``local-symlink`` (a staged or unstaged change leaves a symbolic link in the working tree),
+      ``local-changes-over-limit`` (see :func:`over_limits`);
+    - ``consent-required`` when healthy but with staged, unstaged or untracked changes (a changed
+      submodule counts too; its state never enters a worktree);
     - ``clean`` otherwise.
 
     ``counts`` are entries of ``git status`` (a path staged and unstaged counts in both). Never
@@ -101,14 +132,24 @@ async def repo_health(root: Path, limits: Limits) -> RepoHealth:
     if not same_path(layout.toplevel, root):
         return RepoHealth(state="blocked", reasons=["not-top-level"])
     reasons: list[str] = []
-    if await resolve_head(root) is None:
+    head = await resolve_head(root)
+    if head is None:
         reasons.append("head-unresolvable")
     reasons.extend(operation_reasons(layout))
-    status = await read_status(root)
+    try:
+        status = await read_status(root, ignored=True)
+    except GitError:
+        if head is None:  # e.g. HEAD holds the id of a missing object: git status itself refuses
+            return RepoHealth(state="blocked", reasons=reasons)
+        raise
     if status.counts.conflicted:
         reasons.append("conflicts")
     reasons.extend(_untracked_reasons(root, status.untracked))
-    if _over_limits(root, status, limits):
+    if await hidden_non_regular(root, status.ignored_dirs):
+        reasons.append("untracked-not-regular")
+    if status.symlinks:
+        reasons.append("local-symlink")
+    if over_limits(root, status, limits):
         reasons.append("local-changes-over-limit")
     if reasons:
         state = "blocked"
@@ -117,6 +158,77 @@ async def repo_health(root: Path, limits: Limits) -> RepoHealth:
     else:
         state = "clean"
     return RepoHealth(state=state, reasons=list(dict.fromkeys(reasons)), counts=status.counts)
+
+
+async def blocked_message(root: Path, reasons: list[str]) -> str:
+    """A one-line explanation of blocked ``reasons`` for an error message (relative paths only).
+
+    ``index-locked`` names the lock file relative to ``root`` (``.git/index.lock``) and says how to
+    resolve it; SpotPatch never deletes the lock (another git process may hold it). DESIGN.md §8.
+    """
+    parts = []
+    for reason in reasons:
+        if reason == "index-locked":
+            layout = await locate(root)
+            lock = _lock_name(root, layout) if layout is not None else "index.lock"
+            reason = (
+                f"index-locked ({lock} exists: another git process is running or one crashed; "
+                "remove it by hand once no git process runs)"
+            )
+        parts.append(reason)
+    return ", ".join(parts)
+
+
+def _lock_name(root: Path, layout: RepoLayout) -> str:
+    lock = layout.git_dir / "index.lock"
+    try:
+        return lock.relative_to(Path(os.path.realpath(root))).as_posix()
+    except ValueError:
+        return "index.lock in the repository's git directory"
+
+
+async def hidden_non_regular(root: Path, ignored_dirs: list[str]) -> list[str]:
+    """Non-ignored FIFOs, sockets and devices under ``root`` (relative POSIX paths, sorted).
+
+    ``git status`` never lists such entries, so a snapshot would miss them silently; this walks the
+    working tree (no symlink followed) skipping ``.git``, the ``ignored_dirs`` and nested
+    repositories, then drops what ``git check-ignore`` says is ignored. Fails closed: if
+    check-ignore fails, every candidate counts. DESIGN.md §8 "non-regular untracked items".
+    """
+    skip = {d.rstrip("/") for d in ignored_dirs}
+    candidates = await anyio.to_thread.run_sync(_walk_non_regular, root, skip)
+    if not candidates:
+        return []
+    data = b"".join(c.encode("utf-8", "surrogateescape") + b"\0" for c in candidates)
+    result = await run_git(["check-ignore", "-z", "--stdin"], cwd=root, input=data, check=False, read_only=True)
+    ignored = set()
+    if result.returncode in (0, 1):
+        ignored = {f.decode("utf-8", "surrogateescape") for f in result.stdout.split(b"\0") if f}
+    return sorted(c for c in candidates if c not in ignored)
+
+
+def _walk_non_regular(root: Path, skip: set[str]) -> list[str]:
+    found: list[str] = []
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            with os.scandir(root / rel_dir if rel_dir else root) as it:
+                entries = list(it)
+        except OSError:
+            continue  # vanished or unreadable: git status reports what it could not read
+        if rel_dir and any(e.name == ".git" for e in entries):
+            continue  # a nested repository or submodule: not part of this working tree
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            if entry.is_symlink() or entry.is_file(follow_symlinks=False):
+                continue  # symlinks are judged from git status (untracked) or are tracked content
+            if entry.is_dir(follow_symlinks=False):
+                if rel != ".git" and rel not in skip:
+                    stack.append(rel)
+            else:
+                found.append(rel)
+    return found
 
 
 def _untracked_reasons(root: Path, untracked: list[str]) -> list[str]:
@@ -133,7 +245,12 @@ def _untracked_reasons(root: Path, untracked: list[str]) -> list[str]:
     return reasons
 
 
-def _over_limits(root: Path, status: LocalStatus, limits: Limits) -> bool:
+def over_limits(root: Path, status: LocalStatus, limits: Limits) -> bool:
+    """Whether the local changes exceed the snapshot limits (DESIGN.md §4, §8).
+
+    More than ``localSnapshotMaxFiles`` changed plus untracked paths, or more than
+    ``localSnapshotMaxBytes`` bytes in those paths' regular working-tree files.
+    """
     paths = set(status.changed) | set(status.untracked)
     if len(paths) > limits.get("localSnapshotMaxFiles"):
         return True

@@ -3,7 +3,8 @@
 Lifecycle::
 
     create_worktree(root, job_id)     health → record HEAD → worktree add --detach → marker →
-                                      re-verify HEAD + health → git add --all + baseline commit
+                                      re-verify HEAD + health → [include-local-changes: snapshot.py]
+                                      → git add --all + baseline commit
     result_diff(wt)                   git add --all (the worktree's own index) → diff vs baseline
     remove_worktree(root, wt)         worktree remove --force → delete leftovers; never raises
     sweep_orphans(root)               start-up: remove every worktree carrying our marker
@@ -27,6 +28,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -34,8 +36,12 @@ from spotpatch_agent.errors import GitError, SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import FileStat, Limits, RepoHealth
 from spotpatch_agent.worktree.git import run_git, sanitize
-from spotpatch_agent.worktree.health import repo_health
+from spotpatch_agent.worktree.health import blocked_message, repo_health
 from spotpatch_agent.worktree.repo import locate, resolve_head, same_path
+from spotpatch_agent.worktree.snapshot import include_local_changes as copy_local_changes
+
+if TYPE_CHECKING:
+    from spotpatch_agent.worktree.pool import WorktreePool
 
 __all__ = [
     "Worktree",
@@ -81,39 +87,50 @@ class Worktree:
 # ---------------------------------------------------------------- create
 
 
-async def create_worktree(root: Path, job_id: str, *, limits: Limits | None = None) -> Worktree:
+async def create_worktree(
+    root: Path, job_id: str, *, limits: Limits | None = None, include_local_changes: bool = False,
+    pool: WorktreePool | None = None,
+) -> Worktree:
     """Create the job's detached worktree at the user's HEAD and commit its baseline (DESIGN.md §8).
 
-    ``root`` must be the repository's top level. Mode is require-clean: the user's working tree must
-    have no staged, unstaged or untracked changes (include-local-changes comes later).
+    ``root`` must be the repository's top level. Without ``include_local_changes`` (require-clean)
+    the user's working tree must have no staged, unstaged or untracked changes. With it (the user
+    gave ``localChangesConsent``), a dirty but healthy tree is copied into the worktree by
+    :func:`~spotpatch_agent.worktree.snapshot.include_local_changes` — ``git diff-index --binary
+    HEAD`` applied, bounded regular untracked files copied, then HEAD, diff, path set and digests
+    re-verified — before the baseline commit, so the result diff holds only the agent's increment.
 
-    Raises ``SpotPatchError(REPO_BLOCKED)`` when health is blocked or HEAD moved while the
-    worktree was being created (``retryable``), ``SpotPatchError(CONSENT_REQUIRED)`` when the
-    working tree is dirty, :class:`GitError` when git fails. On any failure (and on cancellation)
-    everything created so far is removed before the error propagates.
+    Raises ``SpotPatchError(REPO_BLOCKED)`` when health is blocked, or HEAD or the local changes
+    moved while the worktree was being created (``retryable``: "…; try again"),
+    ``SpotPatchError(CONSENT_REQUIRED)`` when the working tree is dirty and ``include_local_changes``
+    is false, :class:`GitError` when git fails. On any failure (and on cancellation) everything
+    created so far is removed before the error propagates. The user's index, HEAD, refs and
+    files are never written. With ``pool`` (worktree/pool.py), a warm checkout at HEAD replaces
+    ``git worktree add`` when the pool has one.
     """
     limits = limits or Limits()
-    _raise_unless_clean(await repo_health(root, limits))
+    await _check_health(root, await repo_health(root, limits), include_local_changes)
     head = await resolve_head(root)
     if head is None:  # pragma: no cover - health just saw it; a race
         raise SpotPatchError(ErrorCode.REPO_BLOCKED, "HEAD cannot be resolved", retryable=True)
-    job_dir = await _make_job_dir(root)
+    pooled = await pool.acquire(head) if pool is not None else None  # a warm clean checkout at head (pool.py)
+    job_dir = pooled or await _make_job_dir(root)
     wt = Worktree(path=job_dir, head_oid=head, baseline_oid="", job_id=job_id)
     try:
-        with anyio.CancelScope(shield=True):  # never kill git half-way through registering a worktree
-            await run_git(["worktree", "add", "--detach", "--quiet", str(job_dir), head], cwd=root, redact=[job_dir])
+        if pooled is None:
+            await _add_detached(root, job_dir, head)
         wt.admin_dir = await _admin_dir(job_dir)
         _write_marker(wt.admin_dir, job_id)
+        if await resolve_head(job_dir) != head:
+            raise GitError("the new worktree is not at the recorded HEAD")
         if await resolve_head(root) != head:
             raise SpotPatchError(
                 ErrorCode.REPO_BLOCKED, "HEAD changed while the job was starting; try again", retryable=True
             )
-        _raise_unless_clean(await repo_health(root, limits))
-        # Seam (include-local-changes, later issue): here apply `git diff --binary HEAD` and copy the
-        # bounded regular untracked files into the worktree, then re-verify HEAD, that diff, the
-        # path set and the file digests against the user's tree (any race fails the job).
-        if await resolve_head(job_dir) != head:
-            raise GitError("the new worktree is not at the recorded HEAD")
+        health = await repo_health(root, limits)
+        await _check_health(root, health, include_local_changes)
+        if health.state == "consent-required":
+            await copy_local_changes(root, job_dir, head, limits)
         wt.baseline_oid = await _commit_baseline(wt)
         return wt
     except BaseException:
@@ -121,18 +138,24 @@ async def create_worktree(root: Path, job_id: str, *, limits: Limits | None = No
         raise
 
 
-def _raise_unless_clean(health: RepoHealth) -> None:
+async def _add_detached(root: Path, path: Path, head: str) -> None:
+    """Add the detached worktree at ``head`` in the (empty) directory ``path``."""
+    with anyio.CancelScope(shield=True):  # never kill git half-way through registering a worktree
+        await run_git(["worktree", "add", "--detach", "--quiet", str(path), head], cwd=root, redact=[path])
+
+
+async def _check_health(root: Path, health: RepoHealth, include_local_changes: bool) -> None:
     if health.state == "blocked":
         raise SpotPatchError(
-            ErrorCode.REPO_BLOCKED, "the repository cannot be isolated: " + ", ".join(health.reasons)
+            ErrorCode.REPO_BLOCKED, "the repository cannot be isolated: " + await blocked_message(root, health.reasons)
         )
-    if health.state == "consent-required":
+    if health.state == "consent-required" and not include_local_changes:
         c = health.counts
         raise SpotPatchError(
             ErrorCode.CONSENT_REQUIRED,
             "the working tree has local changes "
             f"({c.staged} staged, {c.unstaged} unstaged, {c.untracked} untracked); "
-            "commit or stash them, or allow including local changes",
+            "commit or stash them, or pass localChangesConsent: true to include them in the job",
         )
 
 

@@ -57,3 +57,89 @@ def test_run_with_config_produces_diff_and_applies(tmp_path: Path) -> None:
     assert "btn btn-primary" in (project / "src/components/ProductCard.tsx").read_text()
     assert git(project, "diff", "--cached") == ""
     assert "sk-run-key-123456" not in res.stdout + res.stderr
+
+
+# ---------------------------------------------------------------- the demo's typecheck check (issue 8)
+
+import re
+import shutil
+
+import pytest
+
+from spotpatch_agent.demo.typecheck import COMPLETE, DEMO_NODE_PACKAGES, OFFLINE_ENV, cache_key
+
+
+@pytest.fixture(autouse=True)
+def _demo_never_calls_the_registry(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Every demo in this module is offline (tests never reach a registry) with a private, empty cache."""
+    monkeypatch.setenv(OFFLINE_ENV, "1")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def seed_fake_typescript(cache: Path, tsc_script: str) -> None:
+    """A complete demo cache entry whose ``tsc`` is ``tsc_script`` (Node), instead of the registry's TypeScript."""
+    modules = cache / "spotpatch" / "demo-node_modules" / cache_key() / "node_modules"
+    tsc = modules / "typescript" / "bin" / "tsc"
+    tsc.parent.mkdir(parents=True)
+    tsc.write_text("#!/usr/bin/env node\n" + tsc_script)
+    tsc.chmod(0o755)
+    (modules / "typescript" / "package.json").write_text('{"name": "typescript", "version": "0.0.0-fake"}')
+    (modules / ".bin").mkdir()
+    (modules / ".bin" / "tsc").symlink_to("../typescript/bin/tsc")
+    (modules.parent / COMPLETE).write_text("\n".join(DEMO_NODE_PACKAGES))
+
+
+needs_npm = pytest.mark.skipif(shutil.which("npm") is None or shutil.which("node") is None, reason="needs node and npm")
+
+FAKE_TSC_PASS = "console.log('fake tsc ' + process.argv.slice(2).join(' ') + ': 0 errors in ' + process.cwd());\n"
+FAKE_TSC_FAIL_AFTER_CHANGE = (
+    "const text = require('fs').readFileSync('src/components/ProductCard.tsx', 'utf8');\n"
+    "if (text.includes('btn-primary')) {\n"
+    "  console.log('\\x1b[31m' + process.cwd() + '/src/components/ProductCard.tsx(12,1): error TS9999: fake\\x1b[0m');\n"
+    "  process.exit(2);\n"
+    "}\n"
+)
+
+
+def test_demo_offline_without_typescript_skips_the_check_and_still_runs() -> None:
+    res = cli("demo")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"typecheck check skipped: {OFFLINE_ENV}=1 and TypeScript is not cached yet" in res.stdout
+    assert "--- checks" not in res.stdout and "Restored byte for byte" in res.stdout
+
+
+@needs_npm
+def test_demo_runs_the_typecheck_check_and_shows_name_status_duration_and_output(
+        _demo_never_calls_the_registry: Path) -> None:
+    seed_fake_typescript(_demo_never_calls_the_registry, FAKE_TSC_PASS)
+    res = cli("demo")
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = res.stdout
+    assert "typecheck check: npm run --silent typecheck" in out and "passes on the unchanged app" in out
+    assert "turn 4: run_check → ok" in out and "check typecheck: passed" in out
+    section = out.split("--- checks (the job's final results) ---", 1)[1]
+    assert re.search(r"Type check \[typecheck, required\]: PASSED in \d+ ms\n    \| fake tsc --noEmit: 0 errors in \.\n",
+                     section), section
+    assert "/tmp" not in section and "Restored byte for byte" in out
+
+
+@needs_npm
+def test_demo_shows_a_failing_typecheck_with_its_output_and_fails(_demo_never_calls_the_registry: Path) -> None:
+    seed_fake_typescript(_demo_never_calls_the_registry, FAKE_TSC_FAIL_AFTER_CHANGE)
+    res = cli("demo")
+    assert res.returncode == 1, res.stdout + res.stderr
+    section = res.stdout.split("--- checks (the job's final results) ---", 1)[1]
+    assert re.search(r"Type check \[typecheck, required\]: FAILED in \d+ ms\n"
+                     r"    \| src/components/ProductCard.tsx\(12,1\): error TS9999: fake\n", section), section
+    assert "\x1b" not in res.stdout and "status: applied" not in res.stdout and "Demo FAILED" in res.stdout
+
+
+def test_checks_suggest_on_the_demo_app_proposes_its_typecheck_script(tmp_path: Path) -> None:
+    project = make_demo_project(tmp_path / "app")
+    res = cli("checks", "suggest", "--root", str(project))
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == {"checks": [{"id": "typecheck", "name": "Type check", "command": "npm",
+                                                  "args": ["run", "--silent", "typecheck"], "required": True}]}
+    assert "Skipped script 'dev'" in res.stderr and "Skipped script 'build'" in res.stderr
+    assert git(project, "status", "--porcelain") == ""

@@ -79,7 +79,8 @@ def test_provider_probe_reports_no_tool_calling_and_errors(project: Path, canary
         try:
             eng.initialize(project, config_for(server))
             no_tools = eng.call("provider/probe", {"modelProfileId": "m1"})
-            assert no_tools["ok"] is False and no_tools["toolCalling"] is False and "error" not in no_tools
+            assert no_tools["ok"] is False and no_tools["toolCalling"] is False
+            assert no_tools["error"]["code"] == "MODEL_TOOL_CALL_UNSUPPORTED"
             auth = eng.call("provider/probe", {"modelProfileId": "m1"})
             assert auth["ok"] is False and auth["error"]["code"] == "PROVIDER_AUTH"
             assert eng.request("provider/probe", {"modelProfileId": "nope"})["error"]["data"]["code"] == "INVALID_REQUEST"

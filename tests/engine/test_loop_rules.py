@@ -295,7 +295,8 @@ async def test_run_check_is_offered_only_with_checks_and_resolves_trusted_ids_on
         "list_files", "search_text", "read_file", "replace_text"]
 
     checks = [{"id": "unit", "name": "Unit", "command": sys.executable, "args": ["-c", "print('ok')"]},
-              {"id": "lint", "name": "Lint", "command": sys.executable, "args": ["-c", "raise SystemExit(3)"]}]
+              {"id": "lint", "name": "Lint", "command": sys.executable, "args": ["-c", "raise SystemExit(3)"],
+               "required": False}]  # a required failing check would fail the job at validation (gates.py)
     turns = [{"toolCalls": [call("a", "run_check", {"checkId": "rm -rf /"})]},
              {"toolCalls": [call("b", "run_check", {"checkId": "unit"}), call("c", "run_check", {"checkId": "lint"})]},
              {"toolCalls": [call("w", "replace_text", EDIT)]}, DONE]
@@ -333,7 +334,8 @@ async def test_run_check_timeout_kills_the_whole_process_group(root, monkeypatch
     script = ("import subprocess,sys,time; "
               f"p=subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)']); open({str(pidfile)!r},'w').write(str(p.pid)); "
               "print('started', flush=True); time.sleep(60)")
-    checks = [{"id": "slow", "name": "Slow", "command": sys.executable, "args": ["-c", script], "timeoutSec": 1}]
+    checks = [{"id": "slow", "name": "Slow", "command": sys.executable, "args": ["-c", script], "timeoutSec": 1,
+               "required": False}]  # required, the host would run it again at validation and fail the job
     turns = [{"toolCalls": [call("a", "run_check", {"checkId": "slow"})]},
              {"toolCalls": [call("w", "replace_text", EDIT)]}, DONE]
     started = time.monotonic()
@@ -372,3 +374,98 @@ async def test_check_whose_child_escapes_the_process_group_still_ends_at_its_tim
     result = await executor.execute("run_check", '{"checkId": "esc"}')
     assert time.monotonic() - started < 6
     assert not result.ok and "timed out" in result.output
+
+
+# ---------------------------------------------------------------- every call answered once (issue 7)
+
+
+def assistant_call_ids(server: ScriptedProviderServer, request_no: int) -> list[str]:
+    """Ids of the assistant tool calls echoed in request ``request_no`` (all turns so far, in order)."""
+    return [c["id"] for m in server.requests[request_no]["messages"] if m["role"] == "assistant"
+            for c in m.get("tool_calls") or []]
+
+
+@pytest.mark.anyio
+async def test_every_call_of_a_turn_gets_exactly_one_result_in_the_next_request_also_when_rejected(
+    root, monkeypatch,
+) -> None:
+    rejected = [call("unknown|1", "delete_repo", {}), call("bad-json", "read_file", '{"path": "src/a.ts"'),
+                read("denied", "../outside.txt"), call("schema", "read_file", {"path": "src/a.ts", "extra": 1})]
+    turns = [{"toolCalls": [read("ok:1", "src/App.tsx"), *rejected]}, {"toolCalls": [call("w", "replace_text", EDIT)]},
+             DONE]
+    snap, _, _, server, _ = await run_job(root, turns, monkeypatch)
+    assert snap.status == "awaiting-review"
+    ids = ["ok:1", "unknown|1", "bad-json", "denied", "schema"]
+    assert assistant_call_ids(server, 1) == ids
+    answers = tool_messages(server, 1)
+    assert [m["tool_call_id"] for m in answers] == ids  # each exactly once, original ids, event order
+    assert not answers[0]["content"].startswith("ERROR")
+    assert [m["content"].split(":")[0] for m in answers[1:]] == [
+        "ERROR TOOL_ARGUMENTS_INVALID", "ERROR TOOL_ARGUMENTS_INVALID", "ERROR TOOL_PATH_DENIED",
+        "ERROR TOOL_ARGUMENTS_INVALID"]
+    assert [m["tool_call_id"] for m in tool_messages(server, 2)] == [*ids, "w"]
+
+
+@pytest.mark.anyio
+async def test_a_provider_id_reused_across_turns_is_echoed_verbatim_each_turn(root, monkeypatch) -> None:
+    turns = [{"toolCalls": [read("call_0", "src/App.tsx")]}, {"toolCalls": [call("call_0", "replace_text", EDIT)]}, DONE]
+    snap, _, _, server, _ = await run_job(root, turns, monkeypatch)
+    assert snap.status == "awaiting-review"
+    assert assistant_call_ids(server, 2) == ["call_0", "call_0"]
+    answers = tool_messages(server, 2)
+    assert [m["tool_call_id"] for m in answers] == ["call_0", "call_0"]
+    assert "Go" in answers[0]["content"] and not answers[1]["content"].startswith("ERROR")
+
+
+class _RecordingAdapter(_DuplicatingAdapter):
+    """:class:`_DuplicatingAdapter` that keeps every request it was sent."""
+
+    def __init__(self, turns: list[list[Any]]) -> None:
+        super().__init__(turns)
+        self.requests: list[TurnRequest] = []
+
+    async def stream_turn(self, request: TurnRequest) -> AsyncIterator[Any]:
+        self.requests.append(request)
+        async for event in super().stream_turn(request):
+            yield event
+
+
+@pytest.mark.anyio
+async def test_a_duplicate_event_is_answered_once_and_every_other_call_of_its_turn_still_gets_its_result(root) -> None:
+    from spotpatch_agent.provider.base import ToolResultMessage
+
+    ok = ToolCallEvent("r", "read_file", json.dumps(READ_APP))
+    unknown = ToolCallEvent("u", "nope", "{}")
+    bad = ToolCallEvent("b", "read_file", '{"path": ', invalid="arguments are not valid JSON")
+    adapter = _RecordingAdapter([[ok, unknown, ok, bad, TurnEnd("tool_calls")], [TurnEnd("stop")]])
+    names = ("list_files", "search_text", "read_file", "replace_text")
+    await run_loop(adapter=adapter, model="m", system="s", task="t", tools=tool_specs(names),
+                   executor=ToolExecutor(root, Limits(), tools=names),
+                   budget=LoopBudget(max_turns=5, max_tool_calls=10, tool_timeout_sec=30),
+                   events=JobEventLog("job_x", lambda _e: None), stats=LoopStats())
+    answered = [i.call_id for i in adapter.requests[1].items if isinstance(i, ToolResultMessage)]
+    assert answered == ["r", "u", "b"]
+
+
+@pytest.mark.anyio
+async def test_cancel_during_a_turns_tool_call_ends_the_job_without_another_request(root, monkeypatch) -> None:
+    import anyio
+
+    monkeypatch.setenv(KEY_ENV, "sk-canary-" + secrets.token_hex(12))
+    checks = [{"id": "slow", "name": "Slow", "command": sys.executable, "args": ["-c", "import time; time.sleep(30)"]}]
+    turns = [{"toolCalls": [read("r", "src/App.tsx"), call("c", "run_check", {"checkId": "slow"})]}, DONE]
+    events: list[dict] = []
+    with ScriptedProviderServer(turns) as server:
+        service = EngineService(send_event=events.append)
+        async with service.running():
+            await service.configure(root, config(server, checks))
+            snap = await service.job_create(JobCreateParams.model_validate({"annotation": TARGET, "modelProfileId": "m"}))
+            with anyio.fail_after(20):
+                while ("started", "run_check", "c", 1) not in activity(events):
+                    await anyio.sleep(0.02)
+            await service.job_cancel(JobIdParams(job_id=snap.job_id))
+            await service.wait_job(snap.job_id)
+            final = await service.job_get(JobIdParams(job_id=snap.job_id))
+    assert final.status == "cancelled"
+    assert len(server.requests) == 1  # no half-answered turn is ever sent
+    assert git(root, "status", "--porcelain") == ""

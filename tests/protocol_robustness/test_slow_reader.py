@@ -56,7 +56,7 @@ def wait_until(predicate, timeout: float, what: str) -> float:
 
 def test_engine_keeps_working_while_the_client_does_not_read(project: Path, canary: str) -> None:
     turns = [filler_turn(i) for i in range(FILLER_TURNS)] + demo_turns()
-    with ScriptedProviderServer(turns, chunk_delay=0.003) as job_server, ScriptedProviderServer(PROBE_TURNS) as probe_server:
+    with ScriptedProviderServer(turns, chunk_delay=0.003) as job_server, ScriptedProviderServer(PROBE_TURNS, models=("probe-model",)) as probe_server:
         config = config_for(job_server)
         config["providers"].append({"id": "prober", "displayName": "Prober", "api": "chat",
                                     "baseUrl": probe_server.base_url, "apiKeyEnv": KEY_ENV,

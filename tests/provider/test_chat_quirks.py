@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import json
 
+import anyio
 import pytest
 
 from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.provider.base import TextDelta, ToolCallEvent, TurnEnd
-from spotpatch_agent.provider.chat import MAX_TEXT_BYTES
+from spotpatch_agent.provider.chat import MAX_TEXT_BYTES, ChatCompletionsAdapter
 
-from .conftest import DONE, call, chunk, run_turn
+from .conftest import CANARY_KEY, DONE, call, chunk, run_turn
 
 pytestmark = pytest.mark.anyio
 
@@ -342,3 +343,55 @@ async def test_relay_that_ignores_stream_true_answers_one_json_completion(server
     assert events[0] == TextDelta("Reading.")
     assert calls_of(events) == [("call_1", "read_file", {})]
     assert end_of(events) == TurnEnd("tool_calls", {"total_tokens": 3})
+
+
+# ---------------------------------------------------------------- audit of the issue's quirk list (issue 7, acceptance 2)
+
+
+async def test_first_non_null_finish_reason_wins_over_a_trailing_stop_after_tool_calls(server, adapter):
+    events = await events_of(
+        server, adapter, call(0, "call_1", "read_file", '{"path": "a"}'), FINISH, chunk({}, "stop"), DONE
+    )
+    assert calls_of(events) == [("call_1", "read_file", {"path": "a"})]
+    assert end_of(events).stop_reason == "tool_calls"
+
+
+async def test_all_calls_at_index_zero_with_split_arguments_are_never_merged(server, adapter):
+    # Ollama-style: every call at index 0; each call's arguments continue without id after its first delta.
+    events = await events_of(
+        server, adapter,
+        call(0, "call_a", "read_file", '{"path":'), call(0, args=' "a"}'),
+        call(0, "call_b", "read_file", '{"path":'), call(0, args=' "b"}'), FINISH, DONE,
+    )
+    assert calls_of(events) == [("call_a", "read_file", {"path": "a"}), ("call_b", "read_file", {"path": "b"})]
+
+
+@pytest.mark.parametrize("index", [0, None], ids=["same-index", "no-index"])
+async def test_another_name_without_id_starts_a_new_call_never_a_merge(server, adapter, index):
+    # A relay that sends no ids: a different non-empty name is a different call, so the second call's
+    # arguments can never end up in the first tool.
+    events = await events_of(
+        server, adapter,
+        call(index, name="list_files", args=""), call(index, name="read_file", args='{"path": "a"}'), FINISH, DONE,
+    )
+    assert calls_of(events) == [("spotpatch_call_0", "list_files", {}), ("spotpatch_call_1", "read_file", {"path": "a"})]
+
+
+async def test_http_200_with_error_data_is_a_typed_error_not_an_empty_turn(server, adapter):
+    err = {"error": {"message": "rate limit reached for requests", "type": "requests", "code": "rate_limit_exceeded"}}
+    server.add_turns({"raw": [f"data: {json.dumps(err)}\n\n", DONE]})
+    with pytest.raises(ProviderError) as info:
+        await run_turn(adapter)
+    assert info.value.code == ErrorCode.PROVIDER_PROTOCOL and "rate limit reached" in info.value.message
+
+
+async def test_stalled_stream_ends_at_the_idle_timeout(server):
+    # Headers and one chunk, then silence (no finish reason, no [DONE]): not a hang, a typed error.
+    server.add_turns({"raw": [chunk({"content": "hi"})], "stall": True})
+    stalled = ChatCompletionsAdapter(base_url=server.base_url, api_key=CANARY_KEY, idle_timeout=0.3)
+    try:
+        with anyio.fail_after(5), pytest.raises(ProviderError) as info:
+            await run_turn(stalled)
+    finally:
+        await stalled.aclose()
+    assert info.value.code == ErrorCode.PROVIDER_UNAVAILABLE and "stream stalled" in info.value.message

@@ -78,3 +78,44 @@ async def test_callable_turn_reacts_to_the_request(server, adapter):
     events = await run_turn(adapter, follow_up)
     assert "".join(e.text for e in events[:-1]) == "got 42 for call_1"
     assert server.remaining == 0 and server.disconnects == 0
+
+
+def _responses_events(turn: dict) -> list[dict]:
+    from spotpatch_agent.provider.scripted import render_responses_turn
+
+    out = []
+    for event in render_responses_turn(turn, model="m", turn_no=2):
+        name, data = event.split("\n")[:2]
+        payload = json.loads(data.removeprefix("data: "))
+        assert name == f"event: {payload['type']}"
+        out.append(payload)
+    return out
+
+
+def test_rendered_responses_turn_looks_like_openai():
+    events = _responses_events(
+        {"text": "hi", "toolCalls": [{"id": "call_1", "name": "f", "arguments": {"a": 1}}], "argumentChunks": 2})
+    kinds = [e["type"] for e in events]
+    assert kinds[:2] == ["response.created", "response.in_progress"] and kinds[-1] == "response.completed"
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))
+    [added] = [e for e in events if e["type"] == "response.output_item.added" and e["item"]["type"] == "function_call"]
+    assert added["item"] == {"id": "fc_scripted_2_0", "type": "function_call", "status": "in_progress",
+                             "arguments": "", "call_id": "call_1", "name": "f"}
+    assert added["output_index"] == 1  # the message item is output 0
+    deltas = [e["delta"] for e in events if e["type"] == "response.function_call_arguments.delta"]
+    assert "".join(deltas) == '{"a": 1}' and len(deltas) == 2
+    final = events[-1]["response"]
+    assert final["status"] == "completed" and [i["type"] for i in final["output"]] == ["message", "function_call"]
+    assert final["usage"]["input_tokens"] == 100 and final["usage"]["output_tokens"] == 20
+    cut = _responses_events({"text": "long", "finishReason": "length"})[-1]
+    assert cut["type"] == "response.incomplete"
+    assert cut["response"]["incomplete_details"] == {"reason": "max_output_tokens"}
+
+
+def test_one_script_serves_both_endpoints():
+    with ScriptedProviderServer([{"text": "a"}, {"text": "b"}]) as server:
+        chat = httpx.post(server.base_url + "/chat/completions", json={"model": "m", "stream": True})
+        responses = httpx.post(server.base_url + "/responses", json={"model": "m", "stream": True})
+    assert chat.headers["content-type"].startswith("text/event-stream") and '"content": "a"' in chat.text
+    assert "event: response.output_text.delta" in responses.text and '"delta": "b"' in responses.text
+    assert "data: [DONE]" not in responses.text

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -10,6 +12,8 @@ import pytest
 
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
+from spotpatch_agent.worktree import changes as changes_module
+from spotpatch_agent.worktree import journal as journal_module
 from spotpatch_agent.worktree.changes import (
     AppliedChange,
     ChangeHashes,
@@ -18,7 +22,14 @@ from spotpatch_agent.worktree.changes import (
     file_hash,
     revert_change,
 )
-from spotpatch_agent.worktree.isolation import Worktree, create_worktree, remove_worktree, result_diff
+from spotpatch_agent.worktree.images import Image, new_file_mode
+from spotpatch_agent.worktree.isolation import (
+    Worktree,
+    create_worktree,
+    remove_worktree,
+    result_diff,
+)
+from spotpatch_agent.worktree.journal import WritePlan, journal_dir, recover_pending
 from tests.conftest import git
 from tests.worktree._util import files, snapshot
 
@@ -323,11 +334,11 @@ class RecordingJournal:
     def __init__(self) -> None:
         self.events: list[tuple[str, str]] = []
 
-    async def begin(self, operation: str, change: AppliedChange) -> None:
-        self.events.append(("begin", operation))
+    def begin(self, plan: WritePlan) -> None:
+        self.events.append(("begin", plan.operation))
 
-    async def end(self, operation: str, change: AppliedChange) -> None:
-        self.events.append(("end", operation))
+    def end(self, plan: WritePlan) -> None:
+        self.events.append(("end", plan.operation))
 
 
 async def test_journal_seam_brackets_the_write(make_job) -> None:
@@ -370,3 +381,162 @@ def test_file_hash_states(tmp_path: Path) -> None:
         value = file_hash(tmp_path, rel)
         assert value is not None and len(value) != 64, rel
     assert file_hash(tmp_path, "d/g") == sha(b"y")
+
+
+# ---------------------------------------------------------------- crash journal and per-file atomic writes
+
+
+def journal_files(root: Path) -> list[str]:
+    jdir = journal_dir(root / ".git")
+    return sorted(p.name for p in jdir.iterdir()) if jdir.is_dir() else []
+
+
+async def test_apply_and_revert_journal_then_leave_no_journal_and_no_temp_files(
+    make_job, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = await make_job()
+    seen: list[list[str]] = []
+    real = journal_module.write_image
+
+    def spy(root: Path, rel: str, image: object, tmp: str) -> None:
+        seen.append(journal_files(root))  # the journal is durable before every single write
+        real(root, rel, image, tmp)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(journal_module, "write_image", spy)
+    applied = await job.apply(job_id="job_x")
+    await job.revert(applied)
+    assert seen and all(names == ["job_x.journal"] for names in seen)
+    assert journal_files(job.root) == []
+    assert not [p for p in job.root.rglob("*.tmp")]
+
+
+class FailingJournal(RecordingJournal):
+    def begin(self, plan: WritePlan) -> None:
+        raise PermissionError(13, "Permission denied")
+
+
+async def test_apply_refuses_when_the_journal_cannot_be_written(make_job) -> None:
+    job = await make_job()
+    before = snapshot(job.root)
+    with pytest.raises(SpotPatchError) as info:
+        await job.apply(journal=FailingJournal())
+    assert info.value.code is ErrorCode.APPLY_CONFLICT and "crash journal" in info.value.message
+    assert snapshot(job.root) == before
+
+
+async def test_a_failed_write_is_undone_and_nothing_changes(make_job, monkeypatch: pytest.MonkeyPatch) -> None:
+    job = await make_job()
+    before = snapshot(job.root)
+    real, calls = journal_module.write_image, []
+
+    def flaky(root: Path, rel: str, image: object, tmp: str) -> None:
+        calls.append(rel)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        real(root, rel, image, tmp)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(journal_module, "write_image", flaky)
+    with pytest.raises(SpotPatchError) as info:
+        await job.apply()
+    assert info.value.code is ErrorCode.APPLY_CONFLICT
+    assert "No space left on device" in info.value.message and "nothing was changed" in info.value.message
+    assert snapshot(job.root) == before and journal_files(job.root) == []
+
+
+async def test_an_undo_that_cannot_finish_keeps_the_journal_for_the_next_start(
+    make_job, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = await make_job()
+    real, calls = journal_module.write_image, []
+
+    def raced(root: Path, rel: str, image: object, tmp: str) -> None:
+        calls.append(rel)
+        if len(calls) == 2:  # the user edits the first written file, then the second write fails
+            (root / calls[0]).write_bytes(b"edited by the user meanwhile\n")
+            raise OSError(5, "Input/output error")
+        real(root, rel, image, tmp)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(journal_module, "write_image", raced)
+    with pytest.raises(SpotPatchError) as info:
+        await job.apply(job_id="job_kept")
+    assert info.value.code is ErrorCode.INTERNAL and "journal was kept" in info.value.message
+    assert journal_files(job.root) == ["job_kept.journal"]
+    [report] = await recover_pending(job.root)
+    assert report.outcome == "needs-attention" and report.unresolved_paths == [calls[0]]
+    assert (job.root / calls[0]).read_bytes() == b"edited by the user meanwhile\n"
+
+
+async def test_apply_and_revert_keep_permission_bits(make_job) -> None:
+    job = await make_job()
+    os.chmod(job.root / "a.txt", 0o600)  # not content: the baseline hash still matches
+    applied = await job.apply()
+    assert stat.S_IMODE(os.stat(job.root / "a.txt").st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(job.root / NEW).st_mode) == new_file_mode()
+    await job.revert(applied)
+    assert stat.S_IMODE(os.stat(job.root / "a.txt").st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(job.root / "old.txt").st_mode) == 0o644
+
+
+async def test_revert_refuses_when_it_would_not_restore_the_baseline(make_job) -> None:
+    job = await make_job()
+    applied = await job.apply()
+    applied.baseline_images["a.txt"] = Image(b"not what was there\n", 0o644)
+    before = snapshot(job.root)
+    with pytest.raises(SpotPatchError) as info:
+        await job.revert(applied)
+    assert info.value.code is ErrorCode.REVERT_CONFLICT
+    assert "would not restore the baseline of a.txt" in info.value.message
+    assert snapshot(job.root) == before
+
+
+async def test_revert_without_kept_images_restores_from_the_diff_objects(make_job) -> None:
+    job = await make_job()
+    before = snapshot(job.root)
+    applied = await job.apply()
+    applied.baseline_images.clear()  # e.g. a record built elsewhere: the old blobs are used instead
+    await job.revert(applied)
+    assert snapshot(job.root)["files"] == before["files"]
+
+
+async def test_apply_refuses_when_the_result_cannot_be_reproduced(make_job, monkeypatch: pytest.MonkeyPatch) -> None:
+    job = await make_job()  # img.bin is a binary change: its post-image must come from the result blob
+
+    async def gone(*_args: object) -> None:
+        return None
+
+    async def none_listed(*_args: object) -> dict[str, bytes]:
+        return {}
+
+    monkeypatch.setattr(changes_module, "_raw_blobs", none_listed)  # as if gc had pruned the job's objects
+    monkeypatch.setattr(changes_module, "_filtered_blob", gone)
+    before = snapshot(job.root)
+    with pytest.raises(SpotPatchError) as info:
+        await job.apply()
+    assert info.value.code is ErrorCode.APPLY_CONFLICT and "img.bin cannot be reproduced" in info.value.message
+    assert snapshot(job.root) == before and journal_files(job.root) == []
+
+
+async def test_a_text_change_applies_and_reverts_with_one_git_process_each(
+    make_job, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def text_edit(wt: Path) -> None:
+        (wt / "a.txt").write_text("alpha\nBETA\ngamma\n")
+        (wt / "src" / "new dir").mkdir()
+        (wt / NEW).write_text("héllo wörld\n", encoding="utf-8")
+        (wt / "old.txt").unlink()
+
+    job = await make_job(edit=text_edit)
+    before = snapshot(job.root)
+    commands: list[str] = []
+    real = changes_module.run_git
+
+    async def counting(args, **kw):  # type: ignore[no-untyped-def]
+        commands.append(args[0])
+        return await real(args, **kw)
+
+    monkeypatch.setattr(changes_module, "run_git", counting)
+    applied = await job.apply()
+    assert commands == ["rev-parse"]  # post-images from the diff text, no git apply --check / cat-file needed
+    await job.revert(applied)
+    assert commands == ["rev-parse", "rev-parse"]
+    assert snapshot(job.root) == before

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import os
+import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from spotpatch_agent.errors import SpotPatchError
+from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import Limits
-from spotpatch_agent.worktree.health import repo_health
+from spotpatch_agent.worktree.health import blocked_message, repo_health
+from spotpatch_agent.worktree.isolation import create_worktree
 from tests.conftest import git
 
 pytestmark = pytest.mark.anyio
@@ -167,10 +171,31 @@ async def test_untracked_symlink(repo_factory) -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX only")
-async def test_untracked_fifo_is_invisible_to_git(repo_factory) -> None:
-    # git status never lists FIFOs or sockets, so no snapshot could ever copy one: not a blocker.
+async def test_untracked_fifo_blocks(repo_factory) -> None:
+    # git status never lists FIFOs or sockets; a snapshot would miss them silently, so a walk finds them.
     root = repo_factory(FILES)
-    os.mkfifo(root / "pipe")
+    os.mkfifo(root / "src" / "pipe")
+    health = await repo_health(root, Limits())
+    assert (health.state, health.reasons) == ("blocked", ["untracked-not-regular"])
+    assert health.counts.untracked == 0  # git itself does not see it
+
+
+@pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="POSIX only")
+async def test_untracked_socket_blocks(repo_factory, tmp_path: Path, monkeypatch) -> None:
+    root = repo_factory(FILES)
+    monkeypatch.chdir(root)  # a short relative socket path (sun_path is at most ~100 bytes)
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind("dev.sock")
+        health = await repo_health(root, Limits())
+    assert (health.state, health.reasons) == ("blocked", ["untracked-not-regular"])
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX only")
+async def test_ignored_fifos_do_not_block(repo_factory) -> None:
+    root = repo_factory({**FILES, ".gitignore": "*.sock\ncache/\n"})
+    os.mkfifo(root / "server.sock")  # ignored by a file pattern: found by the walk, dropped by check-ignore
+    (root / "cache").mkdir()
+    os.mkfifo(root / "cache" / "pipe")  # inside an ignored directory: never walked
     health = await repo_health(root, Limits())
     assert (health.state, health.reasons) == ("clean", [])
 
@@ -220,3 +245,94 @@ def _tree_digest(folder: Path) -> dict[str, str]:
             path = Path(dirpath) / name
             out[str(path.relative_to(folder))] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
+
+
+async def test_consent_required_counts_deletions_and_staged_new_files(repo_factory) -> None:
+    root = repo_factory(FILES)
+    (root / "staged-new.txt").write_text("n\n")
+    git(root, "add", "staged-new.txt")
+    (root / "src/b.js").unlink()
+    git(root, "rm", "-q", "--cached", "a.txt")  # staged deletion, the file stays as untracked
+    health = await repo_health(root, Limits())
+    assert (health.state, health.reasons) == ("consent-required", [])
+    assert health.counts.model_dump() == {"staged": 2, "unstaged": 1, "untracked": 1, "conflicted": 0}
+
+
+async def test_head_pointing_at_a_missing_ref(repo_factory) -> None:
+    root = repo_factory(FILES)
+    git(root, "symbolic-ref", "HEAD", "refs/heads/does-not-exist")
+    health = await repo_health(root, Limits())
+    assert health.state == "blocked"
+    assert health.reasons == ["head-unresolvable"]
+
+
+async def test_head_naming_a_missing_object(repo_factory) -> None:
+    root = repo_factory(FILES)
+    (root / ".git" / "HEAD").write_text("0123456789abcdef0123456789abcdef01234567\n")  # detached, no such commit
+    health = await repo_health(root, Limits())
+    assert (health.state, health.reasons) == ("blocked", ["head-unresolvable"])
+
+
+async def test_revert_with_conflict(repo_factory) -> None:
+    root = repo_factory(FILES)
+    (root / "a.txt").write_text("two\n")
+    git(root, "commit", "-qam", "two")
+    (root / "a.txt").write_text("three\n")
+    git(root, "commit", "-qam", "three")
+    with pytest.raises(subprocess.CalledProcessError):
+        git(root, "revert", "--no-edit", "HEAD~1")
+    health = await repo_health(root, Limits())
+    assert "revert-in-progress" in health.reasons and "conflicts" in health.reasons
+
+
+async def test_bisect_in_progress(repo_factory) -> None:
+    root = repo_factory(FILES)
+    (root / "a.txt").write_text("two\n")
+    git(root, "commit", "-qam", "two")
+    git(root, "bisect", "start", "HEAD", "HEAD~1")
+    health = await repo_health(root, Limits())
+    assert health.state == "blocked" and "bisect-in-progress" in health.reasons
+
+
+async def test_index_lock_is_named_and_never_deleted(repo_factory) -> None:
+    root = repo_factory(FILES)
+    lock = root / ".git" / "index.lock"
+    lock.write_bytes(b"held by another git process")
+    health = await repo_health(root, Limits())
+    assert (health.state, health.reasons) == ("blocked", ["index-locked"])
+    message = await blocked_message(root, health.reasons)
+    assert message.startswith("index-locked (.git/index.lock exists")
+    assert str(root) not in message
+    with pytest.raises(SpotPatchError) as info:
+        await create_worktree(root, "job-1", include_local_changes=True)
+    assert info.value.code is ErrorCode.REPO_BLOCKED
+    assert ".git/index.lock" in info.value.message and str(root) not in info.value.message
+    assert lock.read_bytes() == b"held by another git process"  # never deleted, never rewritten
+
+
+async def test_staged_symlink_blocks(repo_factory) -> None:
+    root = repo_factory(FILES)
+    (root / "link").symlink_to("a.txt")
+    git(root, "add", "link")
+    health = await repo_health(root, Limits())
+    assert (health.state, health.reasons) == ("blocked", ["local-symlink"])
+
+
+async def test_file_replaced_by_symlink_blocks(repo_factory) -> None:
+    root = repo_factory(FILES)
+    (root / "a.txt").unlink()
+    (root / "a.txt").symlink_to("/etc/hostname")
+    health = await repo_health(root, Limits())
+    assert (health.state, health.reasons) == ("blocked", ["local-symlink"])
+
+
+async def test_changed_submodule_needs_consent(repo_factory, tmp_path: Path) -> None:
+    sub = repo_factory({"s.txt": "s\n"}, name="sub-origin")
+    root = repo_factory(FILES)
+    git(root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "sub")
+    git(root, "commit", "-qm", "add sub")
+    assert (await repo_health(root, Limits())).state == "clean"
+    (root / "sub" / "s.txt").write_text("dirty submodule\n")
+    health = await repo_health(root, Limits())
+    assert (health.state, health.reasons) == ("consent-required", [])
+    assert health.counts.unstaged == 1

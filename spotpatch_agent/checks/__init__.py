@@ -1,0 +1,17 @@
+"""Project checks (DESIGN.md §9): the host-side runner and the ``checks suggest`` discovery helper.
+
+Public surface::
+
+    run_check_process(check, cwd, limits, *, project_root=None) -> CheckRun      (async)
+    CheckRun(check_id, name, required, status, exit_code, signal, duration_ms, output, truncated).ok
+    check_env(pass_env=()) -> dict[str, str]
+    check_timeout(check, limits) -> int                                          (seconds)
+    suggest_checks(root) -> Suggestion(checks, notes).config_json()
+"""
+
+from __future__ import annotations
+
+from spotpatch_agent.checks.runner import CheckRun, check_env, check_timeout, run_check_process
+from spotpatch_agent.checks.suggest import Suggestion, suggest_checks
+
+__all__ = ["CheckRun", "Suggestion", "check_env", "check_timeout", "run_check_process", "suggest_checks"]

@@ -1,0 +1,222 @@
+"""Run one trusted check as a bounded host process (DESIGN.md §9; spec "检查工具", "验证").
+
+Used by the ``run_check`` tool (the model names a ``checkId``) and by the engine's final required-check
+stage; both get the same :class:`CheckRun`. Rules:
+
+- argv only (``shell=False``): ``[check.command, *check.args]``, cwd = the job worktree, stdin closed;
+- a minimal environment (:func:`check_env`): ``PATH``, ``HOME``, ``LANG``, ``LC_*``, ``TMPDIR`` (and the
+  Windows essentials), ``NODE_OPTIONS`` only when the check lists it in ``passEnv``, plus ``CI=1``,
+  ``FORCE_COLOR=0``, ``NO_COLOR=1`` — never a provider key, session token or other credential;
+- its own process group (POSIX), killed on exit, timeout and cancellation, so no orphan stays
+  (a process that leaves the group with ``setsid`` is outside it: docs/security.md);
+- timeout: the check's ``timeoutSec``, else the ``checkTimeoutSec`` limit, never above that limit's cap;
+- stdout and stderr merged, bounded to ``checkOutputMaxBytes``, decoded leniently, ANSI and control
+  characters stripped, the worktree and project root made relative, ``$HOME`` shown as ``~``, and any
+  registered secret redacted.
+
+Outcomes: exit 0 → ``passed``; a non-zero exit, a signal or a command that cannot be started →
+``failed``; the deadline → ``timed-out``. Nothing here raises for a check's behaviour; cancellation of
+the caller propagates after the process tree is killed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import anyio
+from anyio.abc import Process
+
+from spotpatch_agent.policy.redact import REDACTOR
+from spotpatch_agent.process import NEW_SESSION, kill_tree
+from spotpatch_agent.protocol.limits import LIMITS
+from spotpatch_agent.protocol.models import CheckConfig, Limits
+
+#: Variables copied from the engine's environment (plus every ``LC_*``); everything else is dropped.
+CHECK_ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "TMPDIR", "SYSTEMROOT", "WINDIR", "TEMP", "TMP")
+#: Variables a check may opt into with ``passEnv`` (mirrors ``CheckConfig.pass_env``).
+CHECK_ENV_OPTIONAL = ("NODE_OPTIONS",)
+#: Variables always set for a check: non-interactive, no colour.
+CHECK_ENV_FIXED = {"CI": "1", "FORCE_COLOR": "0", "NO_COLOR": "1"}
+#: A name that looks like a credential is never passed, whatever list it is on.
+CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|AUTH", re.IGNORECASE)
+#: Seconds to keep reading a check's output after its process group was killed.
+DRAIN_GRACE_SEC = 1.0
+#: Appended to output cut at ``checkOutputMaxBytes``.
+TRUNCATED_MARK = "\n[output truncated]"
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+CheckStatus = Literal["passed", "failed", "timed-out"]
+
+
+@dataclass(frozen=True)
+class CheckRun:
+    """One finished run of a check. ``exit_code`` is None when it timed out, died of a signal or never
+    started; ``signal`` is set only when the check itself died of one (a timeout kill is ``timed-out``).
+    ``output`` is clean and bounded (see the module docstring); ``truncated`` says it was cut."""
+
+    check_id: str
+    name: str
+    required: bool
+    status: CheckStatus
+    exit_code: int | None
+    signal: int | None
+    duration_ms: int
+    output: str
+    truncated: bool
+
+    @property
+    def ok(self) -> bool:
+        """True only for ``passed``; the model cannot turn anything else into success."""
+        return self.status == "passed"
+
+    @property
+    def started(self) -> bool:
+        """False when the command could not be started (missing, not executable)."""
+        return not (self.status == "failed" and self.exit_code is None and self.signal is None)
+
+    def outcome(self) -> str:
+        """A short human phrase: ``exit code 0``, ``killed by signal 9``, ``timed out``, ``not started``."""
+        if self.status == "timed-out":
+            return "timed out"
+        if self.signal is not None:
+            return f"killed by signal {self.signal}"
+        if self.exit_code is None:
+            return "could not be started"
+        return f"exit code {self.exit_code}"
+
+
+def check_env(pass_env: Iterable[str] = ()) -> dict[str, str]:
+    """The environment of a check process: the allowlist, ``LC_*``, the listed optional variables
+    (only names in :data:`CHECK_ENV_OPTIONAL`) and :data:`CHECK_ENV_FIXED`. Credential-like names never."""
+    wanted = set(CHECK_ENV_ALLOWLIST) | (set(pass_env) & set(CHECK_ENV_OPTIONAL))
+    env = {
+        key: value for key, value in os.environ.items()
+        if (key in wanted or re.fullmatch(r"LC_[A-Z]+", key)) and not CREDENTIAL_NAME.search(key)
+    }
+    env.update(CHECK_ENV_FIXED)
+    return env
+
+
+def check_timeout(check: CheckConfig, limits: Limits) -> int:
+    """Seconds: the check's ``timeoutSec``, else the ``checkTimeoutSec`` limit; never above its hard cap."""
+    return min(check.timeout_sec or limits.get("checkTimeoutSec"), LIMITS["checkTimeoutSec"][1])
+
+
+def _path_variants(path: Path | str | None) -> set[str]:
+    if path is None:
+        return set()
+    variants = {str(path).rstrip("/\\")}
+    try:
+        variants.add(str(Path(path).resolve()))
+    except OSError:
+        pass
+    return {v for v in variants if len(v) > 1}
+
+
+def clean_output(raw: bytes, *, max_bytes: int, truncated: bool, relative_to: Sequence[Path | str] = (),
+                 home: Path | str | None = None) -> tuple[str, bool]:
+    """(text, truncated): lenient UTF-8, CRLF → LF, ANSI and control characters removed, every path under
+    one of ``relative_to`` made relative (the root itself is ``.``), ``home`` shown as ``~``, registered
+    secrets redacted, bounded to ``max_bytes`` bytes plus :data:`TRUNCATED_MARK`."""
+    text = raw.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+    text = _CONTROL.sub("", _ANSI.sub("", text))
+    labels: dict[str, tuple[str, str]] = {}  # root -> (label alone, label before a separator)
+    for root in _path_variants(home):
+        labels[root] = ("~", "~/")
+    for path in relative_to:
+        for root in _path_variants(path):
+            labels[root] = (".", "")
+    if labels:
+        alternatives = "|".join(re.escape(k) for k in sorted(labels, key=len, reverse=True))
+        pattern = re.compile(rf"({alternatives})(?:([/\\])|(?![\w.\-]))")
+        text = pattern.sub(lambda m: labels[m.group(1)][1 if m.group(2) else 0], text)
+    text = REDACTOR(text)
+    encoded = text.encode("utf-8")
+    if len(encoded) > max_bytes or truncated:
+        return encoded[:max_bytes].decode("utf-8", errors="ignore") + TRUNCATED_MARK, True
+    return text, False
+
+
+async def _collect(process: Process, limit: int, into: list[bytes]) -> bool:
+    """Read the merged output to EOF, keeping the first ``limit`` bytes; True when more was discarded."""
+    size = 0
+    assert process.stdout is not None
+    async for chunk in process.stdout:  # keep draining past the bound so the check never blocks on a pipe
+        if size < limit:
+            into.append(chunk[: limit - size])
+        size += len(chunk)
+    return size > limit
+
+
+async def run_check_process(check: CheckConfig, cwd: Path, limits: Limits, *,
+                            project_root: Path | None = None) -> CheckRun:
+    """Run ``check`` in ``cwd`` (the job worktree) under ``limits`` and return its :class:`CheckRun`.
+
+    ``project_root`` (the user's checkout), when given, is made relative in the output like ``cwd``.
+    Raises only the caller's cancellation (after killing the process tree)."""
+    max_bytes = limits.get("checkOutputMaxBytes")
+    timeout = check_timeout(check, limits)
+    started = time.perf_counter()
+
+    def finish(status: CheckStatus, exit_code: int | None, sig: int | None, raw: bytes, cut: bool) -> CheckRun:
+        output, truncated = clean_output(raw, max_bytes=max_bytes, truncated=cut,
+                                         relative_to=[p for p in (cwd, project_root) if p is not None],
+                                         home=os.environ.get("HOME") or Path.home())
+        return CheckRun(check_id=check.id, name=check.name, required=check.required, status=status,
+                        exit_code=exit_code, signal=sig, duration_ms=int((time.perf_counter() - started) * 1000),
+                        output=output, truncated=truncated)
+
+    try:
+        process = await anyio.open_process(
+            [check.command, *check.args], cwd=cwd, env=check_env(check.pass_env), stdin=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT, start_new_session=NEW_SESSION,
+        )
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        return finish("failed", None, None, f"the command could not be started: {reason}".encode(), False)
+
+    chunks: list[bytes] = []
+    cut = False
+    drained = anyio.Event()
+
+    async def drain() -> None:
+        nonlocal cut
+        try:
+            cut = await _collect(process, max_bytes, chunks)
+        finally:
+            drained.set()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(drain)
+            with anyio.move_on_after(timeout) as scope:
+                await process.wait()
+            timed_out = scope.cancelled_caught
+            # The leader exited or timed out: kill the whole group, then read what is left. A process that
+            # left the group (setsid, a daemon) may still hold the pipe open: stop reading after a grace
+            # period instead of waiting for its EOF.
+            kill_tree(process)
+            with anyio.move_on_after(DRAIN_GRACE_SEC):
+                await drained.wait()
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            kill_tree(process)
+            await process.wait()
+            await process.aclose()
+    raw = b"".join(chunks)
+    code = process.returncode
+    if timed_out:
+        return finish("timed-out", None, None, raw, cut)
+    if code is not None and code < 0:
+        return finish("failed", None, -code, raw, cut)
+    return finish("passed" if code == 0 else "failed", code, None, raw, cut)

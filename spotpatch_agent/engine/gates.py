@@ -1,0 +1,258 @@
+"""Apply modes, the final check stage and the auto-apply gates (DESIGN.md §9, §10; spec "验证",
+"审阅、应用与撤销").
+
+Three parts; everything but :func:`run_final_checks` is pure:
+
+- **Mode policy** (``initialize`` and ``job/create``). :func:`offered_modes` is the single list of modes
+  the engine accepts and the page may offer: ``review`` always; ``trusted-auto`` when the trusted config
+  sets ``modes.trustedAuto`` (then exactly ``review`` and ``trusted-auto``: DESIGN.md §10, spec
+  "只提供 review | trusted-auto"); else ``auto`` when it sets ``modes.auto``. :func:`check_mode_request`
+  raises ``INVALID_REQUEST`` for any mismatch between that policy, ``applyMode`` and
+  ``trustedFastModeConsent``.
+- **Final checks** (:func:`run_final_checks`, review and auto only): the required checks in config
+  order, each either the model's own ``run_check`` result on the final worktree version (reused, not run
+  again) or run now by the host; a non-required check is shown only when the model ran it on the final
+  version. Around every host run the worktree fingerprint is re-read: a check that changed it fails the
+  job (``CHECK_FAILED``) and its writes never reach the diff. The trusted config has no separate class of
+  "static format/syntax checks" (DESIGN.md §9 step 2): such a check is an ordinary check listed first.
+- **Auto gates** (:func:`auto_apply_blockers`): the reasons, if any, why ``auto`` must fall back to
+  review instead of applying. Baselines are checked by Apply itself (``APPLY_CONFLICT`` → review).
+
+Consent is never stored by the engine beyond the job's frozen ``JobCreateParams`` in memory: it is
+checked per request and covers only that job, its mode and its provider (spec: "同意不写盘、不跨模式、
+会话或 provider 继承").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from spotpatch_agent.errors import JobFailure, SpotPatchError
+from spotpatch_agent.policy.paths import is_protected
+from spotpatch_agent.protocol.errors import ErrorCode
+from spotpatch_agent.protocol.models import CheckConfig, FileStat, Limits, Modes
+
+if TYPE_CHECKING:
+    from spotpatch_agent.checks.runner import CheckRun
+
+__all__ = [
+    "DEPENDENCY_FILES",
+    "UNPROVEN",
+    "FinalCheck",
+    "GateFacts",
+    "auto_apply_blockers",
+    "check_mode_request",
+    "checks_failure",
+    "is_dependency_file",
+    "is_dev_server_config",
+    "offered_modes",
+    "run_final_checks",
+]
+
+# ---------------------------------------------------------------- mode policy
+
+
+def offered_modes(modes: Modes) -> list[str]:
+    """The apply modes ``initialize`` advertises and ``job/create`` accepts, in this order (see module doc).
+
+    ``modes.trustedAuto`` wins over ``modes.auto``: with both enabled, ``auto`` is neither offered nor
+    accepted (the page offers exactly ``review`` and ``trusted-auto``: DESIGN.md §10)."""
+    if modes.trusted_auto:
+        return ["review", "trusted-auto"]
+    if modes.auto:
+        return ["review", "auto"]
+    return ["review"]
+
+
+def check_mode_request(modes: Modes, apply_mode: str, consent: object) -> None:
+    """Raise ``SpotPatchError(INVALID_REQUEST)`` unless ``apply_mode`` is offered and ``consent``
+    (``trustedFastModeConsent``) matches it: exactly ``True`` for ``trusted-auto``; absent (``None``) or
+    ``False`` for the other modes (DESIGN.md §10, spec "trusted-auto 可信极速模式")."""
+    if apply_mode not in offered_modes(modes):
+        if apply_mode == "auto" and modes.auto:
+            why = "applyMode 'auto' is not offered while modes.trustedAuto is enabled; use 'review' or 'trusted-auto'."
+        else:
+            key = "modes.trustedAuto" if apply_mode == "trusted-auto" else "modes.auto"
+            why = f"applyMode {apply_mode!r} is not enabled by the trusted config ({key} is off)."
+        raise SpotPatchError(ErrorCode.INVALID_REQUEST, why)
+    if apply_mode == "trusted-auto":
+        if consent is not True:
+            raise SpotPatchError(
+                ErrorCode.INVALID_REQUEST,
+                "applyMode 'trusted-auto' needs trustedFastModeConsent: true, given after the page explained "
+                "that project checks are skipped and the change is applied without review.",
+            )
+    elif consent is not None and consent is not False:
+        raise SpotPatchError(ErrorCode.INVALID_REQUEST,
+                             "trustedFastModeConsent is only valid with applyMode 'trusted-auto'.")
+
+
+# ---------------------------------------------------------------- path classes of the auto gates
+
+#: File names (any directory, case-insensitive) that declare, pin or configure dependencies.
+DEPENDENCY_FILES = frozenset({
+    "package.json", "package-lock.json", "npm-shrinkwrap.json", "pnpm-lock.yaml", "pnpm-workspace.yaml",
+    ".pnpmfile.cjs", "yarn.lock", ".yarnrc", ".yarnrc.yml", "bun.lockb", "bun.lock", ".npmrc",
+    "deno.json", "deno.jsonc", "deno.lock",
+    "requirements.txt", "pyproject.toml", "poetry.lock", "uv.lock", "pipfile", "pipfile.lock",
+    "cargo.toml", "cargo.lock", "go.mod", "go.sum", "gemfile", "gemfile.lock", "composer.json", "composer.lock",
+})
+#: File names whose change needs the dev server restarted or changes how it builds (case-insensitive).
+_DEV_SERVER_CONFIG = re.compile(
+    r"(?:vite|next|nuxt|svelte|astro|remix|postcss|tailwind|babel|webpack|rollup)\.config\.[^/]+"
+    r"|spotpatch\.config\.json|[tj]sconfig(?:\.[^/]*)?\.json|\.postcssrc(?:\.[^/]*)?|\.babelrc(?:\.[^/]*)?"
+)
+
+
+def _name(path: str) -> str:
+    return PurePosixPath(path).name.casefold()
+
+
+def is_dependency_file(path: str) -> bool:
+    """Whether a relative POSIX path is a dependency manifest, lockfile or package-manager config."""
+    return _name(path) in DEPENDENCY_FILES
+
+
+def is_dev_server_config(path: str) -> bool:
+    """Whether a relative POSIX path is dev-server or build configuration (``vite.config.*``,
+    ``tsconfig*.json``, ``spotpatch.config.json``, PostCSS/Tailwind/Babel configs …). ``.env*`` files are
+    protected paths, rejected before this gate."""
+    return _DEV_SERVER_CONFIG.fullmatch(_name(path)) is not None
+
+
+# ---------------------------------------------------------------- final checks
+
+
+@dataclass(frozen=True)
+class FinalCheck:
+    """One check result of the final stage: ``run`` and whether it is the model's own run on the final
+    worktree version (``reused``: the host did not run it again)."""
+
+    run: CheckRun
+    reused: bool
+
+
+async def run_final_checks(
+    checks: Sequence[CheckConfig],
+    *,
+    cwd: Path,
+    limits: Limits,
+    fresh: Mapping[str, CheckRun],
+    fingerprint: Callable[[], Awaitable[str]],
+    on_result: Callable[[FinalCheck], None],
+    project_root: Path | None = None,
+) -> list[FinalCheck]:
+    """The check stage of DESIGN.md §9, in config order; ``on_result`` is called for each result as it is
+    known (the job emits a ``check`` event).
+
+    ``fresh``: ``checkId → CheckRun`` of the model's runs on the current worktree version. A required check
+    with a fresh result is reused; any other required check is run by the host
+    (:func:`spotpatch_agent.checks.runner.run_check_process`) in ``cwd``. A non-required check appears only
+    with a fresh result (the host never runs it). ``fingerprint()`` is awaited before and after every host
+    run. Raises ``JobFailure(CHECK_FAILED)`` when a host-run check changed the worktree (its writes are
+    never collected: the diff was taken before this stage). A failed required check is a result, not an
+    exception: see :func:`checks_failure`. Cancellation kills the running check."""
+    # Imported here, not at the top: engine.service imports this module and must stay light (cold start).
+    from spotpatch_agent.checks.runner import run_check_process
+
+    results: list[FinalCheck] = []
+    for check in checks:
+        run = fresh.get(check.id)
+        if run is not None:
+            result = FinalCheck(run=run, reused=True)
+        elif check.required:
+            before = await fingerprint()
+            run = await run_check_process(check, cwd, limits, project_root=project_root)
+            result = FinalCheck(run=run, reused=False)
+            if await fingerprint() != before:
+                on_result(result)
+                raise JobFailure(
+                    ErrorCode.CHECK_FAILED,
+                    f"Check {check.id} ({check.name}) changed files in the worktree; checks must not write "
+                    "files. Its changes were discarded and the job stops; fix the check's command.",
+                )
+        else:
+            continue
+        results.append(result)
+        on_result(result)
+    return results
+
+
+def checks_failure(checks: Sequence[CheckConfig], results: Sequence[FinalCheck]) -> JobFailure | None:
+    """``JobFailure(CHECK_FAILED)`` naming every required check that did not pass, or ``None``.
+
+    A failed required check fails the job in review and auto alike (spec "required check 失败时": the
+    job returns the diff, the failed checks and their bounded logs; there is no "apply anyway")."""
+    by_id = {r.run.check_id: r.run for r in results}
+    failed = []
+    for check in checks:
+        if not check.required:
+            continue
+        run = by_id.get(check.id)
+        if run is None:
+            failed.append(f"{check.id} (did not run)")
+        elif not run.ok:
+            failed.append(f"{check.id} ({run.outcome()})")
+    if not failed:
+        return None
+    return JobFailure(
+        ErrorCode.CHECK_FAILED,
+        "Required check failed: " + ", ".join(failed) + ". The diff and the check output are kept for "
+        "diagnosis; this change cannot be applied. Refine the instructions and start a new job, or copy the prompt.",
+    )
+
+
+# ---------------------------------------------------------------- auto gates
+
+
+#: The capability gate's reason (also used by trusted-auto, fail-closed).
+UNPROVEN = "the model's tool calling is not proven (no passed probe, no tool round trip)"
+
+
+@dataclass(frozen=True)
+class GateFacts:
+    """What the auto gates look at (DESIGN.md §10 ``auto``).
+
+    ``capability_proven``: the explicit probe passed this session, or this job completed a tool round
+    trip. ``files``: the validated changeset. ``checks``: the trusted checks; ``results``: the final stage."""
+
+    capability_proven: bool
+    files: Sequence[FileStat]
+    checks: Sequence[CheckConfig]
+    results: Sequence[FinalCheck]
+
+
+def _paths(paths: list[str]) -> str:
+    shown = ", ".join(paths[:5])
+    return shown + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+
+
+def auto_apply_blockers(facts: GateFacts) -> list[str]:
+    """Every reason ``auto`` must not apply (empty: all gates hold). Each reason is a short sentence
+    fragment for the status message, e.g. ``"the change deletes src/old.ts"``."""
+    reasons: list[str] = []
+    if not facts.capability_proven:
+        reasons.append(UNPROVEN)
+    by_id = {r.run.check_id: r.run for r in facts.results}
+    for check in facts.checks:
+        if check.required:
+            run = by_id.get(check.id)
+            if run is None or not run.ok:
+                reasons.append(f"required check {check.id} did not pass on the final version")
+    deleted = [f.path for f in facts.files if f.status == "deleted"]
+    if deleted:
+        reasons.append("the change deletes " + _paths(deleted))
+    dependency = [f.path for f in facts.files if is_dependency_file(f.path)]
+    if dependency:
+        reasons.append("the change touches dependency files: " + _paths(dependency))
+    protected = [f.path for f in facts.files if is_protected(f.path, for_write=True)]
+    if protected:
+        reasons.append("the change touches protected paths: " + _paths(protected))
+    config = [f.path for f in facts.files if is_dev_server_config(f.path) and not is_dependency_file(f.path)]
+    if config:
+        reasons.append("the change touches dev-server configuration: " + _paths(config))
+    return reasons

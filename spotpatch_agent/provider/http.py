@@ -1,0 +1,299 @@
+"""The HTTP boundary shared by the provider adapters (DESIGN.md §11): one streaming POST with bounded
+retries, status mapping, idle timeout, cancellation, and the one place where httpx errors become ours.
+
+::
+
+    SSEClient.stream(body, model=…, read=…)
+     ├── 2xx            → ``read(event_source)`` yields the adapter's events (its own wire format)
+     ├── 408/409/429/5xx → wait (``retry-after-ms`` / ``retry-after`` / backoff), retry ≤ MAX_RETRIES times
+     ├── other status   → ProviderError (PROVIDER_AUTH, PROVIDER_UNAVAILABLE, LIMIT_EXCEEDED, PROVIDER_PROTOCOL)
+     └── httpx error    → ProviderError (fixed wording; the foreign exception is not chained)
+
+Retries happen only before the first event of the turn, so never after any side effect. Every error
+message is sanitized: status code plus at most :data:`MAX_EXCERPT` characters of the provider's own error
+``message`` with the API key replaced by ``[REDACTED]``; never request headers or the URL.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import math
+import re
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import aclosing, contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from spotpatch_agent.errors import ProviderError
+from spotpatch_agent.protocol.errors import ErrorCode
+from spotpatch_agent.provider.base import ProviderEvent
+
+if TYPE_CHECKING:
+    import httpx
+    import httpx_sse
+
+#: Retries (after the first attempt) for 408/409/429/5xx answered before any event of the turn.
+MAX_RETRIES = 2
+#: Default waits, in seconds, before retry 1 and 2 when the provider gives no usable hint.
+DEFAULT_BACKOFF = (0.5, 1.0)
+#: Upper bound, in seconds, of any single wait, whatever ``retry-after`` says.
+MAX_RETRY_WAIT = 10.0
+#: Longest excerpt of a provider's error message put into our messages.
+MAX_EXCERPT = 300
+#: Bytes of an error body (or of a non-streamed JSON answer's error) read at most.
+ERROR_BODY_BYTES = 64 * 1024
+SECRET_MARK = "[REDACTED]"
+
+_CONTEXT_WORDING = re.compile(
+    r"context[_ ]length|context[_ ]window|maximum context|prompt is too long|too many (?:input )?tokens"
+    r"|reduce the length of the messages",
+    re.IGNORECASE,
+)
+_TOKENISH = re.compile(r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-]{8,}|\bBearer\s+[A-Za-z0-9._~+/=\-]{8,}", re.IGNORECASE)
+
+#: ``read(event_source)``: the adapter's reader of a 2xx answer.
+Reader = Callable[["httpx_sse.EventSource"], AsyncIterator[ProviderEvent]]
+
+
+# ---------------------------------------------------------------- error wording (pure)
+
+
+def sanitize_excerpt(text: str, api_key: str | None) -> str:
+    """``text`` with the key (and anything key-shaped) replaced by ``[REDACTED]``, whitespace collapsed,
+    cut to :data:`MAX_EXCERPT` characters. Redaction happens before the cut so no key prefix survives."""
+    if api_key:
+        text = text.replace(api_key, SECRET_MARK)
+    text = _TOKENISH.sub(SECRET_MARK, text)
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_EXCERPT else text[: MAX_EXCERPT - 1] + "…"
+
+
+def error_fields(obj: Any) -> tuple[str | None, str]:
+    """``(message, code/type text)`` from an OpenAI-style error object ``{"error": {...}}`` or its inside."""
+    if isinstance(obj, dict) and "error" in obj:
+        obj = obj["error"]
+    if isinstance(obj, str):
+        return obj, ""
+    if not isinstance(obj, dict):
+        return None, ""
+    message = obj.get("message") or obj.get("detail")
+    kinds = " ".join(str(obj.get(k)) for k in ("code", "type") if obj.get(k) is not None)
+    return (message if isinstance(message, str) else None), kinds
+
+
+def is_context_error(message: str | None, kinds: str) -> bool:
+    """Whether an error's message or code says the conversation is longer than the model's context."""
+    return bool(_CONTEXT_WORDING.search(f"{message or ''} {kinds}"))
+
+
+def stream_error(error: Any, api_key: str | None) -> ProviderError:
+    """The :class:`ProviderError` for an error object sent inside a 200 stream (``data: {"error": …}``):
+    ``LIMIT_EXCEEDED`` when it is about context length, else ``PROVIDER_PROTOCOL``."""
+    message, kinds = error_fields(error)
+    excerpt = sanitize_excerpt(message, api_key) if message else "no message"
+    if is_context_error(message, kinds):
+        return ProviderError(ErrorCode.LIMIT_EXCEEDED, f"the conversation exceeds the model's context: {excerpt}")
+    return ProviderError(ErrorCode.PROVIDER_PROTOCOL, f"the provider reported an error in its answer: {excerpt}")
+
+
+def loads(text: str) -> Any:
+    """Parsed JSON, or None when ``text`` is not JSON (an HTML error page is never quoted)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+# ---------------------------------------------------------------- retries (pure)
+
+
+def retry_wait(headers: Any, attempt: int) -> float:
+    """Seconds to wait before retry ``attempt + 1``: ``retry-after-ms``, then ``retry-after`` (seconds or
+    HTTP date), else :data:`DEFAULT_BACKOFF`; capped at :data:`MAX_RETRY_WAIT`."""
+    value = _header_seconds(headers.get("retry-after-ms"), 1000.0)
+    value = _header_seconds(headers.get("retry-after"), 1.0) if value is None else value
+    return min(DEFAULT_BACKOFF[min(attempt, len(DEFAULT_BACKOFF) - 1)] if value is None else value, MAX_RETRY_WAIT)
+
+
+def _header_seconds(raw: str | None, per_second: float) -> float | None:
+    """A non-negative wait from a header value (a number of units, or an HTTP date), or None."""
+    if not raw:
+        return None
+    try:
+        value = float(raw) / per_second
+    except ValueError:
+        try:
+            value = email.utils.parsedate_to_datetime(raw).timestamp() - time.time()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+    return None if math.isnan(value) or value < 0 else value
+
+
+# ---------------------------------------------------------------- the exchange
+
+
+@dataclass
+class _Attempt:
+    streaming: bool = False  # where the request is, so the one boundary can word its errors
+
+
+@dataclass
+class _Failure:
+    error: ProviderError
+    wait: float | None  # seconds before the next attempt, or None: raise now
+
+
+class SSEClient:
+    """One provider endpoint: ``POST url`` with a JSON body, answered as a server-sent event stream.
+
+    ``api_key`` is sent as ``Authorization: Bearer …`` and never appears in an error; ``headers`` are the
+    profile's extra headers. ``timeout`` (seconds) bounds connecting and sending; ``idle_timeout``
+    (seconds) is the longest silence (no bytes at all) tolerated while waiting for or reading the answer.
+    ``transport`` replaces the network (tests, proxies).
+    """
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        api_key: str | None,
+        headers: dict[str, str] | None = None,
+        timeout: float = 60,
+        idle_timeout: float = 60,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        import httpx  # lazy: keeps engine cold start free of the HTTP stack
+
+        self.url = url
+        self.api_key = api_key or None
+        self.idle_timeout = idle_timeout
+        sent = {"User-Agent": "spotpatch-agent", **(headers or {})}
+        if self.api_key:
+            sent["Authorization"] = f"Bearer {self.api_key}"
+        self._client = httpx.AsyncClient(
+            headers=sent,
+            timeout=httpx.Timeout(timeout, read=idle_timeout),
+            transport=transport,
+            follow_redirects=False,
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP client and its connections."""
+        await self._client.aclose()
+
+    async def stream(self, body: dict[str, Any], *, model: str, read: Reader) -> AsyncIterator[ProviderEvent]:
+        """POST ``body`` and yield what ``read`` makes of the 2xx event source.
+
+        Raises :class:`ProviderError`: ``PROVIDER_AUTH`` (401/403); ``PROVIDER_UNAVAILABLE`` (404 — the
+        ``model`` may be missing —, 408/409/429/5xx after up to :data:`MAX_RETRIES` retries, connect/DNS
+        errors, timeouts, a stream silent for ``idle_timeout`` s); ``LIMIT_EXCEEDED`` (context length);
+        ``PROVIDER_PROTOCOL`` (other 4xx, a connection cut mid-stream), plus whatever ``read`` raises.
+        The answer is read inside ``async with``: cancelling the caller's scope closes the connection.
+        """
+        import httpx_sse
+
+        state = _Attempt()
+        with self._boundary(state):
+            for attempt in range(MAX_RETRIES + 1):
+                state.streaming = False
+                async with httpx_sse.aconnect_sse(self._client, "POST", self.url, json=body) as source:
+                    response = source.response
+                    if 200 <= response.status_code < 300:
+                        state.streaming = True
+                        async with aclosing(read(source)) as events:
+                            async for event in events:
+                                yield event
+                        return
+                    failure = await self._status_failure(response, attempt, model)
+                if failure.wait is None:
+                    raise failure.error
+                await anyio.sleep(failure.wait)
+
+    async def _status_failure(self, response: httpx.Response, attempt: int, model: str) -> _Failure:
+        status = response.status_code
+        message, kinds = error_fields(loads(await read_bounded(response, ERROR_BODY_BYTES)))
+        detail = f" (HTTP {status})" + (f": {sanitize_excerpt(message, self.api_key)}" if message else "")
+        transient = status in (408, 409, 429) or status >= 500
+        retryable: bool | None = None
+        if status in (401, 403):
+            code, text = ErrorCode.PROVIDER_AUTH, "the provider refused the credentials"
+        elif status == 404:
+            name = sanitize_excerpt(model, self.api_key)[:100]
+            code, text = ErrorCode.PROVIDER_UNAVAILABLE, f"the model {name!r} may be missing, or the base URL is wrong"
+            retryable = False
+        elif transient:
+            code, text = ErrorCode.PROVIDER_UNAVAILABLE, "the provider is unavailable or rate-limited"
+        elif 400 <= status < 500 and is_context_error(message, kinds):
+            code, text = ErrorCode.LIMIT_EXCEEDED, "the conversation exceeds the model's context"
+        else:
+            code, text = ErrorCode.PROVIDER_PROTOCOL, "the provider rejected the request"
+        error = ProviderError(code, text + detail, retryable=retryable)
+        hint = response.headers.get("x-should-retry", "").strip().lower()
+        if (hint == "true" or (hint != "false" and transient)) and attempt < MAX_RETRIES:
+            return _Failure(error, retry_wait(response.headers, attempt))
+        return _Failure(error, None)
+
+    @contextmanager
+    def _boundary(self, state: _Attempt) -> Iterator[None]:
+        """The one place where httpx (and httpx-sse) exceptions become :class:`ProviderError` (``from None``:
+        the foreign exception, which may reference the request and its headers, is not chained)."""
+        import httpx
+
+        try:
+            yield
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:  # httpx_sse.SSEError is an httpx.TransportError
+            raise ProviderError(*describe(exc, state.streaming, self.idle_timeout)) from None
+
+
+def describe(exc: Exception, streaming: bool, idle_timeout: float) -> tuple[ErrorCode, str]:
+    """Our code and a fixed sanitized wording for an httpx exception (its own text is never used)."""
+    import httpx
+
+    unavailable, protocol = ErrorCode.PROVIDER_UNAVAILABLE, ErrorCode.PROVIDER_PROTOCOL
+    if isinstance(exc, httpx.ReadTimeout):
+        if streaming:
+            return unavailable, f"stream stalled: no data from the provider for {idle_timeout:g} s"
+        return unavailable, f"the provider did not answer within {idle_timeout:g} s"
+    if isinstance(exc, httpx.TimeoutException):
+        return unavailable, "timed out connecting or sending to the provider"
+    if isinstance(exc, httpx.ConnectError):
+        return unavailable, "could not connect to the provider (refused, DNS or TLS failure)"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        if streaming:
+            return protocol, "the provider cut the stream mid-message: truncated"
+        return unavailable, "the provider closed the connection without answering"
+    if isinstance(exc, httpx.NetworkError):
+        return unavailable, "the connection to the provider was lost"
+    return protocol, f"unusable HTTP exchange with the provider ({type(exc).__name__})"
+
+
+def content_type(response: httpx.Response) -> str:
+    """The media type of ``response``, lower-cased, without parameters (``""`` when absent)."""
+    return response.headers.get("content-type", "").partition(";")[0].strip().lower()
+
+
+async def read_json_answer(response: httpx.Response, limit: int) -> Any:
+    """The whole JSON body of a 2xx answer that is not an event stream (a relay that ignored
+    ``stream: true``). Raises ``PROVIDER_PROTOCOL`` when the type is not JSON or the body does not parse."""
+    kind = content_type(response)
+    if "json" not in kind:
+        shown = kind[:60] or "no content type"
+        raise ProviderError(ErrorCode.PROVIDER_PROTOCOL, f"the provider answered {shown!r}, not an event stream")
+    try:
+        return json.loads(await read_bounded(response, limit))
+    except (ValueError, RecursionError):
+        raise ProviderError(ErrorCode.PROVIDER_PROTOCOL, "the provider's answer is not valid JSON") from None
+
+
+async def read_bounded(response: httpx.Response, limit: int) -> str:
+    """At most ``limit`` bytes of the body, decoded as UTF-8 (invalid bytes replaced)."""
+    buf = bytearray()
+    async for part in response.aiter_bytes():
+        buf += part
+        if len(buf) >= limit:
+            break
+    return bytes(buf[:limit]).decode("utf-8", errors="replace")

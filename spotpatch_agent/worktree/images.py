@@ -1,0 +1,248 @@
+"""Pre- and post-images of the user's working-tree files, read and written one file atomically (DESIGN.md §8).
+
+Used by Apply/Revert (:mod:`~spotpatch_agent.worktree.changes`) and crash recovery
+(:mod:`~spotpatch_agent.worktree.journal`). No symlink is ever followed: a symlink or non-directory on a
+path makes it :data:`NOT_REGULAR` (read) or an ``OSError`` (write). A write replaces the file through a
+same-directory temp file, so the file is wholly old or wholly new at any instant.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import re
+import secrets
+import stat
+import sys
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+__all__ = [
+    "ABSENT",
+    "NOT_REGULAR",
+    "TMP_NAME",
+    "Image",
+    "file_hash",
+    "lstat_path",
+    "new_file_mode",
+    "new_tmp_name",
+    "read_image",
+    "safe_path",
+    "unlink_quietly",
+    "write_image",
+]
+
+#: Stands for "present but not a regular file" (symlink, directory, …): never equals a digest.
+NOT_REGULAR = "!not-a-regular-file"
+#: The temp file names :func:`new_tmp_name` makes.
+TMP_NAME = re.compile(r"^\.spotpatch-[0-9a-f]{16}\.tmp$")
+
+
+def _read_umask() -> int:
+    try:  # Linux: read it without changing it (os.umask is process-wide, racing other threads)
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
+@dataclass(frozen=True)
+class Image:
+    """One state of a path: ``data`` (bytes) and ``mode`` (permission bits), or absent (both ``None``)."""
+
+    data: bytes | None
+    mode: int | None = None
+
+    @property
+    def sha256(self) -> str | None:
+        return None if self.data is None else hashlib.sha256(self.data).hexdigest()
+
+
+ABSENT = Image(None)
+
+
+def new_file_mode(executable: bool = False) -> int:
+    """Permission bits git gives a new file: ``0o666`` (``0o777`` if executable) minus the umask."""
+    return (0o777 if executable else 0o666) & ~_UMASK
+
+
+def safe_path(rel: str) -> bool:
+    """Whether ``rel`` is a plain relative POSIX path inside a working tree (no ``..``, ``.git``, drive…)."""
+    pure = PurePosixPath(rel)
+    return (
+        bool(rel)
+        and not pure.is_absolute()
+        and "\\" not in rel
+        and "\0" not in rel
+        and ":" not in pure.parts[0]
+        and all(part not in ("", ".", "..") and part.casefold() != ".git" for part in rel.split("/"))
+    )
+
+
+def lstat_path(root: Path, rel: str) -> os.stat_result | None | str:
+    """``lstat`` of ``root/rel`` following no symlink on the way; ``None`` if absent, else :data:`NOT_REGULAR`."""
+    current = root
+    parts = PurePosixPath(rel).parts
+    st: os.stat_result | None = None
+    for index, part in enumerate(parts):
+        current = current / part
+        try:
+            st = os.lstat(current)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return NOT_REGULAR
+        last = index == len(parts) - 1
+        if stat.S_ISLNK(st.st_mode) or (last and not stat.S_ISREG(st.st_mode)):
+            return NOT_REGULAR
+        if not last and not stat.S_ISDIR(st.st_mode):
+            return NOT_REGULAR
+    return st
+
+
+def read_image(root: Path, rel: str) -> Image | str:
+    """The current :class:`Image` of ``root/rel`` (absent → :data:`ABSENT`), or :data:`NOT_REGULAR`.
+
+    No symlink is followed anywhere on the path; a directory, FIFO, … is :data:`NOT_REGULAR`."""
+    st = lstat_path(root, rel)
+    if st is None or isinstance(st, str):
+        return ABSENT if st is None else NOT_REGULAR
+    try:
+        with open(root / rel, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        return ABSENT
+    except OSError:
+        return NOT_REGULAR
+    return Image(data, stat.S_IMODE(st.st_mode))
+
+
+def file_hash(root: Path, rel: str) -> str | None:
+    """SHA-256 hex of ``root/rel``'s bytes; ``None`` if absent; :data:`NOT_REGULAR` otherwise.
+
+    No symlink is followed anywhere on the path: a symlinked parent or file, a directory, a FIFO, …
+    all give :data:`NOT_REGULAR`, which equals no recorded hash (so it always conflicts).
+    """
+    image = read_image(root, rel)
+    return image if isinstance(image, str) else image.sha256
+
+
+def write_image(root: Path, rel: str, image: Image, tmp_name: str) -> None:
+    """Make ``root/rel`` hold ``image``, atomically: a temp file ``tmp_name`` in the same directory swapped
+    with it (Linux ``renameat2(RENAME_EXCHANGE)``, then the temp name — now the old bytes — is unlinked) or
+    renamed over it, or an unlink (then empty parent directories are removed, as ``git apply`` does).
+
+    The swap costs what ``git apply``'s unlink + create costs; a rename over an existing file makes ext4
+    flush the new data first (``auto_da_alloc``), 2-4x slower. Missing parent directories are created; a
+    symlink or non-directory on the way raises ``OSError`` (nothing written). The temp file is removed
+    when the rename fails. Raises ``OSError``."""
+    parts = PurePosixPath(rel).parts
+    parent = root
+    for part in parts[:-1]:
+        parent = parent / part
+        try:
+            st = os.lstat(parent)
+        except FileNotFoundError:
+            if image.data is None:
+                return  # nothing to delete below a missing directory
+            os.mkdir(parent)
+            continue
+        if not stat.S_ISDIR(st.st_mode):  # a symlink or a file: never write through it
+            raise NotADirectoryError(f"not a directory: {'/'.join(parts[:-1])}")
+    target = parent / parts[-1]
+    if image.data is None:
+        try:
+            os.unlink(target)
+        except FileNotFoundError:
+            pass
+        _prune_empty_dirs(root, parent)
+        return
+    tmp = parent / tmp_name
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+    try:
+        try:
+            view = memoryview(image.data)
+            while view:
+                view = view[os.write(fd, view):]
+            if hasattr(os, "fchmod"):  # Windows: no permission bits to keep (DESIGN.md §17)
+                os.fchmod(fd, image.mode if image.mode is not None else new_file_mode())
+        finally:
+            os.close(fd)
+        if not _swap(tmp, target):
+            os.replace(tmp, target)
+    except BaseException:
+        unlink_quietly(tmp)
+        raise
+    unlink_quietly(tmp)  # after a swap: the old bytes (also in the journal)
+
+
+_renameat2: Any = None  # None: not looked up yet; False: unavailable
+
+
+def _swap(tmp: Path, target: Path) -> bool:
+    """Exchange ``tmp`` and an existing regular ``target`` atomically (Linux only); False when the
+    target is absent or the call is unsupported (the caller renames instead). Raises ``OSError``."""
+    global _renameat2
+    if _renameat2 is None:
+        _renameat2 = _load_renameat2()
+    if _renameat2 is False:
+        return False
+    import ctypes
+
+    if _renameat2(-100, os.fsencode(tmp), -100, os.fsencode(target), 2) == 0:  # AT_FDCWD, RENAME_EXCHANGE
+        if stat.S_ISREG(os.lstat(tmp).st_mode):
+            return True
+        _renameat2(-100, os.fsencode(tmp), -100, os.fsencode(target), 2)  # not a file we replaced: undo
+        raise IsADirectoryError("the target is no longer a regular file")
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EPERM, errno.ENOTSUP, errno.EXDEV):
+        _renameat2 = False  # this kernel or file system cannot exchange: rename from now on
+        return False
+    if err == errno.ENOENT:
+        return False
+    raise OSError(err, os.strerror(err))
+
+
+def _load_renameat2() -> Any:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        func = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):  # glibc < 2.28, or no libc symbol table
+        return False
+    func.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    func.restype = ctypes.c_int
+    return func
+
+
+def _prune_empty_dirs(root: Path, directory: Path) -> None:
+    while directory != root:
+        try:
+            os.rmdir(directory)
+        except OSError:
+            return
+        directory = directory.parent
+
+
+def unlink_quietly(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def new_tmp_name() -> str:
+    """A fresh same-directory temp file name (recorded in the journal, so recovery can remove it)."""
+    return f".spotpatch-{secrets.token_hex(8)}.tmp"

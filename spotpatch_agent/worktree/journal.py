@@ -1,0 +1,484 @@
+"""Crash journal of Apply and Revert, and its repair at the next engine start (DESIGN.md §8).
+
+"Apply and revert must survive a crash midway: leave a journal so the next start can tell and repair a
+half-written apply." Protocol of one write (:func:`write_journalled`, called by
+:mod:`~spotpatch_agent.worktree.changes`; file I/O in :mod:`~spotpatch_agent.worktree.images`)::
+
+    plan      every touched path: pre-image and post-image (bytes, SHA-256, permission bits; None = absent)
+    begin     <git-dir>/spotpatch/journal/<jobId>.journal written whole: temp file, fsync, rename, fsync dir
+    write     per path: temp file in the same directory, swapped or renamed into place (or an unlink),
+              so each file is wholly old or wholly new at any instant
+    end       journal removed (only once every path is verified; a failed roll-back keeps it)
+
+Journal file (one fsync'd write): line 1 is a JSON header ``{format, version, jobId, operation, head,
+entries: [{path, tmp, pre, post}]}`` where ``pre``/``post`` are ``null`` (absent) or ``{sha256, mode,
+offset, length}``; after that newline come the image bytes (each distinct image once), which ``offset``
+and ``length`` (bytes) address. The directory is the *per-worktree* git dir, not the common one: a
+journal concerns one working tree. Mode ``0700``/``0600``: it holds source bytes, only while a write is
+in flight or until the next start after a crash.
+
+Recovery (:func:`recover_pending`) brings every touched path back to the state *without* the agent's
+change — the bytes the user had before Apply: a half-done Apply is rolled back (outcome ``rolled-back``),
+a half-done Revert is completed (``completed``). Jobs live in memory only (the spec: jobs are not
+restored after a restart), so after a restart no job exists that could revert a rolled-forward Apply;
+the baseline state needs no job to undo and is what the user's tree was before they clicked. A path holding neither image (edited
+after the crash), and every path when HEAD moved, is left untouched and reported (``needs-attention``).
+Nothing outside the journal is touched; the index, HEAD and refs never are.
+
+Test-only: :func:`fault_point` pauses at a named write step when ``SPOTPATCH_TEST_FAULT_PAUSE`` names it
+(fault-injection tests kill the engine there). Unset in production, it costs one environment lookup.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal, Protocol
+
+import anyio
+
+from spotpatch_agent.errors import SpotPatchError
+from spotpatch_agent.protocol.errors import ErrorCode
+from spotpatch_agent.protocol.models import RecoveryReport
+from spotpatch_agent.worktree.images import (
+    ABSENT,
+    TMP_NAME,
+    Image,
+    file_hash,
+    lstat_path,
+    read_image,
+    safe_path,
+    unlink_quietly,
+    write_image,
+)
+from spotpatch_agent.worktree.lock import ProjectWriteLock
+from spotpatch_agent.worktree.repo import locate, resolve_head
+
+__all__ = [
+    "FAULT_ENV",
+    "JOURNAL_DIR",
+    "ChangeJournal",
+    "DiskJournal",
+    "PathWrite",
+    "WritePlan",
+    "decode_plan",
+    "encode_plan",
+    "fault_point",
+    "journal_dir",
+    "list_paths",
+    "recover_pending",
+    "recover_under_lock",
+    "valid_job_id",
+    "write_journalled",
+]
+
+log = logging.getLogger("spotpatch.worktree")
+
+Operation = Literal["apply", "revert"]
+
+#: Test-only environment variable: ``<operation>:<step>`` where the engine pauses (see :func:`fault_point`).
+FAULT_ENV = "SPOTPATCH_TEST_FAULT_PAUSE"
+#: Journal directory inside the working tree's git dir.
+JOURNAL_DIR = ("spotpatch", "journal")
+
+_FORMAT, _VERSION = "spotpatch-journal", 1
+_SUFFIX = ".journal"
+_JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
+
+# ---------------------------------------------------------------- the journal
+
+
+@dataclass(frozen=True)
+class PathWrite:
+    """One touched path (relative POSIX): its image before (``pre``) and after (``post``) the write."""
+
+    path: str
+    pre: Image
+    post: Image
+    tmp: str
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """Everything one Apply or Revert will write, journalled before the first byte (DESIGN.md §8)."""
+
+    job_id: str
+    operation: Operation
+    head: str
+    writes: list[PathWrite]
+
+
+def journal_dir(git_dir: Path) -> Path:
+    """``<git-dir>/spotpatch/journal`` of one working tree."""
+    return git_dir.joinpath(*JOURNAL_DIR)
+
+
+def valid_job_id(job_id: str) -> bool:
+    """Whether ``job_id`` can name a journal file: 1–64 of ``[A-Za-z0-9_-]``, not starting with ``-``/``_``."""
+    return bool(_JOB_ID.match(job_id))
+
+
+def encode_plan(plan: WritePlan) -> bytes:
+    """The journal file's bytes: JSON header line, then every distinct image once."""
+    blobs: list[bytes] = []
+    offsets: dict[str, tuple[int, int]] = {}
+    size = 0
+
+    def ref(image: Image) -> dict[str, Any] | None:
+        nonlocal size
+        if image.data is None:
+            return None
+        digest = image.sha256
+        assert digest is not None
+        if digest not in offsets:
+            offsets[digest] = (size, len(image.data))
+            blobs.append(image.data)
+            size += len(image.data)
+        offset, length = offsets[digest]
+        return {"sha256": digest, "mode": image.mode, "offset": offset, "length": length}
+
+    entries = [{"path": w.path, "tmp": w.tmp, "pre": ref(w.pre), "post": ref(w.post)} for w in plan.writes]
+    header = {"format": _FORMAT, "version": _VERSION, "jobId": plan.job_id, "operation": plan.operation,
+              "head": plan.head, "entries": entries}
+    return json.dumps(header, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n" + b"".join(blobs)
+
+
+def decode_plan(raw: bytes) -> WritePlan:
+    """Parse a journal file; every image's bytes must match its recorded SHA-256. Raises ``ValueError``."""
+    head_line, sep, data = raw.partition(b"\n")
+    if not sep:
+        raise ValueError("no header line")
+    header = json.loads(head_line)
+    if header.get("format") != _FORMAT or header.get("version") != _VERSION:
+        raise ValueError("unknown journal format")
+    if header.get("operation") not in ("apply", "revert") or not valid_job_id(str(header.get("jobId"))):
+        raise ValueError("bad operation or job id")
+
+    def image(ref: dict[str, Any] | None) -> Image:
+        if ref is None:
+            return ABSENT
+        offset, length = int(ref["offset"]), int(ref["length"])
+        blob = data[offset : offset + length]
+        if offset < 0 or len(blob) != length or hashlib.sha256(blob).hexdigest() != ref["sha256"]:
+            raise ValueError("an image does not match its hash")
+        mode = ref.get("mode")
+        return Image(blob, int(mode) & 0o7777 if mode is not None else None)
+
+    writes = []
+    for entry in header["entries"]:
+        path, tmp = str(entry["path"]), str(entry["tmp"])
+        if not safe_path(path) or not TMP_NAME.match(tmp):
+            raise ValueError("unsafe path in journal")
+        writes.append(PathWrite(path, image(entry["pre"]), image(entry["post"]), tmp))
+    return WritePlan(str(header["jobId"]), header["operation"], str(header["head"]), writes)
+
+
+class ChangeJournal(Protocol):
+    """The crash journal of DESIGN.md §8 ("leave a journal so the next start can repair").
+
+    Called from a worker thread. ``begin`` after every check passed and right before the working tree
+    is written: it must make ``plan`` durable, or raise ``OSError`` (the operation then refuses with
+    nothing changed). ``end`` once every path was verified (or restored); an ``OSError`` there is
+    logged, never fatal. :class:`DiskJournal` is the default.
+    """
+
+    def begin(self, plan: WritePlan) -> None: ...
+
+    def end(self, plan: WritePlan) -> None: ...
+
+
+class DiskJournal:
+    """The on-disk :class:`ChangeJournal` of DESIGN.md §8.
+
+    Called from a worker thread. ``begin(plan)``: the whole plan is durable (fsync'd file, rename,
+    fsync'd directory) before it returns; raises ``OSError`` (then nothing else was written).
+    ``end(plan)``: removes the journal; raises ``OSError``."""
+
+    def __init__(self, git_dir: Path) -> None:
+        self._dir = journal_dir(git_dir)
+
+    def path_for(self, job_id: str) -> Path:
+        if not valid_job_id(job_id):
+            raise ValueError("job id not usable as a journal name")
+        return self._dir / f"{job_id}{_SUFFIX}"
+
+    def begin(self, plan: WritePlan) -> None:
+        target = self.path_for(plan.job_id)
+        self._dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = self._dir / f".{plan.job_id}{_SUFFIX}.{secrets.token_hex(4)}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+        try:
+            try:
+                view = memoryview(encode_plan(plan))
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, target)
+        except BaseException:
+            unlink_quietly(tmp)
+            raise
+        _fsync_dir(self._dir)
+
+    def end(self, plan: WritePlan) -> None:
+        # No directory fsync: should the removal be lost to a power cut, the next start finds every path
+        # at its post-image and rolls the write back to the no-change state, as for any interrupted write.
+        try:
+            os.unlink(self.path_for(plan.job_id))
+        except FileNotFoundError:
+            pass
+
+
+def _fsync_dir(directory: Path) -> None:
+    if os.name == "nt":  # Windows cannot open a directory for fsync; NTFS journals the rename itself
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------- one journalled write
+
+
+async def write_journalled(
+    root: Path, plan: WritePlan, journal: ChangeJournal, conflict: ErrorCode
+) -> dict[str, str | None]:
+    """Write ``plan`` into ``root`` (DESIGN.md §8): ``journal.begin``, then path by path (each re-checked at
+    its pre-image, then :func:`~spotpatch_agent.worktree.images.write_image`), verify every post-image
+    hash, ``journal.end``. Runs in a worker thread. Returns path → post-apply SHA-256 (``None`` = absent).
+
+    Raises ``SpotPatchError(conflict)`` — the journal could not be written, or a path changed or failed
+    to write while writing, and every written path was put back (nothing changed) — or
+    ``SpotPatchError(INTERNAL)`` when that undo could not finish (the journal is kept for the next start).
+    Test-only pause points: :func:`fault_point`."""
+    return await anyio.to_thread.run_sync(_write_sync, root, plan, journal, conflict)
+
+
+def _write_sync(root: Path, plan: WritePlan, journal: ChangeJournal, conflict: ErrorCode) -> dict[str, str | None]:
+    op, verb = plan.operation, "applied" if plan.operation == "apply" else "reverted"
+    try:
+        journal.begin(plan)
+    except OSError as exc:
+        raise SpotPatchError(
+            conflict, f"not {verb}; the crash journal could not be written ({_reason(exc)}); nothing was changed"
+        ) from None
+    fault_point(op, "after-journal")
+    done: list[PathWrite] = []
+    failure: str | None = None
+    after: dict[str, str | None] = {}
+    try:
+        for number, item in enumerate(plan.writes, start=1):
+            if file_hash(root, item.path) != item.pre.sha256:
+                failure = f"{item.path} changed while it was being {verb}"
+                break
+            try:
+                write_image(root, item.path, item.post, item.tmp)
+            except OSError as exc:
+                failure = f"{item.path} could not be written ({_reason(exc)})"
+                break
+            done.append(item)
+            fault_point(op, f"after-file-{number}")
+        if failure is None:
+            after = {w.path: file_hash(root, w.path) for w in plan.writes}
+            wrong = [w.path for w in plan.writes if after[w.path] != w.post.sha256]
+            if wrong:
+                failure = f"these files changed while being {verb}: {list_paths(wrong)}"
+    except BaseException:
+        if _undo(root, done):
+            _end(journal, plan)
+        raise
+    if failure is not None:
+        paths = [w.path for w in plan.writes]
+        if _undo(root, done):
+            _end(journal, plan)
+            raise SpotPatchError(conflict, f"not {verb}; {failure}; nothing was changed")
+        raise SpotPatchError(
+            ErrorCode.INTERNAL,
+            f"{op} failed part-way and could not be undone ({failure}); the crash journal was kept, so the next "
+            f"engine start repairs what it can; check these files by hand: {list_paths(paths)}",
+        )
+    fault_point(op, "before-journal-removal")
+    _end(journal, plan)
+    return after
+
+
+def _undo(root: Path, done: list[PathWrite]) -> bool:
+    """Put every written path back to its pre-image; False if one holds neither image or fails."""
+    restored = True
+    for item in reversed(done):
+        current = file_hash(root, item.path)
+        if current == item.pre.sha256:
+            continue
+        if current != item.post.sha256:
+            restored = False
+            continue
+        try:
+            write_image(root, item.path, item.pre, item.tmp)
+        except OSError:
+            restored = False
+    return restored
+
+
+def _end(journal: ChangeJournal, plan: WritePlan) -> None:
+    try:
+        journal.end(plan)
+    except OSError as exc:  # the next start will treat this finished write as interrupted and undo it
+        log.error("could not remove the crash journal of %s (%s); the next engine start will restore the files "
+                  "it names to their state without the change", plan.job_id, _reason(exc))
+
+
+def list_paths(paths: list[str]) -> str:
+    """At most three relative paths for a message, then "(and N more)"."""
+    shown = ", ".join(paths[:3])
+    return shown + (f" (and {len(paths) - 3} more)" if len(paths) > 3 else "")
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+# ---------------------------------------------------------------- fault injection (tests only)
+
+
+def fault_point(operation: Operation, step: str) -> None:
+    """Test-only pause: when ``SPOTPATCH_TEST_FAULT_PAUSE`` equals ``<operation>:<step>``, write
+    ``SPOTPATCH-TEST-PAUSED <operation>:<step>`` to stderr and block this (worker) thread for an hour —
+    the fault-injection test SIGKILLs the engine meanwhile. Steps: ``after-journal``, ``after-file-<k>``
+    (k = 1…n, journal order), ``before-journal-removal``. Never set the variable outside tests."""
+    wanted = os.environ.get(FAULT_ENV)
+    if wanted is None or wanted != f"{operation}:{step}":
+        return
+    os.write(2, f"SPOTPATCH-TEST-PAUSED {wanted}\n".encode("ascii", "replace"))
+    time.sleep(3600)
+
+
+# ---------------------------------------------------------------- recovery
+
+
+async def recover_pending(root: Path, *, git_dir: Path | None = None) -> list[RecoveryReport]:
+    """Repair every half-written Apply/Revert of ``root`` left by a crashed engine (DESIGN.md §8).
+
+    ``git_dir``: the working tree's git dir when known (saves one git call). For each journal: when HEAD
+    still equals the journal's, every touched path holding its pre- or post-image is brought to the
+    no-change state (Apply → pre-image, ``rolled-back``; Revert → post-image, ``completed``) by an atomic
+    write; a path holding neither is left alone and listed in ``unresolvedPaths`` (``needs-attention``);
+    when HEAD moved nothing is written and every path is unresolved. Then the journal and any temp file
+    it names are removed. Call it holding the project write lock (worktree/lock.py) with no Apply/Revert
+    running. Returns one :class:`RecoveryReport` per journal (paths relative). An unreadable journal is
+    logged and left in place. Raises :class:`~spotpatch_agent.errors.GitError` only if git cannot run.
+    """
+    if git_dir is None:
+        layout = await locate(root)
+        if layout is None:
+            return []
+        git_dir = layout.git_dir
+    directory = journal_dir(git_dir)
+    names = await anyio.to_thread.run_sync(_pending_names, directory)
+    if not names:
+        return []
+    head = await resolve_head(root)
+    reports = []
+    for name in names:
+        report = await anyio.to_thread.run_sync(_recover_one, root, directory, name, head)
+        if report is not None:
+            _log_report(report)
+            reports.append(report)
+    return reports
+
+
+def _pending_names(directory: Path) -> list[str]:
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return []
+    for name in names:  # an unfinished journal write: nothing was written to the tree after it
+        if name.startswith(".") and name.endswith(".tmp"):
+            unlink_quietly(directory / name)
+    return [n for n in names if n.endswith(_SUFFIX) and not n.startswith(".")]
+
+
+def _recover_one(root: Path, directory: Path, name: str, head: str | None) -> RecoveryReport | None:
+    where = "/".join((*JOURNAL_DIR, name))
+    try:
+        plan = decode_plan((directory / name).read_bytes())
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.error("crash journal %s (in the git directory) is unreadable (%s); left in place, check the files "
+                  "it may name by hand", where, type(exc).__name__)
+        return None
+    paths = [w.path for w in plan.writes]
+    unresolved: list[str] = []
+    if head != plan.head:
+        unresolved = list(paths)
+    else:
+        for write in plan.writes:
+            if not _restore(root, write, plan.operation):
+                unresolved.append(write.path)
+    for write in plan.writes:
+        _remove_tmp(root, write)
+    unlink_quietly(directory / name)
+    _fsync_dir(directory)
+    outcome = "needs-attention" if unresolved else ("rolled-back" if plan.operation == "apply" else "completed")
+    return RecoveryReport(job_id=plan.job_id, operation=plan.operation, outcome=outcome, paths=paths,
+                          unresolved_paths=unresolved)
+
+
+def _restore(root: Path, write: PathWrite, operation: Operation) -> bool:
+    """Bring one path to its no-change image; False (untouched) when it holds neither image."""
+    target, other = (write.pre, write.post) if operation == "apply" else (write.post, write.pre)
+    current = read_image(root, write.path)
+    if isinstance(current, str):
+        return False
+    if current.sha256 == target.sha256:
+        if target.data is not None and target.mode is not None and current.mode != target.mode:
+            os.chmod(root / write.path, target.mode)
+        return True
+    if current.sha256 != other.sha256:
+        return False
+    try:
+        write_image(root, write.path, target, write.tmp)
+    except OSError:
+        return False
+    return True
+
+
+def _remove_tmp(root: Path, write: PathWrite) -> None:
+    parent = str(PurePosixPath(write.path).parent)
+    rel = write.tmp if parent == "." else f"{parent}/{write.tmp}"
+    st = lstat_path(root, rel)
+    if isinstance(st, os.stat_result):  # a regular file reached without crossing a symlink
+        unlink_quietly(root / rel)
+
+
+def _log_report(report: RecoveryReport) -> None:
+    shown = ", ".join(report.paths[:5]) + (f" (and {len(report.paths) - 5} more)" if len(report.paths) > 5 else "")
+    if report.outcome == "needs-attention":
+        log.warning("crash recovery: the interrupted %s of %s needs attention; left untouched, resolve by hand: %s "
+                    "(touched: %s)", report.operation, report.job_id, ", ".join(report.unresolved_paths), shown)
+    else:
+        log.warning("crash recovery: the interrupted %s of %s was %s: %s", report.operation, report.job_id,
+                    report.outcome, shown)
+
+
+async def recover_under_lock(root: Path, git_dir: Path, lock: ProjectWriteLock) -> list[RecoveryReport]:
+    """:func:`recover_pending` holding the project write lock (worktree/lock.py), never waiting for it.
+
+    When another engine (or a running job) holds the lock, its journal may belong to a write in flight:
+    nothing is recovered and ``[]`` is returned (the holder's own start already recovered)."""
+    if not lock.try_acquire():
+        log.info("crash recovery skipped: another SpotPatch engine holds this project's write lock")
+        return []
+    try:
+        return await recover_pending(root, git_dir=git_dir)
+    finally:
+        lock.release()

@@ -1,0 +1,302 @@
+"""A warm worktree per project: job start without a full checkout (issue 6; docs/architecture.md, "Warm
+worktree pool").
+
+A cold job start pays ``git worktree add`` — a checkout of every file, seconds on a 200 MB tree. The pool
+keeps one detached worktree of the project ready and brings it to the job's recorded HEAD instead, at a cost
+proportional to the files that differ (its index's stat cache is warm)::
+
+    pool = WorktreePool(root, task_group=tg, mode=pool_mode(...))   EngineService.configure
+    tg.start_soon(pool.warm)                  background: one detached worktree at HEAD, marker "pool-…"
+    path = await pool.acquire(head)           create_worktree: a clean detached checkout at head, or None
+    await pool.release(wt)                    end of run_job: recycled in the background, or removed
+    await pool.aclose()                       EngineService.stop_all: every idle worktree removed
+
+**Reset** (``acquire``, and the background recycle after ``release``): the directory must still be a real
+directory named like our job directories, placed where a fresh worktree would be placed *now*
+(``node_modules`` may have appeared or gone), whose ``.git`` names its private git directory, which is
+registered for it and holds our marker with this process's id. Then, always with
+``--git-dir=<private dir> --work-tree=<dir>`` so that git can never fall through to the user's
+repository: the worktree's HEAD reflog is dropped (no earlier job's baseline commit stays reachable through
+it), ``checkout --detach --force <head> --``, ``clean -ffdxq`` (untracked and ignored files, nested
+repositories) and HEAD must be ``head``. The user's repository gains nothing but what a fresh ``worktree
+add`` writes. Any failure discards the worktree (removed like a job's) and the job falls back to a cold
+``git worktree add``; cancellation discards it too, so nothing leaks.
+
+**Ownership**: a pooled worktree is idle in the pool (at most ``capacity``), or being warmed or recycled
+under the pool lock, or owned by exactly one job (``acquire`` takes it out under the lock before any
+await). Its marker names a ``pool-…`` id and this process, so ``sweep_orphans`` of a later engine removes
+it once this one died, and another live engine never does (DESIGN.md §8, "only ours").
+
+**When**: ``mode`` ``"on"``, ``"off"`` or ``"auto"`` (default: on when the index holds at least
+``min_files`` paths — below that a cold add takes tens of milliseconds and an extra registered worktree,
+visible in the user's ``git worktree list``, buys nothing). The engine reads it from
+``SPOTPATCH_WORKTREE_POOL`` (``1``/``on``, ``0``/``off``, anything else: auto).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import anyio
+from anyio.abc import TaskGroup
+
+from spotpatch_agent.errors import GitError
+from spotpatch_agent.worktree.git import run_git, sanitize
+from spotpatch_agent.worktree.isolation import (  # the pool shares the job worktrees' placement and marker
+    Worktree,
+    _add_detached,
+    _admin_dir,
+    _looks_like_job_dir,
+    _make_job_dir,
+    _node_modules_base,
+    _points_back,
+    _read_marker,
+    _registered_path,
+    _write_marker,
+    remove_worktree,
+)
+from spotpatch_agent.worktree.repo import resolve_head, same_path
+
+__all__ = ["MIN_FILES", "POOL_ENV", "PoolMode", "WorktreePool", "pool_mode"]
+
+log = logging.getLogger("spotpatch.worktree")
+
+#: Environment variable the engine reads the pool mode from (see :func:`pool_mode`).
+POOL_ENV = "SPOTPATCH_WORKTREE_POOL"
+#: ``auto`` keeps a warm worktree when the index holds at least this many paths.
+MIN_FILES = 2000
+#: Upper bound of one git step of a reset, in seconds (a checkout after HEAD moved far can be long).
+_STEP_TIMEOUT = 300.0
+
+PoolMode = Literal["auto", "on", "off"]
+
+
+def pool_mode(value: str | None) -> PoolMode:
+    """``"on"`` for ``1/on/true/yes``, ``"off"`` for ``0/off/false/no`` (any case), else ``"auto"``."""
+    text = (value or "").strip().lower()
+    if text in ("1", "on", "true", "yes"):
+        return "on"
+    if text in ("0", "off", "false", "no"):
+        return "off"
+    return "auto"
+
+
+@dataclass(frozen=True)
+class _Slot:
+    path: Path
+    admin_dir: Path
+    pool_id: str
+
+
+class WorktreePool:
+    """Warm detached worktrees of one project root (see the module docstring).
+
+    ``task_group`` runs the background recycles (``None``: ``release`` removes instead). Counters for
+    tests and diagnostics: ``hits`` (acquires answered warm), ``misses`` (acquires answered ``None``),
+    ``discards`` (pooled worktrees removed because a check or git step failed, or on cancellation).
+    """
+
+    def __init__(self, root: Path, *, task_group: TaskGroup | None = None, mode: PoolMode = "auto",
+                 min_files: int = MIN_FILES, capacity: int = 1) -> None:
+        self.root = root
+        self._tg = task_group
+        self._mode = mode
+        self._min_files = min_files
+        self._capacity = capacity
+        self._idle: list[_Slot] = []
+        self._busy = 0  # warms and recycles in flight: each ends with its worktree idle or removed
+        self._lock = anyio.Lock()
+        self._enabled: bool | None = None
+        self._closed = False
+        self.hits = self.misses = self.discards = 0
+
+    @property
+    def idle_paths(self) -> list[Path]:
+        """Directories of the idle pooled worktrees (never shown to clients)."""
+        return [slot.path for slot in self._idle]
+
+    # ---------------------------------------------------------------- job side
+
+    async def acquire(self, head: str) -> Path | None:
+        """A clean detached checkout at ``head``, now owned by the caller — or ``None``: create it cold.
+
+        Waits for a warm or recycle in flight (it is the cheapest source of a checkout), never for more.
+        The caller removes the worktree (:func:`remove_worktree`) or hands it back with :meth:`release`.
+        Never raises except on cancellation (the worktree is then removed).
+        """
+        async with self._lock:
+            slot = self._idle.pop() if not self._closed and await self._is_enabled() and self._idle else None
+        if slot is None:
+            self.misses += 1
+            return None
+        try:
+            await self._reset(slot, head)
+        except BaseException as exc:
+            await self._discard(slot, exc)
+            if not isinstance(exc, Exception):
+                raise
+            self.misses += 1
+            return None
+        self.hits += 1
+        return slot.path
+
+    async def release(self, wt: Worktree) -> None:
+        """Take back a job's worktree (DESIGN.md §8 clean-up). Never raises.
+
+        Recycled in the background when the pool has room (reset to the job's HEAD, then idle);
+        otherwise — pool off or closed, full, no task group, unknown private git directory — removed now.
+        """
+        keep = (not self._closed and self._enabled and self._tg is not None and wt.admin_dir is not None
+                and len(self._idle) + self._busy < self._capacity)
+        if keep:
+            assert self._tg is not None and wt.admin_dir is not None
+            self._busy += 1
+            try:
+                self._tg.start_soon(self._recycle, wt.path, wt.admin_dir, wt.head_oid)
+                return
+            except RuntimeError:  # the task group is closed
+                self._busy -= 1
+        await remove_worktree(self.root, wt)
+
+    # ---------------------------------------------------------------- background
+
+    async def warm(self) -> None:
+        """Create one pooled worktree at the current HEAD unless one is idle (background; never raises).
+
+        Cancellation removes whatever was created.
+        """
+        if self._closed:
+            return
+        self._busy += 1
+        try:
+            async with self._lock:
+                if self._closed or len(self._idle) >= self._capacity or not await self._is_enabled():
+                    return
+                slot = await self._create()
+                if self._closed:
+                    await self._discard(slot, None, count=False)
+                else:
+                    self._idle.append(slot)
+        except Exception as exc:  # noqa: BLE001 - the next job simply starts cold
+            log.info("could not warm a worktree: %s", sanitize(str(exc), self.root))
+        finally:
+            self._busy -= 1
+
+    async def aclose(self) -> None:
+        """Remove every idle pooled worktree; a warm or recycle in flight removes its own when it ends.
+
+        Later ``release`` calls remove instead of recycling. Bound it with a deadline: what is left is
+        removed by the next engine's start-up sweep (the marker names this process).
+        """
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for slot in idle:
+            await self._discard(slot, None, count=False)
+        async with self._lock:  # wait for a warm or recycle in flight: it sees _closed and removes its own
+            pass
+
+    async def _recycle(self, path: Path, admin_dir: Path, head: str) -> None:
+        slot = _Slot(path, admin_dir, "pool-" + secrets.token_hex(6))
+        try:
+            async with self._lock:
+                self._check(slot, job_marker=True)
+                _write_marker(admin_dir, slot.pool_id)
+                await self._reset(slot, head)
+                if self._closed:
+                    await self._discard(slot, None, count=False)
+                else:
+                    self._idle.append(slot)
+        except BaseException as exc:
+            await self._discard(slot, exc)
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            self._busy -= 1
+
+    async def _create(self) -> _Slot:
+        head = await resolve_head(self.root)
+        if head is None:
+            raise GitError("HEAD cannot be resolved")
+        pool_id = "pool-" + secrets.token_hex(6)
+        path = await _make_job_dir(self.root)
+        try:
+            await _add_detached(self.root, path, head)
+            admin = await _admin_dir(path)
+            _write_marker(admin, pool_id)
+            return _Slot(path, admin, pool_id)
+        except BaseException:
+            await remove_worktree(self.root, Worktree(path=path, head_oid=head, baseline_oid="", job_id=pool_id))
+            raise
+
+    # ---------------------------------------------------------------- reset and checks
+
+    async def _is_enabled(self) -> bool:
+        if self._enabled is None:
+            if self._mode != "auto":
+                self._enabled = self._mode == "on"
+            else:
+                try:
+                    out = await run_git(["ls-files", "-z"], cwd=self.root, check=False, read_only=True)
+                except GitError:  # git could not run: no pool, jobs start cold
+                    self._enabled = False
+                else:
+                    self._enabled = out.returncode == 0 and out.stdout.count(b"\0") >= self._min_files
+        return self._enabled
+
+    async def _reset(self, slot: _Slot, head: str) -> None:
+        """Bring ``slot`` to a clean detached checkout of ``head`` (module docstring). Raises on any doubt."""
+        self._check(slot)
+        expected = await _node_modules_base(self.root) or Path(tempfile.gettempdir()) / "spotpatch-worktrees"
+        if not same_path(slot.path.parent, expected):
+            raise GitError("the pooled worktree is not where a new one would be placed")
+        scoped = [f"--git-dir={slot.admin_dir}", f"--work-tree={slot.path}"]
+        try:
+            os.unlink(slot.admin_dir / "logs" / "HEAD")
+        except FileNotFoundError:
+            pass
+        for args in (["checkout", "--detach", "--force", "--quiet", head, "--"], ["clean", "-ffdxq"]):
+            await run_git([*scoped, *args], cwd=slot.path, redact=[slot.path], timeout=_STEP_TIMEOUT)
+        out = await run_git([*scoped, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"], cwd=slot.path,
+                            read_only=True, check=False)
+        if out.stdout.decode("ascii", "replace").strip() != head:
+            raise GitError("the pooled worktree is not at the recorded HEAD")
+
+    def _check(self, slot: _Slot, *, job_marker: bool = False) -> None:
+        """The directory and registration are still ours and intact (module docstring); raises if not."""
+        try:
+            st = os.lstat(slot.path)
+        except OSError:
+            raise GitError("the pooled worktree directory is gone") from None
+        registered = _registered_path(slot.admin_dir)
+        marker = _read_marker(slot.admin_dir)
+        if (
+            not stat.S_ISDIR(st.st_mode)
+            or not _looks_like_job_dir(slot.path)
+            or not _points_back(slot.path, slot.admin_dir)
+            or registered is None
+            or not same_path(registered, slot.path)
+            or marker is None
+            or marker.get("pid") != os.getpid()
+            or (not job_marker and marker.get("jobId") != slot.pool_id)
+        ):
+            raise GitError("the pooled worktree is not intact")
+
+    async def _discard(self, slot: _Slot, why: BaseException | None, *, count: bool = True) -> None:
+        """Remove ``slot`` like a job's worktree — unless its marker now names another process: then it is
+        only forgotten (never remove what another engine owns; the sweep judges it once that one died)."""
+        if count:
+            self.discards += 1
+        if isinstance(why, Exception):
+            log.info("discarding a pooled worktree: %s", sanitize(str(why), self.root, slot.path))
+        marker = _read_marker(slot.admin_dir)
+        if marker is not None and marker.get("pid") != os.getpid():
+            return
+        await remove_worktree(self.root, Worktree(path=slot.path, head_oid="", baseline_oid="",
+                                                  job_id=slot.pool_id, admin_dir=slot.admin_dir))

@@ -1,0 +1,248 @@
+"""Crash journal and start-up recovery (DESIGN.md §8, issue 6): format, durability, repair policy.
+
+Half-written states are built directly (journal + the first k files written), as a killed engine leaves
+them; tests/e2e/test_crash_recovery.py does the same with a real SIGKILL of the real engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from spotpatch_agent.worktree.images import (
+    ABSENT,
+    Image,
+    new_file_mode,
+    new_tmp_name,
+    read_image,
+    write_image,
+)
+from spotpatch_agent.worktree.journal import (
+    FAULT_ENV,
+    DiskJournal,
+    PathWrite,
+    WritePlan,
+    decode_plan,
+    encode_plan,
+    fault_point,
+    journal_dir,
+    recover_pending,
+    recover_under_lock,
+)
+from spotpatch_agent.worktree.lock import ProjectWriteLock
+from tests.conftest import git
+from tests.worktree._util import files, snapshot
+
+pytestmark = pytest.mark.anyio
+
+FILES = {"a.txt": "alpha\n", "src/b.txt": "beta\n", "gone.txt": "to delete\n", "other.txt": "unrelated\n"}
+POST = {"a.txt": b"ALPHA\n", "src/b.txt": b"BETA\n", "gone.txt": None, "src/new dir/ünï.txt": "néw\n".encode()}
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def head(root: Path) -> str:
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+def image_of(root: Path, rel: str) -> Image:
+    found = read_image(root, rel)
+    assert isinstance(found, Image)
+    return found
+
+
+def apply_plan(root: Path, job_id: str = "job_1") -> WritePlan:
+    """The plan an Apply of :data:`POST` on ``root`` would journal."""
+    writes = []
+    for rel, data in POST.items():
+        pre = image_of(root, rel)
+        post = ABSENT if data is None else Image(data, pre.mode if pre.data is not None else new_file_mode())
+        writes.append(PathWrite(rel, pre, post, new_tmp_name()))
+    return WritePlan(job_id, "apply", head(root), writes)
+
+
+def crash_after(root: Path, plan: WritePlan, written: int) -> None:
+    """What a killed engine leaves: the durable journal and the first ``written`` paths replaced."""
+    DiskJournal(root / ".git").begin(plan)
+    for item in plan.writes[:written]:
+        write_image(root, item.path, item.post, item.tmp)
+
+
+def jdir(root: Path) -> Path:
+    return journal_dir(root / ".git")
+
+
+# ---------------------------------------------------------------- format and durability
+
+
+async def test_journal_format_round_trips_and_stores_each_image_once(repo_factory) -> None:
+    root = repo_factory(FILES)
+    plan = apply_plan(root)
+    twin = WritePlan("job_2", "revert", plan.head, [*plan.writes, PathWrite("c.txt", ABSENT, Image(b"ALPHA\n", 0o644), new_tmp_name())])
+    raw = encode_plan(twin)
+    header, _, data = raw.partition(b"\n")
+    assert data.count(b"ALPHA\n") == 1  # deduplicated by hash
+    assert b"alpha" not in header  # bytes never in the JSON header
+    assert decode_plan(raw) == twin
+
+
+@pytest.mark.parametrize("tamper", ["image", "path", "format", "tmp"])
+async def test_decode_rejects_a_tampered_journal(repo_factory, tamper: str) -> None:
+    raw = encode_plan(apply_plan(repo_factory(FILES)))
+    bad = {
+        "image": raw[:-2] + b"X\n",
+        "path": raw.replace(b'"path":"a.txt"', b'"path":"../a.txt"'),
+        "format": raw.replace(b"spotpatch-journal", b"other-journal"),
+        "tmp": raw.replace(b'"tmp":".spotpatch-', b'"tmp":"../.spotpatch-', 1),
+    }[tamper]
+    with pytest.raises(ValueError):
+        decode_plan(bad)
+
+
+async def test_begin_writes_a_private_durable_journal_and_end_removes_it(repo_factory) -> None:
+    root = repo_factory(FILES)
+    plan = apply_plan(root)
+    journal = DiskJournal(root / ".git")
+    journal.begin(plan)
+    [entry] = list(jdir(root).iterdir())  # no temp file left beside it
+    assert entry.name == "job_1.journal"
+    assert stat.S_IMODE(entry.stat().st_mode) == 0o600 and stat.S_IMODE(jdir(root).stat().st_mode) == 0o700
+    assert decode_plan(entry.read_bytes()) == plan
+    journal.end(plan)
+    assert list(jdir(root).iterdir()) == []
+    with pytest.raises(ValueError):
+        journal.path_for("../escape")
+
+
+async def test_write_image_is_a_rename_and_never_writes_through_a_symlink(repo_factory) -> None:
+    root = repo_factory(FILES)
+    inode = os.stat(root / "a.txt").st_ino
+    write_image(root, "a.txt", Image(b"new\n", 0o640), new_tmp_name())
+    assert (root / "a.txt").read_bytes() == b"new\n" and os.stat(root / "a.txt").st_ino != inode
+    assert stat.S_IMODE(os.stat(root / "a.txt").st_mode) == 0o640
+    (root / "elsewhere").mkdir()
+    (root / "link").symlink_to("elsewhere")
+    with pytest.raises(OSError):
+        write_image(root, "link/x.txt", Image(b"x", 0o644), new_tmp_name())
+    assert list((root / "elsewhere").iterdir()) == []
+    write_image(root, "src/b.txt", ABSENT, new_tmp_name())
+    assert not (root / "src").exists()  # emptied parent directories go, as with git apply
+
+
+def test_fault_point_is_inert_unless_the_test_variable_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(FAULT_ENV, raising=False)
+    fault_point("apply", "after-journal")  # returns at once
+    monkeypatch.setenv(FAULT_ENV, "revert:after-journal")
+    fault_point("apply", "after-journal")
+
+
+# ---------------------------------------------------------------- recovery policy
+
+
+@pytest.mark.parametrize("written", [0, 1, 2, 4])
+async def test_recovery_rolls_a_half_done_apply_back(repo_factory, written: int) -> None:
+    root = repo_factory(FILES)
+    before = snapshot(root)
+    plan = apply_plan(root)
+    crash_after(root, plan, written)
+    [report] = await recover_pending(root)
+    assert report.dump() == {"jobId": "job_1", "operation": "apply", "outcome": "rolled-back",
+                             "paths": list(POST), "unresolvedPaths": []}
+    assert snapshot(root) == before  # files, index bytes, staged diff, status, HEAD, refs
+    assert list(jdir(root).iterdir()) == []
+
+
+@pytest.mark.parametrize("written", [0, 2, 4])
+async def test_recovery_completes_a_half_done_revert(repo_factory, written: int) -> None:
+    root = repo_factory(FILES)
+    before = snapshot(root)
+    applied = apply_plan(root)
+    for item in applied.writes:
+        write_image(root, item.path, item.post, item.tmp)
+    revert = WritePlan("job_1", "revert", applied.head,
+                       [PathWrite(w.path, w.post, w.pre, new_tmp_name()) for w in applied.writes])
+    crash_after(root, revert, written)
+    [report] = await recover_pending(root, git_dir=root / ".git")
+    assert (report.operation, report.outcome) == ("revert", "completed")
+    assert snapshot(root) == before
+
+
+async def test_recovery_leaves_a_path_edited_after_the_crash_and_reports_it(repo_factory) -> None:
+    root = repo_factory(FILES)
+    plan = apply_plan(root)
+    crash_after(root, plan, 2)
+    (root / "src" / "b.txt").write_bytes(b"the user's own edit\n")
+    [report] = await recover_pending(root)
+    assert report.outcome == "needs-attention" and report.unresolved_paths == ["src/b.txt"]
+    assert (root / "src" / "b.txt").read_bytes() == b"the user's own edit\n"  # never overwritten
+    assert (root / "a.txt").read_bytes() == b"alpha\n"  # the others are repaired
+    assert list(jdir(root).iterdir()) == []
+
+
+async def test_recovery_touches_nothing_when_head_moved(repo_factory) -> None:
+    root = repo_factory(FILES)
+    plan = apply_plan(root)
+    crash_after(root, plan, 2)
+    (root / "other.txt").write_text("committed after the crash\n")
+    git(root, "commit", "-qm", "later", "--", "other.txt")
+    left = files(root)
+    [report] = await recover_pending(root)
+    assert report.outcome == "needs-attention" and report.unresolved_paths == list(POST)
+    assert files(root) == left
+
+
+async def test_recovery_restores_permission_bits_and_removes_only_named_temp_files(repo_factory) -> None:
+    root = repo_factory(FILES)
+    os.chmod(root / "a.txt", 0o755)
+    plan = apply_plan(root)
+    crash_after(root, plan, 1)
+    os.chmod(root / "a.txt", 0o644)  # the mode only, bytes still the post-image
+    stray = root / "src" / plan.writes[1].tmp  # a temp file the killed write left
+    stray.write_bytes(b"half")
+    mine = root / ".spotpatch-0123456789abcdef.tmp"  # not named by the journal: not ours to delete
+    mine.write_bytes(b"keep")
+    [report] = await recover_pending(root)
+    assert report.outcome == "rolled-back"
+    assert stat.S_IMODE(os.stat(root / "a.txt").st_mode) == 0o755
+    assert not stray.exists() and mine.read_bytes() == b"keep"
+
+
+async def test_unfinished_journal_write_is_discarded_and_an_unreadable_one_kept(repo_factory, caplog) -> None:
+    root = repo_factory(FILES)
+    jdir(root).mkdir(parents=True)
+    (jdir(root) / ".job_1.journal.abcd.tmp").write_bytes(b'{"format": "spot')  # killed before the rename
+    (jdir(root) / "job_2.journal").write_bytes(b"garbage\n")
+    left = files(root)
+    with caplog.at_level(logging.ERROR, logger="spotpatch.worktree"):
+        assert await recover_pending(root) == []
+    assert sorted(p.name for p in jdir(root).iterdir()) == ["job_2.journal"]
+    assert "spotpatch/journal/job_2.journal" in caplog.text and str(root) not in caplog.text
+    assert files(root) == left
+
+
+async def test_recovery_waits_for_no_one_when_another_engine_holds_the_lock(repo_factory) -> None:
+    root = repo_factory(FILES)
+    plan = apply_plan(root)
+    crash_after(root, plan, 1)
+    holder = ProjectWriteLock(root / ".git")
+    assert holder.try_acquire()
+    try:
+        assert await recover_under_lock(root, root / ".git", ProjectWriteLock(root / ".git")) == []
+        assert (jdir(root) / "job_1.journal").exists()  # maybe a live write: left alone
+    finally:
+        holder.release()
+    [report] = await recover_under_lock(root, root / ".git", ProjectWriteLock(root / ".git"))
+    assert report.outcome == "rolled-back"
+
+
+async def test_no_journal_costs_no_git_call(repo_factory, tmp_path: Path) -> None:
+    root = repo_factory(FILES)
+    assert await recover_pending(root, git_dir=root / ".git") == []
+    assert await recover_pending(tmp_path / "not-a-repo-dir-that-is-missing", git_dir=tmp_path / "nowhere") == []

@@ -1,0 +1,408 @@
+"""The warm worktree pool (worktree/pool.py, issue 6): a reused worktree is indistinguishable from a fresh one,
+is never handed out twice, falls back to a cold ``git worktree add`` when anything is off, leaks nothing on
+cancellation, and stays within the orphan sweep's rules."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+
+from spotpatch_agent.worktree.isolation import (
+    MARKER_NAME,
+    Worktree,
+    create_worktree,
+    remove_worktree,
+    result_diff,
+    sweep_orphans,
+)
+from spotpatch_agent.worktree.pool import WorktreePool, pool_mode
+from tests.conftest import git
+from tests.worktree._util import files, run, snapshot, worktree_list
+
+pytestmark = pytest.mark.anyio
+
+FILES = {
+    ".gitignore": "dist/\n*.log\nnode_modules/\n",
+    "a.txt": "alpha\nbeta\n",
+    "src/app.js": "export const n = 1;\n",
+    "src/lib/util.js": "export const u = 2;\n",
+    "docs/readme.md": "# docs\n",
+    "bin/tool.sh": "#!/bin/sh\necho tool\n",
+}
+
+
+def _temp_base() -> Path:
+    return Path(tempfile.gettempdir()) / "spotpatch-worktrees"
+
+
+@asynccontextmanager
+async def open_pool(root: Path, **kwargs) -> AsyncIterator[WorktreePool]:
+    """A pool (mode ``on`` unless given) whose background work runs in a task group; closed at the end."""
+    kwargs.setdefault("mode", "on")
+    async with anyio.create_task_group() as tg:
+        pool = WorktreePool(root, task_group=tg, **kwargs)
+        try:
+            yield pool
+        finally:
+            with anyio.CancelScope(shield=True):
+                await pool.aclose()
+
+
+async def settled(pool: WorktreePool) -> None:
+    """Wait until no warm or recycle is in flight (observable state, bounded)."""
+    with anyio.fail_after(30):
+        while pool._busy:  # the one piece of private state a test must wait on
+            await anyio.sleep(0.01)
+
+
+def tree(path: Path) -> dict[str, object]:
+    """Every entry of a worktree (content or type) and whether it is executable; not its ``.git`` file."""
+    entries = files(path)
+    del entries[".git"]
+    return {rel: (value, os.access(path / rel, os.X_OK)) for rel, value in entries.items()}
+
+
+def only_main_worktree(root: Path) -> bool:
+    return [p.resolve() for p in worktree_list(root)] == [root.resolve()] and not list((root / ".git").glob("worktrees/*"))
+
+
+def temp_base_empty() -> bool:
+    return not _temp_base().exists() or list(_temp_base().iterdir()) == []
+
+
+def dirty_the_job(wt: Worktree) -> None:
+    """What a job and its checks may leave: modified, deleted, added (staged), untracked, ignored, nested,
+    empty-directory and mode changes."""
+    (wt.path / "a.txt").write_text("ALPHA\n")
+    (wt.path / "src" / "lib" / "util.js").unlink()
+    (wt.path / "src" / "new.js").write_text("export const added = 1;\n")
+    (wt.path / "dist").mkdir()
+    (wt.path / "dist" / "bundle.js").write_text("ignored build output\n")
+    (wt.path / "debug.log").write_text("ignored log\n")
+    (wt.path / "deep" / "er" / "still").mkdir(parents=True)
+    (wt.path / "deep" / "er" / "file.txt").write_text("untracked\n")
+    (wt.path / "empty-dir").mkdir()
+    (wt.path / "docs" / "readme.md").chmod(0o755)
+
+
+async def job_with_pool(root: Path, pool: WorktreePool, job_id: str) -> Worktree:
+    wt = await create_worktree(root, job_id, pool=pool)
+    dirty_the_job(wt)
+    await result_diff(wt)  # stages the agent's change in the worktree's index, as a finished job does
+    nested = wt.path / "vendor" / "nested"  # and a check that cloned something, after the diff was taken
+    nested.mkdir(parents=True)
+    git(nested, "init", "-q")
+    (nested / "x.txt").write_text("nested\n")
+    return wt
+
+
+async def test_reuse_gives_a_tree_identical_to_a_fresh_checkout(repo_factory) -> None:
+    root = repo_factory(FILES)
+    before = snapshot(root)
+    async with open_pool(root) as pool:
+        await pool.warm()
+        [warm_path] = pool.idle_paths
+        first = await job_with_pool(root, pool, "job-1")
+        assert first.path == warm_path and pool.hits == 1
+        await pool.release(first)
+        await settled(pool)
+        assert pool.idle_paths == [first.path]
+        reused = await create_worktree(root, "job-2", pool=pool)
+        fresh = await create_worktree(root, "job-fresh")
+        try:
+            assert reused.path == first.path and pool.hits == 2 and pool.discards == 0
+            assert tree(reused.path) == tree(fresh.path)
+            for wt in (reused, fresh):
+                assert run(wt.path, "status", "--porcelain", "--ignored", "--untracked-files=all") == ""
+                assert run(wt.path, "rev-parse", "HEAD^").strip() == wt.head_oid
+                with pytest.raises(subprocess.CalledProcessError):
+                    run(wt.path, "symbolic-ref", "-q", "HEAD")  # detached
+            assert run(reused.path, "log", "--format=%s", "-1") == "spotpatch baseline job-2\n"
+            # The first job's baseline is reachable from nothing: not a HEAD, not a reflog.
+            reachable = run(root, "rev-list", "--all", "--reflog")
+            assert first.baseline_oid not in reachable
+            assert first.baseline_oid not in run(reused.path, "reflog", "--format=%H")
+            marker = json.loads((reused.admin_dir / MARKER_NAME).read_text())  # type: ignore[operator]
+            assert marker["jobId"] == "job-2" and marker["pid"] == os.getpid()
+        finally:
+            await remove_worktree(root, reused)
+            await remove_worktree(root, fresh)
+    assert snapshot(root) == before  # the user's files, index, HEAD and refs never changed
+    assert only_main_worktree(root) and temp_base_empty()
+
+
+async def test_reused_worktree_follows_a_moved_head(repo_factory) -> None:
+    root = repo_factory(FILES)
+    async with open_pool(root) as pool:
+        first = await job_with_pool(root, pool, "job-1")  # a miss: created cold, kept at release
+        await pool.release(first)
+        await settled(pool)
+        (root / "a.txt").write_text("moved\n")
+        (root / "src" / "app.js").unlink()
+        (root / "src" / "added.ts").write_text("export {};\n")
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", "move HEAD")
+        new_head = run(root, "rev-parse", "HEAD").strip()
+        assert new_head != first.head_oid
+        reused = await create_worktree(root, "job-2", pool=pool)
+        fresh = await create_worktree(root, "job-fresh")
+        try:
+            assert reused.path == first.path and pool.hits == 1 and pool.misses == 1
+            assert reused.head_oid == new_head
+            assert run(reused.path, "rev-parse", "HEAD^").strip() == new_head
+            assert tree(reused.path) == tree(fresh.path)
+            assert not (reused.path / "src" / "app.js").exists()
+        finally:
+            await remove_worktree(root, reused)
+            await remove_worktree(root, fresh)
+    assert only_main_worktree(root)
+
+
+def _break_delete_dir(path: Path, admin: Path, root: Path) -> None:
+    shutil.rmtree(path)
+
+
+def _break_gitfile(path: Path, admin: Path, root: Path) -> None:
+    (path / ".git").unlink()  # git run there would find the user's repository: must never happen
+
+
+def _break_index(path: Path, admin: Path, root: Path) -> None:
+    (admin / "index").write_bytes(b"DIRC garbage")
+
+
+def _break_registration(path: Path, admin: Path, root: Path) -> None:
+    shutil.rmtree(admin)
+
+
+def _break_marker(path: Path, admin: Path, root: Path) -> None:
+    (admin / MARKER_NAME).unlink()
+
+
+def _break_symlink_to_root(path: Path, admin: Path, root: Path) -> None:
+    shutil.rmtree(path)
+    path.symlink_to(root, target_is_directory=True)
+
+
+def _break_lock(path: Path, admin: Path, root: Path) -> None:
+    (admin / "index.lock").write_bytes(b"")  # a git killed half-way
+
+
+@pytest.mark.parametrize("breakage", [_break_delete_dir, _break_gitfile, _break_index, _break_registration,
+                                      _break_marker, _break_symlink_to_root, _break_lock],
+                         ids=lambda f: f.__name__[len("_break_"):])
+async def test_a_broken_pooled_worktree_falls_back_cold(repo_factory, breakage) -> None:
+    root = repo_factory(FILES)
+    before = snapshot(root)
+    async with open_pool(root) as pool:
+        await pool.warm()
+        [path] = pool.idle_paths
+        [admin] = [p for p in (root / ".git" / "worktrees").iterdir()]
+        breakage(path, admin, root)
+        wt = await create_worktree(root, "job-1", pool=pool)
+        try:
+            assert pool.hits == 0 and pool.discards == 1 and pool.idle_paths == []
+            assert wt.path != path and (wt.path / "a.txt").read_text() == FILES["a.txt"]
+            assert run(wt.path, "rev-parse", "HEAD^").strip() == wt.head_oid
+            assert snapshot(root) == before
+            assert not os.path.lexists(path)  # the broken one is gone (a symlink is unlinked, never followed)
+        finally:
+            await remove_worktree(root, wt)
+    assert snapshot(root) == before
+    assert only_main_worktree(root) and temp_base_empty()
+    assert (root / "a.txt").read_text() == FILES["a.txt"]
+
+
+async def test_a_pooled_worktree_is_never_handed_out_twice(repo_factory) -> None:
+    root = repo_factory(FILES)
+    head = run(root, "rev-parse", "HEAD").strip()
+    async with open_pool(root) as pool:
+        await pool.warm()
+        got: list[Path | None] = []
+
+        async def take() -> None:
+            got.append(await pool.acquire(head))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(4):
+                tg.start_soon(take)
+        taken = [p for p in got if p is not None]
+        assert len(got) == 4 and len(taken) == 1 and pool.hits == 1 and pool.misses == 3
+        # Concurrent jobs: each gets its own worktree; the pool's goes to one of them.
+        jobs: list[Worktree] = []
+
+        async def job(n: int) -> None:
+            jobs.append(await create_worktree(root, f"job-{n}", pool=pool))
+
+        await pool.release(Worktree(taken[0], head, "", "x", admin_dir=_admin_of(root, taken[0])))
+        async with anyio.create_task_group() as tg:
+            for n in range(3):
+                tg.start_soon(job, n)
+        assert len({wt.path for wt in jobs}) == 3 and pool.hits == 2
+        assert taken[0] in {wt.path for wt in jobs}
+        for wt in jobs:
+            await pool.release(wt)  # one is kept (capacity 1), the others are removed now
+        await settled(pool)
+        assert len(pool.idle_paths) == 1 and len(worktree_list(root)) == 2
+    assert only_main_worktree(root) and temp_base_empty()
+
+
+def _admin_of(root: Path, path: Path) -> Path:
+    for admin in (root / ".git" / "worktrees").iterdir():
+        if Path((admin / "gitdir").read_text().strip()).parent.resolve() == path.resolve():
+            return admin
+    raise AssertionError("no registration")
+
+
+async def test_cancellation_while_warming_or_acquiring_leaves_nothing(repo_factory) -> None:
+    root = repo_factory(FILES)
+    head = run(root, "rev-parse", "HEAD").strip()
+    for delay in (0, 0.002, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16):
+        async with open_pool(root) as pool:
+            with anyio.move_on_after(delay):
+                await pool.warm()
+            with anyio.move_on_after(delay):
+                path = await pool.acquire(head)
+                if path is not None:  # the caller owns it now
+                    await remove_worktree(root, Worktree(path, head, "", "x", admin_dir=_admin_of(root, path)))
+        assert only_main_worktree(root), delay
+        assert temp_base_empty(), delay
+
+
+async def test_cancelled_background_recycle_leaves_nothing(repo_factory) -> None:
+    root = repo_factory(FILES)
+    for delay in (0, 0.005, 0.02, 0.08):
+        async with anyio.create_task_group() as tg:
+            pool = WorktreePool(root, task_group=tg, mode="on")
+            wt = await create_worktree(root, "job-1", pool=pool)
+            dirty_the_job(wt)
+            await pool.release(wt)
+            await anyio.sleep(delay)
+            tg.cancel_scope.cancel()  # the engine stops: the recycle in flight is cancelled
+        with anyio.CancelScope(shield=True):
+            await pool.aclose()
+        assert only_main_worktree(root), delay
+        assert temp_base_empty(), delay
+
+
+async def test_close_removes_idle_worktrees_and_later_releases(repo_factory) -> None:
+    root = repo_factory(FILES)
+    async with open_pool(root) as pool:
+        wt = await create_worktree(root, "job-1", pool=pool)  # cold
+        await pool.warm()
+        [idle] = pool.idle_paths
+        await pool.aclose()
+        assert not idle.exists() and pool.idle_paths == []
+        await pool.release(wt)  # closed: removed at once
+        assert not wt.path.exists()
+        assert await pool.acquire(wt.head_oid) is None
+    assert only_main_worktree(root) and temp_base_empty()
+
+
+async def test_off_and_auto_below_the_threshold_keep_nothing(repo_factory) -> None:
+    root = repo_factory(FILES)
+    for mode, min_files in (("off", 0), ("auto", 1000)):
+        async with open_pool(root, mode=mode, min_files=min_files) as pool:
+            await pool.warm()
+            assert pool.idle_paths == []
+            wt = await create_worktree(root, "job-1", pool=pool)
+            await pool.release(wt)
+            assert not wt.path.exists() and only_main_worktree(root)
+    async with open_pool(root, mode="auto", min_files=len(FILES)) as pool:
+        await pool.warm()
+        assert len(pool.idle_paths) == 1
+    assert [pool_mode(v) for v in ("1", "ON", "0", "off", None, "", "maybe")] == ["on", "on", "off", "off", "auto",
+                                                                                    "auto", "auto"]
+
+
+async def test_pooled_worktree_follows_node_modules_placement(repo_factory) -> None:
+    root = repo_factory(FILES)
+    async with open_pool(root) as pool:
+        await pool.warm()
+        [idle] = pool.idle_paths
+        assert idle.parent == _temp_base()
+        (root / "node_modules" / "pkg").mkdir(parents=True)  # the user installed packages meanwhile
+        wt = await create_worktree(root, "job-1", pool=pool)
+        try:
+            assert pool.discards == 1 and wt.path.parent == root / "node_modules" / ".spotpatch"
+        finally:
+            await pool.release(wt)
+        await settled(pool)
+        assert pool.idle_paths == [wt.path]  # kept, in the new placement
+        again = await create_worktree(root, "job-2", pool=pool)
+        try:
+            assert again.path == wt.path and pool.hits == 1
+        finally:
+            await remove_worktree(root, again)
+    assert only_main_worktree(root)
+
+
+async def test_sweep_removes_a_dead_engines_pooled_worktree_but_never_a_live_ones(repo_factory) -> None:
+    root = repo_factory(FILES)
+    dead = await anyio.open_process([sys.executable, "-c", "pass"])
+    await dead.wait()
+    live = await anyio.open_process([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        async with open_pool(root, capacity=2) as pool:
+            await pool.warm()
+            await pool.warm()  # capacity 2: two idle worktrees
+            paths = pool.idle_paths
+            assert len(paths) == 2
+            for path, pid in zip(paths, (dead.pid, live.pid)):
+                marker_file = _admin_of(root, path) / MARKER_NAME
+                marker = json.loads(marker_file.read_text())
+                assert marker["jobId"].startswith("pool-")
+                marker_file.write_text(json.dumps({**marker, "pid": pid}))  # as if another engine made it
+            assert await sweep_orphans(root) == 1
+            assert not paths[0].exists() and paths[1].exists()
+            # Not ours any more: the pool never hands it out, nor removes what a live engine owns.
+            assert await pool.acquire(run(root, "rev-parse", "HEAD").strip()) is None
+            assert pool.discards == 1 and paths[1].exists()
+        assert paths[1].exists()
+    finally:
+        live.kill()
+        await live.wait()
+    assert await sweep_orphans(root) == 1  # its owner died: now the sweep removes it
+    assert only_main_worktree(root) and temp_base_empty()
+
+
+def test_engine_reuses_its_pooled_worktree_across_jobs(tmp_path: Path, private_tempdir: Path) -> None:
+    """Through the real ``spotpatch-agent serve`` with the pool forced on: the second job runs in the first
+    job's (recycled) worktree, both give the demo diff, and shutdown removes the pooled worktree."""
+    from spotpatch_agent.demo.runner import TOUCHED, make_demo_project
+    from spotpatch_agent.demo.script import demo_turns
+    from spotpatch_agent.provider.scripted import ScriptedProviderServer
+    from tests.e2e.test_serve_job import KEY_ENV, config_for, create_job, job_worktrees
+    from tests.engine_client import EngineProcess
+
+    project = make_demo_project(tmp_path / "demo-app")
+    with ScriptedProviderServer(demo_turns() + demo_turns()) as server:
+        eng = EngineProcess(env={KEY_ENV: "sk-test", "SPOTPATCH_WORKTREE_POOL": "1", "TMPDIR": str(private_tempdir)})
+        try:
+            eng.initialize(project, config_for(server))
+            used: list[list[Path]] = []
+            diffs = []
+            for _ in range(2):
+                job_id = create_job(eng)
+                final = eng.wait_status(job_id, {"awaiting-review", "failed", "cancelled"}, timeout=60)
+                assert final["status"] == "awaiting-review", eng.events(job_id)
+                diffs.append(eng.call("job/diff", {"jobId": job_id})["files"])
+                used.append(job_worktrees(project))  # the job's worktree, kept by the pool
+                eng.call("job/close", {"jobId": job_id})
+            assert diffs[0] == diffs[1] and diffs[0][0]["path"] == TOUCHED
+            assert len(used[0]) == 1 and used[0] == used[1]
+            assert git(project, "status", "--porcelain") == ""
+            assert eng.close() == 0
+        finally:
+            eng.stop()
+    assert job_worktrees(project) == [] and not used[0][0].exists()
+    assert eng.stdout_faults == []
