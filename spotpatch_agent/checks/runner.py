@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -52,7 +53,9 @@ DRAIN_GRACE_SEC = 1.0
 TRUNCATED_MARK = "\n[output truncated]"
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+#: C0 controls but tab/newline, DEL, C1 controls (U+0080–U+009F: a terminal may read U+009B as CSI and
+#: U+009D as OSC) and bidirectional overrides/isolates (display spoofing, "Trojan Source").
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 CheckStatus = Literal["passed", "failed", "timed-out"]
 
@@ -102,8 +105,34 @@ def check_env(pass_env: Iterable[str] = ()) -> dict[str, str]:
         key: value for key, value in os.environ.items()
         if (key in wanted or re.fullmatch(r"LC_[A-Z]+", key)) and not CREDENTIAL_NAME.search(key)
     }
+    if "PATH" in env:  # an empty or relative entry resolves in the cwd: the worktree the model writes
+        env["PATH"] = os.pathsep.join(d for d in env["PATH"].split(os.pathsep) if d and os.path.isabs(d))
     env.update(CHECK_ENV_FIXED)
     return env
+
+
+_PROTECTED = False
+
+
+def protect_engine_environ() -> None:
+    """Linux: make this (the engine) process non-dumpable, once, before its first check runs.
+
+    A check runs project code the model may have written (tests, configs) as the same user; without this
+    it could read the provider key from ``/proc/<engine pid>/environ`` (its parent), whatever
+    :func:`check_env` keeps out of its own environment. A non-dumpable process's ``/proc`` entries
+    (``environ``, ``mem``, ``fd``) are closed to other processes without ``CAP_SYS_PTRACE``; the
+    engine's children get the normal setting back at ``exec``. No effect elsewhere; failures ignored."""
+    global _PROTECTED
+    if _PROTECTED or not sys.platform.startswith("linux"):
+        return
+    _PROTECTED = True
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):
+        pass
 
 
 def check_timeout(check: CheckConfig, limits: Limits) -> int:
@@ -175,6 +204,7 @@ async def run_check_process(check: CheckConfig, cwd: Path, limits: Limits, *,
                         exit_code=exit_code, signal=sig, duration_ms=int((time.perf_counter() - started) * 1000),
                         output=output, truncated=truncated)
 
+    protect_engine_environ()
     try:
         process = await anyio.open_process(
             [check.command, *check.args], cwd=cwd, env=check_env(check.pass_env), stdin=subprocess.DEVNULL,

@@ -45,8 +45,10 @@ __all__ = [
     "FinalCheck",
     "GateFacts",
     "auto_apply_blockers",
+    "check_input_paths",
     "check_mode_request",
     "checks_failure",
+    "is_check_config",
     "is_dependency_file",
     "is_dev_server_config",
     "offered_modes",
@@ -91,6 +93,14 @@ def check_mode_request(modes: Modes, apply_mode: str, consent: object) -> None:
                              "trustedFastModeConsent is only valid with applyMode 'trusted-auto'.")
 
 
+def includes_local_changes(apply_mode: str, trusted_consent: object, local_consent: object) -> bool:
+    """Whether a job may take the user's local changes into its baseline (include-local-changes, DESIGN.md §8):
+    with ``localChangesConsent: true``, or in ``trusted-auto`` with the literal ``trustedFastModeConsent: true``,
+    since that one consent covers "sending project context to that provider, including bounded local changes
+    in the baseline" (DESIGN.md §10). A ``blocked`` tree stays blocked either way."""
+    return local_consent is True or (apply_mode == "trusted-auto" and trusted_consent is True)
+
+
 # ---------------------------------------------------------------- path classes of the auto gates
 
 #: File names (any directory, case-insensitive) that declare, pin or configure dependencies.
@@ -115,6 +125,39 @@ def _name(path: str) -> str:
 def is_dependency_file(path: str) -> bool:
     """Whether a relative POSIX path is a dependency manifest, lockfile or package-manager config."""
     return _name(path) in DEPENDENCY_FILES
+
+
+#: File names that configure how a check judges the code (linters, formatters, test runners): a change to one
+#: can make a check pass without the code being right, so auto does not trust that check's pass.
+_CHECK_CONFIG = re.compile(
+    r"(?:eslint|prettier|stylelint|biome|vitest|vitest\.workspace|jest|playwright|cypress|karma|ava|lint-staged"
+    r"|commitlint|oxlint|dprint)\.config\.[^/]+|\.(?:eslintrc|prettierrc|stylelintrc|mocharc|swcrc)(?:\.[^/]*)?"
+    r"|\.eslintignore|\.prettierignore|biome\.jsonc?|\.oxlintrc\.json|dprint\.jsonc?|deno\.jsonc?"
+    r"|conftest\.py|pytest\.ini|tox\.ini|setup\.cfg|\.flake8|\.pylintrc|ruff\.toml|\.ruff\.toml|mypy\.ini|\.mypy\.ini"
+)
+
+
+def is_check_config(path: str) -> bool:
+    """Whether a relative POSIX path configures a linter, formatter or test runner (``eslint.config.js``,
+    ``.eslintrc.json``, ``vitest.config.ts``, ``conftest.py`` …; case-insensitive, any directory)."""
+    return _CHECK_CONFIG.fullmatch(_name(path)) is not None
+
+
+def check_input_paths(checks: Sequence[CheckConfig]) -> set[str]:
+    """Relative POSIX paths (casefolded, ``./`` dropped) that a check's ``command`` or ``args`` name: a
+    worktree file the check executes or reads by name (``./scripts/check.sh``, ``node scripts/verify.mjs``,
+    ``--config=lint.json``). Absolute paths and plain words are kept too; they simply never match a changed
+    relative path."""
+    found: set[str] = set()
+    for check in checks:
+        for token in (check.command, *check.args):
+            for part in (token, token.partition("=")[2]):
+                part = part.strip().replace("\\", "/")
+                while part.startswith("./"):
+                    part = part[2:]
+                if part:
+                    found.add(part.casefold())
+    return found
 
 
 def is_dev_server_config(path: str) -> bool:
@@ -224,6 +267,9 @@ class GateFacts:
     files: Sequence[FileStat]
     checks: Sequence[CheckConfig]
     results: Sequence[FinalCheck]
+    #: A ``run_check`` of the model changed the worktree during the run: its writes are in the diff but
+    #: were never made by the path-policed file tools (tools/executor.py ``checks_changed_files``).
+    check_wrote: bool = False
 
 
 def _paths(paths: list[str]) -> str:
@@ -255,4 +301,11 @@ def auto_apply_blockers(facts: GateFacts) -> list[str]:
     config = [f.path for f in facts.files if is_dev_server_config(f.path) and not is_dependency_file(f.path)]
     if config:
         reasons.append("the change touches dev-server configuration: " + _paths(config))
+    inputs = check_input_paths(facts.checks)
+    judged = [f.path for f in facts.files if f.path.casefold() in inputs
+              or (is_check_config(f.path) and not is_dependency_file(f.path))]
+    if judged:
+        reasons.append("the change touches files the checks run or are configured by: " + _paths(judged))
+    if facts.check_wrote:
+        reasons.append("a check run during the job changed files (its writes are part of the diff)")
     return reasons

@@ -21,7 +21,6 @@ from spotpatch_agent.engine.loop import LoopBudget, LoopStats, run_loop
 from spotpatch_agent.engine.prompt import SYSTEM_PROMPT, agent_task
 from spotpatch_agent.engine.states import job_tools  # defined there: a light import
 from spotpatch_agent.errors import JobFailure, SpotPatchError
-from spotpatch_agent.policy.paths import PathDenied, is_protected, normalize_rel_path
 from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import (
@@ -37,8 +36,7 @@ from spotpatch_agent.protocol.models import (
 from spotpatch_agent.provider.base import ProviderAdapter
 from spotpatch_agent.tools.executor import ToolExecutor
 from spotpatch_agent.tools.registry import TOOL_DEFS, tool_specs
-from spotpatch_agent.worktree.changes import change_hashes
-from spotpatch_agent.worktree.isolation import Worktree, create_worktree, remove_worktree, result_diff
+from spotpatch_agent.worktree.isolation import Worktree, create_worktree, remove_worktree
 from spotpatch_agent.worktree.pool import WorktreePool
 
 log = logging.getLogger("spotpatch.job")
@@ -124,7 +122,10 @@ async def run_job(job: Job, adapter: ProviderAdapter, *, apply: AutoApply | None
                 with anyio.fail_after(job.limits.get("jobTimeoutSec")):
                     worktree = await create_worktree(
                         job.root, job.job_id, limits=job.limits,
-                        include_local_changes=bool(job.params.local_changes_consent), pool=job.pool)
+                        include_local_changes=gates.includes_local_changes(
+                            job.params.apply_mode, job.params.trusted_fast_mode_consent,
+                            job.params.local_changes_consent),
+                        pool=job.pool)
                     REDACTOR.add_path(worktree.path, "<worktree>")
                     if worktree.head_oid != job.head_oid:
                         raise JobFailure(ErrorCode.REPO_BLOCKED, "HEAD moved while the job was starting; try again.")
@@ -221,6 +222,7 @@ async def _decide(
     blockers = gates.auto_apply_blockers(gates.GateFacts(
         capability_proven=proven,
         files=job.files, checks=job.checks, results=job.check_results,
+        check_wrote=executor.checks_changed_files,
     ))
     if apply is None:
         blockers.append("this engine path cannot apply automatically")
@@ -257,7 +259,8 @@ async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor)
         check_timeout_sec=max((c.timeout_sec or limits.get("checkTimeoutSec") for c in job.checks),
                               default=limits.get("checkTimeoutSec")),
     )
-    task = agent_task(job.params.annotation, max_turns=budget.max_turns, max_tool_calls=budget.max_tool_calls)
+    task = agent_task(job.params.annotation, max_turns=budget.max_turns, max_tool_calls=budget.max_tool_calls,
+                      trusted_auto=job.params.apply_mode == "trusted-auto")
     await run_loop(
         adapter=adapter, model=job.model.model, system=SYSTEM_PROMPT, task=task, tools=tool_specs(tools),
         executor=executor, budget=budget, events=job.events, stats=job.stats,

@@ -67,10 +67,20 @@ def render_prompt(annotation: SpotAnnotation) -> PromptRenderResult:
     return PromptRenderResult(text=text, targets=targets)
 
 
-def agent_task(annotation: SpotAnnotation, *, max_turns: int, max_tool_calls: int) -> str:
-    """The first user message of a job: the v1 prompt plus the budget."""
+#: Added to a ``trusted-auto`` job's task only (DESIGN.md §10: "Prefer the exact source path from the target:
+#: one read_file and one replace_text for a local change").
+TRUSTED_AUTO_GUIDANCE = (
+    "Fast mode (trusted-auto): no project checks run and your change is applied directly. Prefer the exact "
+    "source path given for a target: for a local change, one read_file of that file and one replace_text.\n"
+)
+
+
+def agent_task(annotation: SpotAnnotation, *, max_turns: int, max_tool_calls: int, trusted_auto: bool = False) -> str:
+    """The first user message of a job: the v1 prompt plus the budget (plus the fast-path guidance in
+    ``trusted-auto``)."""
     return (
         render_prompt(annotation).text
         + f"\nBudget: at most {max_turns} turns and {max_tool_calls} tool calls in total. "
         "Your first reply must call a tool.\n"
+        + (TRUSTED_AUTO_GUIDANCE if trusted_auto else "")
     )

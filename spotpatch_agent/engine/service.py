@@ -19,7 +19,7 @@ from anyio.abc import TaskGroup
 
 from spotpatch_agent import PROTOCOL_VERSION, __version__
 from spotpatch_agent.engine.events import JobEventLog
-from spotpatch_agent.engine.gates import check_mode_request, offered_modes
+from spotpatch_agent.engine.gates import check_mode_request, includes_local_changes, offered_modes
 from spotpatch_agent.engine.prompt import render_prompt
 from spotpatch_agent.engine.states import ACTIVE, job_tools
 from spotpatch_agent.errors import SpotPatchError
@@ -53,7 +53,7 @@ from spotpatch_agent.protocol.models import (
     TrustedConfig,
 )
 from spotpatch_agent.worktree.git import run_git
-from spotpatch_agent.worktree.health import repo_health
+from spotpatch_agent.worktree.health import blocked_message, repo_health
 from spotpatch_agent.worktree.isolation import sweep_orphans
 from spotpatch_agent.worktree.lock import ProjectWriteLock
 from spotpatch_agent.worktree.pool import POOL_ENV, WorktreePool, pool_mode
@@ -254,8 +254,10 @@ class EngineService:
             locked = self._acquire_project_lock()
             health = await repo_health(root, limits)
             if health.state == "blocked":
-                raise SpotPatchError(ErrorCode.REPO_BLOCKED, "The repository cannot host a job now: " + ", ".join(health.reasons))
-            if health.state == "consent-required" and not params.local_changes_consent:
+                raise SpotPatchError(ErrorCode.REPO_BLOCKED,
+                                     "The repository cannot host a job now: " + await blocked_message(root, health.reasons))
+            if health.state == "consent-required" and not includes_local_changes(
+                    params.apply_mode, params.trusted_fast_mode_consent, params.local_changes_consent):
                 raise SpotPatchError(
                     ErrorCode.CONSENT_REQUIRED,
                     "The working tree has local changes (staged {staged}, unstaged {unstaged}, untracked {untracked}); "
@@ -387,6 +389,9 @@ class EngineService:
             return
         try:
             async with self._lock():
+                if job.cancel_scope.cancel_called:  # job/cancel while this waited for another Apply/Revert
+                    job.set_status("cancelled", "Cancelled; nothing was applied.")
+                    return
                 self._acquire_project_lock()  # re-entrant: the job's run holds it
                 try:
                     await self._apply_locked(job, auto=message)

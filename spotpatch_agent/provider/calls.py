@@ -19,6 +19,9 @@ from spotpatch_agent.provider.http import sanitize_excerpt
 MAX_TEXT_BYTES = 16 * 1024
 #: Streamed arguments kept per call, in characters; a longer call is reported invalid.
 MAX_ARGUMENT_CHARS = 4 * 1024 * 1024
+#: Tool calls accepted in one turn (above the hard cap of ``maxToolCalls`` for a whole job): more is
+#: ``LIMIT_EXCEEDED`` at once, so an endless list of calls cannot grow the engine's memory.
+MAX_CALLS_PER_TURN = 256
 
 
 class TextBudget:
@@ -88,6 +91,13 @@ def tool_call_event(call_id: str, name: str, arguments: ArgumentBuffer) -> ToolC
     if not isinstance(parsed, dict):
         return ToolCallEvent(call_id, name, text, invalid="arguments are not valid JSON (not an object)")
     return ToolCallEvent(call_id, name, text)
+
+
+def check_call_count(known: int) -> None:
+    """Raise ``LIMIT_EXCEEDED`` when a turn that already has ``known`` calls may not start another."""
+    if known >= MAX_CALLS_PER_TURN:
+        raise ProviderError(ErrorCode.LIMIT_EXCEEDED,
+                            f"the model asked for more than {MAX_CALLS_PER_TURN} tool calls in one turn")
 
 
 def claim_call_id(call_id: str, seen: set[str], api_key: str | None) -> None:

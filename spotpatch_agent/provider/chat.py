@@ -27,8 +27,9 @@ from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.provider.base import (AssistantTurn, ProviderEvent, TextDelta, ToolCallEvent, ToolResultMessage,
                                            TurnEnd, TurnRequest, UserMessage)
-from spotpatch_agent.provider.calls import MAX_ARGUMENT_CHARS, MAX_TEXT_BYTES
-from spotpatch_agent.provider.http import SSEClient, content_type, read_json_answer, sanitize_excerpt, stream_error
+from spotpatch_agent.provider.calls import MAX_ARGUMENT_CHARS, MAX_TEXT_BYTES, check_call_count
+from spotpatch_agent.provider.http import (SSEClient, aiter_sse, content_type, read_json_answer, sanitize_excerpt,
+                                           stream_error)
 from spotpatch_agent.provider.http import loads as _loads
 # Re-exported: the HTTP boundary moved to provider/http.py, shared with the Responses adapter.
 from spotpatch_agent.provider.http import MAX_EXCERPT, MAX_RETRIES, SECRET_MARK, retry_wait  # noqa: F401
@@ -213,6 +214,7 @@ class ChatStreamAssembler:
         return [TextDelta(content)] if content else []
 
     def _new_slot(self, index: int | None) -> _Slot:
+        check_call_count(len(self._slots))
         slot = _Slot(seq=len(self._slots), index=index)
         self._slots.append(slot)
         if index is not None:
@@ -328,7 +330,7 @@ class ChatCompletionsAdapter:
                 yield event
             assembler.feed_data("[DONE]")
         else:
-            async with aclosing(source.aiter_sse()) as sse_events:
+            async with aclosing(aiter_sse(response)) as sse_events:
                 async for sse in sse_events:
                     if sse.event == "error":
                         payload = _loads(sse.data)

@@ -16,6 +16,7 @@ message is sanitized: status code plus at most :data:`MAX_EXCERPT` characters of
 
 from __future__ import annotations
 
+import codecs
 import email.utils
 import json
 import math
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from httpx_sse import EventSource
 
 from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.protocol.errors import ErrorCode
@@ -46,6 +48,9 @@ MAX_RETRY_WAIT = 10.0
 MAX_EXCERPT = 300
 #: Bytes of an error body (or of a non-streamed JSON answer's error) read at most.
 ERROR_BODY_BYTES = 64 * 1024
+#: Longest server-sent event (or unterminated line) accepted, in characters; a longer one is a protocol
+#: error, so a provider cannot grow the engine's memory without bound (a 200 MB line, endless ``data:``).
+MAX_EVENT_CHARS = 16 * 1024 * 1024
 SECRET_MARK = "[REDACTED]"
 
 _CONTEXT_WORDING = re.compile(
@@ -269,6 +274,68 @@ def describe(exc: Exception, streaming: bool, idle_timeout: float) -> tuple[Erro
     if isinstance(exc, httpx.NetworkError):
         return unavailable, "the connection to the provider was lost"
     return protocol, f"unusable HTTP exchange with the provider ({type(exc).__name__})"
+
+
+@dataclass(frozen=True)
+class SSE:
+    """One server-sent event: its ``event`` name (``"message"`` when none was given) and its ``data``."""
+
+    event: str
+    data: str
+
+
+#: A blank line (the end of an event) in any of the three line-end styles.
+_EVENT_END = re.compile(r"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r|\n)")
+_LINE_END = re.compile(r"[\r\n]")
+
+
+class _Utf8Body:
+    """The view of a response that httpx-sse reads: its ``headers`` and ``aiter_text()``, where the text is
+    the body decoded as UTF-8 whatever charset the server declared (the SSE rule; a relay that says
+    ``charset=iso-8859-1`` must not turn ``é`` into ``Ã©`` in tool arguments), one leading BOM dropped and
+    invalid bytes replaced by U+FFFD. It raises ``PROVIDER_PROTOCOL`` as soon as one line or one event
+    grows over ``limit`` characters, before httpx-sse could buffer it (memory bound)."""
+
+    def __init__(self, response: httpx.Response, limit: int) -> None:
+        self._response = response
+        self._limit = limit
+        self.headers = response.headers
+
+    async def aiter_text(self) -> AsyncIterator[str]:
+        decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
+        line = event = 0  # characters since the last line end / the last blank line
+        tail = ""  # the last characters seen, so a blank line split across chunks is still found
+        async for raw in self._response.aiter_bytes():
+            text = decoder.decode(raw)
+            if not text:
+                continue
+            ends = [m.end() for m in _LINE_END.finditer(text)]
+            line = len(text) - ends[-1] if ends else line + len(text)
+            blanks = [end for m in _EVENT_END.finditer(tail + text) if (end := m.end() - len(tail)) > 0]
+            event = len(text) - blanks[-1] if blanks else event + len(text)
+            if line > self._limit or event > self._limit:
+                raise _too_large(self._limit)
+            tail = (tail + text)[-3:]
+            yield text
+        rest = decoder.decode(b"", final=True)
+        if rest:
+            yield rest
+
+
+async def aiter_sse(response: httpx.Response, max_event_chars: int = MAX_EVENT_CHARS) -> AsyncIterator[SSE]:
+    """The events of an event-stream body, parsed by httpx-sse (WHATWG rules: CRLF, LF or CR line ends,
+    ``:`` comments skipped, ``data`` lines joined with ``\n``, an unterminated last event dropped) over
+    :class:`_Utf8Body` (always UTF-8, BOM dropped, each line and event at most ``max_event_chars``
+    characters, else ``PROVIDER_PROTOCOL``). Events with neither a name nor data are skipped."""
+    source = EventSource(_Utf8Body(response, max_event_chars))  # type: ignore[arg-type]  # duck-typed view
+    async with aclosing(source.aiter_sse()) as events:
+        async for sse in events:
+            if sse.data or sse.event != "message":
+                yield SSE(sse.event, sse.data)
+
+
+def _too_large(limit: int) -> ProviderError:
+    return ProviderError(ErrorCode.PROVIDER_PROTOCOL, f"the provider sent a stream event over {limit} characters")
 
 
 def content_type(response: httpx.Response) -> str:

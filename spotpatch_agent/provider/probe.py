@@ -24,6 +24,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+import anyio
+
 from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.provider.base import (
@@ -52,6 +54,9 @@ MAX_SHOWN = 10
 MAX_MODEL_ID = 200
 #: Seconds allowed for the whole ``GET /models`` exchange.
 LISTING_TIMEOUT = 20.0
+#: Seconds allowed for the whole probe (listing and both turns): a provider that trickles bytes just under
+#: the idle timeout must not keep ``provider/probe`` open for ever.
+PROBE_TIMEOUT = 180.0
 _LISTING_BYTES = 2 * 1024 * 1024
 #: Hosts whose ``/models`` lists base models, not the deployment names sent as ``model`` (Azure OpenAI).
 _DEPLOYMENT_HOSTS = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
@@ -118,12 +123,16 @@ async def list_models(
         sent["Authorization"] = f"Bearer {api_key}"
     url = base_url.rstrip("/") + "/models"
     try:
-        client = httpx.AsyncClient(headers=sent, timeout=timeout, transport=transport, follow_redirects=False)
-        async with client, client.stream("GET", url) as response:
-            status = response.status_code
-            body = await _read_bounded(response) if 200 <= status < 300 else ""
+        with anyio.fail_after(timeout):  # httpx's timeout bounds each read, not the whole exchange
+            client = httpx.AsyncClient(headers=sent, timeout=timeout, transport=transport, follow_redirects=False)
+            async with client, client.stream("GET", url) as response:
+                status = response.status_code
+                body = await _read_bounded(response) if 200 <= status < 300 else ""
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise ProviderError(ErrorCode.PROVIDER_UNAVAILABLE, _transport_wording(exc)) from None
+    except TimeoutError:
+        raise ProviderError(ErrorCode.PROVIDER_UNAVAILABLE,
+                            f"the provider did not answer the model listing within {timeout:g} s") from None
     if status in (401, 403):
         raise ProviderError(ErrorCode.PROVIDER_AUTH,
                             f"the provider refused the credentials (HTTP {status}) when listing models")
@@ -236,14 +245,20 @@ async def run_probe(
     api_key: str | None,
     headers: Mapping[str, str] | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
+    timeout: float = PROBE_TIMEOUT,
 ) -> ProbeOutcome:
-    """:func:`list_models`, then (unless the model is missing) :func:`probe_tool_calling`. The message
-    starts with what the listing said. Raises :class:`ProviderError` as those two do."""
-    listing = await list_models(base_url=base_url, api_key=api_key, headers=headers, transport=transport)
-    missing = missing_model(model, listing, base_url=base_url, api_key=api_key)
-    if missing is not None:
-        return missing
-    outcome = await probe_tool_calling(adapter, model)
+    """:func:`list_models`, then (unless the model is missing) :func:`probe_tool_calling`, all within
+    ``timeout`` seconds. The message starts with what the listing said. Raises :class:`ProviderError` as
+    those two do, and ``PROVIDER_UNAVAILABLE`` when the whole probe takes longer than ``timeout``."""
+    try:
+        with anyio.fail_after(timeout):
+            listing = await list_models(base_url=base_url, api_key=api_key, headers=headers, transport=transport)
+            missing = missing_model(model, listing, base_url=base_url, api_key=api_key)
+            if missing is not None:
+                return missing
+            outcome = await probe_tool_calling(adapter, model)
+    except TimeoutError:
+        raise ProviderError(ErrorCode.PROVIDER_UNAVAILABLE, f"the probe took longer than {timeout:g} s") from None
     return replace(outcome, message=f"{listing.note} {outcome.message}", models=listing.models)
 
 

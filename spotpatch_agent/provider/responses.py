@@ -26,7 +26,7 @@ import anyio
 
 from spotpatch_agent.provider.base import ProviderEvent, TurnRequest
 from spotpatch_agent.provider.calls import MAX_ARGUMENT_CHARS
-from spotpatch_agent.provider.http import SSEClient, content_type, read_json_answer
+from spotpatch_agent.provider.http import SSEClient, aiter_sse, content_type, read_json_answer
 from spotpatch_agent.provider.responses_convert import ResponsesStreamAssembler, build_responses_body
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ class ResponsesAdapter:
             for event in assembler.feed_response(answer if isinstance(answer, dict) else {}):
                 yield event
         else:
-            async with aclosing(source.aiter_sse()) as sse_events:
+            async with aclosing(aiter_sse(response)) as sse_events:
                 while not assembler.done:
                     if assembler.pending_error is None:
                         sse = await anext(sse_events, None)

@@ -23,8 +23,8 @@ from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.provider.base import (AssistantTurn, ConversationItem, ProviderEvent, ToolCallEvent,
                                            ToolResultMessage, TurnEnd, TurnRequest, UserMessage)
-from spotpatch_agent.provider.calls import (MAX_TEXT_BYTES, ArgumentBuffer, TextBudget, claim_call_id,
-                                            tool_call_event)
+from spotpatch_agent.provider.calls import (MAX_TEXT_BYTES, ArgumentBuffer, TextBudget, check_call_count,
+                                            claim_call_id, tool_call_event)
 from spotpatch_agent.provider.http import error_fields, is_context_error, loads, sanitize_excerpt
 
 #: Provider error codes of a failed response that mean "try again later" (PROVIDER_UNAVAILABLE).
@@ -321,6 +321,17 @@ class ResponsesStreamAssembler:
         self.done = True
         return events
 
+    def _on_completed_event(self, payload: dict[str, Any]) -> list[ProviderEvent]:
+        """``response.completed`` whose response says ``status: incomplete`` / ``failed`` (seen from relays)
+        is handled as that status: a cut answer is never a finished one."""
+        response = payload.get("response")
+        status = _as_str(response.get("status")) if isinstance(response, dict) else ""
+        if status == "incomplete":
+            return self._on_incomplete(payload)
+        if status == "failed":
+            return self._on_failed(payload)
+        return self._on_completed(payload)
+
     def _on_incomplete(self, payload: dict[str, Any]) -> list[ProviderEvent]:
         response = payload.get("response") if isinstance(payload.get("response"), dict) else {}
         details = response.get("incomplete_details")
@@ -372,6 +383,7 @@ class ResponsesStreamAssembler:
         return None
 
     def _new_call(self, item_id: str | None, output_index: int | None) -> _Call:
+        check_call_count(len(self._calls))
         call = _Call(seq=len(self._calls), item_id=item_id, output_index=output_index)
         self._calls.append(call)
         if item_id:
@@ -432,7 +444,7 @@ _HANDLERS = {
     "response.function_call_arguments.done": ResponsesStreamAssembler._on_arguments_done,
     "response.output_item.done": ResponsesStreamAssembler._on_item_done,
     "response.output_text.done": ResponsesStreamAssembler._on_text_done,
-    "response.completed": ResponsesStreamAssembler._on_completed,
+    "response.completed": ResponsesStreamAssembler._on_completed_event,
     "response.incomplete": ResponsesStreamAssembler._on_incomplete,
     "response.failed": ResponsesStreamAssembler._on_failed,
 }

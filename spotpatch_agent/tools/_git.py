@@ -22,7 +22,8 @@ from spotpatch_agent.policy.paths import git_env
 from spotpatch_agent.process import kill_tree
 
 #: Options put before every subcommand: never run a user fsmonitor hook from inside a tool.
-_GIT_PREFIX = ("git", "-c", "core.fsmonitor=false", "-c", "core.quotepath=off")
+_GIT_PREFIX = ("git", "-c", "core.fsmonitor=false", "-c", "core.quotepath=off", "-c", "gc.auto=0",
+               "-c", "maintenance.auto=false")
 _STDERR_KEEP = 4096
 
 

@@ -105,6 +105,7 @@ class ToolExecutor:
                              default=limits.get("checkTimeoutSec")) + _CHECK_GRACE_SEC
         self._deadlines = {"run_check": check_deadline}
         self._check_wrote: dict[str, bool] = {}  # checkId → its latest run changed the worktree
+        self._any_check_wrote = False  # some run_check of this job changed the worktree (sticky)
 
     @property
     def version(self) -> int:
@@ -139,6 +140,13 @@ class ToolExecutor:
         describes the tree before its own writes, so it is never reused as a final result."""
         return frozenset(cid for cid, wrote in self._check_wrote.items() if wrote)
 
+    @property
+    def checks_changed_files(self) -> bool:
+        """Whether any ``run_check`` of this job changed the worktree fingerprint (sticky: a later clean run
+        of the same check does not clear it). Such writes reach the diff without the file tools' policy, so
+        ``auto`` does not apply them (engine/gates.py)."""
+        return self._any_check_wrote
+
     async def fingerprint(self) -> str:
         """The worktree fingerprint (:meth:`WorktreeContext.fingerprint`). Raises ``GitError``, ``OSError``."""
         return await self._ctx.fingerprint()
@@ -146,7 +154,9 @@ class ToolExecutor:
     async def _run_check_watched(self, tool: ToolDef, args: Any) -> ToolResult:
         before = await self._ctx.fingerprint()
         result = await tool.handler(self._ctx, args)
-        self._check_wrote[str(getattr(args, "check_id", ""))] = await self._ctx.fingerprint() != before
+        wrote = await self._ctx.fingerprint() != before
+        self._check_wrote[str(getattr(args, "check_id", ""))] = wrote
+        self._any_check_wrote = self._any_check_wrote or wrote
         return result
 
     async def execute(self, name: str, arguments_json: str) -> ToolResult:

@@ -1,18 +1,25 @@
 """Git isolation for jobs (DESIGN.md §8): fixed-argv git runner, repository health, one detached
-worktree per job with a baseline commit, the agent's result diff, and safe apply/revert.
+worktree per job with a baseline commit (optionally holding the user's local changes), the agent's
+result diff, and safe, crash-journalled apply/revert.
 
 Public surface (re-exported here; modules: ``git``, ``repo``, ``health``, ``isolation``, ``changes``)::
 
     run_git(args, *, cwd, input=None, check=True, timeout=60, read_only=False, redact=()) -> GitResult
     repo_health(root, limits) -> RepoHealth
-    create_worktree(root, job_id, *, limits=None, include_local_changes=False) -> Worktree
+    create_worktree(root, job_id, *, limits=None, include_local_changes=False, pool=None) -> Worktree
     result_diff(wt) -> (diff, [FileStat])
     change_hashes(wt) -> ChangeHashes(baseline, result)
     remove_worktree(root, wt) -> None                     never raises
     sweep_orphans(root, *, live_job_ids=frozenset()) -> int
     apply_change(root, diff, baseline_hashes, *, expected_head, result_hashes=None,
-                 journal=None) -> AppliedChange
+                 journal=None, job_id=None) -> AppliedChange
     revert_change(root, applied, *, expected_head, journal=None) -> None
+
+``journal=None`` means the real crash journal under the git directory (``journal.DiskJournal``);
+``NULL_JOURNAL`` records nothing (tests only). Not re-exported: ``health.blocked_message``,
+``snapshot`` (include-local-changes), ``validate`` (changeset validation), ``journal`` (crash journal
+and recovery), ``images``/``patch_images`` (file images), ``pool`` (warm worktree pool), ``lock``
+(cross-engine write lock).
 """
 
 from __future__ import annotations

@@ -30,10 +30,9 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import anyio
 
@@ -59,6 +58,7 @@ from spotpatch_agent.worktree.journal import (
     list_paths,
     valid_job_id,
     write_journalled,
+    write_journalled_sync,
 )
 from spotpatch_agent.worktree.patch_images import (
     FileSection,
@@ -66,6 +66,7 @@ from spotpatch_agent.worktree.patch_images import (
     parse_sections,
     plain_header,
 )
+from spotpatch_agent.worktree.refs import RepoState, read_repo_state
 from spotpatch_agent.worktree.repo import (
     RepoLayout,
     locate,
@@ -213,26 +214,6 @@ async def _raw_blobs(cwd: Path, oids: list[str]) -> dict[str, bytes]:
 # ---------------------------------------------------------------- shared guards and helpers
 
 
-async def _gather(*calls: Callable[[], Awaitable[Any]]) -> list[Any]:
-    """Run read-only steps concurrently; re-raise the first failure in argument order."""
-    results: list[Any] = [None] * len(calls)
-    errors: list[BaseException | None] = [None] * len(calls)
-
-    async def run(index: int, call: Callable[[], Awaitable[Any]]) -> None:
-        try:
-            results[index] = await call()
-        except Exception as exc:  # noqa: BLE001 - re-raised below, in order
-            errors[index] = exc
-
-    async with anyio.create_task_group() as tg:
-        for index, call in enumerate(calls):
-            tg.start_soon(run, index, call)
-    for error in errors:
-        if error is not None:
-            raise error
-    return results
-
-
 async def _repo_facts(root: Path) -> tuple[RepoLayout | None, str | None]:
     """The repository layout and HEAD's commit id in one ``git rev-parse`` (else :func:`locate` +
     :func:`resolve_head`, e.g. outside a repository)."""
@@ -250,18 +231,60 @@ async def _repo_facts(root: Path) -> tuple[RepoLayout | None, str | None]:
 
 
 async def _guard_repository(root: Path, expected_head: str, code: ErrorCode, what: str) -> RepoLayout:
-    """HEAD still ``expected_head`` and no git operation in progress, else ``SpotPatchError(code)``."""
+    """HEAD still ``expected_head`` and no git operation in progress, else ``SpotPatchError(code)`` (git's answer)."""
     layout, head = await _repo_facts(root)
     if layout is None or not same_path(layout.toplevel, root):
         raise SpotPatchError(ErrorCode.REPO_BLOCKED, f"cannot {what}: the project is no longer a git repository top level")
     if head != expected_head:
         raise SpotPatchError(code, f"cannot {what}: HEAD moved since the job started; nothing was changed")
+    _check_operations(layout, code, what)
+    return layout
+
+
+def _check_operations(layout: RepoLayout, code: ErrorCode, what: str) -> None:
     busy = operation_reasons(layout)
     if busy:
         raise SpotPatchError(
             code, f"cannot {what}: a git operation is in progress ({', '.join(busy)}); finish it and try again"
         )
-    return layout
+
+
+def _state_and_images(root: Path, paths: list[str]) -> tuple[RepoState | None, dict[str, Image | str]]:
+    return read_repo_state(root), {p: read_image(root, p) for p in paths}
+
+
+def _fast_guard(
+    root: Path, state: RepoState | None, expected_head: str, code: ErrorCode, what: str
+) -> Callable[[], None] | None:
+    """The guard from the in-process reading (:mod:`~spotpatch_agent.worktree.refs`): ``None`` when it cannot
+    decide (the reader declined, or read anything but ``expected_head``: git must answer). Otherwise raises
+    when an operation is in progress, or returns the re-check to run right before the journal is written."""
+    if state is None or state.head != expected_head:
+        return None
+    _check_operations(state.layout, code, what)
+    layout = state.layout
+
+    def recheck() -> None:  # the same in-process read, microseconds before the first write
+        again = read_repo_state(root)
+        if again is None:
+            return  # became unusual since: the check moments ago stands
+        if again.head != expected_head or again.layout != layout:
+            raise SpotPatchError(code, f"cannot {what}: HEAD moved since the job started; nothing was changed")
+        _check_operations(again.layout, code, what)
+
+    return recheck
+
+
+async def _finish_guard(
+    root: Path, state: RepoState | None, expected_head: str, code: ErrorCode, what: str
+) -> tuple[RepoLayout, Callable[[], None] | None]:
+    """The guard (HEAD, operation state) from the in-process reading, else from git (:func:`_guard_repository`).
+    Returns the layout and the pre-journal re-check (``None`` after a git answer)."""
+    recheck = _fast_guard(root, state, expected_head, code, what)
+    if recheck is None:
+        return await _guard_repository(root, expected_head, code, what), None
+    assert state is not None
+    return state.layout, recheck
 
 
 async def _git_check(root: Path, patch: bytes, *, reverse: bool, numstat: bool) -> tuple[bool, list[str], str]:
@@ -284,10 +307,6 @@ async def _git_check(root: Path, patch: bytes, *, reverse: bool, numstat: bool) 
 
 def _numstat_paths(raw: bytes) -> list[str]:
     return [r.decode("utf-8", "surrogateescape").split("\t", 2)[2] for r in raw.split(b"\0") if r]
-
-
-async def _read_images(root: Path, paths: list[str]) -> dict[str, Image | str]:
-    return await anyio.to_thread.run_sync(lambda: {p: read_image(root, p) for p in paths})
 
 
 def _sha(image: Image | str) -> str | None:
@@ -339,30 +358,25 @@ async def apply_change(
     if not patch.strip():
         raise SpotPatchError(ErrorCode.INVALID_STATE, "the change is empty; nothing to apply")
     sections = parse_sections(patch)
-    recorded = [p for p in baseline_hashes if safe_path(p)]  # read while git runs; must equal the diff's paths
+    recorded = [p for p in baseline_hashes if safe_path(p)]  # must equal the diff's paths
     paths = _paths_by_header(sections, recorded)
-    layout, current = await _gather(
-        lambda: _guard_repository(root, expected_head, ErrorCode.APPLY_CONFLICT, "apply"),
-        lambda: _read_images(root, recorded),
-    )
+    job_id = job_id if job_id and valid_job_id(job_id) else "apply-" + secrets.token_hex(8)
+    if paths is not None and result_hashes is not None:  # the usual case: everything in one worker thread
+        state, current, done = await anyio.to_thread.run_sync(
+            _apply_in_thread, root, paths, sections, baseline_hashes, result_hashes, expected_head, journal, job_id
+        )
+        if done is not None:
+            writes, after = done
+            return AppliedChange(diff=diff, paths=paths, baseline_hashes=dict(baseline_hashes), post_hashes=after,
+                                 job_id=job_id, baseline_images={w.path: w.pre for w in writes})
+    else:
+        state, current = await anyio.to_thread.run_sync(_state_and_images, root, recorded)
+    layout, recheck = await _finish_guard(root, state, expected_head, ErrorCode.APPLY_CONFLICT, "apply")
     checked: tuple[bool, str] | None = None  # git apply --check: (applies, why), once it ran
     if paths is None:  # a quoted or unexpected header: git names the paths
         applies, paths, why = await _git_check(root, patch, reverse=False, numstat=True)
         checked = (applies, why)
-    _check_record(paths, baseline_hashes, result_hashes)
-    if len(sections) != len(paths):
-        raise SpotPatchError(ErrorCode.INTERNAL, "the change record does not match its diff")
-    changed = [p for p in paths if _sha(current[p]) != baseline_hashes[p]]
-    if changed:
-        raise SpotPatchError(
-            ErrorCode.APPLY_CONFLICT, f"not applied; these files changed since the job started: {list_paths(changed)}"
-        )
-    posts: dict[str, Image | None] = {}
-    for path, section in zip(paths, sections):
-        pre = current[path]
-        assert isinstance(pre, Image)  # equal to a baseline hash, so regular or absent
-        expected = result_hashes[path] if result_hashes is not None else None
-        posts[path] = _exact_post(section, pre, expected) if expected is not None or section.new_oid is None else None
+    posts = _exact_posts(paths, sections, current, baseline_hashes, result_hashes)
     if checked is None and (result_hashes is None or None in posts.values()):
         applies, _, why = await _git_check(root, patch, reverse=False, numstat=False)
         checked = (applies, why)
@@ -379,11 +393,66 @@ async def apply_change(
             "(its objects are gone or checkout attributes changed); nothing was changed, create the job again",
         )
     writes = [PathWrite(p, current[p], posts[p], new_tmp_name()) for p in paths]  # type: ignore[arg-type]
-    job_id = job_id if job_id and valid_job_id(job_id) else "apply-" + secrets.token_hex(8)
     plan = WritePlan(job_id, "apply", expected_head, writes)
-    after = await write_journalled(root, plan, journal or DiskJournal(layout.git_dir), ErrorCode.APPLY_CONFLICT)
+    after = await write_journalled(root, plan, journal or DiskJournal(layout.git_dir), ErrorCode.APPLY_CONFLICT,
+                                   before=recheck)
     return AppliedChange(diff=diff, paths=paths, baseline_hashes=dict(baseline_hashes), post_hashes=after,
                          job_id=job_id, baseline_images={w.path: w.pre for w in writes})
+
+
+def _apply_in_thread(
+    root: Path,
+    paths: list[str],
+    sections: list[FileSection],
+    baseline_hashes: dict[str, str | None],
+    result_hashes: dict[str, str | None],
+    expected_head: str,
+    journal: ChangeJournal | None,
+    job_id: str,
+) -> tuple[RepoState | None, dict[str, Image | str], tuple[list[PathWrite], dict[str, str | None]] | None]:
+    """Apply without leaving the worker thread when no git process is needed: read HEAD, operation state and
+    the pre-images, check, compute the post-images from the diff text, write through the journal. Returns
+    ``(state, pre-images, (writes, post hashes))``, or ``(state, pre-images, None)`` when git must help (the
+    caller continues with what was read). Raises like :func:`apply_change`."""
+    state, current = _state_and_images(root, paths)
+    recheck = _fast_guard(root, state, expected_head, ErrorCode.APPLY_CONFLICT, "apply")
+    if recheck is None:
+        return state, current, None
+    assert state is not None
+    posts = _exact_posts(paths, sections, current, baseline_hashes, result_hashes)
+    if None in posts.values():
+        return state, current, None
+    writes = [PathWrite(p, current[p], posts[p], new_tmp_name()) for p in paths]  # type: ignore[arg-type]
+    plan = WritePlan(job_id, "apply", expected_head, writes)
+    after = write_journalled_sync(root, plan, journal or DiskJournal(state.layout.git_dir), ErrorCode.APPLY_CONFLICT,
+                                  before=recheck)
+    return state, current, (writes, after)
+
+
+def _exact_posts(
+    paths: list[str],
+    sections: list[FileSection],
+    current: dict[str, Image | str],
+    baseline_hashes: dict[str, str | None],
+    result_hashes: dict[str, str | None] | None,
+) -> dict[str, Image | None]:
+    """Check the record and the pre-images (every path at its baseline hash, else ``APPLY_CONFLICT``), then the
+    post-image of each path from the diff text alone (``None`` where git must help)."""
+    _check_record(paths, baseline_hashes, result_hashes)
+    if len(sections) != len(paths):
+        raise SpotPatchError(ErrorCode.INTERNAL, "the change record does not match its diff")
+    changed = [p for p in paths if _sha(current[p]) != baseline_hashes[p]]
+    if changed:
+        raise SpotPatchError(
+            ErrorCode.APPLY_CONFLICT, f"not applied; these files changed since the job started: {list_paths(changed)}"
+        )
+    posts: dict[str, Image | None] = {}
+    for path, section in zip(paths, sections):
+        pre = current[path]
+        assert isinstance(pre, Image)  # equal to a baseline hash, so regular or absent
+        expected = result_hashes[path] if result_hashes is not None else None
+        posts[path] = _exact_post(section, pre, expected) if expected is not None or section.new_oid is None else None
+    return posts
 
 
 def _paths_by_header(sections: list[FileSection], recorded: list[str]) -> list[str] | None:
@@ -464,16 +533,17 @@ async def revert_change(
     patch = applied.diff.encode("utf-8", "surrogateescape")
     if not paths or set(paths) != set(applied.post_hashes) or not all(safe_path(p) for p in paths):
         raise SpotPatchError(ErrorCode.INTERNAL, "the applied-change record is inconsistent")
-    layout, current = await _gather(
-        lambda: _guard_repository(root, expected_head, ErrorCode.REVERT_CONFLICT, "revert"),
-        lambda: _read_images(root, paths),
-    )
-    changed = [p for p in paths if _sha(current[p]) != applied.post_hashes[p]]
-    if changed:
-        raise SpotPatchError(
-            ErrorCode.REVERT_CONFLICT,
-            f"not reverted; these files changed after apply: {list_paths(changed)}; resolve by hand",
+    job_id = applied.job_id if valid_job_id(applied.job_id) else "revert-" + secrets.token_hex(8)
+    if all(p in applied.baseline_images for p in paths):  # the usual case: everything in one worker thread
+        state, current, done = await anyio.to_thread.run_sync(
+            _revert_in_thread, root, applied, paths, expected_head, journal, job_id
         )
+        if done:
+            return
+    else:
+        state, current = await anyio.to_thread.run_sync(_state_and_images, root, paths)
+    layout, recheck = await _finish_guard(root, state, expected_head, ErrorCode.REVERT_CONFLICT, "revert")
+    _check_post_images(paths, current, applied)
     if not all(p in applied.baseline_images for p in paths):
         # Without the replaced bytes the diff's old blobs are used: check that it reverses first. (With
         # them, every path holds its post-apply bytes and gets its baseline bytes back, which is exactly
@@ -485,6 +555,45 @@ async def revert_change(
                 f"not reverted; the change no longer reverses cleanly ({why}); resolve by hand",
             )
     targets = await _baseline_images(root, applied, paths)
+    plan = _revert_plan(paths, current, targets, applied, expected_head, job_id)
+    await write_journalled(root, plan, journal or DiskJournal(layout.git_dir), ErrorCode.REVERT_CONFLICT, before=recheck)
+
+
+def _revert_in_thread(
+    root: Path, applied: AppliedChange, paths: list[str], expected_head: str, journal: ChangeJournal | None, job_id: str
+) -> tuple[RepoState | None, dict[str, Image | str], bool]:
+    """Revert without leaving the worker thread when git need not answer the guard (the targets are the
+    images Apply replaced). Returns ``(state, images, done)``; raises like :func:`revert_change`."""
+    state, current = _state_and_images(root, paths)
+    recheck = _fast_guard(root, state, expected_head, ErrorCode.REVERT_CONFLICT, "revert")
+    if recheck is None:
+        return state, current, False
+    assert state is not None
+    _check_post_images(paths, current, applied)
+    plan = _revert_plan(paths, current, {p: applied.baseline_images[p] for p in paths}, applied, expected_head, job_id)
+    write_journalled_sync(root, plan, journal or DiskJournal(state.layout.git_dir), ErrorCode.REVERT_CONFLICT,
+                          before=recheck)
+    return state, current, True
+
+
+def _check_post_images(paths: list[str], current: dict[str, Image | str], applied: AppliedChange) -> None:
+    changed = [p for p in paths if _sha(current[p]) != applied.post_hashes[p]]
+    if changed:
+        raise SpotPatchError(
+            ErrorCode.REVERT_CONFLICT,
+            f"not reverted; these files changed after apply: {list_paths(changed)}; resolve by hand",
+        )
+
+
+def _revert_plan(
+    paths: list[str],
+    current: dict[str, Image | str],
+    targets: dict[str, Image],
+    applied: AppliedChange,
+    expected_head: str,
+    job_id: str,
+) -> WritePlan:
+    """The revert's writes; refuses unless every target equals its baseline hash."""
     wrong = [p for p in paths if targets.get(p) is None or targets[p].sha256 != applied.baseline_hashes.get(p)]
     if wrong:
         raise SpotPatchError(
@@ -497,9 +606,7 @@ async def revert_change(
         pre = current[path]
         assert isinstance(pre, Image)  # equal to a post-apply hash, so regular or absent
         writes.append(PathWrite(path, pre, targets[path], new_tmp_name()))
-    job_id = applied.job_id if valid_job_id(applied.job_id) else "revert-" + secrets.token_hex(8)
-    plan = WritePlan(job_id, "revert", expected_head, writes)
-    await write_journalled(root, plan, journal or DiskJournal(layout.git_dir), ErrorCode.REVERT_CONFLICT)
+    return WritePlan(job_id, "revert", expected_head, writes)
 
 
 async def _baseline_images(root: Path, applied: AppliedChange, paths: list[str]) -> dict[str, Image]:

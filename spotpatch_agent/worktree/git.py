@@ -6,7 +6,8 @@ names, patches) travels on stdin, never in ``args``.
 
 Each call gets a hardened prefix of ``-c`` options so the user's configuration cannot change what
 we parse or run: no hooks (``core.hooksPath`` points at the null device), no fsmonitor daemon, no
-colour, no path quoting. The environment is the engine's own minus the variables that would
+colour, no path quoting, no automatic ``gc``/maintenance (a commit in a linked worktree would
+otherwise run ``gc --auto`` on the user's repository). The environment is the engine's own minus the variables that would
 redirect git to another repository (``GIT_DIR``, ``GIT_WORK_TREE``, ``GIT_INDEX_FILE``, …), plus
 ``GIT_TERMINAL_PROMPT=0`` and ``LC_ALL=C``; read-only calls also set ``GIT_OPTIONAL_LOCKS=0`` so that
 e.g. ``git status`` never refreshes (writes) the user's index.
@@ -58,6 +59,10 @@ _PREFIX = (
     "-c", f"core.hooksPath={os.devnull}",
     "-c", "core.fsmonitor=false",
     "-c", "color.ui=false",
+    # Never let a command of ours start git's housekeeping in the user's repository (gc packs refs,
+    # expires reflogs and prunes worktree registrations; maintenance may run after we exit).
+    "-c", "gc.auto=0",
+    "-c", "maintenance.auto=false",
 )
 
 

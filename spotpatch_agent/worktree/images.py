@@ -16,7 +16,8 @@ import secrets
 import stat
 import sys
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -58,12 +59,15 @@ _UMASK = _read_umask()
 
 @dataclass(frozen=True)
 class Image:
-    """One state of a path: ``data`` (bytes) and ``mode`` (permission bits), or absent (both ``None``)."""
+    """One state of a path: ``data`` (bytes) and ``mode`` (permission bits), or absent (both ``None``).
+
+    ``sha256`` is computed once, on first use, from the bytes already in memory (an image is hashed by
+    the guard, the journal and the write loop alike)."""
 
     data: bytes | None
     mode: int | None = None
 
-    @property
+    @cached_property
     def sha256(self) -> str | None:
         return None if self.data is None else hashlib.sha256(self.data).hexdigest()
 
@@ -78,53 +82,82 @@ def new_file_mode(executable: bool = False) -> int:
 
 def safe_path(rel: str) -> bool:
     """Whether ``rel`` is a plain relative POSIX path inside a working tree (no ``..``, ``.git``, drive…)."""
-    pure = PurePosixPath(rel)
-    return (
-        bool(rel)
-        and not pure.is_absolute()
-        and "\\" not in rel
-        and "\0" not in rel
-        and ":" not in pure.parts[0]
-        and all(part not in ("", ".", "..") and part.casefold() != ".git" for part in rel.split("/"))
-    )
+    if not rel or rel[0] == "/" or "\\" in rel or "\0" in rel:
+        return False
+    parts = rel.split("/")
+    return ":" not in parts[0] and all(part not in ("", ".", "..") and part.casefold() != ".git" for part in parts)
+
+
+def _parts(rel: str) -> list[str]:
+    """``PurePosixPath(rel).parts`` of a relative path (empty and ``.`` components dropped)."""
+    return [part for part in rel.split("/") if part not in ("", ".")]
 
 
 def lstat_path(root: Path, rel: str) -> os.stat_result | None | str:
     """``lstat`` of ``root/rel`` following no symlink on the way; ``None`` if absent, else :data:`NOT_REGULAR`."""
-    current = root
-    parts = PurePosixPath(rel).parts
+    return _lstat_walk(root, rel)[1]
+
+
+def _lstat_walk(root: Path, rel: str) -> tuple[str, os.stat_result | None | str]:
+    """``(root/rel as a string, lstat_path(root, rel))``: one ``lstat`` per component, no symlink followed."""
+    current = os.fspath(root)
+    sep = os.sep
+    parts = _parts(rel)
     st: os.stat_result | None = None
+    last = len(parts) - 1
     for index, part in enumerate(parts):
-        current = current / part
+        current = current + part if current.endswith(sep) else current + sep + part
         try:
             st = os.lstat(current)
         except FileNotFoundError:
-            return None
+            return current, None
         except OSError:
-            return NOT_REGULAR
-        last = index == len(parts) - 1
-        if stat.S_ISLNK(st.st_mode) or (last and not stat.S_ISREG(st.st_mode)):
-            return NOT_REGULAR
-        if not last and not stat.S_ISDIR(st.st_mode):
-            return NOT_REGULAR
-    return st
+            return current, NOT_REGULAR
+        mode = st.st_mode
+        if stat.S_ISLNK(mode) or (index == last and not stat.S_ISREG(mode)):
+            return current, NOT_REGULAR
+        if index != last and not stat.S_ISDIR(mode):
+            return current, NOT_REGULAR
+    return current, st
+
+
+#: Open flags of :func:`read_image` (POSIX: never follow a symlink put in place after the ``lstat``).
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
 def read_image(root: Path, rel: str) -> Image | str:
     """The current :class:`Image` of ``root/rel`` (absent → :data:`ABSENT`), or :data:`NOT_REGULAR`.
 
-    No symlink is followed anywhere on the path; a directory, FIFO, … is :data:`NOT_REGULAR`."""
-    st = lstat_path(root, rel)
+    No symlink is followed anywhere on the path; a directory, FIFO, … is :data:`NOT_REGULAR` (and never
+    opened). The file is read once, through one descriptor whose ``fstat`` must still be the regular file
+    the ``lstat`` saw."""
+    path, st = _lstat_walk(root, rel)
     if st is None or isinstance(st, str):
         return ABSENT if st is None else NOT_REGULAR
     try:
-        with open(root / rel, "rb") as fh:
-            data = fh.read()
+        fd = os.open(path, _READ_FLAGS)
     except FileNotFoundError:
         return ABSENT
     except OSError:
         return NOT_REGULAR
-    return Image(data, stat.S_IMODE(st.st_mode))
+    try:
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino):
+            return NOT_REGULAR  # replaced between the lstat and the open
+        chunks = []
+        want = max(opened.st_size, 0) + 1  # the whole file in one read; a short read of a regular file is EOF
+        while True:
+            chunk = os.read(fd, want)
+            if chunk:
+                chunks.append(chunk)
+            if len(chunk) < want:
+                break
+            want = 1 << 20
+    except OSError:
+        return NOT_REGULAR
+    finally:
+        os.close(fd)
+    return Image(chunks[0] if len(chunks) == 1 else b"".join(chunks), stat.S_IMODE(opened.st_mode))
 
 
 def file_hash(root: Path, rel: str) -> str | None:
@@ -146,10 +179,10 @@ def write_image(root: Path, rel: str, image: Image, tmp_name: str) -> None:
     flush the new data first (``auto_da_alloc``), 2-4x slower. Missing parent directories are created; a
     symlink or non-directory on the way raises ``OSError`` (nothing written). The temp file is removed
     when the rename fails. Raises ``OSError``."""
-    parts = PurePosixPath(rel).parts
-    parent = root
+    parts = _parts(rel)
+    parent = os.fspath(root)
     for part in parts[:-1]:
-        parent = parent / part
+        parent = os.path.join(parent, part)
         try:
             st = os.lstat(parent)
         except FileNotFoundError:
@@ -159,15 +192,15 @@ def write_image(root: Path, rel: str, image: Image, tmp_name: str) -> None:
             continue
         if not stat.S_ISDIR(st.st_mode):  # a symlink or a file: never write through it
             raise NotADirectoryError(f"not a directory: {'/'.join(parts[:-1])}")
-    target = parent / parts[-1]
+    target = os.path.join(parent, parts[-1])
     if image.data is None:
         try:
             os.unlink(target)
         except FileNotFoundError:
             pass
-        _prune_empty_dirs(root, parent)
+        _prune_empty_dirs(root, Path(parent))
         return
-    tmp = parent / tmp_name
+    tmp = os.path.join(parent, tmp_name)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
     try:
         try:
@@ -189,7 +222,7 @@ def write_image(root: Path, rel: str, image: Image, tmp_name: str) -> None:
 _renameat2: Any = None  # None: not looked up yet; False: unavailable
 
 
-def _swap(tmp: Path, target: Path) -> bool:
+def _swap(tmp: str, target: str) -> bool:
     """Exchange ``tmp`` and an existing regular ``target`` atomically (Linux only); False when the
     target is absent or the call is unsupported (the caller renames instead). Raises ``OSError``."""
     global _renameat2
@@ -236,11 +269,12 @@ def _prune_empty_dirs(root: Path, directory: Path) -> None:
         directory = directory.parent
 
 
-def unlink_quietly(path: Path) -> None:
+def unlink_quietly(path: Path | str) -> None:
     try:
         os.unlink(path)
     except OSError:
         pass
+
 
 
 def new_tmp_name() -> str:

@@ -37,6 +37,7 @@ from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import FileStat, Limits, RepoHealth
 from spotpatch_agent.worktree.git import run_git, sanitize
 from spotpatch_agent.worktree.health import blocked_message, repo_health
+from spotpatch_agent.worktree.refs import head_is, read_git_dir
 from spotpatch_agent.worktree.repo import locate, resolve_head, same_path
 from spotpatch_agent.worktree.snapshot import include_local_changes as copy_local_changes
 
@@ -57,11 +58,15 @@ log = logging.getLogger("spotpatch.worktree")
 
 #: Name of the ownership marker inside a worktree's private git directory.
 MARKER_NAME = "spotpatch-owner.json"
-#: ``-c`` options of the baseline commit: a fixed identity, no signing (never the user's identity).
+#: ``-c`` options of the baseline commit: a fixed identity, no signing (never the user's identity), and no
+#: auto-maintenance — ``git commit`` otherwise runs ``gc --auto`` on the shared repository, which packs the
+#: user's refs, expires their reflogs and prunes their stale worktree registrations.
 BASELINE_IDENTITY = (
     "-c", "user.name=SpotPatch",
     "-c", "user.email=spotpatch@localhost",
     "-c", "commit.gpgsign=false",
+    "-c", "gc.auto=0",
+    "-c", "maintenance.auto=false",
 )
 _CLEANUP_TIMEOUT = 60.0
 _ZERO_OID = "0" * 40
@@ -121,9 +126,9 @@ async def create_worktree(
             await _add_detached(root, job_dir, head)
         wt.admin_dir = await _admin_dir(job_dir)
         _write_marker(wt.admin_dir, job_id)
-        if await resolve_head(job_dir) != head:
+        if not await head_is(job_dir, head):
             raise GitError("the new worktree is not at the recorded HEAD")
-        if await resolve_head(root) != head:
+        if not await head_is(root, head):
             raise SpotPatchError(
                 ErrorCode.REPO_BLOCKED, "HEAD changed while the job was starting; try again", retryable=True
             )
@@ -131,7 +136,7 @@ async def create_worktree(
         await _check_health(root, health, include_local_changes)
         if health.state == "consent-required":
             await copy_local_changes(root, job_dir, head, limits)
-        wt.baseline_oid = await _commit_baseline(wt)
+        wt.baseline_oid = await _commit_baseline(wt, clean=health.state == "clean")
         return wt
     except BaseException:
         await remove_worktree(root, wt)
@@ -159,9 +164,36 @@ async def _check_health(root: Path, health: RepoHealth, include_local_changes: b
         )
 
 
-async def _commit_baseline(wt: Worktree) -> str:
-    await run_git(["add", "--all"], cwd=wt.path, timeout=300)
+async def _commit_baseline(wt: Worktree, *, clean: bool = False) -> str:
+    """The worktree's baseline commit (detached HEAD of the worktree only; DESIGN.md §8); returns its id.
+
+    ``clean`` (require-clean mode: the worktree is a fresh or pool-reset checkout of ``wt.head_oid`` with
+    nothing copied into it): when ``git update-index --refresh`` (the worktree's own index) finds every
+    file equal to the index — which equals HEAD after the checkout, and the checkout left no untracked file
+    — ``git add --all`` would stage nothing, so the baseline is ``commit-tree`` of HEAD's tree and
+    ``update-ref`` of the worktree's HEAD (guarded by its old value): the same commit ``add --all`` +
+    ``commit`` make, without re-scanning the tree twice. Anything else (include-local-changes, a file
+    that differs after the checkout, e.g. a non-idempotent checkout filter) takes ``add --all`` + ``commit``.
+    """
     message = f"spotpatch baseline {wt.job_id}\n".encode("utf-8", "replace")
+    if clean:
+        refreshed = await run_git(["update-index", "--refresh"], cwd=wt.path, check=False, redact=[wt.path],
+                                  timeout=300)
+        if refreshed.returncode == 0:
+            made = await run_git(
+                [*BASELINE_IDENTITY, "commit-tree", "--no-gpg-sign", f"{wt.head_oid}^{{tree}}", "-p", wt.head_oid,
+                 "-F", "-"],
+                cwd=wt.path, input=message, redact=[wt.path],
+            )
+            baseline = made.stdout.decode("ascii", "replace").strip()
+            if len(baseline) not in (40, 64) or not all(c in "0123456789abcdef" for c in baseline):
+                raise GitError("the baseline commit was not created")
+            await run_git(["update-ref", "--no-deref", "-m", "commit: spotpatch baseline", "HEAD", baseline,
+                           wt.head_oid], cwd=wt.path, redact=[wt.path])
+            if not await head_is(wt.path, baseline):
+                raise GitError("the baseline commit was not created")
+            return baseline
+    await run_git(["add", "--all"], cwd=wt.path, timeout=300)
     await run_git(
         [*BASELINE_IDENTITY, "commit", "--no-verify", "--allow-empty", "--quiet", "--no-gpg-sign", "-F", "-"],
         cwd=wt.path,
@@ -223,6 +255,9 @@ def _ensure_private_dir(base: Path) -> None:
 
 
 async def _admin_dir(worktree_path: Path) -> Path:
+    known = read_git_dir(worktree_path)  # in process: the worktree's ``.git`` file names it (refs.py)
+    if known is not None and known.parent.name == "worktrees":
+        return known
     result = await run_git(
         ["rev-parse", "--path-format=absolute", "--git-dir"], cwd=worktree_path, read_only=True
     )

@@ -5,12 +5,12 @@ half-written apply." Protocol of one write (:func:`write_journalled`, called by
 :mod:`~spotpatch_agent.worktree.changes`; file I/O in :mod:`~spotpatch_agent.worktree.images`)::
 
     plan      every touched path: pre-image and post-image (bytes, SHA-256, permission bits; None = absent)
-    begin     <git-dir>/spotpatch/journal/<jobId>.journal written whole: temp file, fsync, rename, fsync dir
+    begin     <git-dir>/spotpatch/journal/<jobId>.journal written whole: temp file, fdatasync, rename, fsync dir
     write     per path: temp file in the same directory, swapped or renamed into place (or an unlink),
               so each file is wholly old or wholly new at any instant
     end       journal removed (only once every path is verified; a failed roll-back keeps it)
 
-Journal file (one fsync'd write): line 1 is a JSON header ``{format, version, jobId, operation, head,
+Journal file (one write, then ``fdatasync``): line 1 is a JSON header ``{format, version, jobId, operation, head,
 entries: [{path, tmp, pre, post}]}`` where ``pre``/``post`` are ``null`` (absent) or ``{sha256, mode,
 offset, length}``; after that newline come the image bytes (each distinct image once), which ``offset``
 and ``length`` (bytes) address. The directory is the *per-worktree* git dir, not the common one: a
@@ -38,6 +38,7 @@ import os
 import re
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal, Protocol
@@ -77,6 +78,7 @@ __all__ = [
     "recover_under_lock",
     "valid_job_id",
     "write_journalled",
+    "write_journalled_sync",
 ]
 
 log = logging.getLogger("spotpatch.worktree")
@@ -198,7 +200,7 @@ class ChangeJournal(Protocol):
 class DiskJournal:
     """The on-disk :class:`ChangeJournal` of DESIGN.md §8.
 
-    Called from a worker thread. ``begin(plan)``: the whole plan is durable (fsync'd file, rename,
+    Called from a worker thread. ``begin(plan)``: the whole plan is durable (fdatasync'd file, rename,
     fsync'd directory) before it returns; raises ``OSError`` (then nothing else was written).
     ``end(plan)``: removes the journal; raises ``OSError``."""
 
@@ -220,7 +222,7 @@ class DiskJournal:
                 view = memoryview(encode_plan(plan))
                 while view:
                     view = view[os.write(fd, view):]
-                os.fsync(fd)
+                _fdatasync(fd)
             finally:
                 os.close(fd)
             os.replace(tmp, target)
@@ -238,6 +240,12 @@ class DiskJournal:
             pass
 
 
+def _fdatasync(fd: int) -> None:
+    """The journal's bytes and size durable; its timestamps need not be (``fsync`` where there is no
+    ``fdatasync``, e.g. macOS)."""
+    (getattr(os, "fdatasync", None) or os.fsync)(fd)
+
+
 def _fsync_dir(directory: Path) -> None:
     if os.name == "nt":  # Windows cannot open a directory for fsync; NTFS journals the rename itself
         return
@@ -252,21 +260,35 @@ def _fsync_dir(directory: Path) -> None:
 
 
 async def write_journalled(
-    root: Path, plan: WritePlan, journal: ChangeJournal, conflict: ErrorCode
+    root: Path, plan: WritePlan, journal: ChangeJournal, conflict: ErrorCode,
+    *, before: Callable[[], None] | None = None,
 ) -> dict[str, str | None]:
-    """Write ``plan`` into ``root`` (DESIGN.md §8): ``journal.begin``, then path by path (each re-checked at
-    its pre-image, then :func:`~spotpatch_agent.worktree.images.write_image`), verify every post-image
-    hash, ``journal.end``. Runs in a worker thread. Returns path → post-apply SHA-256 (``None`` = absent).
+    """Write ``plan`` into ``root`` (DESIGN.md §8): ``before()`` (the caller's last HEAD/operation check; it
+    raises ``SpotPatchError`` to refuse), ``journal.begin``, then path by path (each re-checked at its
+    pre-image, then :func:`~spotpatch_agent.worktree.images.write_image`), verify every post-image hash,
+    ``journal.end``. Runs in a worker thread. Returns path → post-apply SHA-256 (``None`` = absent).
 
     Raises ``SpotPatchError(conflict)`` — the journal could not be written, or a path changed or failed
     to write while writing, and every written path was put back (nothing changed) — or
     ``SpotPatchError(INTERNAL)`` when that undo could not finish (the journal is kept for the next start).
     Test-only pause points: :func:`fault_point`."""
-    return await anyio.to_thread.run_sync(_write_sync, root, plan, journal, conflict)
+    return await anyio.to_thread.run_sync(_write_sync, root, plan, journal, conflict, before)
 
 
-def _write_sync(root: Path, plan: WritePlan, journal: ChangeJournal, conflict: ErrorCode) -> dict[str, str | None]:
+def write_journalled_sync(
+    root: Path, plan: WritePlan, journal: ChangeJournal, conflict: ErrorCode,
+    *, before: Callable[[], None] | None = None,
+) -> dict[str, str | None]:
+    """:func:`write_journalled` on the calling (worker) thread: for a caller already off the event loop."""
+    return _write_sync(root, plan, journal, conflict, before)
+
+
+def _write_sync(
+    root: Path, plan: WritePlan, journal: ChangeJournal, conflict: ErrorCode, before: Callable[[], None] | None = None
+) -> dict[str, str | None]:
     op, verb = plan.operation, "applied" if plan.operation == "apply" else "reverted"
+    if before is not None:
+        before()
     try:
         journal.begin(plan)
     except OSError as exc:

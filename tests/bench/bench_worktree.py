@@ -313,7 +313,8 @@ def _step_name(args: Sequence[str]) -> str:
 @contextmanager
 def _step_timer(steps: dict[str, float]) -> Iterator[None]:
     """Inclusive time of every git subcommand (``run_git``), of every function of the apply/revert modules
-    (``worktree.changes``, ``worktree.journal``, ``worktree.repo``) and of ``os.fsync`` / ``os.replace``,
+    (``worktree.changes``, ``worktree.journal``, ``worktree.repo``, ``worktree.refs``) and of ``os.fsync`` /
+    ``os.fdatasync`` / ``os.replace``,
     summed per name into ``steps``.
 
     Functions are wrapped where the modules look them up (module globals), so calls between them count
@@ -346,7 +347,7 @@ def _step_timer(steps: dict[str, float]) -> Iterator[None]:
 
         return timed
 
-    for name in ("changes", "journal", "repo"):
+    for name in ("changes", "journal", "repo", "refs"):
         try:
             module = importlib.import_module(f"spotpatch_agent.worktree.{name}")
         except ImportError:
@@ -358,7 +359,9 @@ def _step_timer(steps: dict[str, float]) -> Iterator[None]:
             elif inspect.isfunction(value) and value.__module__.startswith("spotpatch_agent.worktree."):
                 patched.append((module, attr, value))
                 setattr(module, attr, wrap(value, f"{value.__module__.rsplit('.', 1)[-1]}.{value.__name__}()"))
-    for attr in ("fsync", "replace"):  # durable writes of the crash journal and the files
+    for attr in ("fsync", "fdatasync", "replace"):  # durable writes of the crash journal and the files
+        if not hasattr(os, attr):
+            continue
         patched.append((os, attr, getattr(os, attr)))
         setattr(os, attr, wrap(getattr(os, attr), f"os.{attr}()"))
     try:

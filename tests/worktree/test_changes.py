@@ -536,7 +536,7 @@ async def test_a_text_change_applies_and_reverts_with_one_git_process_each(
 
     monkeypatch.setattr(changes_module, "run_git", counting)
     applied = await job.apply()
-    assert commands == ["rev-parse"]  # post-images from the diff text, no git apply --check / cat-file needed
+    assert commands == []  # HEAD read in process; post-images from the diff text: no git process at all
     await job.revert(applied)
-    assert commands == ["rev-parse", "rev-parse"]
+    assert commands == []
     assert snapshot(job.root) == before
