@@ -51,6 +51,7 @@ __all__ = [
     "is_check_config",
     "is_dependency_file",
     "is_dev_server_config",
+    "is_tooling_config",
     "offered_modes",
     "run_final_checks",
 ]
@@ -114,7 +115,7 @@ DEPENDENCY_FILES = frozenset({
 #: File names whose change needs the dev server restarted or changes how it builds (case-insensitive).
 _DEV_SERVER_CONFIG = re.compile(
     r"(?:vite|next|nuxt|svelte|astro|remix|postcss|tailwind|babel|webpack|rollup)\.config\.[^/]+"
-    r"|spotpatch\.config\.json|[tj]sconfig(?:\.[^/]*)?\.json|\.postcssrc(?:\.[^/]*)?|\.babelrc(?:\.[^/]*)?"
+    r"|spotpatch\.config\.json|[tj]sconfig[^/]*\.json|\.postcssrc(?:\.[^/]*)?|\.babelrc(?:\.[^/]*)?"
 )
 
 
@@ -122,9 +123,16 @@ def _name(path: str) -> str:
     return PurePosixPath(path).name.casefold()
 
 
+#: Package-manager configuration by pattern (any directory, case-insensitive): ``.yarnrc``, ``.yarnrc.yml``,
+#: any other ``.yarnrc*``; the pnpm hook file in every module flavour (``.pnpmfile.cjs``, ``.mjs``, ``.js``).
+_DEPENDENCY_PATTERN = re.compile(r"\.yarnrc[^/]*|\.pnpmfile\.[cm]?js|\.?bunfig\.toml")
+
+
 def is_dependency_file(path: str) -> bool:
-    """Whether a relative POSIX path is a dependency manifest, lockfile or package-manager config."""
-    return _name(path) in DEPENDENCY_FILES
+    """Whether a relative POSIX path is a dependency manifest, lockfile or package-manager config
+    (``.npmrc``, ``.yarnrc*``, ``.pnpmfile.*``, ``bunfig.toml``: they change what an install fetches and runs)."""
+    name = _name(path)
+    return name in DEPENDENCY_FILES or _DEPENDENCY_PATTERN.fullmatch(name) is not None
 
 
 #: File names that configure how a check judges the code (linters, formatters, test runners): a change to one
@@ -162,9 +170,34 @@ def check_input_paths(checks: Sequence[CheckConfig]) -> set[str]:
 
 def is_dev_server_config(path: str) -> bool:
     """Whether a relative POSIX path is dev-server or build configuration (``vite.config.*``,
-    ``tsconfig*.json``, ``spotpatch.config.json``, PostCSS/Tailwind/Babel configs …). ``.env*`` files are
-    protected paths, rejected before this gate."""
+    ``tsconfig*.json`` — any name starting ``tsconfig`` and ending ``.json``, so ``tsconfig.build.json`` and
+    ``tsconfig-app.json`` too; it also configures a type-check —, ``spotpatch.config.json``,
+    PostCSS/Tailwind/Babel configs …). ``.env`` and ``.env.*`` are protected paths, rejected before this gate;
+    other ``.env*`` names are :func:`is_tooling_config`."""
     return _DEV_SERVER_CONFIG.fullmatch(_name(path)) is not None
+
+
+#: Directories (any depth, case-insensitive) whose files configure git hooks or CI: what runs on the next
+#: ``git commit``/``push`` or in CI with its secrets.
+_TOOLING_DIRS = frozenset({".github", ".husky", ".githooks", ".circleci", ".gitlab"})
+#: File names (any directory, case-insensitive) that change how git or the user's tools treat the project:
+#: git attributes (filters, diff/merge drivers, eol), ignore rules, submodules, hook managers, CI, and
+#: ``.env*`` names that are not already protected (``.envrc`` is run by direnv on ``cd``).
+_TOOLING_NAME = re.compile(
+    r"\.git(?:attributes|ignore|modules)|\.env[^/]*|\.gitlab-ci\.ya?ml|\.pre-commit-config\.ya?ml"
+    r"|\.?lefthook(?:-local)?\.ya?ml|\.travis\.yml|azure-pipelines\.ya?ml|jenkinsfile"
+)
+
+
+def is_tooling_config(path: str) -> bool:
+    """Whether a relative POSIX path configures git, git hooks, CI or the shell environment
+    (``.gitattributes``, ``.gitignore``, ``.gitmodules`` in any directory; anything under ``.github/``,
+    ``.husky/``, ``.githooks/``, ``.circleci/``, ``.gitlab/``; ``.gitlab-ci.yml``, ``.pre-commit-config.yaml``,
+    ``lefthook.yml``; ``.envrc`` and other ``.env*`` names). Such a change alters what git or a tool does
+    with the project outside this job, so ``auto`` leaves it to review."""
+    segments = path.casefold().split("/")
+    return (any(s in _TOOLING_DIRS for s in segments[:-1])
+            or _TOOLING_NAME.fullmatch(segments[-1]) is not None)
 
 
 # ---------------------------------------------------------------- final checks
@@ -301,6 +334,10 @@ def auto_apply_blockers(facts: GateFacts) -> list[str]:
     config = [f.path for f in facts.files if is_dev_server_config(f.path) and not is_dependency_file(f.path)]
     if config:
         reasons.append("the change touches dev-server configuration: " + _paths(config))
+    tooling = [f.path for f in facts.files
+               if is_tooling_config(f.path) and not is_dependency_file(f.path) and not is_dev_server_config(f.path)]
+    if tooling:
+        reasons.append("the change touches git, hook, CI or environment configuration: " + _paths(tooling))
     inputs = check_input_paths(facts.checks)
     judged = [f.path for f in facts.files if f.path.casefold() in inputs
               or (is_check_config(f.path) and not is_dependency_file(f.path))]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 
@@ -104,11 +105,16 @@ async def run_loop(
             raise JobFailure(ErrorCode.LIMIT_EXCEEDED, f"The model used all {budget.max_turns} turns without finishing.")
         stats.turns = turn
         request = TurnRequest(system=system, items=tuple(items), tools=tools, model=model)
-        text, calls, stop_reason = await _collect_turn(adapter, request)
+        text, calls, stop_reason, replay = await _collect_turn(adapter, request)
         if turn > 1 and not stats.tool_round_trip_proven:
             stats.tool_round_trip_proven = True
         if text.strip():
             events.emit("message", text=text, turn=turn)
+        if not calls and stop_reason == "tool_calls":
+            # Both adapters say ``tool_calls`` only when the turn carried a call (valid or invalid); a relay that
+            # says it without one must not end the job as an empty final answer (or as "no tool calling").
+            raise JobFailure(ErrorCode.PROVIDER_PROTOCOL,
+                             "The provider said it called tools but sent no tool call.")
         if not calls:
             if turn == 1:
                 raise JobFailure(
@@ -126,16 +132,19 @@ async def run_loop(
         offered = frozenset(spec.name for spec in tools)
         results = await _execute_turn(turn, calls, executor, budget, events, stats, offered)
         items.append(AssistantTurn(text=text, tool_calls=tuple(
-            ToolCallRecord(id=c.id, name=c.name, arguments_json=c.arguments_json) for c in calls)))
+            ToolCallRecord(id=c.id, name=c.name, arguments_json=c.arguments_json) for c in calls), replay=replay))
         items.extend(ToolResultMessage(call_id=c.id, output=_model_output(r)) for c, r in zip(calls, results))
 
 
-async def _collect_turn(adapter: ProviderAdapter, request: TurnRequest) -> tuple[str, list[ToolCallEvent], str | None]:
+async def _collect_turn(
+    adapter: ProviderAdapter, request: TurnRequest,
+) -> tuple[str, list[ToolCallEvent], str | None, tuple[dict[str, Any], ...]]:
     parts: list[str] = []
     size = 0
     calls: list[ToolCallEvent] = []
     by_id: dict[str, ToolCallEvent] = {}
     stop_reason: str | None = None
+    replay: tuple[dict[str, Any], ...] = ()
     async for event in adapter.stream_turn(request):
         if isinstance(event, TextDelta):
             if size < MAX_TURN_TEXT:
@@ -153,8 +162,8 @@ async def _collect_turn(adapter: ProviderAdapter, request: TurnRequest) -> tuple
                 )
             # else: an exact duplicate stream event — the recorded call stands, nothing runs twice.
         elif isinstance(event, TurnEnd):
-            stop_reason = event.stop_reason
-    return "".join(parts), calls, stop_reason
+            stop_reason, replay = event.stop_reason, event.replay
+    return "".join(parts), calls, stop_reason, replay
 
 
 async def _execute_turn(

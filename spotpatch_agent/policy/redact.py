@@ -7,15 +7,45 @@ to every log record, and the engine applies it to every event, error and model-f
 
 from __future__ import annotations
 
+import base64
+import functools
 import logging
 import os
 import re
 import tempfile
 import threading
 from pathlib import Path
+from urllib.parse import quote, quote_plus
 
 SECRET_MARK = "[REDACTED]"
 _MIN_SECRET = 6
+#: Secrets at least this long are also redacted in their base64 and percent-encoded forms.
+_MIN_ENCODED_SECRET = 8
+
+
+@functools.lru_cache(maxsize=64)
+def secret_variants(value: str) -> tuple[str, ...]:
+    """``value`` and the forms in which a provider may echo it back (longest first): base64, standard and
+    URL-safe, with and without padding; the part of any base64 text that encodes ``value`` wherever it sits
+    in the encoded bytes (``Basic base64(user:key)``: the three byte alignments, only the characters that
+    depend on ``value`` alone); and percent-encoding (``%XX`` upper and lower case, ``+`` for space).
+    Only ``value`` itself when it is shorter than 8 characters (short encodings would match noise)."""
+    variants = {value}
+    if len(value) >= _MIN_ENCODED_SECRET:
+        raw = value.encode("utf-8")
+        for pad in range(3):  # ``pad`` bytes of unknown prefix before the key in the encoded text
+            encoded = base64.b64encode(b"\0" * pad + raw).decode("ascii")
+            start, end = -(-8 * pad // 6), (8 * (pad + len(raw))) // 6  # characters fed only by key bits
+            core = encoded[start:end]
+            full = [encoded, encoded.rstrip("=")] if pad == 0 else []
+            for text in (core, *full):
+                variants.update((text, text.translate(_URLSAFE)))
+        for text in (quote(value, safe=""), quote_plus(value, safe="")):
+            variants.update((text, re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), text)))
+    return tuple(sorted((v for v in variants if v), key=len, reverse=True))
+
+
+_URLSAFE = str.maketrans("+/", "-_")
 
 
 class Redactor:
@@ -30,10 +60,11 @@ class Redactor:
         self.add_path(Path(tempfile.gettempdir()), "$TMP")
 
     def add_secret(self, value: str | None) -> None:
-        """Register a secret (ignored when shorter than 6 characters: too short to redact safely)."""
+        """Register a secret (ignored when shorter than 6 characters: too short to redact safely), with its
+        base64 and percent-encoded forms when it has 8 characters or more (:func:`secret_variants`)."""
         if value and len(value) >= _MIN_SECRET:
             with self._lock:
-                self._secrets.add(value)
+                self._secrets.update(secret_variants(value))
                 self._pattern = None
 
     def add_path(self, path: Path | str, label: str) -> None:

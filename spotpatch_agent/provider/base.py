@@ -8,8 +8,9 @@ response, and yields internal events in order:
   Chat Completions). ``arguments_json`` is always a JSON *object* text; when the streamed arguments do not
   parse as an object, ``invalid`` holds a short sanitized reason and the call must be answered with a failed
   tool result (never executed, never treated as ``{}``).
-- :class:`TurnEnd` — exactly once, last: ``stop_reason`` (``tool_calls`` | ``stop`` | ``length`` | … | None)
-  and ``usage`` (provider's usage object or None).
+- :class:`TurnEnd` — exactly once, last: ``stop_reason`` (``tool_calls`` | ``stop`` | ``length`` | … | None),
+  ``usage`` (provider's usage object or None) and ``replay`` (opaque items to echo back next turn).
+  ``tool_calls`` is said only when the turn carried at least one call (valid or invalid).
 
 Errors are raised as :class:`spotpatch_agent.errors.ProviderError` with codes ``PROVIDER_AUTH`` (401/403),
 ``PROVIDER_UNAVAILABLE`` (connect/DNS/5xx/timeout), ``PROVIDER_PROTOCOL`` (unparseable or truncated stream,
@@ -51,6 +52,9 @@ class ToolCallRecord:
 class AssistantTurn:
     text: str
     tool_calls: tuple[ToolCallRecord, ...] = ()
+    #: Opaque items of this turn's answer that the adapter echoes back verbatim before the turn's text and calls
+    #: (Responses: ``reasoning`` items carrying ``encrypted_content``; see :attr:`TurnEnd.replay`).
+    replay: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,10 @@ class ToolCallEvent:
 class TurnEnd:
     stop_reason: str | None
     usage: dict[str, Any] | None = field(default=None)
+    #: Provider items to send back, in order, with this turn in the next request (never shown, never logged):
+    #: the Responses adapter's ``reasoning`` items that carry ``encrypted_content`` (``store: false`` keeps
+    #: nothing server-side; an item without it would be a dangling ``rs_`` reference, so it is not kept).
+    replay: tuple[dict[str, Any], ...] = ()
 
 
 ProviderEvent = TextDelta | ToolCallEvent | TurnEnd

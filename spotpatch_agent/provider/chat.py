@@ -25,17 +25,17 @@ from typing import TYPE_CHECKING, Any
 
 from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.protocol.errors import ErrorCode
-from spotpatch_agent.provider.base import (AssistantTurn, ProviderEvent, TextDelta, ToolCallEvent, ToolResultMessage,
+from spotpatch_agent.provider.base import (AssistantTurn, ProviderEvent, ToolResultMessage,
                                            TurnEnd, TurnRequest, UserMessage)
-from spotpatch_agent.provider.calls import MAX_ARGUMENT_CHARS, MAX_TEXT_BYTES, check_call_count
-from spotpatch_agent.provider.http import (SSEClient, aiter_sse, content_type, read_json_answer, sanitize_excerpt,
-                                           stream_error)
+from spotpatch_agent.provider.calls import (MAX_ARGUMENT_CHARS, MAX_TEXT_BYTES, ArgumentBuffer, TextBudget, check_call_count, claim_call_id,
+                                            tool_call_event)
+from spotpatch_agent.provider.http import (EndpointAdapter, aiter_sse, content_type, read_json_answer, stream_error)
 from spotpatch_agent.provider.http import loads as _loads
 # Re-exported: the HTTP boundary moved to provider/http.py, shared with the Responses adapter.
 from spotpatch_agent.provider.http import MAX_EXCERPT, MAX_RETRIES, SECRET_MARK, retry_wait  # noqa: F401
 
 if TYPE_CHECKING:
-    import httpx
+    pass
 
 
 # ---------------------------------------------------------------- request conversion (pure)
@@ -93,18 +93,7 @@ class _Slot:
     index: int | None
     id: str = ""
     name: str = ""
-    parts: list[str] = field(default_factory=list)
-    size: int = 0
-    too_large: bool = False
-
-    def add(self, text: str) -> None:
-        if self.too_large or not text:
-            return
-        self.size += len(text)
-        if self.size > MAX_ARGUMENT_CHARS:
-            self.too_large, self.parts = True, []
-        else:
-            self.parts.append(text)
+    arguments: ArgumentBuffer = field(default_factory=ArgumentBuffer)
 
 
 def _as_index(value: Any) -> int | None:
@@ -125,9 +114,8 @@ class ChatStreamAssembler:
     """
 
     def __init__(self, *, max_text_bytes: int = MAX_TEXT_BYTES, api_key: str | None = None) -> None:
-        self._max_text = max_text_bytes
+        self._text = TextBudget(max_text_bytes)
         self._api_key = api_key
-        self._text_bytes = 0
         self._slots: list[_Slot] = []
         self._by_index: dict[int, _Slot] = {}
         self._current: _Slot | None = None
@@ -166,7 +154,7 @@ class ChatStreamAssembler:
         if isinstance(delta, dict):
             content = delta.get("content")
             if isinstance(content, str) and content:
-                events.extend(self._text(content))
+                events.extend(self._text.take(content))
             calls = delta.get("tool_calls")
             # After the finish reason, relays may repeat every call as a summary: ignore it.
             if isinstance(calls, list) and self._finish_reason is None:
@@ -180,7 +168,7 @@ class ChatStreamAssembler:
 
     def finish(self) -> list[ProviderEvent]:
         """The end of the turn: tool calls in index order (arrival order for unindexed ones), then
-        :class:`TurnEnd`. ``stop`` with calls becomes ``tool_calls``."""
+        :class:`TurnEnd`. ``stop`` or no reason with calls becomes ``tool_calls``."""
         if not self.done and self._finish_reason is None:
             message = "the provider's stream ended before the turn finished (no finish_reason, no [DONE]): truncated"
             raise ProviderError(ErrorCode.PROVIDER_PROTOCOL, message)
@@ -191,27 +179,16 @@ class ChatStreamAssembler:
         seen: set[str] = set()
         for slot in slots:
             call_id = slot.id or f"spotpatch_call_{slot.seq}"
-            if call_id in seen:
-                shown = sanitize_excerpt(call_id, self._api_key)[:64]  # redact first: no key prefix survives the cut
-                raise ProviderError(ErrorCode.PROVIDER_PROTOCOL, f"two tool calls of one turn share the id {shown!r}")
-            seen.add(call_id)
-            events.append(self._call_event(call_id, slot))
-        reason = "tool_calls" if self._finish_reason == "stop" and events else self._finish_reason
+            claim_call_id(call_id, seen, self._api_key)
+            events.append(tool_call_event(call_id, slot.name, slot.arguments))
+        # ``stop`` (or no reason at all: ``[DONE]`` only, common on relays) with calls means tool calls; a text-only
+        # turn keeps its reason (None: accepted as a final answer). ``tool_calls`` without a call stays as sent:
+        # the engine fails it (PROVIDER_PROTOCOL) instead of taking it for an empty final answer.
+        reason = "tool_calls" if self._finish_reason in ("stop", None) and events else self._finish_reason
         events.append(TurnEnd(stop_reason=reason, usage=self._usage))
         return events
 
     # -------------------------------------------------------- internals
-
-    def _text(self, content: str) -> list[ProviderEvent]:
-        room = self._max_text - self._text_bytes
-        if room <= 0:
-            return []
-        raw = content.encode("utf-8")
-        if len(raw) > room:  # the bound is reached: keep what fits (whole characters), drop the rest
-            content, self._text_bytes = raw[:room].decode("utf-8", errors="ignore"), self._max_text
-        else:
-            self._text_bytes += len(raw)
-        return [TextDelta(content)] if content else []
 
     def _new_slot(self, index: int | None) -> _Slot:
         check_call_count(len(self._slots))
@@ -246,35 +223,15 @@ class ChatStreamAssembler:
             slot.name = name  # set once; repeated or empty names are ignored
         arguments = function.get("arguments")
         if isinstance(arguments, str):
-            slot.add(arguments)
-        elif isinstance(arguments, (dict, list)):
-            slot.parts, slot.size = [], 0
-            slot.add(json.dumps(arguments, ensure_ascii=False))
-
-    def _call_event(self, call_id: str, slot: _Slot) -> ToolCallEvent:
-        if slot.too_large:
-            return ToolCallEvent(call_id, slot.name, "", invalid=f"arguments exceed {MAX_ARGUMENT_CHARS} characters")
-        text = "".join(slot.parts)
-        if not slot.name:
-            return ToolCallEvent(call_id, "", text, invalid="the tool call has no function name")
-        if not text.strip():
-            return ToolCallEvent(call_id, slot.name, "{}")
-        try:
-            parsed = json.loads(text)
-        except ValueError as exc:
-            reason = f"arguments are not valid JSON ({getattr(exc, 'msg', 'malformed')} at character {getattr(exc, 'pos', '?')})"
-            return ToolCallEvent(call_id, slot.name, text, invalid=reason)
-        except RecursionError:
-            return ToolCallEvent(call_id, slot.name, text, invalid="arguments are nested too deeply")
-        if not isinstance(parsed, dict):
-            return ToolCallEvent(call_id, slot.name, text, invalid="arguments are not valid JSON (not an object)")
-        return ToolCallEvent(call_id, slot.name, text)
+            slot.arguments.add(arguments)
+        elif isinstance(arguments, (dict, list)):  # given as an object: serialised, replacing any deltas
+            slot.arguments.replace(json.dumps(arguments, ensure_ascii=False))
 
 
 # ---------------------------------------------------------------- HTTP boundary
 
 
-class ChatCompletionsAdapter:
+class ChatCompletionsAdapter(EndpointAdapter):
     """:class:`~spotpatch_agent.provider.base.ProviderAdapter` for OpenAI-compatible Chat Completions.
 
     ``base_url`` is the profile's base (e.g. ``https://api.openai.com/v1``); ``api_key`` is sent as
@@ -284,23 +241,7 @@ class ChatCompletionsAdapter:
     network (tests, proxies). Errors: see :meth:`stream_turn`.
     """
 
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        api_key: str | None,
-        headers: dict[str, str] | None = None,
-        timeout: float = 60,
-        idle_timeout: float = 60,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        self._http = SSEClient(url=base_url.rstrip("/") + "/chat/completions", api_key=api_key, headers=headers,
-                               timeout=timeout, idle_timeout=idle_timeout, transport=transport)
-        self._api_key = self._http.api_key
-
-    async def aclose(self) -> None:
-        """Close the HTTP client and its connections."""
-        await self._http.aclose()
+    path = "/chat/completions"
 
     async def stream_turn(self, request: TurnRequest) -> AsyncIterator[ProviderEvent]:
         """Stream one model turn: :class:`TextDelta` s as they arrive, then :class:`ToolCallEvent` s in index

@@ -31,6 +31,7 @@ import anyio
 from httpx_sse import EventSource
 
 from spotpatch_agent.errors import ProviderError
+from spotpatch_agent.policy.redact import secret_variants
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.provider.base import ProviderEvent
 
@@ -58,6 +59,17 @@ _CONTEXT_WORDING = re.compile(
     r"|reduce the length of the messages",
     re.IGNORECASE,
 )
+#: Terminal escape sequences: ESC/C1 string commands (OSC, DCS, SOS, PM, APC) up to their terminator (or the
+#: end of the text), CSI sequences, and the other ``ESC`` + intermediates + final byte forms.
+_ESCAPES = re.compile(
+    r"(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f]).*?(?:\x07|\x1b\\|\x9c|$)"
+    r"|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|\x1b[ -/]*[0-~]?",
+    re.DOTALL,
+)
+_WHITESPACE_CONTROLS = re.compile(r"[\t\n\v\f\r\x85\u2028\u2029]")
+#: C0/C1 controls, DEL, bidi embeddings/overrides/isolates and the LRM/RLM/ALM marks.
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _TOKENISH = re.compile(r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-]{8,}|\bBearer\s+[A-Za-z0-9._~+/=\-]{8,}", re.IGNORECASE)
 
 #: ``read(event_source)``: the adapter's reader of a 2xx answer.
@@ -67,11 +79,24 @@ Reader = Callable[["httpx_sse.EventSource"], AsyncIterator[ProviderEvent]]
 # ---------------------------------------------------------------- error wording (pure)
 
 
+def strip_controls(text: str) -> str:
+    """``text`` without terminal escape sequences (CSI, OSC, DCS/SOS/PM/APC strings, two-byte ``ESC x``, and
+    their C1 forms), other C0/C1 control characters and DEL, and bidirectional overrides, isolates and
+    marks (which could make a message read differently from what it says). Line ends and tabs become spaces."""
+    text = _ESCAPES.sub("", text)
+    text = _WHITESPACE_CONTROLS.sub(" ", text)
+    return _CONTROLS.sub("", text)
+
+
 def sanitize_excerpt(text: str, api_key: str | None) -> str:
-    """``text`` with the key (and anything key-shaped) replaced by ``[REDACTED]``, whitespace collapsed,
-    cut to :data:`MAX_EXCERPT` characters. Redaction happens before the cut so no key prefix survives."""
+    """``text`` without control characters and escape sequences (:func:`strip_controls`), with the key (also
+    base64- or percent-encoded, :func:`~spotpatch_agent.policy.redact.secret_variants`) and anything
+    key-shaped replaced by ``[REDACTED]``, whitespace collapsed, cut to :data:`MAX_EXCERPT` characters.
+    Redaction happens before the cut so no key prefix survives."""
+    text = strip_controls(text)
     if api_key:
-        text = text.replace(api_key, SECRET_MARK)
+        for variant in secret_variants(api_key):
+            text = text.replace(variant, SECRET_MARK)
     text = _TOKENISH.sub(SECRET_MARK, text)
     text = " ".join(text.split())
     return text if len(text) <= MAX_EXCERPT else text[: MAX_EXCERPT - 1] + "…"
@@ -336,6 +361,38 @@ async def aiter_sse(response: httpx.Response, max_event_chars: int = MAX_EVENT_C
 
 def _too_large(limit: int) -> ProviderError:
     return ProviderError(ErrorCode.PROVIDER_PROTOCOL, f"the provider sent a stream event over {limit} characters")
+
+
+class EndpointAdapter:
+    """The common part of the two adapters: one :class:`SSEClient` for ``base_url`` + :attr:`path`.
+
+    ``base_url`` is the profile's base (e.g. ``https://api.openai.com/v1``); ``api_key`` is sent as
+    ``Authorization: Bearer …`` and never appears in an error; ``headers`` are the profile's extra headers.
+    ``timeout`` (seconds) bounds connecting and sending; ``idle_timeout`` (seconds) is the longest silence
+    (no bytes at all) tolerated while waiting for or reading the answer. ``transport`` replaces the network
+    (tests, proxies).
+    """
+
+    #: The endpoint below ``base_url``, e.g. ``"/responses"``.
+    path = ""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str | None,
+        headers: dict[str, str] | None = None,
+        timeout: float = 60,
+        idle_timeout: float = 60,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._http = SSEClient(url=base_url.rstrip("/") + self.path, api_key=api_key, headers=headers,
+                               timeout=timeout, idle_timeout=idle_timeout, transport=transport)
+        self._api_key = self._http.api_key
+
+    async def aclose(self) -> None:
+        """Close the HTTP client and its connections."""
+        await self._http.aclose()
 
 
 def content_type(response: httpx.Response) -> str:

@@ -214,11 +214,12 @@ async def probe_tool_calling(adapter: ProviderAdapter, model: str) -> ProbeOutco
                         tool_choice="required")
     calls: list[ToolCallEvent] = []
     stop_reason: str | None = None
+    replay: tuple[dict[str, Any], ...] = ()
     async for event in adapter.stream_turn(first):
         if isinstance(event, ToolCallEvent):
             calls.append(event)
         elif isinstance(event, TurnEnd):
-            stop_reason = event.stop_reason
+            stop_reason, replay = event.stop_reason, event.replay
     valid = [c for c in calls if c.name == PROBE_TOOL.name and c.invalid is None]
     if not valid:
         what = "no tool call" if not calls else "a malformed or unexpected tool call"
@@ -229,7 +230,7 @@ async def probe_tool_calling(adapter: ProviderAdapter, model: str) -> ProbeOutco
     records = tuple(ToolCallRecord(id=c.id, name=c.name, arguments_json=c.arguments_json) for c in calls)
     answers = tuple(ToolResultMessage(call_id=c.id, output="ok" if c in valid else "ERROR: not offered")
                     for c in calls)  # every call of the turn gets exactly one result
-    second = TurnRequest(system=_SYSTEM, items=(UserMessage(_ASK), AssistantTurn(text="", tool_calls=records),
+    second = TurnRequest(system=_SYSTEM, items=(UserMessage(_ASK), AssistantTurn(text="", tool_calls=records, replay=replay),
                                                 *answers),
                          tools=(PROBE_TOOL,), model=model, tool_choice="none")
     async for _ in adapter.stream_turn(second):

@@ -26,18 +26,18 @@ import anyio
 
 from spotpatch_agent.provider.base import ProviderEvent, TurnRequest
 from spotpatch_agent.provider.calls import MAX_ARGUMENT_CHARS
-from spotpatch_agent.provider.http import SSEClient, aiter_sse, content_type, read_json_answer
+from spotpatch_agent.provider.http import EndpointAdapter, aiter_sse, content_type, read_json_answer
 from spotpatch_agent.provider.responses_convert import ResponsesStreamAssembler, build_responses_body
 
 if TYPE_CHECKING:
-    import httpx
+    pass
 
 #: Seconds to wait, after an ``error`` event, for the ``response.failed`` that usually follows it (its error
 #: is the precise one); the ``error`` event's own error is raised when nothing comes.
 ERROR_FOLLOW_UP_WAIT = 1.0
 
 
-class ResponsesAdapter:
+class ResponsesAdapter(EndpointAdapter):
     """:class:`~spotpatch_agent.provider.base.ProviderAdapter` for the OpenAI Responses API.
 
     ``base_url`` is the profile's base (e.g. ``https://api.openai.com/v1``); ``api_key`` is sent as
@@ -46,22 +46,7 @@ class ResponsesAdapter:
     tolerated while waiting for or reading the answer. ``transport`` replaces the network (tests, proxies).
     """
 
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        api_key: str | None,
-        headers: dict[str, str] | None = None,
-        timeout: float = 60,
-        idle_timeout: float = 60,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        self._http = SSEClient(url=base_url.rstrip("/") + "/responses", api_key=api_key, headers=headers,
-                               timeout=timeout, idle_timeout=idle_timeout, transport=transport)
-
-    async def aclose(self) -> None:
-        """Close the HTTP client and its connections."""
-        await self._http.aclose()
+    path = "/responses"
 
     async def stream_turn(self, request: TurnRequest) -> AsyncIterator[ProviderEvent]:
         """Stream one model turn: :class:`TextDelta` s as they arrive, then :class:`ToolCallEvent` s in
@@ -76,7 +61,7 @@ class ResponsesAdapter:
         ``contextlib.aclosing`` when abandoning the iterator early.
         """
         body = build_responses_body(request)
-        assembler = ResponsesStreamAssembler(api_key=self._http.api_key)
+        assembler = ResponsesStreamAssembler(api_key=self._api_key)
         read = functools.partial(self._read, assembler=assembler)
         async with aclosing(self._http.stream(body, model=request.model, read=read)) as events:
             async for event in events:

@@ -27,6 +27,10 @@ from spotpatch_agent.provider.calls import (MAX_TEXT_BYTES, ArgumentBuffer, Text
                                             claim_call_id, tool_call_event)
 from spotpatch_agent.provider.http import error_fields, is_context_error, loads, sanitize_excerpt
 
+#: ``reasoning`` items kept per turn for replay, and their ``encrypted_content`` characters in all; the rest
+#: is dropped (the model then reasons again without it, as with ``store: false`` and no replay at all).
+MAX_REPLAY_ITEMS = 32
+MAX_REPLAY_CHARS = 1024 * 1024
 #: Provider error codes of a failed response that mean "try again later" (PROVIDER_UNAVAILABLE).
 TRANSIENT_CODES = ("rate_limit", "server_error", "overloaded", "unavailable", "timeout", "slow_down")
 
@@ -45,7 +49,8 @@ _KNOWN = frozenset({
 
 def to_responses_input(items: tuple[ConversationItem, ...]) -> list[dict[str, Any]]:
     """Responses ``input`` items for a conversation: ``{type:"message", role:"user", content:[input_text]}``,
-    an assistant turn as ``{type:"message", role:"assistant", content:[output_text]}`` (when it has text)
+    an assistant turn as its replayed ``reasoning`` items (``{type, id, summary, encrypted_content}``, only
+    those that carried ``encrypted_content``), ``{type:"message", role:"assistant", content:[output_text]}`` (when it has text)
     followed by its ``{type:"function_call", call_id, name, arguments}`` items, each immediately followed by
     the matching ``{type:"function_call_output", call_id, output}``. Ids are echoed verbatim."""
     out: list[dict[str, Any]] = []
@@ -54,6 +59,7 @@ def to_responses_input(items: tuple[ConversationItem, ...]) -> list[dict[str, An
         if isinstance(item, UserMessage):
             out.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": item.text}]})
         elif isinstance(item, AssistantTurn):
+            out.extend(dict(r) for r in item.replay)  # reasoning items first, in their order (they precede calls)
             if item.text:
                 out.append({"type": "message", "role": "assistant",
                             "content": [{"type": "output_text", "text": item.text}]})
@@ -145,6 +151,9 @@ class _Call:
     args: ArgumentBuffer = field(default_factory=ArgumentBuffer)
     #: Final arguments arrived (``.done``, ``output_item.done`` or the completed response).
     final: bool = False
+    #: A ``function_call`` item described this call (``output_item.added`` / ``.done`` / the completed
+    #: response); a call known only from argument events of an unknown ``item_id`` is an orphan.
+    announced: bool = False
 
 
 def _as_int(value: Any) -> int | None:
@@ -173,8 +182,9 @@ class ResponsesStreamAssembler:
     ``stop``). Raises :class:`ProviderError`: ``response.failed`` (mapped by :func:`response_error`),
     ``response.incomplete`` for any other reason (``content_filter``: the filter stopped the answer), an
     ``error`` event (raised at the next terminal event or at :meth:`finish`, so a following
-    ``response.failed`` gives the precise error), non-JSON data, EOF before ``response.completed`` and two
-    calls of one turn sharing a ``call_id`` (all ``PROVIDER_PROTOCOL`` unless mapped otherwise).
+    ``response.failed`` gives the precise error), non-JSON data, EOF before ``response.completed``, two
+    calls of one turn sharing a ``call_id`` and argument events of an item that no ``function_call`` item
+    described and that name no function (an orphan: all ``PROVIDER_PROTOCOL`` unless mapped otherwise).
     """
 
     def __init__(self, *, max_text_bytes: int = MAX_TEXT_BYTES, api_key: str | None = None) -> None:
@@ -184,6 +194,8 @@ class ResponsesStreamAssembler:
         self._by_item: dict[str, _Call] = {}
         self._by_index: dict[int, _Call] = {}
         self._text_items: set[str] = set()  # message items whose text was already emitted
+        self._reasoning: dict[str, tuple[int, dict[str, Any]]] = {}  # item id → (position, replay item)
+        self._replay_chars = 0
         self._usage: dict[str, Any] | None = None
         self._stop: str | None = None
         #: The response reached ``response.completed`` (or ``response.incomplete`` at the output limit).
@@ -242,6 +254,13 @@ class ResponsesStreamAssembler:
         events: list[ProviderEvent] = []
         seen: set[str] = set()
         for call in calls:
+            if not call.announced and not call.name:
+                # Arguments for an item no function_call item ever described: no name and no call id to answer.
+                # Never run, and never echoed as ``{"type": "function_call", "name": ""}`` (OpenAI answers 400).
+                shown = sanitize_excerpt(call.item_id or "", self._api_key)[:64] or "no item id"
+                raise ProviderError(ErrorCode.PROVIDER_PROTOCOL,
+                                    f"the provider sent tool-call arguments for an unknown item ({shown!r}) "
+                                    "without a function_call item: no tool name")
             call_id = call.call_id or call.item_id or f"spotpatch_call_{call.seq}"
             claim_call_id(call_id, seen, self._api_key)
             event = tool_call_event(call_id, call.name, call.args)
@@ -250,7 +269,8 @@ class ResponsesStreamAssembler:
                                       invalid="the arguments were cut off at the output limit")
             events.append(event)
         stop = "tool_calls" if events else (self._stop or "stop")
-        events.append(TurnEnd(stop_reason=stop, usage=self._usage))
+        replay = tuple(item for _, item in sorted(self._reasoning.values(), key=lambda kept: kept[0]))
+        events.append(TurnEnd(stop_reason=stop, usage=self._usage, replay=replay))
         return events
 
     # -------------------------------------------------------- handlers
@@ -291,6 +311,9 @@ class ResponsesStreamAssembler:
             call = self._call_for(item, _as_int(payload.get("output_index")))
             self._finalise(call, _arguments_text(item.get("arguments")), cut=item.get("status") == "incomplete")
             return []
+        if item.get("type") == "reasoning":
+            self._keep_reasoning(item, _as_int(payload.get("output_index")))
+            return []
         return self._late_text(item)
 
     def _on_text_done(self, payload: dict[str, Any]) -> list[ProviderEvent]:
@@ -316,6 +339,8 @@ class ResponsesStreamAssembler:
                 call = self._call_for(item, position)
                 if not call.final:
                     self._finalise(call, _arguments_text(item.get("arguments")), cut=item.get("status") == "incomplete")
+            elif item.get("type") == "reasoning":
+                self._keep_reasoning(item, position)
             else:
                 events.extend(self._late_text(item))
         self.done = True
@@ -408,6 +433,7 @@ class ResponsesStreamAssembler:
             call = next((c for c in self._calls if c.call_id == call_id), None) or call
         if call is None or (call_id and call.call_id and call.call_id != call_id):
             call = self._new_call(item_id, output_index)  # another call id is another call
+        call.announced = True
         if not call.call_id and call_id:
             call.call_id = call_id
         if not call.name and _as_str(item.get("name")):
@@ -424,6 +450,25 @@ class ResponsesStreamAssembler:
         if arguments.strip() or not call.args.text.strip():
             call.args.replace(arguments)
         call.final = call.final or not cut
+
+    def _keep_reasoning(self, item: dict[str, Any], position: int | None) -> None:
+        """Keep a finished ``reasoning`` item for replay when it carries ``encrypted_content`` (with
+        ``store: false`` an item without it is a reference to nothing: OpenAI answers 404). Only
+        ``type``, ``id``, ``summary`` (its ``summary_text`` parts) and ``encrypted_content`` are kept; an
+        item seen twice (``output_item.done`` and the completed response) is kept once."""
+        item_id, secret = _as_str(item.get("id")), _as_str(item.get("encrypted_content"))
+        if not item_id or not secret or item_id in self._reasoning:
+            return
+        raw = item.get("summary")
+        summary = [{"type": "summary_text", "text": p["text"]} for p in (raw if isinstance(raw, list) else [])
+                   if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        size = len(secret) + sum(len(p["text"]) for p in summary)
+        if len(self._reasoning) >= MAX_REPLAY_ITEMS or self._replay_chars + size > MAX_REPLAY_CHARS:
+            return
+        self._replay_chars += size
+        place = position if position is not None else len(self._calls) + len(self._reasoning) + 10**6
+        self._reasoning[item_id] = (place, {"type": "reasoning", "id": item_id, "summary": summary,
+                                            "encrypted_content": secret})
 
     def _late_text(self, item: dict[str, Any]) -> list[ProviderEvent]:
         """Text of a finished ``message`` item whose text never came as deltas."""

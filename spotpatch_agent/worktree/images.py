@@ -30,7 +30,9 @@ __all__ = [
     "new_file_mode",
     "new_tmp_name",
     "read_image",
+    "remove_tmp",
     "safe_path",
+    "set_mode",
     "unlink_quietly",
     "write_image",
 ]
@@ -85,7 +87,13 @@ def safe_path(rel: str) -> bool:
     if not rel or rel[0] == "/" or "\\" in rel or "\0" in rel:
         return False
     parts = rel.split("/")
-    return ":" not in parts[0] and all(part not in ("", ".", "..") and part.casefold() != ".git" for part in parts)
+    return ":" not in parts[0] and all(part not in ("", ".", "..") and not _is_git_dir_name(part) for part in parts)
+
+
+def _is_git_dir_name(part: str) -> bool:
+    """``.git`` in any case, also as NTFS/HFS aliases git itself refuses (``.git.``, ``.git ``, ``git~1``)."""
+    folded = part.casefold()
+    return folded.rstrip(". ") == ".git" or folded == "git~1"
 
 
 def _parts(rel: str) -> list[str]:
@@ -129,8 +137,46 @@ def read_image(root: Path, rel: str) -> Image | str:
     """The current :class:`Image` of ``root/rel`` (absent → :data:`ABSENT`), or :data:`NOT_REGULAR`.
 
     No symlink is followed anywhere on the path; a directory, FIFO, … is :data:`NOT_REGULAR` (and never
-    opened). The file is read once, through one descriptor whose ``fstat`` must still be the regular file
-    the ``lstat`` saw."""
+    opened). POSIX: the parent directories are opened one by one from ``root`` with ``O_NOFOLLOW`` and
+    the file is stat'ed and opened relative to its directory's descriptor, so a parent swapped for a
+    symlink after a check can never redirect the read. The file is read once, through one descriptor
+    whose ``fstat`` must still be the regular file the ``lstat`` saw."""
+    if not _DIR_FD:
+        return _read_image_by_path(root, rel)
+    parts = _parts(rel)
+    if not parts:
+        return NOT_REGULAR
+    try:
+        fds = _open_parents(root, parts, create=False)
+    except FileNotFoundError:
+        return ABSENT
+    except OSError:
+        return NOT_REGULAR
+    if fds is None:
+        return ABSENT
+    try:
+        directory, name = fds[-1], parts[-1]
+        try:
+            st = os.stat(name, dir_fd=directory, follow_symlinks=False)
+        except FileNotFoundError:
+            return ABSENT
+        except OSError:
+            return NOT_REGULAR
+        if not stat.S_ISREG(st.st_mode):
+            return NOT_REGULAR
+        try:
+            fd = os.open(name, _READ_FLAGS | _NONBLOCK, dir_fd=directory)
+        except FileNotFoundError:
+            return ABSENT
+        except OSError:
+            return NOT_REGULAR
+        return _read_fd(fd, st)
+    finally:
+        _close_all(fds)
+
+
+def _read_image_by_path(root: Path, rel: str) -> Image | str:
+    """:func:`read_image` where descriptors cannot name directories (Windows): ``lstat`` per component."""
     path, st = _lstat_walk(root, rel)
     if st is None or isinstance(st, str):
         return ABSENT if st is None else NOT_REGULAR
@@ -140,6 +186,11 @@ def read_image(root: Path, rel: str) -> Image | str:
         return ABSENT
     except OSError:
         return NOT_REGULAR
+    return _read_fd(fd, st)
+
+
+def _read_fd(fd: int, st: os.stat_result) -> Image | str:
+    """Read the whole regular file ``fd`` (closed here), which must still be the file ``st`` describes."""
     try:
         opened = os.fstat(fd)
         if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino):
@@ -178,7 +229,59 @@ def write_image(root: Path, rel: str, image: Image, tmp_name: str) -> None:
     The swap costs what ``git apply``'s unlink + create costs; a rename over an existing file makes ext4
     flush the new data first (``auto_da_alloc``), 2-4x slower. Missing parent directories are created; a
     symlink or non-directory on the way raises ``OSError`` (nothing written). The temp file is removed
-    when the rename fails. Raises ``OSError``."""
+    when the rename fails. Raises ``OSError``.
+
+    POSIX: the parent directories are opened one by one from ``root`` (``O_DIRECTORY|O_NOFOLLOW``,
+    relative to the previous descriptor; a missing one is made with ``mkdir(dir_fd=)`` and opened the
+    same way), and the temp file's ``open(O_CREAT|O_EXCL|O_NOFOLLOW)``, the swap/rename, the unlink and
+    the removal of empty directories all name their file relative to those descriptors: a parent
+    directory swapped for a symlink after any check can never redirect the write outside ``root``.
+    Elsewhere (Windows) the path-based fallback checks each parent with ``lstat``."""
+    if not _DIR_FD:
+        _write_image_by_path(root, rel, image, tmp_name)
+        return
+    parts = _parts(rel)
+    if not parts:
+        raise IsADirectoryError("no file name")
+    fds = _open_parents(root, parts, create=image.data is not None)
+    if fds is None:
+        return  # nothing to delete below a missing directory
+    try:
+        directory, name = fds[-1], parts[-1]
+        if image.data is None:
+            try:
+                os.unlink(name, dir_fd=directory)
+            except FileNotFoundError:
+                pass
+            _prune_empty_dirs_at(fds, parts)
+            return
+        fd = os.open(tmp_name, _TMP_FLAGS, 0o600, dir_fd=directory)
+        try:
+            try:
+                _write_all(fd, image)
+            finally:
+                os.close(fd)
+            if not _swap(tmp_name, name, directory):
+                os.rename(tmp_name, name, src_dir_fd=directory, dst_dir_fd=directory)
+        except BaseException:
+            _unlink_at(tmp_name, directory)
+            raise
+        _unlink_at(tmp_name, directory)  # after a swap: the old bytes (also in the journal)
+    finally:
+        _close_all(fds)
+
+
+def _write_all(fd: int, image: Image) -> None:
+    assert image.data is not None
+    view = memoryview(image.data)
+    while view:
+        view = view[os.write(fd, view):]
+    if hasattr(os, "fchmod"):  # Windows: no permission bits to keep (DESIGN.md §17)
+        os.fchmod(fd, image.mode if image.mode is not None else new_file_mode())
+
+
+def _write_image_by_path(root: Path, rel: str, image: Image, tmp_name: str) -> None:
+    """:func:`write_image` where descriptors cannot name directories (Windows): ``lstat`` per parent."""
     parts = _parts(rel)
     parent = os.fspath(root)
     for part in parts[:-1]:
@@ -201,30 +304,163 @@ def write_image(root: Path, rel: str, image: Image, tmp_name: str) -> None:
         _prune_empty_dirs(root, Path(parent))
         return
     tmp = os.path.join(parent, tmp_name)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+    fd = os.open(tmp, _TMP_FLAGS, 0o600)
     try:
         try:
-            view = memoryview(image.data)
-            while view:
-                view = view[os.write(fd, view):]
-            if hasattr(os, "fchmod"):  # Windows: no permission bits to keep (DESIGN.md §17)
-                os.fchmod(fd, image.mode if image.mode is not None else new_file_mode())
+            _write_all(fd, image)
         finally:
             os.close(fd)
-        if not _swap(tmp, target):
-            os.replace(tmp, target)
+        os.replace(tmp, target)
     except BaseException:
         unlink_quietly(tmp)
         raise
-    unlink_quietly(tmp)  # after a swap: the old bytes (also in the journal)
+
+
+def set_mode(root: Path, rel: str, mode: int) -> None:
+    """``chmod`` the regular file ``root/rel`` without following a symlink anywhere on the path (POSIX:
+    ``fchmod`` of a descriptor opened ``O_NOFOLLOW`` relative to its directory's descriptor). Raises
+    ``OSError`` (also when it is not a regular file)."""
+    if not _DIR_FD:
+        if not isinstance(lstat_path(root, rel), os.stat_result):
+            raise OSError(errno.EINVAL, "not a regular file")
+        os.chmod(os.path.join(root, rel), mode)
+        return
+    parts = _parts(rel)
+    fds = _open_parents(root, parts, create=False)
+    if fds is None:
+        raise FileNotFoundError(errno.ENOENT, "no such file")
+    try:
+        fd = os.open(parts[-1], _READ_FLAGS | _NONBLOCK, dir_fd=fds[-1])
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(errno.EINVAL, "not a regular file")
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+    finally:
+        _close_all(fds)
+
+
+def remove_tmp(root: Path, rel: str, tmp_name: str) -> None:
+    """Remove the temp file ``tmp_name`` beside ``root/rel`` if it is a regular file reached without
+    crossing a symlink (POSIX: ``unlink`` relative to the directory's ``O_NOFOLLOW`` descriptor). Never raises."""
+    if not TMP_NAME.match(tmp_name):
+        return
+    parts = _parts(rel)
+    if not parts:
+        return
+    if not _DIR_FD:
+        tmp_rel = "/".join([*parts[:-1], tmp_name])
+        if isinstance(lstat_path(root, tmp_rel), os.stat_result):
+            unlink_quietly(os.path.join(root, *parts[:-1], tmp_name))
+        return
+    try:
+        fds = _open_parents(root, parts, create=False)
+    except OSError:
+        return
+    if fds is None:
+        return
+    try:
+        try:
+            st = os.stat(tmp_name, dir_fd=fds[-1], follow_symlinks=False)
+        except OSError:
+            return
+        if stat.S_ISREG(st.st_mode):
+            _unlink_at(tmp_name, fds[-1])
+    finally:
+        _close_all(fds)
+
+
+# ---------------------------------------------------------------- directory descriptors (POSIX)
+
+#: Whether this platform can open directories and name files relative to them (every POSIX system
+#: Python supports); else the path-based fallbacks run (Windows).
+_DIR_FD = (
+    os.name == "posix"
+    and hasattr(os, "O_DIRECTORY")
+    and hasattr(os, "O_NOFOLLOW")
+    and {os.open, os.stat, os.mkdir, os.rename, os.unlink, os.rmdir} <= os.supports_dir_fd
+    and os.stat in os.supports_follow_symlinks
+)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO swapped in after the stat never blocks the open
+_ROOT_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC
+_DIR_FLAGS = _ROOT_FLAGS | getattr(os, "O_NOFOLLOW", 0)
+_TMP_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | _CLOEXEC
+              | getattr(os, "O_BINARY", 0))
+
+
+def _open_parents(root: Path, parts: list[str], *, create: bool) -> list[int] | None:
+    """Descriptors of ``root`` and of each parent directory of ``parts[-1]``, in order, each opened
+    relative to the one before with ``O_DIRECTORY|O_NOFOLLOW``. ``None`` when one is missing (and
+    ``create`` is false); with ``create`` a missing one is made (``mkdir(dir_fd=)``). Raises
+    ``NotADirectoryError`` for a symlink or non-directory on the way, ``OSError`` otherwise."""
+    fds = [os.open(root, _ROOT_FLAGS)]
+    try:
+        for index, part in enumerate(parts[:-1]):
+            fd = _open_dir(fds[-1], part, create, parts[: index + 1])
+            if fd is None:
+                _close_all(fds)
+                return None
+            fds.append(fd)
+    except BaseException:
+        _close_all(fds)
+        raise
+    return fds
+
+
+def _open_dir(parent: int, name: str, create: bool, shown: list[str]) -> int | None:
+    """``name`` opened as a directory relative to ``parent``, never following a symlink; ``None`` when
+    missing and not ``create`` (else made first, then opened the same way)."""
+    try:
+        try:
+            return os.open(name, _DIR_FLAGS, dir_fd=parent)
+        except FileNotFoundError:
+            if not create:
+                return None
+        try:
+            os.mkdir(name, 0o777, dir_fd=parent)
+        except FileExistsError:
+            pass  # made meanwhile: opened (never followed) just below
+        return os.open(name, _DIR_FLAGS, dir_fd=parent)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):  # a symlink (EMLINK: BSD) or a file
+            raise NotADirectoryError(errno.ENOTDIR, f"not a directory: {'/'.join(shown)}") from None
+        raise
+
+
+def _close_all(fds: list[int]) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def _unlink_at(name: str, directory: int) -> None:
+    try:
+        os.unlink(name, dir_fd=directory)
+    except OSError:
+        pass
+
+
+def _prune_empty_dirs_at(fds: list[int], parts: list[str]) -> None:
+    """Remove the now empty parent directories of ``parts[-1]`` bottom-up (``rmdir`` relative to each
+    one's parent descriptor, which never follows a symlink); stops at the first that is not empty."""
+    for index in range(len(parts) - 2, -1, -1):
+        try:
+            os.rmdir(parts[index], dir_fd=fds[index])
+        except OSError:
+            return
 
 
 _renameat2: Any = None  # None: not looked up yet; False: unavailable
 
 
-def _swap(tmp: str, target: str) -> bool:
-    """Exchange ``tmp`` and an existing regular ``target`` atomically (Linux only); False when the
-    target is absent or the call is unsupported (the caller renames instead). Raises ``OSError``."""
+def _swap(tmp: str, target: str, directory: int = -100) -> bool:
+    """Exchange ``tmp`` and an existing regular ``target`` atomically (Linux only), both named relative to
+    the directory descriptor ``directory`` (default ``AT_FDCWD``); False when the target is absent or the
+    call is unsupported (the caller renames instead). Raises ``OSError``."""
     global _renameat2
     if _renameat2 is None:
         _renameat2 = _load_renameat2()
@@ -232,10 +468,11 @@ def _swap(tmp: str, target: str) -> bool:
         return False
     import ctypes
 
-    if _renameat2(-100, os.fsencode(tmp), -100, os.fsencode(target), 2) == 0:  # AT_FDCWD, RENAME_EXCHANGE
-        if stat.S_ISREG(os.lstat(tmp).st_mode):
+    tmp_b, target_b = os.fsencode(tmp), os.fsencode(target)
+    if _renameat2(directory, tmp_b, directory, target_b, 2) == 0:  # RENAME_EXCHANGE
+        if stat.S_ISREG(os.stat(tmp, dir_fd=None if directory == -100 else directory, follow_symlinks=False).st_mode):
             return True
-        _renameat2(-100, os.fsencode(tmp), -100, os.fsencode(target), 2)  # not a file we replaced: undo
+        _renameat2(directory, tmp_b, directory, target_b, 2)  # not a file we replaced: undo
         raise IsADirectoryError("the target is no longer a regular file")
     err = ctypes.get_errno()
     if err in (errno.ENOSYS, errno.EINVAL, errno.EPERM, errno.ENOTSUP, errno.EXDEV):

@@ -13,7 +13,11 @@ Placement: ``<root>/node_modules/.spotpatch/job-*`` when ``node_modules`` is a r
 symlink) that git ignores — so checks resolve the installed packages and the user's ``git status``
 never shows the worktree — else ``<tempdir>/spotpatch-worktrees/job-*``. Ownership marker: a file
 :data:`MARKER_NAME` in the worktree's private git directory (``<common-dir>/worktrees/<id>/``),
-never among the working files. Nothing here writes the user's index, HEAD or branches; the only
+never among the working files. Because a kill can fall between ``git worktree add`` and that marker,
+ownership is knowable earlier too: before the job directory exists a sidecar ``<base>/<name>.owner``
+(our process id) is created beside it in our own base directory, so :func:`sweep_orphans` recognises an
+unmarked registration whose directory is ``<base>/job-<random>`` with a dead-owner sidecar as ours.
+Nothing here writes the user's index, HEAD or branches; the only
 writes to the user's repository are git's own worktree registration and the baseline objects.
 """
 
@@ -22,6 +26,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
+import secrets
 import shutil
 import stat
 import tempfile
@@ -39,7 +45,9 @@ from spotpatch_agent.worktree.git import run_git, sanitize
 from spotpatch_agent.worktree.health import blocked_message, repo_health
 from spotpatch_agent.worktree.refs import head_is, read_git_dir
 from spotpatch_agent.worktree.repo import locate, resolve_head, same_path
-from spotpatch_agent.worktree.snapshot import include_local_changes as copy_local_changes
+from spotpatch_agent.worktree.snapshot import (
+    include_local_changes as copy_local_changes,
+)
 
 if TYPE_CHECKING:
     from spotpatch_agent.worktree.pool import WorktreePool
@@ -210,17 +218,136 @@ async def _commit_baseline(wt: Worktree, *, clean: bool = False) -> str:
 
 
 async def _make_job_dir(root: Path) -> Path:
-    """A fresh private (0700) empty directory for the worktree; see the module docstring."""
+    """A fresh private (0700) empty directory ``<base>/job-<random>`` for the worktree (see the module
+    docstring), its ownership sidecar ``<base>/job-<random>.owner`` created first."""
     base = await _node_modules_base(root)
     if base is None:
-        base = Path(tempfile.gettempdir()) / "spotpatch-worktrees"
+        base = _temp_base()
     for _attempt in range(3):  # another engine may remove the empty base dir in between
         _ensure_private_dir(base)
+        name = "job-" + secrets.token_hex(8)
         try:
-            return Path(tempfile.mkdtemp(prefix="job-", dir=base))
-        except FileNotFoundError:
+            _write_sidecar(base, name)
+        except (FileNotFoundError, FileExistsError):
             continue
+        try:
+            os.mkdir(base / name, 0o700)
+        except BaseException:
+            _unlink_sidecar(base / name)
+            raise
+        return base / name
     raise SpotPatchError(ErrorCode.INTERNAL, "could not create a worktree directory")
+
+
+def _temp_base() -> Path:
+    return Path(tempfile.gettempdir()) / "spotpatch-worktrees"
+
+
+#: Our job directory names (``job-`` + 16 hex digits; older engines: ``mkdtemp``'s 8 characters).
+_JOB_NAME = re.compile(r"^job-[A-Za-z0-9_]{8,32}$")
+#: Suffix of the ownership sidecar beside a job directory in our base directory.
+OWNER_SUFFIX = ".owner"
+
+
+def _sidecar(job_dir: Path) -> Path:
+    return job_dir.parent / (job_dir.name + OWNER_SUFFIX)
+
+
+def _write_sidecar(base: Path, name: str) -> None:
+    """``<base>/<name>.owner``: this process owns ``<base>/<name>`` (exclusive create, never through a symlink)."""
+    record = json.dumps({"owner": "spotpatch", "pid": os.getpid(), "createdAt": int(time.time())}).encode()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(base / (name + OWNER_SUFFIX), flags, 0o600)
+    try:
+        os.write(fd, record)
+    finally:
+        os.close(fd)
+
+
+def _read_sidecar(job_dir: Path) -> dict[str, object] | None:
+    path = _sidecar(job_dir)
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        record = json.loads(path.read_bytes()[:4096])
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and record.get("owner") == "spotpatch" else None
+
+
+def _unlink_sidecar(job_dir: Path) -> None:
+    path = _sidecar(job_dir)
+    try:
+        if stat.S_ISREG(os.lstat(path).st_mode):
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+def _sidecar_owner_dead(record: dict[str, object]) -> bool:
+    """Whether the process a sidecar names is gone. This process counts as alive (it may be creating that
+    worktree right now), and so does any process on Windows (no cheap liveness probe)."""
+    pid = record.get("pid")
+    if type(pid) is not int or pid <= 0 or pid == os.getpid() or os.name == "nt":
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def _our_bases(root: Path) -> list[Path]:
+    """Our base directories that exist as real directories (never through a symlink)."""
+    bases = []
+    node_modules = root / "node_modules"
+    if _is_real_dir(node_modules) and _is_real_dir(node_modules / ".spotpatch"):
+        bases.append(node_modules / ".spotpatch")
+    if _is_real_dir(_temp_base()):
+        bases.append(_temp_base())
+    return bases
+
+
+def _ours_by_sidecar(registered: Path, bases: list[Path]) -> Path | None:
+    """``<base>/<name>`` when the registered worktree path is one of our job directories (our name pattern,
+    directly inside one of our base directories) whose sidecar names a dead owner; else ``None``."""
+    if not _JOB_NAME.match(registered.name):
+        return None
+    for base in bases:
+        if same_path(registered.parent, base):
+            candidate = base / registered.name
+            record = _read_sidecar(candidate)
+            return candidate if record is not None and _sidecar_owner_dead(record) else None
+    return None
+
+
+def _sweep_stale_sidecars(bases: list[Path]) -> None:
+    """Remove sidecars of dead owners whose job directory is gone, or still empty (a kill before ``git
+    worktree add`` filled it); then each base directory once empty."""
+    for base in bases:
+        try:
+            names = [n for n in os.listdir(base) if n.endswith(OWNER_SUFFIX)]
+        except OSError:
+            continue
+        for name in names:
+            job_dir = base / name[: -len(OWNER_SUFFIX)]
+            record = _read_sidecar(job_dir)
+            if not _JOB_NAME.match(job_dir.name) or record is None or not _sidecar_owner_dead(record):
+                continue
+            if _is_real_dir(job_dir):
+                try:
+                    os.rmdir(job_dir)  # only when empty
+                except OSError:
+                    continue
+            elif os.path.lexists(job_dir):
+                continue
+            _unlink_sidecar(job_dir)
+        try:
+            base.rmdir()
+        except OSError:
+            pass
 
 
 async def _node_modules_base(root: Path) -> Path | None:
@@ -448,6 +575,8 @@ async def _remove(root: Path, path: Path, admin: Path | None) -> None:
     if admin is not None and admin.exists():
         await anyio.to_thread.run_sync(_rmtree, admin)
     if ours:
+        if not os.path.lexists(path):
+            _unlink_sidecar(path)
         try:
             path.parent.rmdir()  # the shared base directory, once it is empty
         except OSError:
@@ -498,7 +627,7 @@ def _owner_alive(marker: dict[str, object]) -> bool:
 def _sweep_detached_temp_worktrees() -> int:
     """Delete ``<tempdir>/spotpatch-worktrees/job-*`` whose registration no longer exists (its repository
     was deleted or pruned): nothing can ever sweep them through a repository again."""
-    base = Path(tempfile.gettempdir()) / "spotpatch-worktrees"
+    base = _temp_base()
     removed = 0
     try:
         candidates = [p for p in base.iterdir() if p.name.startswith("job-") and p.is_dir() and not p.is_symlink()]
@@ -515,6 +644,7 @@ def _sweep_detached_temp_worktrees() -> int:
         if admin.is_absolute() and not os.path.lexists(admin):
             try:
                 _rmtree(path)
+                _unlink_sidecar(path)
                 removed += 1
             except OSError:
                 log.warning("could not remove a detached SpotPatch worktree directory")
@@ -524,21 +654,32 @@ def _sweep_detached_temp_worktrees() -> int:
 async def sweep_orphans(root: Path, *, live_job_ids: frozenset[str] | set[str] = frozenset()) -> int:
     """Remove worktrees of ``root`` left by a crashed run; returns how many were removed.
 
-    Only registrations whose private git directory holds our marker are touched, and of those
-    every one whose job id is not in ``live_job_ids`` (at start-up: all of them). Unmarked
-    worktrees — the user's own — are never touched, not even pruned. Never raises for cleanup
-    failures (logged, see :func:`remove_worktree`); returns 0 when ``root`` is not a repository.
+    Only our registrations are touched: those whose private git directory holds our marker (of them every
+    one whose job id is not in ``live_job_ids`` — at start-up: all — and whose owner process is gone), and
+    those a kill left before the marker was written: the registered directory is ``job-<random>`` directly
+    inside one of our base directories (``<root>/node_modules/.spotpatch``, ``<tempdir>/spotpatch-worktrees``)
+    and its sidecar ``<name>.owner`` names a dead process. Other worktrees — the user's own — are never
+    touched, not even pruned, and nothing outside our base directories is deleted but a marked
+    registration's own directory. Never raises for cleanup failures (logged, see :func:`remove_worktree`);
+    returns 0 when ``root`` is not a repository.
     """
     removed = _sweep_detached_temp_worktrees()
+    bases = _our_bases(root)
     for admin in await _registrations(root):
         marker = _read_marker(admin)
-        if marker is None or marker.get("jobId") in live_job_ids or _owner_alive(marker):
-            continue
         path = _registered_path(admin)
         if path is None:
             continue
-        wt = Worktree(path=path, head_oid="", baseline_oid="", job_id=str(marker.get("jobId")), admin_dir=admin)
+        if marker is None:
+            path = _ours_by_sidecar(path, bases)  # killed between `worktree add` and the marker
+            if path is None:
+                continue
+        elif marker.get("jobId") in live_job_ids or _owner_alive(marker):
+            continue
+        job_id = str(marker.get("jobId")) if marker is not None else path.name
+        wt = Worktree(path=path, head_oid="", baseline_oid="", job_id=job_id, admin_dir=admin)
         await remove_worktree(root, wt)
         if not admin.exists():
             removed += 1
+    _sweep_stale_sidecars(_our_bases(root))
     return removed

@@ -40,7 +40,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import anyio
@@ -53,9 +53,10 @@ from spotpatch_agent.worktree.images import (
     TMP_NAME,
     Image,
     file_hash,
-    lstat_path,
     read_image,
+    remove_tmp,
     safe_path,
+    set_mode,
     unlink_quietly,
     write_image,
 )
@@ -154,33 +155,64 @@ def encode_plan(plan: WritePlan) -> bytes:
 
 
 def decode_plan(raw: bytes) -> WritePlan:
-    """Parse a journal file; every image's bytes must match its recorded SHA-256. Raises ``ValueError``."""
+    """Parse a journal file; every image's bytes must match its recorded SHA-256. Raises ``ValueError`` —
+    and only ``ValueError`` — for anything else: truncated, not JSON, JSON of another shape (``null``,
+    ``[]``, a string…), a foreign format, or an unsafe path (absolute, ``..``, into ``.git``, a drive…)."""
+    try:
+        return _decode_plan(raw)
+    except ValueError:
+        raise
+    except (KeyError, TypeError, AttributeError, IndexError, OverflowError, RecursionError) as exc:
+        raise ValueError(f"malformed journal ({type(exc).__name__})") from None
+
+
+def _decode_plan(raw: bytes) -> WritePlan:
     head_line, sep, data = raw.partition(b"\n")
     if not sep:
         raise ValueError("no header line")
     header = json.loads(head_line)
+    if not isinstance(header, dict):
+        raise ValueError("the header is not a JSON object")  # noqa: TRY004 - ValueError is the contract
     if header.get("format") != _FORMAT or header.get("version") != _VERSION:
         raise ValueError("unknown journal format")
-    if header.get("operation") not in ("apply", "revert") or not valid_job_id(str(header.get("jobId"))):
+    job_id, operation, head = header.get("jobId"), header.get("operation"), header.get("head")
+    if operation not in ("apply", "revert") or not isinstance(job_id, str) or not valid_job_id(job_id):
         raise ValueError("bad operation or job id")
+    if not isinstance(head, str) or not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", head):
+        raise ValueError("bad HEAD")
+    entries = header.get("entries")
+    if not isinstance(entries, list):
+        raise ValueError("no entries")  # noqa: TRY004 - ValueError is the contract
 
-    def image(ref: dict[str, Any] | None) -> Image:
+    def number(value: object) -> int:
+        if type(value) is not int or value < 0:
+            raise ValueError("bad number in journal")
+        return value
+
+    def image(ref: object) -> Image:
         if ref is None:
             return ABSENT
-        offset, length = int(ref["offset"]), int(ref["length"])
+        if not isinstance(ref, dict):
+            raise ValueError("bad image reference")  # noqa: TRY004 - ValueError is the contract
+        offset, length, digest, mode = number(ref.get("offset")), number(ref.get("length")), ref.get("sha256"), ref.get("mode")
         blob = data[offset : offset + length]
-        if offset < 0 or len(blob) != length or hashlib.sha256(blob).hexdigest() != ref["sha256"]:
+        if len(blob) != length or not isinstance(digest, str) or hashlib.sha256(blob).hexdigest() != digest:
             raise ValueError("an image does not match its hash")
-        mode = ref.get("mode")
-        return Image(blob, int(mode) & 0o7777 if mode is not None else None)
+        return Image(blob, number(mode) & 0o7777 if mode is not None else None)
 
     writes = []
-    for entry in header["entries"]:
-        path, tmp = str(entry["path"]), str(entry["tmp"])
-        if not safe_path(path) or not TMP_NAME.match(tmp):
+    seen: set[str] = set()
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise ValueError("bad entry")  # noqa: TRY004 - ValueError is the contract
+        path, tmp = entry.get("path"), entry.get("tmp")
+        if not isinstance(path, str) or not isinstance(tmp, str) or not safe_path(path) or not TMP_NAME.match(tmp):
             raise ValueError("unsafe path in journal")
-        writes.append(PathWrite(path, image(entry["pre"]), image(entry["post"]), tmp))
-    return WritePlan(str(header["jobId"]), header["operation"], str(header["head"]), writes)
+        if path in seen:
+            raise ValueError("a path appears twice in the journal")
+        seen.add(path)
+        writes.append(PathWrite(path, image(entry.get("pre")), image(entry.get("post")), tmp))
+    return WritePlan(job_id, operation, head, writes)
 
 
 class ChangeJournal(Protocol):
@@ -397,8 +429,12 @@ async def recover_pending(root: Path, *, git_dir: Path | None = None) -> list[Re
     write; a path holding neither is left alone and listed in ``unresolvedPaths`` (``needs-attention``);
     when HEAD moved nothing is written and every path is unresolved. Then the journal and any temp file
     it names are removed. Call it holding the project write lock (worktree/lock.py) with no Apply/Revert
-    running. Returns one :class:`RecoveryReport` per journal (paths relative). An unreadable journal is
-    logged and left in place. Raises :class:`~spotpatch_agent.errors.GitError` only if git cannot run.
+    running. Returns one :class:`RecoveryReport` per journal (paths relative). A journal that cannot be
+    trusted — unreadable, truncated, not our format, or naming an absolute path, ``..`` or ``.git`` — is
+    never acted on: it is moved to ``<git-dir>/spotpatch/quarantine/``, logged with a relative message and
+    reported ``needs-attention`` with no paths; a failure while repairing one is reported the same way (the
+    journal is kept). Never raises for a journal; raises :class:`~spotpatch_agent.errors.GitError` only if
+    git cannot run.
     """
     if git_dir is None:
         layout = await locate(root)
@@ -412,10 +448,14 @@ async def recover_pending(root: Path, *, git_dir: Path | None = None) -> list[Re
     head = await resolve_head(root)
     reports = []
     for name in names:
-        report = await anyio.to_thread.run_sync(_recover_one, root, directory, name, head)
-        if report is not None:
-            _log_report(report)
-            reports.append(report)
+        try:
+            report = await anyio.to_thread.run_sync(_recover_one, root, directory, name, head)
+        except Exception as exc:  # noqa: BLE001 - one bad journal never stops the engine starting; it stays for the next start
+            log.error("crash recovery of %s failed (%s); the journal was kept, check the files it may name by hand",
+                      _shown(root, directory / name), type(exc).__name__)
+            report = RecoveryReport(job_id=_job_id_of(name), operation="apply", outcome="needs-attention", paths=[])
+        _log_report(report)
+        reports.append(report)
     return reports
 
 
@@ -424,20 +464,20 @@ def _pending_names(directory: Path) -> list[str]:
         names = sorted(os.listdir(directory))
     except FileNotFoundError:
         return []
+    except OSError as exc:  # not a directory, no permission…: never stops the engine starting
+        log.error("the crash journal directory cannot be read (%s); check it by hand", _reason(exc))
+        return []
     for name in names:  # an unfinished journal write: nothing was written to the tree after it
         if name.startswith(".") and name.endswith(".tmp"):
             unlink_quietly(directory / name)
     return [n for n in names if n.endswith(_SUFFIX) and not n.startswith(".")]
 
 
-def _recover_one(root: Path, directory: Path, name: str, head: str | None) -> RecoveryReport | None:
-    where = "/".join((*JOURNAL_DIR, name))
+def _recover_one(root: Path, directory: Path, name: str, head: str | None) -> RecoveryReport:
     try:
         plan = decode_plan((directory / name).read_bytes())
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        log.error("crash journal %s (in the git directory) is unreadable (%s); left in place, check the files "
-                  "it may name by hand", where, type(exc).__name__)
-        return None
+    except (OSError, ValueError) as exc:
+        return _quarantine(root, directory, name, exc)
     paths = [w.path for w in plan.writes]
     unresolved: list[str] = []
     if head != plan.head:
@@ -447,12 +487,62 @@ def _recover_one(root: Path, directory: Path, name: str, head: str | None) -> Re
             if not _restore(root, write, plan.operation):
                 unresolved.append(write.path)
     for write in plan.writes:
-        _remove_tmp(root, write)
+        remove_tmp(root, write.path, write.tmp)
     unlink_quietly(directory / name)
-    _fsync_dir(directory)
+    _fsync_dir_quietly(directory)
     outcome = "needs-attention" if unresolved else ("rolled-back" if plan.operation == "apply" else "completed")
     return RecoveryReport(job_id=plan.job_id, operation=plan.operation, outcome=outcome, paths=paths,
                           unresolved_paths=unresolved)
+
+
+#: Where an unreadable journal is moved (beside the journal directory; never read or deleted by SpotPatch).
+QUARANTINE_DIR = ("spotpatch", "quarantine")
+
+
+def _quarantine(root: Path, directory: Path, name: str, exc: Exception) -> RecoveryReport:
+    """A journal that is unreadable, truncated, foreign or names an unsafe path: nothing it names is
+    touched; it is moved aside to ``<git-dir>/spotpatch/quarantine/`` (kept for the user, never applied,
+    never deleted) and reported ``needs-attention``. If it cannot be moved it stays (reported again)."""
+    source = directory / name
+    reason = str(exc) if isinstance(exc, ValueError) else (exc.strerror or type(exc).__name__)
+    aside = directory.parent.joinpath(QUARANTINE_DIR[-1]) / f"{name}.{int(time.time())}-{secrets.token_hex(4)}"
+    try:
+        aside.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.rename(source, aside)
+        _fsync_dir_quietly(directory)
+        where = f"moved aside to {_shown(root, aside)}"
+    except OSError:
+        where = f"left at {_shown(root, source)}"
+    log.error("crash journal %s is unreadable (%s); nothing it names was changed; %s: check the files the "
+              "interrupted apply or revert may have touched by hand", _shown(root, source), _bounded(reason), where)
+    return RecoveryReport(job_id=_job_id_of(name), operation="apply", outcome="needs-attention", paths=[])
+
+
+def _job_id_of(name: str) -> str:
+    stem = name.removesuffix(_SUFFIX)
+    return stem if valid_job_id(stem) else "unknown"
+
+
+def _shown(root: Path, path: Path) -> str:
+    """``path`` relative to the project when inside it (a linked worktree's git dir is not): bounded, printable."""
+    try:
+        text = path.relative_to(root).as_posix()
+    except ValueError:
+        parts = path.parts
+        text = "<git dir>/" + "/".join(parts[parts.index("spotpatch"):]) if "spotpatch" in parts else path.name
+    return _bounded(text)
+
+
+def _bounded(text: str, limit: int = 200) -> str:
+    text = "".join(c if c.isprintable() else "?" for c in text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _fsync_dir_quietly(directory: Path) -> None:
+    try:
+        _fsync_dir(directory)
+    except OSError:
+        pass
 
 
 def _restore(root: Path, write: PathWrite, operation: Operation) -> bool:
@@ -463,7 +553,10 @@ def _restore(root: Path, write: PathWrite, operation: Operation) -> bool:
         return False
     if current.sha256 == target.sha256:
         if target.data is not None and target.mode is not None and current.mode != target.mode:
-            os.chmod(root / write.path, target.mode)
+            try:
+                set_mode(root, write.path, target.mode)
+            except OSError:
+                return False
         return True
     if current.sha256 != other.sha256:
         return False
@@ -474,15 +567,9 @@ def _restore(root: Path, write: PathWrite, operation: Operation) -> bool:
     return True
 
 
-def _remove_tmp(root: Path, write: PathWrite) -> None:
-    parent = str(PurePosixPath(write.path).parent)
-    rel = write.tmp if parent == "." else f"{parent}/{write.tmp}"
-    st = lstat_path(root, rel)
-    if isinstance(st, os.stat_result):  # a regular file reached without crossing a symlink
-        unlink_quietly(root / rel)
-
-
 def _log_report(report: RecoveryReport) -> None:
+    if not report.paths:  # a quarantined or failed journal: logged where it was judged
+        return
     shown = ", ".join(report.paths[:5]) + (f" (and {len(report.paths) - 5} more)" if len(report.paths) > 5 else "")
     if report.outcome == "needs-attention":
         log.warning("crash recovery: the interrupted %s of %s needs attention; left untouched, resolve by hand: %s "

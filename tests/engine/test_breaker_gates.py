@@ -246,3 +246,78 @@ def test_breaker_output_loses_c1_controls_and_bidi_overrides() -> None:
     raw = "a\u009b31mred\u009d0;title\u0007 \u202eevil\u2066x\u2069 \x1b]8;;https://e.x\x1b\\link\x1b]8;;\x1b\\"
     text, _ = clean_output(raw.encode(), max_bytes=1000, truncated=False)
     assert text == "a31mred0;title evilx link", json.dumps(text)
+
+
+# ---------------------------------------------------------------- files that change how git and tools treat the project
+
+
+@pytest.mark.parametrize("path", [".gitattributes", "src/.gitattributes", ".gitignore", "web/.GitIgnore",
+                                  ".gitmodules"])
+def test_breaker_git_attributes_ignore_and_modules_block_auto(path: str) -> None:
+    """Repro: the model adds ``* filter=x`` / ``diff=x`` to a ``.gitattributes`` (or un-ignores files) and auto
+    applied it: git then runs a user-configured driver on those files, or starts tracking what was ignored."""
+    assert gates.is_tooling_config(path)
+    [reason] = gates.auto_apply_blockers(_fact(path))
+    assert "git, hook, CI or environment configuration" in reason and path in reason
+
+
+@pytest.mark.parametrize("path", [".husky/pre-commit", "web/.husky/_/husky.sh", ".githooks/pre-push",
+                                  ".pre-commit-config.yaml", "lefthook.yml"])
+def test_breaker_git_hooks_block_auto(path: str) -> None:
+    """Repro: the model writes a hook script that runs on the user's next ``git commit``; auto applied it."""
+    [reason] = gates.auto_apply_blockers(_fact(path))
+    assert "hook" in reason and path in reason
+
+
+@pytest.mark.parametrize("path", [".github/workflows/ci.yml", ".github/dependabot.yml", "pkg/.github/actions/x.yml",
+                                  ".gitlab-ci.yml", ".circleci/config.yml"])
+def test_breaker_ci_configuration_blocks_auto(path: str) -> None:
+    """Repro: the model edits a workflow that runs with the repository's CI secrets; auto applied it."""
+    [reason] = gates.auto_apply_blockers(_fact(path))
+    assert "CI" in reason and path in reason
+
+
+@pytest.mark.parametrize("path", [".envrc", "web/.envrc", ".env-local", ".env_test"])
+def test_breaker_unprotected_env_files_block_auto(path: str) -> None:
+    """``.env`` and ``.env.*`` are protected (never writable); other ``.env*`` names are not, and ``.envrc``
+    is shell code direnv runs on ``cd``: auto falls back to review."""
+    from spotpatch_agent.policy.paths import is_protected
+
+    assert not is_protected(path, for_write=True)
+    [reason] = gates.auto_apply_blockers(_fact(path))
+    assert "environment configuration" in reason and path in reason
+
+
+@pytest.mark.parametrize("path", [".env", ".env.local", "web/.env.production", ".npmrc", "sub/.npmrc"])
+def test_breaker_protected_env_and_npmrc_are_protected_and_block_auto(path: str) -> None:
+    """These cannot be written at all (changeset validation rejects them); the gate blocks them too."""
+    from spotpatch_agent.policy.paths import is_protected
+
+    assert is_protected(path, for_write=True)
+    assert gates.auto_apply_blockers(_fact(path))
+
+
+@pytest.mark.parametrize("path", [".npmrc", ".yarnrc", ".yarnrc.yml", "web/.yarnrc.yaml", ".pnpmfile.cjs",
+                                  "sub/.pnpmfile.mjs", "bunfig.toml"])
+def test_breaker_package_manager_configuration_blocks_auto(path: str) -> None:
+    """Package-manager config (registry, install hooks) is a dependency change for the gate."""
+    assert gates.is_dependency_file(path)
+    reasons = gates.auto_apply_blockers(_fact(path))
+    assert any("dependency files" in r and path in r for r in reasons)
+
+
+@pytest.mark.parametrize("path", ["tsconfig.json", "tsconfig.build.json", "tsconfig-app.json", "web/tsconfig.node.json",
+                                  "packages/a/TSCONFIG_base.JSON", "jsconfig.json"])
+def test_breaker_every_tsconfig_name_blocks_auto(path: str) -> None:
+    """A type-check is configured by tsconfig*.json (``"strict": false``, ``"exclude"``): every name starting
+    with ``tsconfig`` and ending ``.json``, any directory, falls back to review."""
+    assert gates.is_dev_server_config(path)
+    [reason] = gates.auto_apply_blockers(_fact(path))
+    assert path in reason
+
+
+@pytest.mark.parametrize("path", ["src/App.tsx", "src/git.ts", "docs/github.md", "src/environment.ts",
+                                  "src/tsconfig.ts", "husky/notes.md"])
+def test_breaker_ordinary_files_near_tooling_names_still_apply(path: str) -> None:
+    assert not gates.is_tooling_config(path) and not gates.is_dependency_file(path)
+    assert gates.auto_apply_blockers(_fact(path)) == []

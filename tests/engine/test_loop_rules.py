@@ -469,3 +469,58 @@ async def test_cancel_during_a_turns_tool_call_ends_the_job_without_another_requ
     assert final.status == "cancelled"
     assert len(server.requests) == 1  # no half-answered turn is ever sent
     assert git(root, "status", "--porcelain") == ""
+
+
+# ---------------------------------------------------------------- stop reasons and replayed reasoning (review)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("turn_no", [1, 2])
+async def test_tool_calls_stop_reason_without_a_call_fails_as_provider_protocol(root, monkeypatch, turn_no) -> None:
+    """A turn saying ``finish_reason: tool_calls`` with no call (valid or invalid) ended the job as an empty
+    final answer on a later turn (or as "no tool calling" on the first): it is a provider protocol failure."""
+    empty = [_chunk({"role": "assistant", "content": ""}), _chunk({}, "tool_calls"), sse("[DONE]")]
+    turns = [{"raw": empty}] if turn_no == 1 else [{"toolCalls": [read("r", "src/App.tsx")]}, {"raw": empty}, DONE]
+    snap, diff, _, server, _ = await run_job(root, turns, monkeypatch)
+    assert snap.status == "failed" and snap.error is not None and snap.error.code == "PROVIDER_PROTOCOL"
+    assert "said it called tools but sent no tool call" in snap.error.message
+    assert len(server.requests) == turn_no and diff.diff == ""
+
+
+def _responses_event(kind: str, **fields: Any) -> str:
+    return f"event: {kind}\ndata: {json.dumps({'type': kind, **fields})}\n\n"
+
+
+@pytest.mark.anyio
+async def test_responses_reasoning_items_with_encrypted_content_are_echoed_before_their_calls(root) -> None:
+    """``store: false`` keeps nothing server-side: a reasoning model's ``reasoning`` items are sent back in the
+    next input, in order, before the turn's calls — only those carrying ``encrypted_content`` (an ``rs_`` id
+    alone is a reference to nothing: OpenAI answers 404). ``include`` is never requested (non-reasoning
+    models answer 400 "Encrypted content is not supported with this model")."""
+    from spotpatch_agent.provider.responses import ResponsesAdapter
+
+    kept = {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "look first"}],
+            "encrypted_content": "gAAAA-opaque-1", "status": "completed"}
+    bare = {"type": "reasoning", "id": "rs_2", "summary": []}
+    fc = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "read_file",
+          "arguments": json.dumps(READ_APP), "status": "completed"}
+    raw = [_responses_event("response.output_item.done", output_index=0, item=kept),
+           _responses_event("response.output_item.done", output_index=1, item=bare),
+           _responses_event("response.output_item.done", output_index=2, item=fc),
+           _responses_event("response.completed", response={"status": "completed", "output": [kept, bare, fc]})]
+    names = ("list_files", "search_text", "read_file", "replace_text")
+    with ScriptedProviderServer([{"raw": raw}, DONE]) as server:
+        adapter = ResponsesAdapter(base_url=server.base_url, api_key="sk-canary-" + secrets.token_hex(8))
+        try:
+            final = await run_loop(adapter=adapter, model="m", system="s", task="t", tools=tool_specs(names),
+                                   executor=ToolExecutor(root, Limits(), tools=names),
+                                   budget=LoopBudget(max_turns=5, max_tool_calls=10, tool_timeout_sec=30),
+                                   events=JobEventLog("job_x", lambda _e: None), stats=LoopStats())
+        finally:
+            await adapter.aclose()
+    assert final == "Done."
+    second = server.requests[1]["input"]
+    assert [i["type"] for i in second] == ["message", "reasoning", "function_call", "function_call_output"]
+    assert second[1] == {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "look first"}],
+                         "encrypted_content": "gAAAA-opaque-1"}
+    assert all("include" not in body and body["store"] is False for body in server.requests)

@@ -383,3 +383,158 @@ async def test_probe_listing_with_control_characters_never_switches_models(serve
     result = await list_models(base_url=srv.base_url, api_key=KEY)
     # 100k ids fit in the 2 MB listing bound? Either "cannot list" or a bounded listing — never a switch.
     assert result.ids is None or len(result.ids) <= 10_000
+
+
+# ---------------------------------------------------------------- review findings (stop reasons, orphans, escapes,
+# encoded keys, reasoning replay)
+
+
+def _events_of(*objs: dict[str, Any], done: bool = False) -> Handler:
+    body = b"".join(data(o) for o in objs) + (b"data: [DONE]\n\n" if done else b"")
+    return lambda c, h: c.sendall(head() + body)
+
+
+async def test_both_adapters_say_tool_calls_only_when_a_call_came(serve: Any) -> None:
+    """The engine fails ``tool_calls`` without a call (PROVIDER_PROTOCOL), so the adapters must agree on it:
+    Chat passes ``finish_reason: tool_calls`` through even without calls (the relay's claim, judged by the
+    engine); a Chat ``[DONE]`` without any finish reason but with a call is ``tool_calls``; a Responses turn
+    without calls is ``stop``, with calls ``tool_calls``."""
+    empty = await turn("chat", serve(_events_of({"choices": [{"index": 0, "delta": {"content": ""}}]}, CHAT_FINISH,
+                                                done=True)))
+    assert empty == [TurnEnd("tool_calls")]
+    no_reason = await turn("chat", serve(_events_of(chat_call(ARGS), done=True)))
+    assert [type(e).__name__ for e in no_reason] == ["ToolCallEvent", "TurnEnd"]
+    assert no_reason[-1].stop_reason == "tool_calls"
+    text_only = await turn("chat", serve(_events_of({"choices": [{"index": 0, "delta": {"content": "hi"}}]},
+                                                    done=True)))
+    assert text_only[-1] == TurnEnd(None)  # accepted as a final answer (many relays omit finish_reason)
+    completed = {"type": "response.completed", "response": {"status": "completed", "output": []}}
+    assert (await turn("responses", serve(_events_of(completed))))[-1].stop_reason == "stop"
+    calls = await turn("responses", serve(_events_of(*responses_call(ARGS))))
+    assert calls[-1].stop_reason == "tool_calls"
+
+
+async def test_responses_orphan_arguments_done_fails_instead_of_echoing_a_nameless_call(serve: Any) -> None:
+    """``function_call_arguments.done`` for an ``item_id`` that no ``function_call`` item ever described made
+    a call with no name (and the item id as call id); the engine then sent it back as
+    ``{"type": "function_call", "name": ""}`` and OpenAI may answer 400. It is now PROVIDER_PROTOCOL: no
+    tool runs, no broken request is sent."""
+    orphan = {"type": "response.function_call_arguments.done", "item_id": "fc_ghost", "output_index": 1,
+              "arguments": '{"text": "x"}'}
+    good = responses_call(ARGS)
+    srv = serve(_events_of(*good[:3], orphan, good[3]))
+    with pytest.raises(ProviderError) as info:
+        await turn("responses", srv)
+    assert info.value.code == ErrorCode.PROVIDER_PROTOCOL
+    assert "fc_ghost" in str(info.value) and "no tool name" in str(info.value)
+
+
+async def test_responses_arguments_before_their_late_item_are_not_an_orphan(serve: Any) -> None:
+    """Not every unknown ``item_id`` is an orphan: a relay that skips ``output_item.added`` describes the
+    call in ``output_item.done`` after its arguments; that call runs normally."""
+    item = {"type": "function_call", "id": "fc_late", "call_id": "call_late", "name": "write",
+            "arguments": ARGS, "status": "completed"}
+    srv = serve(_events_of(
+        {"type": "response.function_call_arguments.delta", "item_id": "fc_late", "delta": ARGS},
+        {"type": "response.function_call_arguments.done", "item_id": "fc_late", "arguments": ARGS},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": {"status": "completed", "output": [item]}}))
+    events = await turn("responses", srv)
+    assert [(e.id, e.name, e.invalid) for e in events if isinstance(e, ToolCallEvent)] == [("call_late", "write", None)]
+
+
+HOSTILE = "\x1b[31mred\x1b[0m \x1b]0;pwned\x07\x1b]8;;https://evil.example\x1b\\link\x1b]8;;\x1b\\ \u202egnp.exe\u202c \x9b2J\x07\x00\x7f end"
+
+
+def _no_controls(text: str) -> bool:
+    return not any(ord(ch) < 32 or 0x7f <= ord(ch) <= 0x9f or ch in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f"
+                   for ch in text)
+
+
+async def test_probe_model_listing_strips_terminal_escapes_and_bidi_overrides(serve: Any) -> None:
+    """Model ids were only whitespace-collapsed: an id with ``\\x1b[31m`` (or an OSC title/hyperlink, a bidi
+    override) reached the UI and logs as live terminal control. The listing and the missing-model error keep
+    the visible text only."""
+    from spotpatch_agent.provider.probe import missing_model
+
+    listing = {"data": [{"id": "gpt-4o\x1b[31m"}, {"id": "evil" + HOSTILE}]}
+    srv = serve(lambda c, h: c.sendall(head(ctype=b"application/json") + json.dumps(listing).encode()))
+    result = await list_models(base_url=srv.base_url, api_key=KEY)
+    assert result.ids is not None and result.ids[0] == "gpt-4o"
+    assert all(_no_controls(i) for i in result.ids) and "red" in result.ids[1] and "gnp.exe" in result.ids[1]
+    outcome = missing_model("m\x1b[2J", result, base_url=srv.base_url, api_key=KEY)
+    assert outcome is not None and _no_controls(outcome.message) and "gpt-4o" in outcome.message
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_error_body_escapes_are_stripped_from_the_error(api: str, serve: Any) -> None:
+    body = json.dumps({"error": {"message": "bad request " + HOSTILE}}).encode()
+    srv = serve(lambda c, h: c.sendall(head(status=b"400 Bad Request", ctype=b"application/json") + body))
+    with pytest.raises(ProviderError) as info:
+        await turn(api, srv)
+    shown = str(info.value)
+    assert _no_controls(shown) and "bad request red" in shown and shown.rstrip().endswith("end")
+
+
+ODD_KEY = "sk-canary/Q7+mZ2=xV9~k"  # characters that change under base64 and percent-encoding
+
+
+def _encodings(key: str) -> dict[str, str]:
+    import base64
+    from urllib.parse import quote, quote_plus
+
+    raw = key.encode()
+    return {
+        "base64": base64.b64encode(raw).decode(),
+        "base64-nopad": base64.b64encode(raw).decode().rstrip("="),
+        "urlsafe": base64.urlsafe_b64encode(raw).decode(),
+        "urlsafe-nopad": base64.urlsafe_b64encode(raw).decode().rstrip("="),
+        "basic": base64.b64encode(b"user:" + raw).decode(),
+        "basic-1": base64.b64encode(b"u:" + raw).decode(),
+        "basic-2": base64.b64encode(b"us:" + raw).decode(),
+        "percent": quote(key, safe=""),
+        "percent-lower": quote(key, safe="").replace("%2F", "%2f").replace("%2B", "%2b").replace("%3D", "%3d"),
+        "percent-plus": quote_plus(key, safe=""),
+    }
+
+
+def _leaks(text: str, key: str) -> list[str]:
+    """The encodings of ``key`` whose key-dependent part (all but the two edge characters) is in ``text``."""
+    return [name for name, enc in _encodings(key).items() if enc.rstrip("=")[2:-2] in text] + (
+        ["plain"] if key in text else [])
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_encoded_key_echoed_in_an_error_body_is_redacted(api: str, serve: Any) -> None:
+    """A relay echoing the key base64-encoded (``Basic base64(user:key)``, URL-safe, unpadded) or
+    percent-encoded put it in our error verbatim: only the raw key was redacted."""
+    for name, enc in _encodings(ODD_KEY).items():
+        message = f"invalid credentials Basic {enc} ({name})"
+        body = json.dumps({"error": {"message": message}}).encode()
+        srv = serve(lambda c, h, body=body: c.sendall(head(status=b"400 Bad Request", ctype=b"application/json") + body))
+        adapter = (ChatCompletionsAdapter if api == "chat" else ResponsesAdapter)(
+            base_url=srv.base_url, api_key=ODD_KEY, timeout=5, idle_timeout=5)
+        try:
+            with pytest.raises(ProviderError) as info:
+                async with aclosing(adapter.stream_turn(REQUEST)) as events:
+                    _ = [e async for e in events]
+        finally:
+            await adapter.aclose()
+        shown = str(info.value) + repr(info.value)
+        assert _leaks(shown, ODD_KEY) == [], (name, shown)
+        assert "[REDACTED]" in shown and f"({name})" in shown
+
+
+def test_redactor_registers_base64_and_percent_encodings_of_each_key() -> None:
+    from spotpatch_agent.policy.redact import Redactor
+
+    redactor = Redactor()
+    redactor.add_secret(ODD_KEY)
+    for name, enc in _encodings(ODD_KEY).items():
+        out = redactor(f"echo: {enc} .")
+        assert _leaks(out, ODD_KEY) == [] and "[REDACTED]" in out, (name, out)
+    short = Redactor()
+    short.add_secret("abc123X")  # 7 characters: the key itself only (encodings that short would match noise)
+    import base64
+    assert short(base64.b64encode(b"abc123X").decode()) == base64.b64encode(b"abc123X").decode()
+    assert short("abc123X") == "[REDACTED]"

@@ -20,9 +20,9 @@ from spotpatch_agent.provider.base import (
 from spotpatch_agent.provider.chat import (
     ChatStreamAssembler,
     build_chat_body,
-    sanitize_excerpt,
     to_chat_messages,
 )
+from spotpatch_agent.provider.http import sanitize_excerpt
 
 CALL = ToolCallRecord("call_1", "read_file", '{"path": "a"}')
 

@@ -221,8 +221,11 @@ async def test_unfinished_journal_write_is_discarded_and_an_unreadable_one_kept(
     (jdir(root) / "job_2.journal").write_bytes(b"garbage\n")
     left = files(root)
     with caplog.at_level(logging.ERROR, logger="spotpatch.worktree"):
-        assert await recover_pending(root) == []
-    assert sorted(p.name for p in jdir(root).iterdir()) == ["job_2.journal"]
+        [report] = await recover_pending(root)  # reported, and kept aside (quarantined), never applied
+    assert (report.job_id, report.outcome, report.paths) == ("job_2", "needs-attention", [])
+    assert list(jdir(root).iterdir()) == []
+    [kept] = list((jdir(root).parent / "quarantine").iterdir())
+    assert kept.name.startswith("job_2.journal.") and kept.read_bytes() == b"garbage\n"
     assert "spotpatch/journal/job_2.journal" in caplog.text and str(root) not in caplog.text
     assert files(root) == left
 
