@@ -22,6 +22,7 @@ under the check timeout (not ``toolTimeoutSec``).
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,10 +52,14 @@ READ_ONLY_TOOLS = frozenset({"list_files", "search_text", "read_file"})
 MAX_TURN_TEXT = 16 * 1024
 #: Extra seconds the loop's deadline of a ``run_check`` call allows beyond the longest check timeout.
 _CHECK_GRACE_SEC = 20
+#: The name a call with an unusable name (empty, or not ``[A-Za-z0-9_-]{1,64}``) is echoed under in the next
+#: request: it was never run and its result says why, but OpenAI answers 400 to an empty or malformed name.
+INVALID_CALL_ECHO_NAME = "invalid_tool_call"
+_ECHOABLE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
-_INVALID_JSON_GUIDANCE = (
-    "The arguments of this call were not one complete JSON object. Call the tool again, with a new call "
-    "id, passing a JSON object that matches the tool's schema exactly."
+_INVALID_CALL_GUIDANCE = (
+    "This call was not run: {reason}. Call the tool again, with a new call id, naming one of the offered "
+    "tools and passing one complete JSON object that matches its schema exactly."
 )
 
 
@@ -132,7 +137,8 @@ async def run_loop(
         offered = frozenset(spec.name for spec in tools)
         results = await _execute_turn(turn, calls, executor, budget, events, stats, offered)
         items.append(AssistantTurn(text=text, tool_calls=tuple(
-            ToolCallRecord(id=c.id, name=c.name, arguments_json=c.arguments_json) for c in calls), replay=replay))
+            ToolCallRecord(id=c.id, name=_echo_name(c.name), arguments_json=c.arguments_json) for c in calls),
+            replay=replay))
         items.extend(ToolResultMessage(call_id=c.id, output=_model_output(r)) for c, r in zip(calls, results))
 
 
@@ -216,7 +222,8 @@ async def _execute_call(
     events.emit("activity", phase="started", tool=call.name, tool_call_id=call.id, turn=turn)
     started = time.perf_counter()
     if call.invalid is not None:
-        result = ToolResult(ok=False, output=_INVALID_JSON_GUIDANCE, code=ToolErrorCode.TOOL_ARGUMENTS_INVALID.value,
+        guidance = _INVALID_CALL_GUIDANCE.format(reason=call.invalid or "its arguments were unusable")
+        result = ToolResult(ok=False, output=guidance, code=ToolErrorCode.TOOL_ARGUMENTS_INVALID.value,
                             retryable=True, path=None, wrote=False)
     else:
         # run_check has its own timeout inside; this deadline only backs it (and the executor's) up.
@@ -259,3 +266,8 @@ def _model_output(result: ToolResult) -> str:
     if result.ok or result.code is None:  # a failed check reports itself ("Check … FAILED: …")
         return REDACTOR(result.output)
     return REDACTOR(f"ERROR {result.code}: {result.output}")
+
+
+def _echo_name(name: str) -> str:
+    """``name`` as echoed back to the provider: itself when usable, else :data:`INVALID_CALL_ECHO_NAME`."""
+    return name if _ECHOABLE_NAME.fullmatch(name) else INVALID_CALL_ECHO_NAME

@@ -524,3 +524,23 @@ async def test_responses_reasoning_items_with_encrypted_content_are_echoed_befor
     assert second[1] == {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "look first"}],
                          "encrypted_content": "gAAAA-opaque-1"}
     assert all("include" not in body and body["store"] is False for body in server.requests)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("bad_name", ["", "read file", "x" * 65])
+async def test_a_call_with_an_unusable_name_is_echoed_under_a_valid_placeholder_name(root, monkeypatch, bad_name) -> None:
+    """A call without a usable function name is never run and gets its failed result, but the next request
+    must not carry ``name: ""`` (or spaces, or > 64 characters): OpenAI rejects the whole request with 400."""
+    first = "".join([_chunk({"role": "assistant"}),
+                     _chunk({"tool_calls": [{"index": 0, "id": "bad1", "type": "function",
+                                             "function": {"name": bad_name, "arguments": "{}"}}]}),
+                     _chunk({}, "tool_calls"), "data: [DONE]\n\n"])
+    snap, _diff, events, server, _key = await run_job(
+        root, [{"raw": first}, {"toolCalls": [call("e1", "replace_text", EDIT)]}, DONE], monkeypatch)
+    assert snap.status == "awaiting-review"
+    echoed = [m for m in server.requests[1]["messages"] if m["role"] == "assistant"][0]["tool_calls"]
+    assert [(c["id"], c["function"]["name"]) for c in echoed] == [("bad1", "invalid_tool_call")]
+    assert [m["tool_call_id"] for m in tool_messages(server, 1)] == ["bad1"]
+    assert tool_messages(server, 1)[0]["content"].startswith("ERROR TOOL_ARGUMENTS_INVALID")
+    if not bad_name:  # the model is told what was wrong, not that its (valid) JSON was broken
+        assert "This call was not run: the tool call has no function name" in tool_messages(server, 1)[0]["content"]
