@@ -21,7 +21,7 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.protocol.errors import ErrorCode
@@ -31,11 +31,8 @@ from spotpatch_agent.provider.calls import (MAX_ARGUMENT_CHARS, MAX_TEXT_BYTES, 
                                             tool_call_event)
 from spotpatch_agent.provider.http import (EndpointAdapter, aiter_sse, content_type, read_json_answer, stream_error)
 from spotpatch_agent.provider.http import loads as _loads
-# Re-exported: the HTTP boundary moved to provider/http.py, shared with the Responses adapter.
-from spotpatch_agent.provider.http import MAX_EXCERPT, MAX_RETRIES, SECRET_MARK, retry_wait  # noqa: F401
-
-if TYPE_CHECKING:
-    pass
+# Re-exported for the tests: the HTTP boundary moved to provider/http.py, shared with the Responses adapter.
+from spotpatch_agent.provider.http import MAX_EXCERPT, retry_wait  # noqa: F401
 
 
 # ---------------------------------------------------------------- request conversion (pure)
@@ -233,13 +230,8 @@ class ChatStreamAssembler:
 
 class ChatCompletionsAdapter(EndpointAdapter):
     """:class:`~spotpatch_agent.provider.base.ProviderAdapter` for OpenAI-compatible Chat Completions.
-
-    ``base_url`` is the profile's base (e.g. ``https://api.openai.com/v1``); ``api_key`` is sent as
-    ``Authorization: Bearer …`` and never appears in an error; ``headers`` are the profile's extra headers.
-    ``timeout`` (seconds) bounds connecting and sending; ``idle_timeout`` (seconds) is the longest silence
-    (no bytes at all) tolerated while waiting for or reading the response. ``transport`` replaces the
-    network (tests, proxies). Errors: see :meth:`stream_turn`.
-    """
+    Constructor arguments: see :class:`~spotpatch_agent.provider.http.EndpointAdapter`; errors: see
+    :meth:`stream_turn`."""
 
     path = "/chat/completions"
 

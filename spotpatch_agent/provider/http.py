@@ -22,16 +22,15 @@ import json
 import math
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import aclosing, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from httpx_sse import EventSource
 
 from spotpatch_agent.errors import ProviderError
-from spotpatch_agent.policy.redact import secret_variants
+from spotpatch_agent.policy.redact import SECRET_MARK, secret_variants
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.provider.base import ProviderEvent
 
@@ -52,7 +51,6 @@ ERROR_BODY_BYTES = 64 * 1024
 #: Longest server-sent event (or unterminated line) accepted, in characters; a longer one is a protocol
 #: error, so a provider cannot grow the engine's memory without bound (a 200 MB line, endless ``data:``).
 MAX_EVENT_CHARS = 16 * 1024 * 1024
-SECRET_MARK = "[REDACTED]"
 
 _CONTEXT_WORDING = re.compile(
     r"context[_ ]length|context[_ ]window|maximum context|prompt is too long|too many (?:input )?tokens"
@@ -138,6 +136,15 @@ def loads(text: str) -> Any:
         return None
 
 
+def request_headers(api_key: str | None, headers: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The headers of every request to a provider: ``User-Agent``, the profile's ``headers``, then
+    ``Authorization: Bearer <api_key>`` when there is a key (the adapters and the model listing alike)."""
+    sent = {"User-Agent": "spotpatch-agent", **(headers or {})}
+    if api_key:
+        sent["Authorization"] = f"Bearer {api_key}"
+    return sent
+
+
 # ---------------------------------------------------------------- retries (pure)
 
 
@@ -179,12 +186,7 @@ class _Failure:
 
 class SSEClient:
     """One provider endpoint: ``POST url`` with a JSON body, answered as a server-sent event stream.
-
-    ``api_key`` is sent as ``Authorization: Bearer …`` and never appears in an error; ``headers`` are the
-    profile's extra headers. ``timeout`` (seconds) bounds connecting and sending; ``idle_timeout``
-    (seconds) is the longest silence (no bytes at all) tolerated while waiting for or reading the answer.
-    ``transport`` replaces the network (tests, proxies).
-    """
+    The other arguments are those of :class:`EndpointAdapter`, which builds one per adapter."""
 
     def __init__(
         self,
@@ -201,11 +203,8 @@ class SSEClient:
         self.url = url
         self.api_key = api_key or None
         self.idle_timeout = idle_timeout
-        sent = {"User-Agent": "spotpatch-agent", **(headers or {})}
-        if self.api_key:
-            sent["Authorization"] = f"Bearer {self.api_key}"
         self._client = httpx.AsyncClient(
-            headers=sent,
+            headers=request_headers(self.api_key, headers),
             timeout=httpx.Timeout(timeout, read=idle_timeout),
             transport=transport,
             follow_redirects=False,
@@ -352,7 +351,9 @@ async def aiter_sse(response: httpx.Response, max_event_chars: int = MAX_EVENT_C
     ``:`` comments skipped, ``data`` lines joined with ``\n``, an unterminated last event dropped) over
     :class:`_Utf8Body` (always UTF-8, BOM dropped, each line and event at most ``max_event_chars``
     characters, else ``PROVIDER_PROTOCOL``). Events with neither a name nor data are skipped."""
-    source = EventSource(_Utf8Body(response, max_event_chars))  # type: ignore[arg-type]  # duck-typed view
+    import httpx_sse  # lazy: importing this module's pure helpers must not load the HTTP stack
+
+    source = httpx_sse.EventSource(_Utf8Body(response, max_event_chars))  # type: ignore[arg-type]  # duck-typed view
     async with aclosing(source.aiter_sse()) as events:
         async for sse in events:
             if sse.data or sse.event != "message":

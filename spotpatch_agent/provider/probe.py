@@ -18,7 +18,6 @@ job's first tool call plus continuation proves the same capability inline (``Loo
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -39,7 +38,7 @@ from spotpatch_agent.provider.base import (
     TurnRequest,
     UserMessage,
 )
-from spotpatch_agent.provider.http import sanitize_excerpt
+from spotpatch_agent.provider.http import loads, request_headers, sanitize_excerpt
 
 if TYPE_CHECKING:
     import httpx
@@ -118,9 +117,7 @@ async def list_models(
     """
     import httpx  # lazy: keeps engine cold start free of the HTTP stack
 
-    sent = {"User-Agent": "spotpatch-agent", **(headers or {})}
-    if api_key:
-        sent["Authorization"] = f"Bearer {api_key}"
+    sent = request_headers(api_key, headers)
     url = base_url.rstrip("/") + "/models"
     try:
         with anyio.fail_after(timeout):  # httpx's timeout bounds each read, not the whole exchange
@@ -140,7 +137,7 @@ async def list_models(
         return ModelListing(None, "Model listing unsupported by this endpoint.")
     if not 200 <= status < 300:
         return ModelListing(None, f"Model listing failed (HTTP {status}); the tool round trip decides.")
-    ids = model_ids(_loads(body))
+    ids = model_ids(loads(body))
     if ids is None:
         return ModelListing(None, "The endpoint's model list has an unknown shape; the tool round trip decides.")
     kept = tuple(sanitize_excerpt(i, api_key)[:MAX_MODEL_ID] for i in ids[:MAX_READ])
@@ -273,13 +270,6 @@ async def _read_bounded(response: httpx.Response) -> str:
         if len(buf) >= _LISTING_BYTES:
             return ""  # a listing this large is not a model list we can use
     return bytes(buf).decode("utf-8", errors="replace")
-
-
-def _loads(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return None
 
 
 def _transport_wording(exc: Exception) -> str:

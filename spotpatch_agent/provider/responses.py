@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
@@ -29,9 +29,6 @@ from spotpatch_agent.provider.calls import MAX_ARGUMENT_CHARS
 from spotpatch_agent.provider.http import EndpointAdapter, aiter_sse, content_type, read_json_answer
 from spotpatch_agent.provider.responses_convert import ResponsesStreamAssembler, build_responses_body
 
-if TYPE_CHECKING:
-    pass
-
 #: Seconds to wait, after an ``error`` event, for the ``response.failed`` that usually follows it (its error
 #: is the precise one); the ``error`` event's own error is raised when nothing comes.
 ERROR_FOLLOW_UP_WAIT = 1.0
@@ -39,12 +36,8 @@ ERROR_FOLLOW_UP_WAIT = 1.0
 
 class ResponsesAdapter(EndpointAdapter):
     """:class:`~spotpatch_agent.provider.base.ProviderAdapter` for the OpenAI Responses API.
-
-    ``base_url`` is the profile's base (e.g. ``https://api.openai.com/v1``); ``api_key`` is sent as
-    ``Authorization: Bearer …`` and never appears in an error; ``headers`` are the profile's extra headers.
-    ``timeout`` (seconds) bounds connecting and sending; ``idle_timeout`` (seconds) is the longest silence
-    tolerated while waiting for or reading the answer. ``transport`` replaces the network (tests, proxies).
-    """
+    Constructor arguments: see :class:`~spotpatch_agent.provider.http.EndpointAdapter`; errors: see
+    :meth:`stream_turn`."""
 
     path = "/responses"
 

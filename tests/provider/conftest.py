@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-from spotpatch_agent.provider.base import ProviderEvent, ToolSpec, TurnRequest, UserMessage
+from spotpatch_agent.errors import ProviderError
+from spotpatch_agent.provider.base import ProviderEvent, ToolCallEvent, ToolSpec, TurnEnd, TurnRequest, UserMessage
 from spotpatch_agent.provider.chat import ChatCompletionsAdapter
+from spotpatch_agent.provider.responses import ResponsesAdapter
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 
 #: A key value that must never show up in any error text.
@@ -22,6 +24,8 @@ REQUEST = TurnRequest(
     tools=(ToolSpec("read_file", "Read a file.", {"type": "object", "properties": {}, "additionalProperties": False}),),
     model="scripted-model",
 )
+#: A plain text turn that ends normally.
+OK_TURN = {"text": "ok", "textChunks": 1, "finishReason": "stop"}
 
 
 @pytest.fixture
@@ -36,18 +40,58 @@ def server() -> Iterator[ScriptedProviderServer]:
 
 
 @pytest.fixture
-async def adapter(server: ScriptedProviderServer) -> AsyncIterator[ChatCompletionsAdapter]:
-    a = ChatCompletionsAdapter(base_url=server.base_url, api_key=CANARY_KEY, timeout=5, idle_timeout=5)
+def api() -> str:
+    """The wire format of the ``adapter`` fixture; a module overrides this fixture (or parametrises it)."""
+    return "chat"
+
+
+@pytest.fixture
+async def adapter(api: str, server: ScriptedProviderServer) -> AsyncIterator[ChatCompletionsAdapter | ResponsesAdapter]:
+    from .apis import make_adapter  # apis imports this module
+
+    a = make_adapter(api, server)
     try:
         yield a
     finally:
         await a.aclose()
 
 
-async def run_turn(adapter: ChatCompletionsAdapter, request: TurnRequest = REQUEST) -> list[ProviderEvent]:
+async def run_turn(adapter: ChatCompletionsAdapter | ResponsesAdapter,
+                   request: TurnRequest = REQUEST) -> list[ProviderEvent]:
     """All events of one turn."""
     async with aclosing(adapter.stream_turn(request)) as events:
         return [event async for event in events]
+
+
+async def raises(adapter: ChatCompletionsAdapter | ResponsesAdapter, request: TurnRequest = REQUEST) -> ProviderError:
+    """The :class:`ProviderError` that one turn raises."""
+    with pytest.raises(ProviderError) as info:
+        await run_turn(adapter, request)
+    return info.value
+
+
+async def events_of(server: ScriptedProviderServer, adapter: ChatCompletionsAdapter | ResponsesAdapter,
+                    *pieces: str) -> list[ProviderEvent]:
+    """All events of one turn served as exactly these raw SSE ``pieces``."""
+    server.add_turns({"raw": list(pieces)})
+    return await run_turn(adapter)
+
+
+def calls_of(events) -> list[tuple[str, str, object]]:
+    """``(id, name, parsed arguments)`` of the tool calls, each of which must be valid."""
+    out = []
+    for e in events:
+        if isinstance(e, ToolCallEvent):
+            assert e.invalid is None, e.invalid
+            out.append((e.id, e.name, json.loads(e.arguments_json)))
+    return out
+
+
+def end_of(events) -> TurnEnd:
+    """The one :class:`TurnEnd`, which must be the last event."""
+    assert isinstance(events[-1], TurnEnd)
+    assert sum(isinstance(e, TurnEnd) for e in events) == 1
+    return events[-1]
 
 
 def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any) -> str:

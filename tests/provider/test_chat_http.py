@@ -25,17 +25,9 @@ from spotpatch_agent.provider.base import (
 )
 from spotpatch_agent.provider.chat import MAX_EXCERPT, ChatCompletionsAdapter, retry_wait
 
-from .conftest import CANARY_KEY, REQUEST, run_turn
+from .conftest import CANARY_KEY, OK_TURN, REQUEST, raises, run_turn
 
 pytestmark = pytest.mark.anyio
-
-OK_TURN = {"text": "ok", "textChunks": 1, "finishReason": "stop"}
-
-
-async def raises(adapter, request=REQUEST) -> ProviderError:
-    with pytest.raises(ProviderError) as info:
-        await run_turn(adapter, request)
-    return info.value
 
 
 # ---------------------------------------------------------------- request

@@ -16,32 +16,12 @@ from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.provider.base import TextDelta, ToolCallEvent, TurnEnd
 from spotpatch_agent.provider.chat import MAX_TEXT_BYTES, ChatCompletionsAdapter
 
-from .conftest import CANARY_KEY, DONE, call, chunk, run_turn
+from .conftest import CANARY_KEY, DONE, call, calls_of, chunk, end_of, events_of, run_turn
 
 pytestmark = pytest.mark.anyio
 
 ROLE = chunk({"role": "assistant", "content": None})
 FINISH = chunk({}, "tool_calls")
-
-
-async def events_of(server, adapter, *pieces: str):
-    server.add_turns({"raw": list(pieces)})
-    return await run_turn(adapter)
-
-
-def calls_of(events) -> list[tuple[str, str, object]]:
-    out = []
-    for e in events:
-        if isinstance(e, ToolCallEvent):
-            assert e.invalid is None, e.invalid
-            out.append((e.id, e.name, json.loads(e.arguments_json)))
-    return out
-
-
-def end_of(events) -> TurnEnd:
-    assert isinstance(events[-1], TurnEnd)
-    assert sum(isinstance(e, TurnEnd) for e in events) == 1
-    return events[-1]
 
 
 async def test_deltas_are_keyed_by_index_when_calls_interleave(server, adapter):

@@ -11,33 +11,19 @@ import traceback
 
 import pytest
 
-from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.provider.base import (AssistantTurn, TextDelta, ToolCallEvent, ToolCallRecord, ToolResultMessage,
                                            TurnRequest, UserMessage)
 from spotpatch_agent.provider.responses import ResponsesAdapter
 
-from .apis import make_adapter
-from .conftest import CANARY_KEY, REQUEST, run_turn
+from .conftest import CANARY_KEY, OK_TURN, REQUEST, raises, run_turn
 
 pytestmark = pytest.mark.anyio
 
-OK_TURN = {"text": "ok", "textChunks": 1, "finishReason": "stop"}
-
 
 @pytest.fixture
-async def adapter(server):
-    a = make_adapter("responses", server)
-    try:
-        yield a
-    finally:
-        await a.aclose()
-
-
-async def raises(adapter, request=REQUEST) -> ProviderError:
-    with pytest.raises(ProviderError) as info:
-        await run_turn(adapter, request)
-    return info.value
+def api() -> str:
+    return "responses"
 
 
 async def test_request_body_and_headers(server):

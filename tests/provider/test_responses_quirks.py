@@ -17,8 +17,7 @@ from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.provider.base import TextDelta, ToolCallEvent, TurnEnd
 from spotpatch_agent.provider.responses import ERROR_FOLLOW_UP_WAIT
 
-from .apis import make_adapter
-from .conftest import REQUEST, run_turn
+from .conftest import REQUEST, calls_of, end_of, events_of, run_turn
 
 pytestmark = pytest.mark.anyio
 
@@ -80,17 +79,8 @@ def text_delta(text: str, item_id: str = "msg_1") -> str:
 
 
 @pytest.fixture
-async def adapter(server):
-    a = make_adapter("responses", server)
-    try:
-        yield a
-    finally:
-        await a.aclose()
-
-
-async def events_of(server, adapter, *pieces: str) -> list:
-    server.add_turns({"raw": list(pieces)})
-    return await run_turn(adapter)
+def api() -> str:
+    return "responses"
 
 
 async def error_of(server, adapter, *pieces: str) -> tuple[ProviderError, list]:
@@ -100,21 +90,6 @@ async def error_of(server, adapter, *pieces: str) -> tuple[ProviderError, list]:
         async for event in adapter.stream_turn(REQUEST):
             seen.append(event)
     return info.value, seen
-
-
-def calls_of(events) -> list[tuple[str, str, object]]:
-    out = []
-    for e in events:
-        if isinstance(e, ToolCallEvent):
-            assert e.invalid is None, e.invalid
-            out.append((e.id, e.name, json.loads(e.arguments_json)))
-    return out
-
-
-def end_of(events) -> TurnEnd:
-    assert isinstance(events[-1], TurnEnd)
-    assert sum(isinstance(e, TurnEnd) for e in events) == 1
-    return events[-1]
 
 
 # ---------------------------------------------------------------- where the final arguments come from

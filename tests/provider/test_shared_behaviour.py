@@ -26,27 +26,17 @@ from spotpatch_agent.provider.base import (AssistantTurn, TextDelta, ToolCallEve
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 
 from .apis import APIS, api_of, echoed_calls, make_adapter, tool_results
-from .conftest import CANARY_KEY, REQUEST, run_turn
+from .conftest import CANARY_KEY, OK_TURN, REQUEST, raises, run_turn
 
 pytestmark = pytest.mark.anyio
 
 READ_A = {"id": "call_1", "name": "read_file", "arguments": {"path": "a.ts"}}
 SEARCH = {"id": "call_2", "name": "search_text", "arguments": {"query": "btn", "glob": "src/**"}}
-OK_TURN = {"text": "ok", "textChunks": 1, "finishReason": "stop"}
 
 
 @pytest.fixture(params=APIS)
 def api(request: pytest.FixtureRequest) -> str:
     return request.param
-
-
-@pytest.fixture
-async def adapter(api, server):
-    a = make_adapter(api, server)
-    try:
-        yield a
-    finally:
-        await a.aclose()
 
 
 def tokens(usage: dict | None) -> tuple[int, int] | None:
@@ -68,12 +58,6 @@ def after(request: TurnRequest, calls: list[ToolCallEvent], outputs: list[str]) 
     results = tuple(ToolResultMessage(c.id, out) for c, out in zip(calls, outputs))
     return TurnRequest(system=request.system, items=(*request.items, turn, *results), tools=request.tools,
                        model=request.model)
-
-
-async def raises(adapter, request=REQUEST) -> ProviderError:
-    with pytest.raises(ProviderError) as info:
-        await run_turn(adapter, request)
-    return info.value
 
 
 # ---------------------------------------------------------------- one turn: same events
