@@ -6,7 +6,7 @@ Public surface (re-exported here; modules: ``git``, ``repo``, ``health``, ``isol
 
     run_git(args, *, cwd, input=None, check=True, timeout=60, read_only=False, redact=()) -> GitResult
     repo_health(root, limits) -> RepoHealth
-    create_worktree(root, job_id, *, limits=None, include_local_changes=False, pool=None) -> Worktree
+    create_worktree(root, job_id, *, limits=None, include_local_changes=False, pool=None, health=None) -> Worktree
     result_diff(wt) -> (diff, [FileStat])
     change_hashes(wt) -> ChangeHashes(baseline, result)
     remove_worktree(root, wt) -> None                     never raises

@@ -15,6 +15,7 @@ import re
 import secrets
 import stat
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -31,9 +32,11 @@ __all__ = [
     "new_tmp_name",
     "read_image",
     "remove_tmp",
+    "replace_via_temp",
     "safe_path",
     "set_mode",
     "unlink_quietly",
+    "write_fully",
     "write_image",
 ]
 
@@ -273,9 +276,7 @@ def write_image(root: Path, rel: str, image: Image, tmp_name: str) -> None:
 
 def _write_all(fd: int, image: Image) -> None:
     assert image.data is not None
-    view = memoryview(image.data)
-    while view:
-        view = view[os.write(fd, view):]
+    write_fully(fd, image.data)
     if hasattr(os, "fchmod"):  # Windows: no permission bits to keep (DESIGN.md §17)
         os.fchmod(fd, image.mode if image.mode is not None else new_file_mode())
 
@@ -303,17 +304,7 @@ def _write_image_by_path(root: Path, rel: str, image: Image, tmp_name: str) -> N
             pass
         _prune_empty_dirs(root, Path(parent))
         return
-    tmp = os.path.join(parent, tmp_name)
-    fd = os.open(tmp, _TMP_FLAGS, 0o600)
-    try:
-        try:
-            _write_all(fd, image)
-        finally:
-            os.close(fd)
-        os.replace(tmp, target)
-    except BaseException:
-        unlink_quietly(tmp)
-        raise
+    replace_via_temp(os.path.join(parent, tmp_name), target, _TMP_FLAGS, lambda fd: _write_all(fd, image))
 
 
 def set_mode(root: Path, rel: str, mode: int) -> None:
@@ -504,6 +495,28 @@ def _prune_empty_dirs(root: Path, directory: Path) -> None:
         except OSError:
             return
         directory = directory.parent
+
+
+def write_fully(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte of ``data`` is written."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def replace_via_temp(tmp: Path | str, target: Path | str, flags: int, write: Callable[[int], None]) -> None:
+    """Path-based atomic replace: create ``tmp`` (``os.open(tmp, flags, 0o600)``), ``write(fd)``, close it
+    and rename it over ``target``; on any failure ``tmp`` is removed and the error propagates."""
+    fd = os.open(tmp, flags, 0o600)
+    try:
+        try:
+            write(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException:
+        unlink_quietly(tmp)
+        raise
 
 
 def unlink_quietly(path: Path | str) -> None:

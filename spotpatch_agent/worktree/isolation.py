@@ -102,7 +102,7 @@ class Worktree:
 
 async def create_worktree(
     root: Path, job_id: str, *, limits: Limits | None = None, include_local_changes: bool = False,
-    pool: WorktreePool | None = None,
+    pool: WorktreePool | None = None, health: RepoHealth | None = None,
 ) -> Worktree:
     """Create the job's detached worktree at the user's HEAD and commit its baseline (DESIGN.md §8).
 
@@ -119,10 +119,12 @@ async def create_worktree(
     is false, :class:`GitError` when git fails. On any failure (and on cancellation) everything
     created so far is removed before the error propagates. The user's index, HEAD, refs and
     files are never written. With ``pool`` (worktree/pool.py), a warm checkout at HEAD replaces
-    ``git worktree add`` when the pool has one.
+    ``git worktree add`` when the pool has one. ``health``: the caller's :func:`repo_health` of ``root``
+    taken moments before with nothing done in between (job/create's) — it replaces only the first check;
+    the re-verification after ``worktree add`` always re-reads the disk.
     """
     limits = limits or Limits()
-    await _check_health(root, await repo_health(root, limits), include_local_changes)
+    await _check_health(root, health or await repo_health(root, limits), include_local_changes)
     head = await resolve_head(root)
     if head is None:  # pragma: no cover - health just saw it; a race
         raise SpotPatchError(ErrorCode.REPO_BLOCKED, "HEAD cannot be resolved", retryable=True)

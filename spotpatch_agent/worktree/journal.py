@@ -55,9 +55,11 @@ from spotpatch_agent.worktree.images import (
     file_hash,
     read_image,
     remove_tmp,
+    replace_via_temp,
     safe_path,
     set_mode,
     unlink_quietly,
+    write_fully,
     write_image,
 )
 from spotpatch_agent.worktree.lock import ProjectWriteLock
@@ -248,19 +250,12 @@ class DiskJournal:
         target = self.path_for(plan.job_id)
         self._dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         tmp = self._dir / f".{plan.job_id}{_SUFFIX}.{secrets.token_hex(4)}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
-        try:
-            try:
-                view = memoryview(encode_plan(plan))
-                while view:
-                    view = view[os.write(fd, view):]
-                _fdatasync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, target)
-        except BaseException:
-            unlink_quietly(tmp)
-            raise
+
+        def write(fd: int) -> None:
+            write_fully(fd, encode_plan(plan))
+            _fdatasync(fd)
+
+        replace_via_temp(tmp, target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), write)
         _fsync_dir(self._dir)
 
     def end(self, plan: WritePlan) -> None:

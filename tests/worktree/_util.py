@@ -1,10 +1,12 @@
-"""Helpers of the worktree suite: whole-repository snapshots that prove "nothing changed"."""
+"""Helpers of the worktree suite: whole-repository snapshots that prove "nothing changed", digests, and
+where worktrees go."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 
 from tests.conftest import GIT_IDENTITY
@@ -52,3 +54,13 @@ def worktree_list(root: Path) -> list[Path]:
     """Paths of every registered worktree of ``root`` (main one included)."""
     out = run(root, "worktree", "list", "--porcelain", "-z")
     return [Path(f[len("worktree "):]) for f in out.split("\0") if f.startswith("worktree ")]
+
+
+def temp_base() -> Path:
+    """Where a job worktree goes without a usable ``node_modules``: ``<tempdir>/spotpatch-worktrees``."""
+    return Path(tempfile.gettempdir()) / "spotpatch-worktrees"
+
+
+def sha(data: bytes) -> str:
+    """SHA-256 hex digest of ``data`` (the digests apply/revert record)."""
+    return hashlib.sha256(data).hexdigest()

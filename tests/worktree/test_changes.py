@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from collections.abc import AsyncIterator, Callable
@@ -31,7 +30,7 @@ from spotpatch_agent.worktree.isolation import (
 )
 from spotpatch_agent.worktree.journal import WritePlan, journal_dir, recover_pending
 from tests.conftest import git
-from tests.worktree._util import files, snapshot
+from tests.worktree._util import files, sha, snapshot
 
 pytestmark = pytest.mark.anyio
 
@@ -87,10 +86,6 @@ async def make_job(repo_factory) -> AsyncIterator[Callable[..., object]]:
     yield factory
     for root, wt in made:
         await remove_worktree(root, wt)
-
-
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 async def test_change_hashes_match_baseline_and_result(make_job) -> None:

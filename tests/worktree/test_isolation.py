@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import anyio
@@ -25,7 +24,7 @@ from spotpatch_agent.worktree.isolation import (
     sweep_orphans,
 )
 from tests.conftest import git
-from tests.worktree._util import run, snapshot, worktree_list
+from tests.worktree._util import run, snapshot, temp_base, worktree_list
 
 pytestmark = pytest.mark.anyio
 
@@ -34,10 +33,6 @@ FILES = {
     "src/app.js": "export const n = 1;\n",
     "old.txt": "to be deleted\n",
 }
-
-
-def _temp_base() -> Path:
-    return Path(tempfile.gettempdir()) / "spotpatch-worktrees"
 
 
 def _registered(root: Path, wt: Worktree) -> bool:
@@ -49,7 +44,7 @@ async def test_create_in_system_temp_without_node_modules(repo_factory) -> None:
     before = snapshot(root)
     wt = await create_worktree(root, "job-1")
     try:
-        assert wt.path.parent == _temp_base()
+        assert wt.path.parent == temp_base()
         assert wt.job_id == "job-1"
         assert wt.head_oid == run(root, "rev-parse", "HEAD").strip()
         assert run(wt.path, "rev-parse", "HEAD").strip() == wt.baseline_oid
@@ -109,7 +104,7 @@ async def test_unignored_node_modules_is_not_used(repo_factory) -> None:
     (root / "node_modules").mkdir()
     wt = await create_worktree(root, "job-1")
     try:
-        assert wt.path.parent == _temp_base()
+        assert wt.path.parent == temp_base()
         assert list((root / "node_modules").iterdir()) == []
     finally:
         await remove_worktree(root, wt)
@@ -122,7 +117,7 @@ async def test_symlinked_node_modules_is_never_used(repo_factory, tmp_path: Path
     (root / "node_modules").symlink_to(target, target_is_directory=True)
     wt = await create_worktree(root, "job-1")
     try:
-        assert wt.path.parent == _temp_base()
+        assert wt.path.parent == temp_base()
         assert list(target.iterdir()) == []
     finally:
         await remove_worktree(root, wt)
@@ -178,7 +173,7 @@ async def test_dirty_repository_needs_consent_and_leaves_nothing(repo_factory) -
     assert "1 unstaged" in info.value.message
     assert snapshot(root) == before
     assert len(worktree_list(root)) == 1
-    assert not _temp_base().exists() or list(_temp_base().iterdir()) == []
+    assert not temp_base().exists() or list(temp_base().iterdir()) == []
 
 
 async def test_blocked_repository_is_refused(repo_factory) -> None:
@@ -189,6 +184,34 @@ async def test_blocked_repository_is_refused(repo_factory) -> None:
     assert info.value.code is ErrorCode.REPO_BLOCKED
     assert "merge-in-progress" in info.value.message
     assert len(worktree_list(root)) == 1
+
+
+async def test_a_callers_health_replaces_only_the_first_check(repo_factory, monkeypatch) -> None:
+    """job/create's health answer stands in for the check before ``worktree add``; the one after it
+    still re-reads the disk (DESIGN.md §8), and a blocked answer is refused without touching git."""
+    from spotpatch_agent.worktree import isolation
+
+    root = repo_factory(FILES)
+    health = await repo_health(root, Limits())
+    calls: list[Path] = []
+
+    async def counted(path: Path, limits: Limits):  # type: ignore[no-untyped-def]
+        calls.append(path)
+        return await repo_health(path, limits)
+
+    monkeypatch.setattr(isolation, "repo_health", counted)
+    wt = await create_worktree(root, "job-1", health=health)
+    try:
+        assert calls == [root]  # the re-verification after worktree add, only
+    finally:
+        await remove_worktree(root, wt)
+    (root / ".git" / "MERGE_HEAD").write_text(run(root, "rev-parse", "HEAD"))
+    blocked = await repo_health(root, Limits())
+    calls.clear()
+    with pytest.raises(SpotPatchError) as info:
+        await create_worktree(root, "job-2", health=blocked)
+    assert info.value.code is ErrorCode.REPO_BLOCKED and "merge-in-progress" in info.value.message
+    assert calls == [] and len(worktree_list(root)) == 1
 
 
 async def test_subdirectory_is_refused(repo_factory) -> None:
@@ -280,13 +303,13 @@ async def test_cancelled_create_leaves_nothing_behind(repo_factory) -> None:
             await remove_worktree(root, wt)
         assert len(worktree_list(root)) == 1, delay
         assert not list((root / ".git").glob("worktrees/*")), delay
-        assert not _temp_base().exists() or list(_temp_base().iterdir()) == [], delay
+        assert not temp_base().exists() or list(temp_base().iterdir()) == [], delay
 
 
 async def test_remove_cleans_a_half_registered_worktree(repo_factory) -> None:
     # What a `git worktree add` killed before it wrote `gitdir` leaves behind.
     root = repo_factory(FILES)
-    job_dir = _temp_base() / "job-halfway"
+    job_dir = temp_base() / "job-halfway"
     job_dir.mkdir(parents=True)
     admin = root / ".git" / "worktrees" / "job-halfway"
     admin.mkdir(parents=True)

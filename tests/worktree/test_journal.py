@@ -6,7 +6,6 @@ them; tests/e2e/test_crash_recovery.py does the same with a real SIGKILL of the 
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import stat
@@ -42,10 +41,6 @@ pytestmark = pytest.mark.anyio
 
 FILES = {"a.txt": "alpha\n", "src/b.txt": "beta\n", "gone.txt": "to delete\n", "other.txt": "unrelated\n"}
 POST = {"a.txt": b"ALPHA\n", "src/b.txt": b"BETA\n", "gone.txt": None, "src/new dir/ünï.txt": "néw\n".encode()}
-
-
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def head(root: Path) -> str:

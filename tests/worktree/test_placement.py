@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import anyio
@@ -30,7 +29,7 @@ from spotpatch_agent.worktree.isolation import (
     result_diff,
 )
 from tests.conftest import git
-from tests.worktree._util import run, snapshot, worktree_list
+from tests.worktree._util import run, snapshot, temp_base, worktree_list
 
 pytestmark = pytest.mark.anyio
 
@@ -40,10 +39,6 @@ FILES = {
     "src/app.js": "export const n = 1;\n",
 }
 NODE = shutil.which("node")
-
-
-def _temp_base() -> Path:
-    return Path(tempfile.gettempdir()) / "spotpatch-worktrees"
 
 
 def _install_fake_package(root: Path) -> None:
@@ -94,7 +89,7 @@ async def test_temp_placement_cannot_resolve_the_projects_packages(repo_factory)
     wt = await create_worktree(root, "job-temp")
     try:
         _install_fake_package(root)
-        assert wt.path.parent == _temp_base()
+        assert wt.path.parent == temp_base()
         probe = await _node("-e", "require('fakepkg')", cwd=wt.path)
         assert probe.returncode != 0 and b"fakepkg" in probe.stderr
     finally:
@@ -108,7 +103,7 @@ async def test_symlinked_node_modules_is_never_used(repo_factory, tmp_path: Path
     (root / "node_modules").symlink_to(shared, target_is_directory=True)
     wt = await create_worktree(root, "job-1")
     try:
-        assert wt.path.parent == _temp_base()
+        assert wt.path.parent == temp_base()
         assert list(shared.iterdir()) == []  # nothing was created through the link
     finally:
         await remove_worktree(root, wt)
@@ -122,7 +117,7 @@ async def test_symlinked_spotpatch_base_is_never_used(repo_factory, tmp_path: Pa
     (root / "node_modules" / ".spotpatch").symlink_to(elsewhere, target_is_directory=True)
     wt = await create_worktree(root, "job-1")
     try:
-        assert wt.path.parent == _temp_base()
+        assert wt.path.parent == temp_base()
         assert list(elsewhere.iterdir()) == []
     finally:
         await remove_worktree(root, wt)

@@ -9,7 +9,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -27,7 +26,7 @@ from spotpatch_agent.worktree.isolation import (
 )
 from spotpatch_agent.worktree.pool import WorktreePool, pool_mode
 from tests.conftest import git
-from tests.worktree._util import files, run, snapshot, worktree_list
+from tests.worktree._util import files, run, snapshot, temp_base, worktree_list
 
 pytestmark = pytest.mark.anyio
 
@@ -39,10 +38,6 @@ FILES = {
     "docs/readme.md": "# docs\n",
     "bin/tool.sh": "#!/bin/sh\necho tool\n",
 }
-
-
-def _temp_base() -> Path:
-    return Path(tempfile.gettempdir()) / "spotpatch-worktrees"
 
 
 @asynccontextmanager
@@ -77,7 +72,7 @@ def only_main_worktree(root: Path) -> bool:
 
 
 def temp_base_empty() -> bool:
-    return not _temp_base().exists() or list(_temp_base().iterdir()) == []
+    return not temp_base().exists() or list(temp_base().iterdir()) == []
 
 
 def dirty_the_job(wt: Worktree) -> None:
@@ -329,7 +324,7 @@ async def test_pooled_worktree_follows_node_modules_placement(repo_factory) -> N
     async with open_pool(root) as pool:
         await pool.warm()
         [idle] = pool.idle_paths
-        assert idle.parent == _temp_base()
+        assert idle.parent == temp_base()
         (root / "node_modules" / "pkg").mkdir(parents=True)  # the user installed packages meanwhile
         wt = await create_worktree(root, "job-1", pool=pool)
         try:

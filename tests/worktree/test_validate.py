@@ -3,7 +3,6 @@ real job worktree; plus the positive cases (edit/add/delete stats, non-ASCII and
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from collections.abc import AsyncIterator, Callable
@@ -18,7 +17,7 @@ from spotpatch_agent.worktree.changes import apply_change, revert_change
 from spotpatch_agent.worktree.isolation import RawEntry, Worktree, create_worktree, remove_worktree, result_diff
 from spotpatch_agent.worktree.validate import Changeset, check_entry, validate_changeset
 from tests.conftest import git
-from tests.worktree._util import snapshot
+from tests.worktree._util import sha, snapshot
 
 pytestmark = pytest.mark.anyio
 
@@ -29,10 +28,6 @@ FILES: dict[str, str | bytes] = {
     "docs/my file ü.md": "# Títle\n",
     ".gitignore": "cache/\n",
 }
-
-
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 @pytest.fixture
