@@ -11,7 +11,24 @@ Public surface::
 
 from __future__ import annotations
 
-from spotpatch_agent.checks.runner import CheckRun, check_env, check_timeout, run_check_process
-from spotpatch_agent.checks.suggest import Suggestion, suggest_checks
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from spotpatch_agent.checks.runner import CheckRun, check_env, check_timeout, run_check_process
+    from spotpatch_agent.checks.suggest import Suggestion, suggest_checks
 
 __all__ = ["CheckRun", "Suggestion", "check_env", "check_timeout", "run_check_process", "suggest_checks"]
+
+# Loaded on first use: a job's ``run_check`` needs only the runner, ``checks suggest`` only the suggester.
+_HOME = {"CheckRun": "runner", "check_env": "runner", "check_timeout": "runner", "run_check_process": "runner",
+         "Suggestion": "suggest", "suggest_checks": "suggest"}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

@@ -3,7 +3,8 @@
 
 Three parts; everything but :func:`run_final_checks` is pure:
 
-- **Mode policy** (``initialize`` and ``job/create``). :func:`offered_modes` is the single list of modes
+- **Mode policy** (``initialize`` and ``job/create``; defined in the light engine/modes.py, re-exported
+  here, so that ``engine.service`` answers ``initialize`` without importing this module). :func:`offered_modes` is the single list of modes
   the engine accepts and the page may offer: ``review`` always; ``trusted-auto`` when the trusted config
   sets ``modes.trustedAuto`` (then exactly ``review`` and ``trusted-auto``: DESIGN.md §10, spec
   "只提供 review | trusted-auto"); else ``auto`` when it sets ``modes.auto``. :func:`check_mode_request`
@@ -31,10 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from spotpatch_agent.errors import JobFailure, SpotPatchError
+from spotpatch_agent.engine.modes import check_mode_request, includes_local_changes, offered_modes
+from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.policy.paths import is_protected
 from spotpatch_agent.protocol.errors import ErrorCode
-from spotpatch_agent.protocol.models import CheckConfig, FileStat, Limits, Modes
+from spotpatch_agent.protocol.models import CheckConfig, FileStat, Limits
 
 if TYPE_CHECKING:
     from spotpatch_agent.checks.runner import CheckRun
@@ -48,6 +50,7 @@ __all__ = [
     "check_input_paths",
     "check_mode_request",
     "checks_failure",
+    "includes_local_changes",
     "is_check_config",
     "is_dependency_file",
     "is_dev_server_config",
@@ -55,52 +58,6 @@ __all__ = [
     "offered_modes",
     "run_final_checks",
 ]
-
-# ---------------------------------------------------------------- mode policy
-
-
-def offered_modes(modes: Modes) -> list[str]:
-    """The apply modes ``initialize`` advertises and ``job/create`` accepts, in this order (see module doc).
-
-    ``modes.trustedAuto`` wins over ``modes.auto``: with both enabled, ``auto`` is neither offered nor
-    accepted (the page offers exactly ``review`` and ``trusted-auto``: DESIGN.md §10)."""
-    if modes.trusted_auto:
-        return ["review", "trusted-auto"]
-    if modes.auto:
-        return ["review", "auto"]
-    return ["review"]
-
-
-def check_mode_request(modes: Modes, apply_mode: str, consent: object) -> None:
-    """Raise ``SpotPatchError(INVALID_REQUEST)`` unless ``apply_mode`` is offered and ``consent``
-    (``trustedFastModeConsent``) matches it: exactly ``True`` for ``trusted-auto``; absent (``None``) or
-    ``False`` for the other modes (DESIGN.md §10, spec "trusted-auto 可信极速模式")."""
-    if apply_mode not in offered_modes(modes):
-        if apply_mode == "auto" and modes.auto:
-            why = "applyMode 'auto' is not offered while modes.trustedAuto is enabled; use 'review' or 'trusted-auto'."
-        else:
-            key = "modes.trustedAuto" if apply_mode == "trusted-auto" else "modes.auto"
-            why = f"applyMode {apply_mode!r} is not enabled by the trusted config ({key} is off)."
-        raise SpotPatchError(ErrorCode.INVALID_REQUEST, why)
-    if apply_mode == "trusted-auto":
-        if consent is not True:
-            raise SpotPatchError(
-                ErrorCode.INVALID_REQUEST,
-                "applyMode 'trusted-auto' needs trustedFastModeConsent: true, given after the page explained "
-                "that project checks are skipped and the change is applied without review.",
-            )
-    elif consent is not None and consent is not False:
-        raise SpotPatchError(ErrorCode.INVALID_REQUEST,
-                             "trustedFastModeConsent is only valid with applyMode 'trusted-auto'.")
-
-
-def includes_local_changes(apply_mode: str, trusted_consent: object, local_consent: object) -> bool:
-    """Whether a job may take the user's local changes into its baseline (include-local-changes, DESIGN.md §8):
-    with ``localChangesConsent: true``, or in ``trusted-auto`` with the literal ``trustedFastModeConsent: true``,
-    since that one consent covers "sending project context to that provider, including bounded local changes
-    in the baseline" (DESIGN.md §10). A ``blocked`` tree stays blocked either way."""
-    return local_consent is True or (apply_mode == "trusted-auto" and trusted_consent is True)
-
 
 # ---------------------------------------------------------------- path classes of the auto gates
 

@@ -27,6 +27,7 @@ from spotpatch_agent.protocol.models import (
     ErrorInfo,
     FileStat,
     JobCreateParams,
+    RepoHealth,
     CheckConfig,
     JobSnapshot,
     Limits,
@@ -63,6 +64,9 @@ class Job:
     capability_probed: bool = False
     #: The project's warm worktree pool (worktree/pool.py): the job's worktree comes from it and goes back.
     pool: WorktreePool | None = None
+    #: job/create's repository health, moments old: create_worktree skips its own first check (the
+    #: re-verification after ``worktree add`` still runs, DESIGN.md §8).
+    health: RepoHealth | None = None
     created_at: str = field(default_factory=now_iso)
     updated_at: str = field(default_factory=now_iso)
     status: str = "preparing"
@@ -125,7 +129,7 @@ async def run_job(job: Job, adapter: ProviderAdapter, *, apply: AutoApply | None
                         include_local_changes=gates.includes_local_changes(
                             job.params.apply_mode, job.params.trusted_fast_mode_consent,
                             job.params.local_changes_consent),
-                        pool=job.pool)
+                        pool=job.pool, health=job.health)
                     REDACTOR.add_path(worktree.path, "<worktree>")
                     if worktree.head_oid != job.head_oid:
                         raise JobFailure(ErrorCode.REPO_BLOCKED, "HEAD moved while the job was starting; try again.")
@@ -200,12 +204,8 @@ async def _decide(
                             duration_ms=0, required=check.required)
         skipped = "project checks were skipped, not passed"
         blockers = [] if proven else [gates.UNPROVEN]  # unreachable after a real loop; kept fail-closed
-        if apply is None:
-            blockers.append("this engine path cannot apply automatically")
-        if blockers:
-            return partial(job.set_status, "awaiting-review",
-                           f"Not applied automatically: {'; '.join(blockers)}; {skipped}. Review the change.")
-        return partial(apply, job, f"Applied directly (trusted-auto); {skipped}.")
+        return _apply_unless_blocked(job, apply, blockers, applied=f"Applied directly (trusted-auto); {skipped}.",
+                                     not_applied="Not applied automatically: {why}; " + skipped + ". Review the change.")
     # Fresh: the model's run saw exactly the final tree (nothing written since, and it wrote nothing itself).
     wrote = executor.checks_that_wrote
     fresh = {cid: run for cid, (version, run) in executor.check_runs.items()
@@ -224,13 +224,20 @@ async def _decide(
         files=job.files, checks=job.checks, results=job.check_results,
         check_wrote=executor.checks_changed_files,
     ))
+    return _apply_unless_blocked(job, apply, blockers, applied="Applied automatically: every gate passed.",
+                                 not_applied="Not applied automatically: {why}. Review the change and apply it yourself.")
+
+
+def _apply_unless_blocked(
+    job: Job, apply: AutoApply | None, blockers: list[str], *, applied: str, not_applied: str,
+) -> Callable[[], Awaitable[None] | None]:
+    """The auto modes' end: the Apply (status message ``applied``) when nothing blocks it, else
+    ``awaiting-review`` with ``not_applied`` (``{why}``: the blockers). Without ``apply`` it is blocked."""
     if apply is None:
         blockers.append("this engine path cannot apply automatically")
     if blockers:
-        why = "; ".join(blockers)
-        return partial(job.set_status, "awaiting-review",
-                       f"Not applied automatically: {why}. Review the change and apply it yourself.")
-    return partial(apply, job, "Applied automatically: every gate passed.")
+        return partial(job.set_status, "awaiting-review", not_applied.format(why="; ".join(blockers)))
+    return partial(apply, job, applied)
 
 
 def _emit_check(job: Job, result: gates.FinalCheck) -> None:
@@ -252,7 +259,6 @@ def _make_executor(job: Job, worktree: Worktree) -> ToolExecutor:
 
 async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor) -> None:
     limits = job.limits
-    tools = job_tools(registered=TOOL_DEFS, has_checks=bool(_job_checks(job)))
     budget = LoopBudget(
         max_turns=limits.get("maxTurns"), max_tool_calls=limits.get("maxToolCalls"),
         tool_timeout_sec=limits.get("toolTimeoutSec"),
@@ -262,7 +268,7 @@ async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor)
     task = agent_task(job.params.annotation, max_turns=budget.max_turns, max_tool_calls=budget.max_tool_calls,
                       trusted_auto=job.params.apply_mode == "trusted-auto")
     await run_loop(
-        adapter=adapter, model=job.model.model, system=SYSTEM_PROMPT, task=task, tools=tool_specs(tools),
+        adapter=adapter, model=job.model.model, system=SYSTEM_PROMPT, task=task, tools=tool_specs(executor.tool_names),
         executor=executor, budget=budget, events=job.events, stats=job.stats,
     )
 

@@ -19,7 +19,7 @@ from anyio.abc import TaskGroup
 
 from spotpatch_agent import PROTOCOL_VERSION, __version__
 from spotpatch_agent.engine.events import JobEventLog
-from spotpatch_agent.engine.gates import check_mode_request, includes_local_changes, offered_modes
+from spotpatch_agent.engine.modes import check_mode_request, includes_local_changes, offered_modes
 from spotpatch_agent.engine.prompt import render_prompt
 from spotpatch_agent.engine.states import ACTIVE, job_tools
 from spotpatch_agent.errors import SpotPatchError
@@ -270,7 +270,7 @@ class EngineService:
             job_id = "job_" + secrets.token_hex(8)
             job = Job(job_id=job_id, params=params, root=root, head_oid=head, provider=provider, model=model,
                       limits=limits, events=JobEventLog(job_id, self._emit), checks=tuple(self._config.checks),
-                      capability_probed=self._probe_passed(provider, model), pool=self._pool)
+                      capability_probed=self._probe_passed(provider, model), pool=self._pool, health=health)
             self._jobs[job_id] = job
             job.set_status("preparing")
         except BaseException:

@@ -108,6 +108,11 @@ class ToolExecutor:
         self._any_check_wrote = False  # some run_check of this job changed the worktree (sticky)
 
     @property
+    def tool_names(self) -> tuple[str, ...]:
+        """The tools offered in this job, in offer order (the ``tools`` given at construction)."""
+        return tuple(self._tools)
+
+    @property
     def version(self) -> int:
         """Worktree version: 0 at start, +1 per write (or :meth:`invalidate`); caches live per version."""
         return self._ctx.version

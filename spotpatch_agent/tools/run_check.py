@@ -29,10 +29,6 @@ from spotpatch_agent.tools.base import ToolArgs, ToolDef, ToolResult, arguments_
 if TYPE_CHECKING:
     from spotpatch_agent.tools.context import WorktreeContext
 
-#: Extra seconds the outer deadlines (executor, loop) allow beyond the check's own timeout.
-CHECK_DEADLINE_GRACE_SEC = 10
-
-
 class RunCheckArgs(ToolArgs):
     check_id: str
 

@@ -4,16 +4,13 @@
 from __future__ import annotations
 
 import json
-import secrets
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from spotpatch_agent.engine.service import EngineService
-from spotpatch_agent.protocol.models import JobCreateParams, JobIdParams, TrustedConfig
-from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from tests.conftest import git, make_repo
+from tests.engine._service_support import run_service_job
 
 KEY_ENV = "SPOTPATCH_ENGINE_TEST_KEY"
 FILES = {"src/App.tsx": 'export const App = () => <button className="a">Go</button>;\n', ".env": "SECRET=1\n",
@@ -27,26 +24,8 @@ def call(cid: str, name: str, args: Any) -> dict:
     return {"id": cid, "name": name, "arguments": args}
 
 
-def config(server: ScriptedProviderServer, **limits: int) -> TrustedConfig:
-    return TrustedConfig.model_validate({"providers": [{
-        "id": "p", "displayName": "P", "baseUrl": server.base_url, "apiKeyEnv": KEY_ENV,
-        "models": [{"id": "m", "model": "scripted-model", "displayName": "M"}]}], "limits": limits})
-
-
 async def run_job(root: Path, turns: list, monkeypatch: pytest.MonkeyPatch, **limits: int):
-    key = "sk-canary-" + secrets.token_hex(12)
-    monkeypatch.setenv(KEY_ENV, key)
-    events: list[dict] = []
-    with ScriptedProviderServer(turns) as server:
-        service = EngineService(send_event=events.append)
-        async with service.running():
-            await service.configure(root, config(server, **limits))
-            snap = await service.job_create(JobCreateParams.model_validate(
-                {"annotation": TARGET, "modelProfileId": "m"}))
-            await service.wait_job(snap.job_id)
-            snap = await service.job_get(JobIdParams(job_id=snap.job_id))
-            diff = await service.job_diff(JobIdParams(job_id=snap.job_id))
-    return snap, diff, events, server, key
+    return await run_service_job(root, turns, monkeypatch, key_env=KEY_ENV, annotation=TARGET, **limits)
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ from spotpatch_agent.provider.scripted import ScriptedProviderServer, render_cha
 from spotpatch_agent.tools.executor import ToolExecutor
 from spotpatch_agent.tools.registry import tool_specs
 from tests.conftest import git, make_repo
+from tests.engine._service_support import run_service_job, scripted_config
 
 KEY_ENV = "SPOTPATCH_LOOP_TEST_KEY"
 APP = 'export const App = () => <button className="a">Go</button>;\n'
@@ -48,26 +49,13 @@ def read(cid: str, path: str) -> dict:
 
 
 def config(server: ScriptedProviderServer, checks: list[dict] | None = None, **limits: int) -> TrustedConfig:
-    return TrustedConfig.model_validate({"providers": [{
-        "id": "p", "displayName": "P", "baseUrl": server.base_url, "apiKeyEnv": KEY_ENV,
-        "models": [{"id": "m", "model": "scripted-model", "displayName": "M"}]}],
-        "checks": checks or [], "limits": limits})
+    return scripted_config(server, KEY_ENV, checks, **limits)
 
 
 async def run_job(root: Path, turns: list, monkeypatch: pytest.MonkeyPatch, checks: list[dict] | None = None,
                   **limits: int):
-    key = "sk-canary-" + secrets.token_hex(12)
-    monkeypatch.setenv(KEY_ENV, key)
-    events: list[dict] = []
-    with ScriptedProviderServer(turns) as server:
-        service = EngineService(send_event=events.append)
-        async with service.running():
-            await service.configure(root, config(server, checks, **limits))
-            snap = await service.job_create(JobCreateParams.model_validate({"annotation": TARGET, "modelProfileId": "m"}))
-            await service.wait_job(snap.job_id)
-            snap = await service.job_get(JobIdParams(job_id=snap.job_id))
-            diff = await service.job_diff(JobIdParams(job_id=snap.job_id))
-    return snap, diff, events, server, key
+    return await run_service_job(root, turns, monkeypatch, key_env=KEY_ENV, annotation=TARGET, checks=checks,
+                                 **limits)
 
 
 @pytest.fixture
@@ -544,3 +532,4 @@ async def test_a_call_with_an_unusable_name_is_echoed_under_a_valid_placeholder_
     assert tool_messages(server, 1)[0]["content"].startswith("ERROR TOOL_ARGUMENTS_INVALID")
     if not bad_name:  # the model is told what was wrong, not that its (valid) JSON was broken
         assert "This call was not run: the tool call has no function name" in tool_messages(server, 1)[0]["content"]
+
