@@ -131,6 +131,8 @@ async def run_loop(
                 raise JobFailure(ErrorCode.LIMIT_EXCEEDED, "The model's final reply was cut off (output length limit).")
             stats.final_text = REDACTOR(text)[:MAX_TURN_TEXT]
             return stats.final_text
+        if any(c.oversized for c in calls):  # terminal, like every over-limit argument the executor sees
+            raise JobFailure(ErrorCode.LIMIT_EXCEEDED, "The model sent tool-call arguments over the size limit.")
         if stats.tool_calls + len(calls) > budget.max_tool_calls:
             raise JobFailure(ErrorCode.LIMIT_EXCEEDED, f"The model asked for more than {budget.max_tool_calls} tool calls.")
         stats.tool_calls += len(calls)

@@ -88,6 +88,9 @@ class ToolCallEvent:
     name: str
     arguments_json: str
     invalid: str | None = None
+    #: The streamed arguments went over the adapter's bound (``calls.MAX_ARGUMENT_CHARS``) and were dropped: the
+    #: loop ends the job with ``LIMIT_EXCEEDED``, like any over-limit argument (docs/security.md §5).
+    oversized: bool = False
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,8 @@ def tool_call_event(call_id: str, name: str, arguments: ArgumentBuffer) -> ToolC
     """The event of a finished call: valid when ``name`` is set and the arguments are one JSON object
     (``""`` → ``{}``); otherwise ``invalid`` says why (no name, too large, not JSON, not an object)."""
     if arguments.too_large:
-        return ToolCallEvent(call_id, name, "", invalid=f"arguments exceed {MAX_ARGUMENT_CHARS} characters")
+        return ToolCallEvent(call_id, name, "", invalid=f"arguments exceed {MAX_ARGUMENT_CHARS} characters",
+                             oversized=True)
     text = arguments.text
     if not name:
         return ToolCallEvent(call_id, "", text, invalid="the tool call has no function name")

@@ -533,3 +533,16 @@ async def test_a_call_with_an_unusable_name_is_echoed_under_a_valid_placeholder_
     if not bad_name:  # the model is told what was wrong, not that its (valid) JSON was broken
         assert "This call was not run: the tool call has no function name" in tool_messages(server, 1)[0]["content"]
 
+
+@pytest.mark.anyio
+async def test_arguments_over_the_adapter_bound_end_the_job_with_limit_exceeded(root, monkeypatch) -> None:
+    """Arguments above the adapter's bound (4 MiB characters) are terminal LIMIT_EXCEEDED, like arguments above
+    the executor's limit (docs/security.md §5) — not a retryable invalid call the model may send again."""
+    from spotpatch_agent.provider.calls import MAX_ARGUMENT_CHARS
+
+    huge = {"path": "src/App.tsx", "oldText": ">Go<", "newText": "x" * (MAX_ARGUMENT_CHARS + 10)}
+    snap, _diff, _events, server, _key = await run_job(
+        root, [{"toolCalls": [call("big1", "replace_text", huge)]}, DONE], monkeypatch)
+    assert snap.status == "failed" and snap.error is not None
+    assert snap.error.code == "LIMIT_EXCEEDED"
+    assert len(server.requests) == 1  # never answered to the model as a retryable mistake
