@@ -186,7 +186,8 @@ def load_allowed(root: Path, raw: str, *, for_write: bool, max_bytes: int) -> Al
     (``for_write`` also refuses ``.env.example``); every component from ``root`` down is ``lstat``-ed and
     none may be a symlink (a dangling link counts); the file is opened without following links
     (``O_NOFOLLOW`` where the platform has it) and ``fstat`` must show a regular file of at most
-    ``max_bytes``; its realpath lies inside ``realpath(root)``; its bytes are UTF-8 text (:func:`is_text`).
+    ``max_bytes`` with no other hard link (git never makes one; a check could, to a file outside); its
+    realpath lies inside ``realpath(root)``; its bytes are UTF-8 text (:func:`is_text`).
     Git ignore rules are *not* checked here (see :func:`is_ignored`).
 
     Raises :class:`PathDenied` on any failure, including OS errors.
@@ -216,6 +217,8 @@ def load_allowed(root: Path, raw: str, *, for_write: bool, max_bytes: int) -> Al
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 raise PathDenied("not a regular file")
+            if st.st_nlink > 1:  # a hard link (made by a check) may be another file's bytes, outside the root
+                raise PathDenied("hard link")
             if st.st_size > max_bytes:
                 raise PathDenied("too big")
             with os.fdopen(fd, "rb", closefd=False) as handle:

@@ -100,7 +100,7 @@ def _readable(root: str, rel: str, max_bytes: int) -> bool:
         return False
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1 or st.st_size > max_bytes:
             return False
         with os.fdopen(fd, "rb", closefd=False) as handle:
             data = handle.read(max_bytes + 1)

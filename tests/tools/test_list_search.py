@@ -113,6 +113,16 @@ async def test_search_hits_only_in_allowed_files(make_executor, tmp_path: Path) 
     assert str(root) not in result.output and str(tmp_path) not in result.output
 
 
+async def test_search_skips_a_hard_link_to_a_file_outside_the_root(make_executor, tmp_path: Path) -> None:
+    """A hard link a check made to an outside file is not searched (same rule as read_file)."""
+    root, executor = make_executor(FILES)
+    outside = tmp_path / "outside-secret.ts"
+    outside.write_text(f"const leaked = '{NEEDLE}-outside';\n")
+    os.link(outside, root / "src" / "linked.ts")
+    result = await executor.execute("search_text", call(query=NEEDLE + "-outside", glob=None, maxResults=50))
+    assert "linked.ts" not in result.output and "leaked" not in result.output
+
+
 async def test_search_glob_and_max_results(make_executor) -> None:
     _, executor = make_executor(FILES, search_max_results=2)
     result = await executor.execute("search_text", call(query=NEEDLE, glob="src/**/*.vue", maxResults=10))

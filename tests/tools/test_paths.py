@@ -192,6 +192,17 @@ def test_fifo_is_denied_without_blocking(tmp_path: Path) -> None:
         load_allowed(root, "pipe", for_write=False, max_bytes=100)
 
 
+def test_hard_link_to_a_file_outside_the_root_is_denied(tmp_path: Path) -> None:
+    """A check can hard-link a file from outside the worktree into it; its bytes must not reach the model
+    (breaker finding). Git never creates hard links in a checkout, so a second link is refused."""
+    root = _tree(tmp_path)
+    outside = tmp_path / "outside-secret.txt"
+    outside.write_text("outside secret\n")
+    os.link(outside, root / "linked.txt")
+    with pytest.raises(PathDenied):
+        load_allowed(root, "linked.txt", for_write=False, max_bytes=100)
+
+
 @pytest.mark.anyio
 async def test_is_ignored_agrees_with_git(repo_factory) -> None:
     root = repo_factory({".gitignore": "*.log\n", "src/a.ts": "a\n"})
