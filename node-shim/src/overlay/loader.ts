@@ -1,0 +1,2 @@
+// Placeholder (skeleton): the page-load loader — launcher button and shortcut; imports the overlay on first open.
+export {};
