@@ -75,9 +75,11 @@ class GitResult:
     stderr: bytes
 
 
-def _environment(read_only: bool) -> dict[str, str]:
+def _environment(read_only: bool, index_file: Path | None = None) -> dict[str, str]:
     """An allowlisted environment (policy.paths.git_env): provider keys and tokens never reach git."""
     env = {k: v for k, v in git_env().items() if k not in _REPO_ENV}
+    if index_file is not None:
+        env["GIT_INDEX_FILE"] = str(index_file)
     env["GIT_TERMINAL_PROMPT"] = "0"
     env["LC_ALL"] = "C"
     env["LANGUAGE"] = "C"
@@ -149,6 +151,7 @@ async def run_git(
     timeout: float = 60,
     read_only: bool = False,
     redact: Sequence[Path] = (),
+    index_file: Path | None = None,
 ) -> GitResult:
     """Run ``git <hardened prefix> <args>`` in ``cwd`` and collect its output.
 
@@ -156,6 +159,8 @@ async def run_git(
     device otherwise, so the engine's own stdin — the JSON-RPC channel — is never inherited).
     ``timeout`` is in seconds. ``read_only=True`` sets ``GIT_OPTIONAL_LOCKS=0``. ``redact`` lists
     extra absolute paths (e.g. a worktree) to hide from error messages besides ``cwd``.
+    ``index_file``: an absolute path git uses as the index instead of the repository's (``GIT_INDEX_FILE``;
+    the engine's own temporary index, never the user's).
 
     Returns a :class:`GitResult`. Raises :class:`GitError` (code ``INTERNAL``) when git exits
     non-zero and ``check`` is true, when it cannot be started, or when it exceeds ``timeout``; the
@@ -167,7 +172,7 @@ async def run_git(
     sub = _subcommand(args)
     try:
         with anyio.fail_after(timeout):
-            returncode, out, err = await _run(argv, cwd, input or None, _environment(read_only))
+            returncode, out, err = await _run(argv, cwd, input or None, _environment(read_only, index_file))
     except TimeoutError:
         raise GitError(f"git {sub} timed out after {timeout:g} s") from None
     except OSError as exc:

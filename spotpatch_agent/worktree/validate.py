@@ -46,6 +46,7 @@ from spotpatch_agent.policy.paths import PathDenied, is_protected, is_text, norm
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import FileStat, Limits
 from spotpatch_agent.worktree.changes import NOT_REGULAR, file_hash
+from spotpatch_agent.worktree.checkout_form import changed_attributes, describe_conversion, form_difference, raw_blobs, sparse_outside
 from spotpatch_agent.worktree.git import describe, run_git
 from spotpatch_agent.worktree.isolation import RawEntry, Worktree, parse_raw, result_diff, stage_all
 
@@ -161,6 +162,7 @@ async def _staged_entries(wt: Worktree) -> list[RawEntry]:
     try:
         await stage_all(wt)
     except GitError as exc:
+        await _check_sparse(wt)
         raise _rejected(None, f"git could not record the worktree's state ({_brief(exc.message)})") from None
     raw = await run_git(
         ["diff", *_DIFF_OPTIONS, "--raw", "-z", "--no-abbrev", wt.baseline_oid, "--"], cwd=wt.path, redact=[wt.path]
@@ -183,6 +185,23 @@ def _parse_numstat(raw: bytes) -> list[tuple[str, tuple[int, int] | None]]:
         counts = (int(added), int(removed)) if added.isdigit() and removed.isdigit() else None
         records.append((path, counts))
     return records
+
+
+async def _check_sparse(wt: Worktree) -> None:
+    """A sparse checkout refuses to stage a file created outside its definition: say so, and what to do."""
+    sparse = await sparse_outside(wt)
+    if sparse is None:
+        return
+    outside, cones = sparse
+    where = f" (checked out: {', '.join(cones[:5])}{', …' if len(cones) > 5 else ''} and top-level files)" if cones else ""
+    first = outside[0] if outside else None
+    hint = f"'git sparse-checkout add {first.rsplit('/', 1)[0]}'" if first and "/" in first else "'git sparse-checkout add <directory>'"
+    raise JobFailure(
+        ErrorCode.CHANGESET_REJECTED,
+        f"Changeset rejected: {_show(first) + ' is' if first else 'the change creates a file'} outside this "
+        f"repository's sparse checkout{where}, and git cannot record a file there. To let SpotPatch change it, "
+        f"add its directory to the sparse checkout ({hint}) and create the job again.",
+    )
 
 
 # ---------------------------------------------------------------- 3. paths and modes
@@ -366,18 +385,61 @@ async def _hashes(
         oids = out.stdout.decode("ascii", "replace").split()
         if oids != [e.new_oid for e in present]:
             raise _inconsistent("a worktree file differs from the staged result")
+    await _check_attributes_kept(wt, entries)
+    stored = await raw_blobs(wt, [oid for e in entries for oid in (e.old_oid, e.new_oid) if oid])
     baseline: dict[str, str | None] = {}
     result: dict[str, str | None] = {}
     for entry in entries:
-        baseline[entry.path] = (
-            hashlib.sha256(await _blob_bytes(wt, entry.old_oid, entry.path)).hexdigest() if entry.old_oid else None
-        )
+        baseline[entry.path] = None
+        if entry.old_oid is not None:
+            content = await _blob_bytes(wt, entry.old_oid, entry.path)
+            await _check_checkout_form(wt, entry.path, stored.get(entry.old_oid), content)
+            baseline[entry.path] = hashlib.sha256(content).hexdigest()
         result[entry.path] = None
         if entry.new_oid is not None:
             content = await _blob_bytes(wt, entry.new_oid, entry.path)
             if len(content) > max_bytes:
                 raise _rejected(entry.path, f"is {len(content)} bytes (limit editableFileMaxBytes = {max_bytes})")
+            await _check_checkout_form(wt, entry.path, stored.get(entry.new_oid), content)
             if not is_text(content):
                 raise _rejected(entry.path, "is not UTF-8 text (binary content or a NUL byte)")
             result[entry.path] = hashlib.sha256(content).hexdigest()
     return baseline, result
+
+
+# ---------------------------------------------------------------- 10. checkout form = reviewed bytes
+
+
+async def _check_checkout_form(wt: Worktree, path: str, stored: bytes | None, checkout: bytes) -> None:
+    """The bytes Apply would write for ``path`` (``checkout``) are the blob the diff shows (``stored``), or that
+    blob with every LF as CRLF (worktree/checkout_form.py); else rejected naming the attribute."""
+    if stored is None:
+        raise _inconsistent(f"no stored blob for {_show(path)}")
+    difference = form_difference(stored, checkout)
+    if difference != "other":
+        return
+    attribute = await describe_conversion(wt, path, difference)
+    raise JobFailure(
+        ErrorCode.CHANGESET_REJECTED,
+        f"Changeset rejected: {_show(path)} would be written with other bytes than the diff shows: git's checkout "
+        f"conversion for it ({_brief(attribute)}, from .gitattributes or git configuration) turns the reviewed "
+        "text into different file content. SpotPatch cannot change such a file as reviewed; remove that "
+        "attribute for the path or make the change by hand.",
+    )
+
+
+async def _check_attributes_kept(wt: Worktree, entries: list[RawEntry]) -> None:
+    """A change to a ``.gitattributes`` file must not alter the conversion attributes of a path it changes."""
+    if not any(e.path.rsplit("/", 1)[-1] == ".gitattributes" for e in entries):
+        return
+    changed = await changed_attributes(wt, [e.path for e in entries])
+    if not changed:
+        return
+    path, (before, after) = next(iter(changed.items()))
+    raise JobFailure(
+        ErrorCode.CHANGESET_REJECTED,
+        f"Changeset rejected: this change alters the checkout attributes of {_show(path)} ({_brief(before)} -> "
+        f"{_brief(after)}, in .gitattributes) and changes that file too, so git would write it with other bytes "
+        "than the diff shows and the change could never be applied as reviewed. Ask for the .gitattributes change "
+        "in a job of its own, apply and commit it, then ask for the file.",
+    )
