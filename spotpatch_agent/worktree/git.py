@@ -7,7 +7,16 @@ names, patches) travels on stdin, never in ``args``.
 Each call gets a hardened prefix of ``-c`` options so the user's configuration cannot change what
 we parse or run: no hooks (``core.hooksPath`` points at the null device), no fsmonitor daemon, no
 colour, no path quoting, no automatic ``gc``/maintenance (a commit in a linked worktree would
-otherwise run ``gc --auto`` on the user's repository). The environment is the engine's own minus the variables that would
+otherwise run ``gc --auto`` on the user's repository), git's canonical diff headers and blank context
+lines, no ``core.safecrlf`` refusal.
+
+The user's git configuration (system, global, the repository's own) and attribute files are otherwise
+read as git reads them: the job's worktree must be checked out the way the user's working tree is (line
+endings, filters of unchanged files), ignore rules (``core.excludesFile``) keep hiding what the user
+ignores, and ``safe.directory`` keeps working. What that configuration may *not* do — make Apply write
+other bytes than the review shows — is ruled out by changeset validation instead
+(:mod:`~spotpatch_agent.worktree.checkout_form`): it cannot be ruled out here, since a repository's own
+``.git/config`` and ``info/attributes`` can configure the same conversions as a global config. The environment is the engine's own minus the variables that would
 redirect git to another repository (``GIT_DIR``, ``GIT_WORK_TREE``, ``GIT_INDEX_FILE``, …), plus
 ``GIT_TERMINAL_PROMPT=0`` and ``LC_ALL=C``; read-only calls also set ``GIT_OPTIONAL_LOCKS=0`` so that
 e.g. ``git status`` never refreshes (writes) the user's index.
@@ -63,6 +72,15 @@ _PREFIX = (
     # expires reflogs and prunes worktree registrations; maintenance may run after we exit).
     "-c", "gc.auto=0",
     "-c", "maintenance.auto=false",
+    # The review's text is git's canonical diff whatever the user's diff settings (hunk layout aside:
+    # diff.algorithm may place hunks differently, never change what they say).
+    "-c", "diff.noprefix=false",
+    "-c", "diff.mnemonicPrefix=false",
+    "-c", "diff.suppressBlankEmpty=false",
+    "-c", "diff.relative=false",
+    # core.safecrlf only refuses (or warns about) staging a file whose line endings a checkout would change;
+    # it never changes bytes. Validation judges that itself (worktree/checkout_form.py), with a clear reason.
+    "-c", "core.safecrlf=false",
 )
 
 

@@ -260,3 +260,29 @@ async def test_file_outside_the_sparse_checkout_cone_fails_in_validation(tmp_pat
     assert "sparse checkout" in message and "git sparse-checkout add lib" in message, message
     assert "hint:" not in message and "The following paths" not in message, message
     assert tree(root) == before
+
+
+async def test_autocrlf_with_safecrlf_applies_a_new_lf_file_as_crlf(tmp_path: Path, monkeypatch) -> None:
+    """``core.safecrlf=true`` made ``git add`` refuse a new LF file under ``core.autocrlf=true`` (a raw git
+    message, the job lost); the engine pins it off, and validation's own rule applies: CRLF of the shown text."""
+    global_config(tmp_path, monkeypatch, "")
+    root = make_repo(tmp_path / "repo", {"src/App.tsx": "export const App = 1;\r\n", ".gitignore": "node_modules\n"})
+    global_config(tmp_path, monkeypatch, "[core]\n\tautocrlf = true\n\tsafecrlf = true\n")
+    snap, shown, error = await run_job(root, [create("src/util.ts", b"export const u = 1;\n"), DONE], apply=True)
+    assert error is None and snap.status == "applied", (snap.status, snap.message)
+    assert "+export const u = 1;\n" in shown
+    assert (root / "src/util.ts").read_bytes() == b"export const u = 1;\r\n"
+
+
+async def test_user_diff_settings_do_not_change_the_review_text(tmp_path: Path, monkeypatch) -> None:
+    """``diff.noprefix``, ``diff.mnemonicPrefix``, ``diff.suppressBlankEmpty`` in the global config: the review
+    still shows git's canonical diff (``a/``/``b/`` headers, a blank context line as a single space)."""
+    global_config(tmp_path, monkeypatch, "[diff]\n\tnoprefix = true\n\tmnemonicPrefix = true\n"
+                                         "\tsuppressBlankEmpty = true\n")
+    app = APP + "\nexport const x = 1;\n"
+    root = make_repo(tmp_path / "repo", {"src/App.tsx": app, ".gitignore": "node_modules\n"})
+    snap, shown, error = await run_job(root, [edit("w"), DONE], apply=True)
+    assert error is None and snap.status == "applied", (snap.status, snap.message)
+    assert "\n--- a/src/App.tsx\n+++ b/src/App.tsx\n" in shown
+    assert "\n \n export const x = 1;\n" in shown, shown
+    assert (root / "src/App.tsx").read_text() == app.replace(">Go<", ">Start<")
