@@ -286,3 +286,15 @@ async def test_user_diff_settings_do_not_change_the_review_text(tmp_path: Path, 
     assert "\n--- a/src/App.tsx\n+++ b/src/App.tsx\n" in shown
     assert "\n \n export const x = 1;\n" in shown, shown
     assert (root / "src/App.tsx").read_text() == app.replace(">Go<", ">Start<")
+
+
+async def test_autocrlf_set_after_the_clone_refuses_apply_and_writes_nothing(tmp_path: Path, monkeypatch) -> None:
+    """The documented limitation (docs/security.md §7), measured: LF files on disk while git would check them
+    out with CRLF. Validation passes (the CRLF rule), Apply refuses with ``APPLY_CONFLICT`` naming the file."""
+    global_config(tmp_path, monkeypatch, "")
+    root = make_repo(tmp_path / "repo", {"src/App.tsx": APP, ".gitignore": "node_modules\n"})
+    global_config(tmp_path, monkeypatch, "[core]\n\tautocrlf = true\n")
+    before = tree(root)
+    snap, _, error = await run_job(root, [edit("w"), DONE], apply=True)
+    assert error is not None and error.code == "APPLY_CONFLICT" and "src/App.tsx" in error.message, error
+    assert snap.status == "awaiting-review" and tree(root) == before
