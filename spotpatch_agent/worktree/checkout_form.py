@@ -140,14 +140,18 @@ async def describe_conversion(wt: Worktree, path: str, difference: str) -> str:
 
 async def sparse_outside(wt: Worktree) -> tuple[list[str], list[str]] | None:
     """After ``git add --all`` failed: ``(untracked paths it left, cone directories)`` when the worktree is a
-    sparse checkout (git refuses to stage a path outside the sparse-checkout definition), else ``None``."""
+    sparse checkout (git refuses to stage a path outside the sparse-checkout definition), else ``None``. The
+    directories are listed in cone mode only (empty otherwise)."""
     flag = await run_git(["config", "--bool", "core.sparseCheckout"], cwd=wt.path, check=False, read_only=True)
     if flag.stdout.strip() != b"true":
         return None
     left = await run_git(["ls-files", "--others", "--exclude-standard", "-z"], cwd=wt.path, check=False,
                          read_only=True)
-    cones = await run_git(["sparse-checkout", "list"], cwd=wt.path, check=False, read_only=True)
     paths = [p.decode("utf-8", "surrogateescape") for p in left.stdout.split(b"\0") if p]
+    cone = await run_git(["config", "--bool", "core.sparseCheckoutCone"], cwd=wt.path, check=False, read_only=True)
+    if cone.stdout.strip() != b"true":
+        return paths, []  # pattern mode: the patterns are no list of directories
+    cones = await run_git(["sparse-checkout", "list"], cwd=wt.path, check=False, read_only=True)
     dirs = cones.stdout.decode("utf-8", "surrogateescape").splitlines() if cones.returncode == 0 else []
     return paths, [d for d in dirs if d]
 

@@ -162,7 +162,8 @@ async def _staged_entries(wt: Worktree) -> list[RawEntry]:
     try:
         await stage_all(wt)
     except GitError as exc:
-        await _check_sparse(wt)
+        if "sparse-checkout" in exc.message:
+            await _check_sparse(wt)
         raise _rejected(None, f"git could not record the worktree's state ({_brief(exc.message)})") from None
     raw = await run_git(
         ["diff", *_DIFF_OPTIONS, "--raw", "-z", "--no-abbrev", wt.baseline_oid, "--"], cwd=wt.path, redact=[wt.path]
@@ -193,14 +194,17 @@ async def _check_sparse(wt: Worktree) -> None:
     if sparse is None:
         return
     outside, cones = sparse
-    where = f" (checked out: {', '.join(cones[:5])}{', …' if len(cones) > 5 else ''} and top-level files)" if cones else ""
-    first = outside[0] if outside else None
-    hint = f"'git sparse-checkout add {first.rsplit('/', 1)[0]}'" if first and "/" in first else "'git sparse-checkout add <directory>'"
+    subject = f"{_show(outside[0])} is" if outside else "a file the change creates is"
+    where = ""
+    if cones:
+        shown = ", ".join(_show(c) for c in cones[:3]) + (", …" if len(cones) > 3 else "")
+        where = f" (checked out: {shown} and the top-level files)"
+    parent = outside[0].rsplit("/", 1)[0] if outside and "/" in outside[0] else "<directory>"
     raise JobFailure(
         ErrorCode.CHANGESET_REJECTED,
-        f"Changeset rejected: {_show(first) + ' is' if first else 'the change creates a file'} outside this "
-        f"repository's sparse checkout{where}, and git cannot record a file there. To let SpotPatch change it, "
-        f"add its directory to the sparse checkout ({hint}) and create the job again.",
+        f"Changeset rejected: {subject} outside this repository's sparse checkout{where}, where git cannot record "
+        f"a file. To let SpotPatch change it, add its directory (git sparse-checkout add {_show(parent)[1:-1]}) "
+        "and create the job again.",
     )
 
 
@@ -360,7 +364,16 @@ async def _blob_bytes(wt: Worktree, oid: str, path: str) -> bytes:
     # One object per process: git 2.39 reports the unfiltered size in the header of a filtered object,
     # so the content is "everything after the header line, minus the final newline".
     line = f"{oid} {path}\n".encode("utf-8", "surrogateescape")
-    out = await run_git(["cat-file", "--batch", "--filters"], cwd=wt.path, input=line, read_only=True, redact=[wt.path])
+    out = await run_git(["cat-file", "--batch", "--filters"], cwd=wt.path, input=line, check=False, read_only=True,
+                        redact=[wt.path])
+    if out.returncode != 0:  # a checkout filter (or an encoding) failed on it
+        attribute = await describe_conversion(wt, path, "other")
+        raise JobFailure(
+            ErrorCode.CHANGESET_REJECTED,
+            f"Changeset rejected: git cannot produce the working-tree form of {_show(path)}: its checkout conversion "
+            f"({_brief(attribute)}) failed ({_brief(describe(out, wt.path))}). Remove that attribute for the path "
+            "or make the change by hand.",
+        )
     header, _, content = out.stdout.partition(b"\n")
     if header.endswith(b" missing") or not content.endswith(b"\n"):
         raise _inconsistent(f"no readable blob for {_show(path)}")
@@ -430,7 +443,7 @@ async def _check_checkout_form(wt: Worktree, path: str, stored: bytes | None, ch
 
 async def _check_attributes_kept(wt: Worktree, entries: list[RawEntry]) -> None:
     """A change to a ``.gitattributes`` file must not alter the conversion attributes of a path it changes."""
-    if not any(e.path.rsplit("/", 1)[-1] == ".gitattributes" for e in entries):
+    if not any(e.path.rsplit("/", 1)[-1].casefold() == ".gitattributes" for e in entries):
         return
     changed = await changed_attributes(wt, [e.path for e in entries])
     if not changed:

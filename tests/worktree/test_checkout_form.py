@@ -202,3 +202,11 @@ async def test_a_gitattributes_change_that_leaves_changed_paths_alone_passes(mak
     (wt.path / "a.txt").write_text("A\n")
     cs = await validate_changeset(wt, Limits())
     assert [f.path for f in cs.files] == [".gitattributes", "a.txt"]
+
+
+async def test_failing_smudge_filter_is_rejected_naming_path_and_filter(make_wt, tmp_path: Path, monkeypatch) -> None:
+    global_config(tmp_path, monkeypatch, '[filter "broken"]\n\tclean = cat\n\tsmudge = false\n\trequired = true\n')
+    root, wt = await make_wt({".gitattributes": "*.html filter=broken\n", "a.txt": "a\n"})
+    (wt.path / "page.html").write_bytes(b"<p>hello</p>\n")
+    message = await rejected(wt)
+    assert "'page.html'" in message and "filter=broken" in message and "failed" in message, message
