@@ -9,7 +9,8 @@ dropped while the rest goes on. The steps, in order:
 
 1. **Worktree state.** ``git add --all`` on the worktree's own index, then ``git diff --cached --raw -z
    --no-renames`` against the baseline commit. A worktree git cannot stage (for example a nested repository
-   without a commit) is rejected.
+   without a commit) is rejected; a file outside a sparse checkout's definition is named with the command
+   that adds its directory.
 2. **File count** ≤ ``maxChangedFiles``.
 3. **Each path** (:func:`check_entry`, git's order): canonical relative POSIX form (``normalize_rel_path``
    leaves it unchanged: NFC, no control character, ``..``, ``:``, backslash …); no git metadata (a ``.git``
@@ -30,6 +31,10 @@ dropped while the rest goes on. The steps, in order:
 9. **Content**: each result file (working-tree form) is UTF-8 text (no NUL) within the size limit, the file
    on disk is a regular file whose ``hash-object`` equals the staged blob, a deleted path is absent; the
    baseline/result SHA-256 are recorded (same values as ``change_hashes``).
+10. **Checkout form** (:mod:`~spotpatch_agent.worktree.checkout_form`): the working-tree form of every
+    baseline and result blob is the blob itself, or it with every LF as CRLF; a ``.gitattributes`` change
+    must leave the conversion attributes of the changed paths alone. Apply writes only bytes with the
+    recorded result hash, so it writes exactly what the diff shows (or its CRLF form). Checked with step 9.
 
 Renames and copies never exist here: every diff uses ``--no-renames``, so a moved file is a delete plus an
 add and each half is validated on its own; a ``rename``/``copy``/``similarity`` header fails step 8.
@@ -46,7 +51,13 @@ from spotpatch_agent.policy.paths import PathDenied, is_protected, is_text, norm
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import FileStat, Limits
 from spotpatch_agent.worktree.changes import NOT_REGULAR, file_hash
-from spotpatch_agent.worktree.checkout_form import changed_attributes, describe_conversion, form_difference, raw_blobs, sparse_outside
+from spotpatch_agent.worktree.checkout_form import (
+    changed_attributes,
+    describe_conversion,
+    form_difference,
+    raw_blobs,
+    sparse_outside,
+)
 from spotpatch_agent.worktree.git import describe, run_git
 from spotpatch_agent.worktree.isolation import RawEntry, Worktree, parse_raw, result_diff, stage_all
 

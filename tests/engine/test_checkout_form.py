@@ -41,7 +41,8 @@ if sys.argv[1] == "clean":
     os.makedirs(store, exist_ok=True)
     with open(os.path.join(store, oid), "wb") as fh:
         fh.write(data)
-    sys.stdout.buffer.write(b"version https://git-lfs.github.com/spec/v1\\noid sha256:%s\\nsize %d\\n" % (oid.encode(), len(data)))
+    pointer = b"version https://git-lfs.github.com/spec/v1\\noid sha256:%s\\nsize %d\\n"
+    sys.stdout.buffer.write(pointer % (oid.encode(), len(data)))
 elif not data.startswith(b"version https://git-lfs"):
     sys.stdout.buffer.write(data)  # not a pointer: passed through, as git-lfs does
 else:
@@ -80,7 +81,8 @@ def lfs_installed(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def create(path: str, content: bytes) -> dict:
     lines = content.decode().splitlines()
     body = "".join(f"+{line}\n" for line in lines)
-    patch = f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{len(lines)} @@\n{body}"
+    patch = (f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+             f"@@ -0,0 +1,{len(lines)} @@\n{body}")
     return {"toolCalls": [call("create", "apply_patch", {"patch": patch})]}
 
 
@@ -89,8 +91,10 @@ def tree(root: Path) -> dict[str, bytes]:
     return {f: (root / f).read_bytes() for f in files if f and (root / f).is_file()}
 
 
-async def run_job(root: Path, turns: list, *, apply: bool = False, checks: list | None = None,
-                  modes: dict | None = None, request: dict | None = None) -> tuple[JobSnapshot, str, SpotPatchError | None]:
+async def run_job(
+    root: Path, turns: list, *, apply: bool = False, checks: list | None = None, modes: dict | None = None,
+    request: dict | None = None,
+) -> tuple[JobSnapshot, str, SpotPatchError | None]:
     """One job through the real engine to its end; with ``apply`` a ``job/apply`` of a job awaiting review.
     Returns the final snapshot, the diff the review showed ("" when none) and Apply's error."""
     with ScriptedProviderServer(list(turns)) as server:
