@@ -101,7 +101,9 @@ async def conversion_attributes(
     else:
         with tempfile.TemporaryDirectory(prefix="spotpatch-attr-") as tmp:
             index = Path(tmp) / "index"
-            await run_git(["read-tree", f"--index-output={index}", tree], cwd=wt.path, redact=[wt.path, Path(tmp)])
+            # GIT_INDEX_FILE, not --index-output: git writes <index>.lock beside it and renames it in place,
+            # so the temporary directory may be on another file system than the worktree's index.
+            await run_git(["read-tree", tree], cwd=wt.path, redact=[wt.path, Path(tmp)], index_file=index)
             out = await run_git(args, cwd=wt.path, input=data, read_only=True, redact=[wt.path, Path(tmp)],
                                 index_file=index)
     fields = out.stdout.split(b"\0")
