@@ -187,10 +187,12 @@ class EngineService:
 
             async with self._lock():  # never while this engine applies or reverts
                 recovered = await recover_under_lock(self._root, layout.git_dir, self._project_lock)
+        # The sweep touches only our own registrations, so it runs whatever state the user's tree is in
+        # (a rebase in progress, an index.lock): an orphan is never kept for a later start.
+        swept = await sweep_orphans(self._root)
+        if swept:
+            log.info("removed %d orphaned SpotPatch worktree(s) from an earlier run", swept)
         if (await repo_health(self._root, config.limits)).state != "blocked":
-            swept = await sweep_orphans(self._root)
-            if swept:
-                log.info("removed %d orphaned SpotPatch worktree(s) from an earlier run", swept)
             await self._open_pool()  # after the sweep, which would remove a pooled worktree of this process
         return recovered
 
