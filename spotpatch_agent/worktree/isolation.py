@@ -316,8 +316,7 @@ def _recorded_process_runs(pid: int, start: object) -> bool:
     """Whether the engine process a marker or sidecar names (``pid`` and, when recorded, its ``start``) still
     runs. A pid that now belongs to a process with another start is a new process (pid reuse): the recorded
     one is gone. This process runs; without a start to compare (another platform, an older record) its
-    pid alone decides, as does a probe refused by the OS. On Windows every other process counts as running
-    (no cheap liveness probe)."""
+    pid alone decides. On Windows every other process counts as running (no cheap liveness probe)."""
     if pid == os.getpid():
         mine = _process_start(pid)
         return mine is None or start == mine
@@ -328,7 +327,7 @@ def _recorded_process_runs(pid: int, start: object) -> bool:
     except ProcessLookupError:
         return False
     except OSError:
-        return True
+        pass  # it runs, as another user: its start still tells whether it is the recorded process
     if isinstance(start, str):
         now = _process_start(pid)
         return now is None or now == start
