@@ -3,7 +3,8 @@
 ``serve`` speaks the protocol on stdin/stdout; fd 1 is reserved for frames before anything else runs, so
 a stray ``print``, a C-level write or a child process can only reach stderr. ``run`` drives one job from
 the terminal; ``demo`` runs a real job on the bundled demo app (offline with a scripted provider).
-``checks suggest`` prints a proposed checks config (never runs or writes anything).
+``checks suggest`` prints a proposed checks config (never runs or writes anything). What ``run``, ``demo``
+and ``checks suggest`` print passes through :func:`~spotpatch_agent.terminal.inert` (control characters shown).
 ``schema`` prints the protocol's JSON Schema (``--markdown``: the method reference of docs/protocol.md).
 """
 
@@ -75,19 +76,23 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "schema":
         return print_schema(markdown=args.markdown)
-    if args.command == "checks":
-        return suggest_checks_command(args.root)
-
     if args.command == "serve":
         return serve(max_frame_bytes=args.max_frame_bytes)
-    setup_logging()
-    if args.command == "run":
-        from spotpatch_agent.run_cli import run_command
+    from spotpatch_agent.terminal import inert_terminal
 
-        return run_command(args)
-    from spotpatch_agent.demo.runner import run_demo
+    # What these commands print comes from the model, files, diffs and checks: show control characters,
+    # never let the terminal obey them (issue 12).
+    with inert_terminal():
+        if args.command == "checks":
+            return suggest_checks_command(args.root)
+        setup_logging()
+        if args.command == "run":
+            from spotpatch_agent.run_cli import run_command
 
-    return run_demo(keep=args.keep)
+            return run_command(args)
+        from spotpatch_agent.demo.runner import run_demo
+
+        return run_demo(keep=args.keep)
 
 
 def suggest_checks_command(root: Path) -> int:

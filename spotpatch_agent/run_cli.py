@@ -17,6 +17,7 @@ from typing import Any, NoReturn, TextIO
 import anyio
 
 from spotpatch_agent.errors import SpotPatchError
+from spotpatch_agent.policy.redact import redact_cut
 from spotpatch_agent.protocol.models import JobCreateParams, SpotAnnotation, TrustedConfig
 
 CONFIG_FILE = "spotpatch.config.json"
@@ -33,7 +34,7 @@ def format_event(event: dict[str, Any], *, speaker: str = "model") -> str | None
         return f"[{event['seq']:>3}]   turn {event.get('turn')}: {event['tool']}{where} → {mark}, {event.get('durationMs')} ms"
     if kind == "message":
         text = " ".join(str(event.get("text", "")).split())
-        return f"[{event['seq']:>3}]   {speaker} says: {text[:300]}"
+        return f"[{event['seq']:>3}]   {speaker} says: {redact_cut(text, 300, ellipsis='')}"
     if kind == "diff":
         files = ", ".join(f"{f['path']} (+{f['added']}/-{f['removed']})" for f in event.get("files", []))
         return f"[{event['seq']:>3}] diff ready: {files}"

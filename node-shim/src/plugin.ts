@@ -19,7 +19,8 @@ import path from "node:path";
 import type { Plugin, ResolvedConfig, ViteDevServer } from "vite";
 
 import { createEndpoints, type Endpoints } from "./http.js";
-import { accessPolicy, isSameOrigin, type AccessPolicy } from "./guard.js";
+import { accessPolicy, type AccessPolicy } from "./guard.js";
+import { clientModuleGuard } from "./module-guard.js";
 import { engineCommand, type ResolvedOptions } from "./options.js";
 import { EngineSupervisor } from "./supervisor.js";
 
@@ -97,7 +98,7 @@ export function spotpatchServer(options: ResolvedOptions, locateRoot: { root?: s
       instances.set(config, instance);
       latest = instance;
       server.middlewares.use(instance.endpoints.middleware);
-      server.middlewares.use(clientModuleGuard(instance.policy));
+      server.middlewares.use(clientModuleGuard(server, instance.policy, instance.token));
       server.httpServer?.once("close", () => void instance.close());
       if (instance.policy.exposure && !instance.policy.allowRemoteAccess) {
         config.logger.warn(
@@ -156,29 +157,4 @@ export function gitTopLevel(dir: string): string {
   } catch {
     return dir;
   }
-}
-
-
-/**
- * The client module carries the session token: refuse to serve it to another site or another local port.
- * Vite's default CORS admits every localhost origin, so without this a page on another local port could
- * read the token (the Origin check on `/__spotpatch/` still stops it from using it). A same-origin module
- * script sends no `Origin` header (or its own) and `Sec-Fetch-Site: same-origin`.
- */
-export function clientModuleGuard(policy: AccessPolicy) {
-  return (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse, next: () => void): void => {
-    const url = req.url ?? "";
-    if (!url.startsWith(CLIENT_URL) && !url.startsWith(`/@id/${VIRTUAL_CLIENT_ID}`)) return next();
-    const origin = req.headers.origin;
-    const site = req.headers["sec-fetch-site"];
-    const crossOrigin = typeof origin === "string" && !isSameOrigin(origin, req.headers.host ?? "", policy.scheme);
-    if (crossOrigin || site === "cross-site" || site === "same-site") {
-      res.removeHeader("Access-Control-Allow-Origin");
-      res.statusCode = 403;
-      res.setHeader("Content-Type", "text/plain; charset=utf-8");
-      res.end("SpotPatch's client module is served to this dev server's own pages only.");
-      return;
-    }
-    next();
-  };
 }

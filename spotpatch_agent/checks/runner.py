@@ -168,7 +168,8 @@ def clean_output(raw: bytes, *, max_bytes: int, truncated: bool, relative_to: Se
         alternatives = "|".join(re.escape(k) for k in sorted(labels, key=len, reverse=True))
         pattern = re.compile(rf"({alternatives})(?:([/\\])|(?![\w.\-]))")
         text = pattern.sub(lambda m: labels[m.group(1)][1 if m.group(2) else 0], text)
-    text = REDACTOR(text)
+    # Redact before the cut; when the read itself was cut, a trailing half-secret is dropped as well.
+    text = REDACTOR.redact_cut_source(text) if truncated else REDACTOR(text)
     encoded = text.encode("utf-8")
     if len(encoded) > max_bytes or truncated:
         return encoded[:max_bytes].decode("utf-8", errors="ignore") + TRUNCATED_MARK, True

@@ -28,6 +28,7 @@ import anyio
 
 from spotpatch_agent.checks.runner import CheckRun, run_check_process
 from spotpatch_agent.checks.suggest import suggest_checks
+from spotpatch_agent.policy.redact import redact_cut
 from spotpatch_agent.protocol.models import CheckConfig, Limits
 
 #: Exact versions (the demo must typecheck the same way everywhere).
@@ -106,7 +107,7 @@ def _npm_error(text: str) -> str:
     code = re.search(r"npm (?:error|ERR!) code (\S+)", text)
     details = (m.group(1).strip() for m in re.finditer(r"npm (?:error|ERR!) (.+)", text))
     detail = next((d for d in details if not re.match(r"(code|syscall|errno|path|at |A complete log|\{|\})", d)), "")
-    return (f" ({code.group(1)})" if code else "") + (f": {detail[:200]}" if detail else "")
+    return (f" ({code.group(1)})" if code else "") + (f": {redact_cut(detail, 200, ellipsis='')}" if detail else "")
 
 
 def install_node_modules(project: Path) -> str | None:

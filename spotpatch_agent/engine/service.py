@@ -23,7 +23,7 @@ from spotpatch_agent.engine.modes import check_mode_request, includes_local_chan
 from spotpatch_agent.engine.prompt import render_prompt
 from spotpatch_agent.engine.states import ACTIVE, job_tools
 from spotpatch_agent.errors import SpotPatchError
-from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
+from spotpatch_agent.policy.redact import REDACTOR, redact_cut, shorten_paths
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import (
     Capabilities,
@@ -152,7 +152,7 @@ class EngineService:
         if params.protocol_version != PROTOCOL_VERSION:
             raise SpotPatchError(
                 ErrorCode.INVALID_REQUEST,
-                f"Protocol version mismatch: the client speaks {params.protocol_version[:32]!r}, "
+                f"Protocol version mismatch: the client speaks {redact_cut(params.protocol_version, 32, ellipsis='')!r}, "
                 f"this engine speaks {PROTOCOL_VERSION!r}.",
             )
         recovered = await self.configure(Path(params.project_root), params.config)
@@ -187,10 +187,12 @@ class EngineService:
 
             async with self._lock():  # never while this engine applies or reverts
                 recovered = await recover_under_lock(self._root, layout.git_dir, self._project_lock)
+        # The sweep touches only our own registrations, so it runs whatever state the user's tree is in
+        # (a rebase in progress, an index.lock): an orphan is never kept for a later start.
+        swept = await sweep_orphans(self._root)
+        if swept:
+            log.info("removed %d orphaned SpotPatch worktree(s) from an earlier run", swept)
         if (await repo_health(self._root, config.limits)).state != "blocked":
-            swept = await sweep_orphans(self._root)
-            if swept:
-                log.info("removed %d orphaned SpotPatch worktree(s) from an earlier run", swept)
             await self._open_pool()  # after the sweep, which would remove a pooled worktree of this process
         return recovered
 

@@ -3,6 +3,10 @@
 One process-wide :data:`REDACTOR` holds the secret values (API keys read from the environment) and the
 absolute paths (project root, worktrees, home, temp dir) known so far; :class:`RedactingFilter` applies it
 to every log record, and the engine applies it to every event, error and model-facing text.
+
+Order rule: redact first, then shorten (:func:`redact_cut`). A cut made before redaction can leave a
+prefix of a secret the redactor no longer recognises. Where the *source* was already cut (a bounded read
+of a process's output), :meth:`Redactor.redact_cut_source` also drops a trailing partial secret.
 """
 
 from __future__ import annotations
@@ -88,6 +92,21 @@ class Redactor:
             return text
         return pattern.sub(self._replacement, text)
 
+    def redact_cut_source(self, text: str) -> str:
+        """``text``, redacted, for a text whose end was cut before it got here (the first N bytes of a
+        process's output): a tail that is the beginning of a registered secret, in any of its forms, is
+        removed too, since the redactor cannot recognise a secret that was cut in half."""
+        text = self(text)
+        with self._lock:
+            secrets = tuple(self._secrets)
+        drop = 0
+        for secret in secrets:
+            for size in range(min(len(secret) - 1, len(text)), drop, -1):
+                if text.endswith(secret[:size]):
+                    drop = size
+                    break
+        return text[: len(text) - drop] if drop else text
+
     def _replacement(self, match: re.Match[str]) -> str:
         found = match.group(0)
         if found in self._secrets:
@@ -104,6 +123,13 @@ class Redactor:
 
 
 REDACTOR = Redactor()
+
+
+def redact_cut(text: str, limit: int, *, ellipsis: str = "…") -> str:
+    """``text`` redacted by :data:`REDACTOR`, then cut to at most ``limit`` characters, the last of them
+    ``ellipsis`` when something was cut. Redaction sees the whole text, so no secret prefix survives."""
+    text = REDACTOR(text)
+    return text if len(text) <= limit else text[: max(0, limit - len(ellipsis))] + ellipsis
 
 
 _POSIX_ABS = re.compile(r"(?<![\w.~/>:-])/(?:[^\s'\"`:/]+/)+([^\s'\"`:/]+/)?([^\s'\"`:/]+)")

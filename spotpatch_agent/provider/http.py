@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from spotpatch_agent.errors import ProviderError
-from spotpatch_agent.policy.redact import SECRET_MARK, secret_variants
+from spotpatch_agent.policy.redact import REDACTOR, SECRET_MARK, secret_variants
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.provider.base import ProviderEvent
 
@@ -90,8 +90,9 @@ def sanitize_excerpt(text: str, api_key: str | None) -> str:
     """``text`` without control characters and escape sequences (:func:`strip_controls`), with the key (also
     base64- or percent-encoded, :func:`~spotpatch_agent.policy.redact.secret_variants`) and anything
     key-shaped replaced by ``[REDACTED]``, whitespace collapsed, cut to :data:`MAX_EXCERPT` characters.
-    Redaction happens before the cut so no key prefix survives."""
-    text = strip_controls(text)
+    Redaction (the key and everything :data:`~spotpatch_agent.policy.redact.REDACTOR` holds) happens before
+    the cut so no key prefix survives."""
+    text = REDACTOR(strip_controls(text))
     if api_key:
         for variant in secret_variants(api_key):
             text = text.replace(variant, SECRET_MARK)
@@ -406,7 +407,7 @@ async def read_json_answer(response: httpx.Response, limit: int) -> Any:
     ``stream: true``). Raises ``PROVIDER_PROTOCOL`` when the type is not JSON or the body does not parse."""
     kind = content_type(response)
     if "json" not in kind:
-        shown = kind[:60] or "no content type"
+        shown = sanitize_excerpt(kind, None)[:60] or "no content type"
         raise ProviderError(ErrorCode.PROVIDER_PROTOCOL, f"the provider answered {shown!r}, not an event stream")
     try:
         return json.loads(await read_bounded(response, limit))

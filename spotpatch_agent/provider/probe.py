@@ -182,7 +182,7 @@ def missing_model(
     available ids, closest first); None when the model is listed or the listing says nothing."""
     if listing.ids is None or is_listed(model, listing.ids) or lists_deployments_elsewhere(base_url):
         return None
-    shown_model = sanitize_excerpt(model[:MAX_MODEL_ID], api_key)
+    shown_model = sanitize_excerpt(model, api_key)[:MAX_MODEL_ID]  # redact, then cut
     close = difflib.get_close_matches(model, listing.ids, n=3, cutoff=0.5)
     ordered = [*close, *(m for m in listing.ids[:MAX_SHOWN] if m not in close)][:MAX_SHOWN]
     if ordered:

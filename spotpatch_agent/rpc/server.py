@@ -42,6 +42,7 @@ import anyio.from_thread
 from pydantic import BaseModel, ValidationError
 from pylsp_jsonrpc.endpoint import Endpoint
 
+from spotpatch_agent.policy.redact import redact_cut
 from spotpatch_agent.protocol.models import EmptyParams
 from spotpatch_agent.rpc.errors import (
     InternalError,
@@ -444,7 +445,7 @@ class RpcServer:
             return
         if method not in self._methods_served:
             # Answered here, not by python-lsp-jsonrpc, whose message echoes the whole (unbounded) name.
-            self._send_error(msg_id, MethodNotFound.CODE, f"Method not found: {sanitize_message(method[:200])[:100]}")
+            self._send_error(msg_id, MethodNotFound.CODE, f"Method not found: {sanitize_message(method)[:100]}")
             return
         with self._lock:
             duplicate = msg_id in self._inflight
@@ -558,7 +559,7 @@ def _summarise(exc: ValidationError, limit: int = 5) -> str:
     """Field locations and messages only; never the offending input (it may hold paths or secrets)."""
     parts = []
     for err in exc.errors(include_input=False, include_url=False)[:limit]:
-        loc = ".".join(str(p)[:40] for p in err["loc"]) or "params"
+        loc = ".".join(redact_cut(str(p), 40, ellipsis="") for p in err["loc"]) or "params"
         parts.append(f"{loc}: {err['msg']}")
     more = len(exc.errors()) - limit
     return "Invalid params: " + "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")

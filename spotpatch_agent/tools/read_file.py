@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from spotpatch_agent.policy.redact import REDACTOR
 from spotpatch_agent.protocol.errors import ToolErrorCode
 from spotpatch_agent.tools.base import PATH_DENIED_MESSAGE, ToolArgs, ToolDef, ToolResult, arguments_guidance
 from spotpatch_agent.tools.context import TextFile, WorktreeContext
@@ -50,7 +51,7 @@ def render(file: TextFile, start: int, end: int | None, *, max_lines: int, max_b
     used = 0
     cut_note = ""
     for number in range(start, last + 1):
-        text = file.lines[number - 1]
+        text = REDACTOR(file.lines[number - 1])  # before any cut: a cut secret is no longer recognised
         size = len(text.encode("utf-8")) + 1
         if used + size > max_bytes:
             if rows:

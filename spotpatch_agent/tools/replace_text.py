@@ -39,6 +39,7 @@ from spotpatch_agent.policy.paths import (
     load_allowed,
     normalize_rel_path,
 )
+from spotpatch_agent.policy.redact import redact_cut
 from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
 from spotpatch_agent.tools._fs import write_atomic
 from spotpatch_agent.tools.base import ToolArgs, ToolDef, ToolResult, arguments_guidance
@@ -209,7 +210,7 @@ async def _write_checked(ctx: WorktreeContext, rel: str, original: bytes, new: b
     for (message, text), number in after:
         if added[(message, text)] > 0:
             added[(message, text)] -= 1
-            shown = f" {text[:200]!r}" if text else ""
+            shown = f" {redact_cut(text, 200, ellipsis='')!r}" if text else ""
             problems.append(f"line {number}: {message}{shown}")
     return problems
 

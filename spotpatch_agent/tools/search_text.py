@@ -4,7 +4,7 @@ Read-only. Runs ``git grep -F -n -I --no-color -z --untracked --exclude-standard
 the query is one argv element after ``-e`` (never a shell word, never a regex, a leading ``-`` is literal),
 binary files are skipped, ignored files are not searched. Hits are kept only in files of the allowed listing
 (so never in protected, symlinked or oversized files) and matching the optional glob. Output: a header,
-then ``path:line: text`` per hit (text cut to 200 characters), at most
+then ``path:line: text`` per hit (text redacted, then cut to 200 characters), at most
 ``min(maxResults, searchMaxResults)`` hits and :data:`~spotpatch_agent.tools.base.OUTPUT_MAX_CHARS` characters.
 """
 
@@ -17,6 +17,7 @@ import anyio
 from pydantic import Field
 
 from spotpatch_agent.policy.paths import is_text
+from spotpatch_agent.policy.redact import redact_cut
 from spotpatch_agent.protocol.errors import ToolErrorCode
 from spotpatch_agent.tools._git import GitOutput
 from spotpatch_agent.tools.base import (
@@ -86,7 +87,9 @@ def _parse_hits(out: bytes) -> list[tuple[str, int, str]]:
 
 
 def _shorten(text: str) -> str:
-    return text if len(text) <= HIT_TEXT_MAX_CHARS else text[: HIT_TEXT_MAX_CHARS - 1] + "…"
+    """The hit's line text for the model: redacted as a whole line first, then cut (issue 12: a cut made
+    first could leave a key prefix the redactor no longer recognises)."""
+    return redact_cut(text, HIT_TEXT_MAX_CHARS)
 
 
 def _readable(root: str, rel: str, max_bytes: int) -> bool:

@@ -36,6 +36,7 @@ from anyio.abc import Process
 
 from spotpatch_agent.policy.paths import git_env
 from spotpatch_agent.errors import GitError
+from spotpatch_agent.policy.redact import REDACTOR
 from spotpatch_agent.process import kill_tree
 
 __all__ = ["GitResult", "run_git", "sanitize", "describe", "MAX_ERROR_CHARS"]
@@ -128,7 +129,7 @@ def sanitize(text: str, *paths: Path | str, limit: int = MAX_ERROR_CHARS) -> str
     out = _WIN_ABS.sub("<path>", out)
     out = _POSIX_ABS.sub("<path>", out)
     out = "".join(ch if ch.isprintable() else " " for ch in out)
-    out = re.sub(r" {2,}", " ", out).strip()
+    out = REDACTOR(re.sub(r" {2,}", " ", out).strip())  # redact before the cut (no secret prefix survives)
     if len(out) > limit:
         out = out[: limit - 1] + "…"
     return out

@@ -257,7 +257,8 @@ def _sidecar(job_dir: Path) -> Path:
 
 def _write_sidecar(base: Path, name: str) -> None:
     """``<base>/<name>.owner``: this process owns ``<base>/<name>`` (exclusive create, never through a symlink)."""
-    record = json.dumps({"owner": "spotpatch", "pid": os.getpid(), "createdAt": int(time.time())}).encode()
+    record = json.dumps({"owner": "spotpatch", "pid": os.getpid(), "start": _process_start(os.getpid()),
+                         "createdAt": int(time.time())}).encode()
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(base / (name + OWNER_SUFFIX), flags, 0o600)
     try:
@@ -288,17 +289,49 @@ def _unlink_sidecar(job_dir: Path) -> None:
 
 def _sidecar_owner_dead(record: dict[str, object]) -> bool:
     """Whether the process a sidecar names is gone. This process counts as alive (it may be creating that
-    worktree right now), and so does any process on Windows (no cheap liveness probe)."""
+    worktree right now), and so does any process on Windows (no cheap liveness probe) — but a sidecar with
+    this process's pid and another start is a dead engine's whose pid was reused (containers restart with
+    the same small pids), see :func:`_recorded_process_runs`."""
     pid = record.get("pid")
-    if type(pid) is not int or pid <= 0 or pid == os.getpid() or os.name == "nt":
+    if type(pid) is not int or pid <= 0:
         return False
+    return not _recorded_process_runs(pid, record.get("start"))
+
+
+def _process_start(pid: int) -> str | None:
+    """When process ``pid`` started, as ``"<boot id>:<start time in clock ticks>"`` (Linux ``/proc``), so a
+    record of a dead process is not mistaken for a new process that got the same pid; None elsewhere."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+        start = data[data.rindex(b")") + 2 :].split()[19].decode("ascii")  # field 22 of proc(5)
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+            boot = handle.read().strip()
+    except (OSError, ValueError, IndexError, UnicodeDecodeError):
+        return None
+    return f"{boot}:{start}"
+
+
+def _recorded_process_runs(pid: int, start: object) -> bool:
+    """Whether the engine process a marker or sidecar names (``pid`` and, when recorded, its ``start``) still
+    runs. A pid that now belongs to a process with another start is a new process (pid reuse): the recorded
+    one is gone. This process runs; without a start to compare (another platform, an older record) its
+    pid alone decides. On Windows every other process counts as running (no cheap liveness probe)."""
+    if pid == os.getpid():
+        mine = _process_start(pid)
+        return mine is None or start == mine
+    if os.name == "nt":
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return True
-    except OSError:
         return False
-    return False
+    except OSError:
+        pass  # it runs, as another user: its start still tells whether it is the recorded process
+    if isinstance(start, str):
+        now = _process_start(pid)
+        return now is None or now == start
+    return True
 
 
 def _our_bases(root: Path) -> list[Path]:
@@ -394,7 +427,8 @@ async def _admin_dir(worktree_path: Path) -> Path:
 
 
 def _write_marker(admin_dir: Path, job_id: str) -> None:
-    record = {"owner": "spotpatch", "jobId": job_id, "pid": os.getpid(), "createdAt": int(time.time())}
+    record = {"owner": "spotpatch", "jobId": job_id, "pid": os.getpid(), "start": _process_start(os.getpid()),
+              "createdAt": int(time.time())}
     tmp = admin_dir / (MARKER_NAME + ".tmp")
     tmp.write_text(json.dumps(record), encoding="utf-8")
     os.replace(tmp, admin_dir / MARKER_NAME)
@@ -566,7 +600,10 @@ async def _find_admin_dir(root: Path, path: Path) -> Path | None:
 async def _remove(root: Path, path: Path, admin: Path | None) -> None:
     if admin is not None and path.exists():
         result = await run_git(
-            ["worktree", "remove", "--force", str(path)], cwd=root, check=False, redact=[path], timeout=120
+            # Twice --force: also a locked registration (``git worktree lock``, or "initializing" left by a
+            # `worktree add` that was killed); it is ours (the caller proved it).
+            ["worktree", "remove", "--force", "--force", str(path)], cwd=root, check=False, redact=[path],
+            timeout=120
         )
         if result.returncode != 0:
             log.info("git worktree remove failed; deleting the directory directly")
@@ -615,15 +652,7 @@ def _owner_alive(marker: dict[str, object]) -> bool:
     pid = marker.get("pid")
     if not isinstance(pid, int) or pid == os.getpid() or pid <= 0:
         return False
-    if os.name == "nt":  # Windows: no cheap liveness probe without a process library
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return _recorded_process_runs(pid, marker.get("start"))
 
 
 def _sweep_detached_temp_worktrees() -> int:
@@ -654,34 +683,75 @@ def _sweep_detached_temp_worktrees() -> int:
 
 
 async def sweep_orphans(root: Path, *, live_job_ids: frozenset[str] | set[str] = frozenset()) -> int:
-    """Remove worktrees of ``root`` left by a crashed run; returns how many were removed.
+    """Remove worktrees of ``root`` left by a crashed or failed run; returns how many were removed.
 
-    Only our registrations are touched: those whose private git directory holds our marker (of them every
-    one whose job id is not in ``live_job_ids`` — at start-up: all — and whose owner process is gone), and
-    those a kill left before the marker was written: the registered directory is ``job-<random>`` directly
-    inside one of our base directories (``<root>/node_modules/.spotpatch``, ``<tempdir>/spotpatch-worktrees``)
-    and its sidecar ``<name>.owner`` names a dead process. Other worktrees — the user's own — are never
-    touched, not even pruned, and nothing outside our base directories is deleted but a marked
-    registration's own directory. Never raises for cleanup failures (logged, see :func:`remove_worktree`);
-    returns 0 when ``root`` is not a repository.
+    Only our registrations are touched, in every state a kill or a failed clean-up can leave them
+    (docs/security.md §6, *Orphan sweep*):
+
+    - marked (our marker in the private git directory): every one whose job id is not in ``live_job_ids``
+      (at start-up: all) and whose owner process is gone (:func:`_recorded_process_runs`: a reused pid
+      is not the owner) — also when its directory, or its ``gitdir`` file, is already gone;
+    - unmarked, killed between ``git worktree add`` and the marker — the registration may still be locked
+      ("initializing") with an ``index.lock`` from the checkout: the registered directory is
+      ``job-<random>`` directly inside one of our base directories (``<root>/node_modules/.spotpatch``,
+      ``<tempdir>/spotpatch-worktrees``) and its sidecar ``<name>.owner`` names a dead process;
+    - unmarked, killed inside ``git worktree add`` before it wrote ``gitdir``: a private git directory named
+      ``job-<random>`` with a dead-owner sidecar of that name in one of our base directories;
+    - unmarked, whose ``job-<random>`` directory in one of our base locations is gone together with its
+      sidecar (a removal cut short, a cleaned temp dir): no live engine has such a worktree, since the
+      sidecar outlives the directory.
+
+    Locked registrations are removed too (``worktree remove --force --force``). Other worktrees — the
+    user's own, locked or prunable ones included — are never touched, not even pruned, and nothing outside
+    our base directories is deleted but a marked registration's own directory. Never raises for cleanup
+    failures (logged, see :func:`remove_worktree`); returns 0 when ``root`` is not a repository.
     """
     removed = _sweep_detached_temp_worktrees()
     bases = _our_bases(root)
     for admin in await _registrations(root):
         marker = _read_marker(admin)
-        path = _registered_path(admin)
-        if path is None:
+        if marker is not None and (marker.get("jobId") in live_job_ids or _owner_alive(marker)):
             continue
+        path = _registered_path(admin)
         if marker is None:
-            path = _ours_by_sidecar(path, bases)  # killed between `worktree add` and the marker
+            path = _unmarked_orphan(admin, path, root, bases)
             if path is None:
                 continue
-        elif marker.get("jobId") in live_job_ids or _owner_alive(marker):
-            continue
-        job_id = str(marker.get("jobId")) if marker is not None else path.name
-        wt = Worktree(path=path, head_oid="", baseline_oid="", job_id=job_id, admin_dir=admin)
-        await remove_worktree(root, wt)
+        if path is None:  # marked, but git never wrote (or lost) ``gitdir``: only the registration is left
+            await anyio.to_thread.run_sync(_rmtree_quietly, admin)
+        else:
+            job_id = str(marker.get("jobId")) if marker is not None else path.name
+            await remove_worktree(root, Worktree(path=path, head_oid="", baseline_oid="", job_id=job_id,
+                                                 admin_dir=admin))
         if not admin.exists():
             removed += 1
     _sweep_stale_sidecars(_our_bases(root))
     return removed
+
+
+def _unmarked_orphan(admin: Path, registered: Path | None, root: Path, bases: list[Path]) -> Path | None:
+    """The job directory of an unmarked registration that is provably ours and orphaned (the unmarked cases
+    of :func:`sweep_orphans`), else None."""
+    if registered is None:
+        if not _JOB_NAME.match(admin.name):
+            return None
+        for base in bases:
+            record = _read_sidecar(base / admin.name)
+            if record is not None and _sidecar_owner_dead(record):
+                return base / admin.name
+        return None
+    found = _ours_by_sidecar(registered, bases)
+    if found is not None:
+        return found
+    if not _JOB_NAME.match(registered.name) or os.path.lexists(registered) or os.path.lexists(_sidecar(registered)):
+        return None
+    parent = os.path.realpath(registered.parent)
+    locations = (root / "node_modules" / ".spotpatch", _temp_base())
+    return registered if any(parent == os.path.realpath(loc) for loc in locations) else None
+
+
+def _rmtree_quietly(path: Path) -> None:
+    try:
+        _rmtree(path)
+    except OSError:
+        log.warning("could not remove an orphaned SpotPatch worktree registration")

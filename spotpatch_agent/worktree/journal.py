@@ -46,6 +46,7 @@ from typing import Any, Literal, Protocol
 import anyio
 
 from spotpatch_agent.errors import SpotPatchError
+from spotpatch_agent.policy.redact import redact_cut
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import RecoveryReport
 from spotpatch_agent.worktree.images import (
@@ -529,8 +530,7 @@ def _shown(root: Path, path: Path) -> str:
 
 
 def _bounded(text: str, limit: int = 200) -> str:
-    text = "".join(c if c.isprintable() else "?" for c in text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return redact_cut("".join(c if c.isprintable() else "?" for c in text), limit)
 
 
 def _fsync_dir_quietly(directory: Path) -> None:

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 
 from spotpatch_agent.errors import GitError, JobFailure
 from spotpatch_agent.policy.paths import PathDenied, is_protected, is_text, normalize_rel_path
+from spotpatch_agent.policy.redact import REDACTOR, redact_cut
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import FileStat, Limits
 from spotpatch_agent.worktree.changes import NOT_REGULAR, file_hash
@@ -99,7 +100,7 @@ class Changeset:
 
 def _show(path: str) -> str:
     """``path`` for a message: relative as given, non-printable characters as ``?``, bounded."""
-    text = "".join(ch if ch.isprintable() else "?" for ch in path)
+    text = "".join(ch if ch.isprintable() else "?" for ch in REDACTOR(path))
     if len(text) > _SHOWN_PATH_CHARS:
         text = text[: _SHOWN_PATH_CHARS - 1] + "…"
     return f"'{text}'"
@@ -107,7 +108,7 @@ def _show(path: str) -> str:
 
 def _brief(text: str) -> str:
     """git's (already sanitized) diagnostics, bounded for a job message."""
-    return text if len(text) <= _SHOWN_GIT_CHARS else text[: _SHOWN_GIT_CHARS - 1] + "…"
+    return redact_cut(text, _SHOWN_GIT_CHARS)
 
 
 def _rejected(path: str | None, reason: str) -> JobFailure:

@@ -18,6 +18,7 @@ import pytest
 
 from spotpatch_agent.worktree.isolation import (
     MARKER_NAME,
+    _process_start,
     Worktree,
     create_worktree,
     remove_worktree,
@@ -356,7 +357,8 @@ async def test_sweep_removes_a_dead_engines_pooled_worktree_but_never_a_live_one
                 marker_file = _admin_of(root, path) / MARKER_NAME
                 marker = json.loads(marker_file.read_text())
                 assert marker["jobId"].startswith("pool-")
-                marker_file.write_text(json.dumps({**marker, "pid": pid}))  # as if another engine made it
+                # As if another engine made it (its marker names its own pid and start).
+                marker_file.write_text(json.dumps({**marker, "pid": pid, "start": _process_start(pid)}))
             assert await sweep_orphans(root) == 1
             assert not paths[0].exists() and paths[1].exists()
             # Not ours any more: the pool never hands it out, nor removes what a live engine owns.

@@ -1,0 +1,299 @@
+"""The start-up sweep covers every state a job's worktree can be left in (issue 12, sweep finding).
+
+Each orphan is made for real: an engine-like process runs the real worktree code and is SIGKILLed (with every
+git it started) at one point — after the sidecar, after the directory, inside ``git worktree add``'s checkout
+(a smudge filter holds it there: the registration is locked "initializing" and holds an ``index.lock``),
+before the marker, mid-job, mid-removal, after ``git worktree lock``, with a warm pool worktree — or, for the
+one window no process can be stopped in (inside ``worktree add`` before it writes ``gitdir``), built exactly
+as git leaves it. Then the real engine starts (``spotpatch-agent serve`` + ``initialize``) and every orphan
+is gone: directory, registration and sidecar. Worktrees of a live engine (marked, or mid-checkout) and the
+user's own worktrees (plain, locked, prunable, named like ours) are never touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from spotpatch_agent.worktree.isolation import MARKER_NAME, OWNER_SUFFIX
+from tests.conftest import git
+from tests.engine_client import EngineProcess
+from tests.worktree._util import worktree_list
+
+#: An engine-like process: runs the real worktree code for ``point``, then dies by SIGKILL (or, for
+#: ``live-*``, prints "ready" and stays alive until its stdin closes).
+CHILD = textwrap.dedent('''
+    import os, signal, subprocess, sys
+    from pathlib import Path
+    import anyio
+    import spotpatch_agent.worktree.isolation as iso
+    from spotpatch_agent.worktree.pool import WorktreePool
+
+    root, point = Path(sys.argv[1]), sys.argv[2]
+
+    def die(*_args):
+        sys.stdout.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    async def main():
+        if point == "after-sidecar":  # the sidecar exists, the directory not yet
+            base = await iso._node_modules_base(root) or iso._temp_base()
+            iso._ensure_private_dir(base)
+            iso._write_sidecar(base, "job-" + os.urandom(8).hex())
+            die()
+        if point == "after-mkdir":  # empty job directory, no registration
+            print(await iso._make_job_dir(root), flush=True)
+            die()
+        if point == "before-marker":  # `worktree add` done, the marker not yet written
+            iso._write_marker = die
+            await iso.create_worktree(root, "job-before-marker")
+        if point in ("mid-job", "live-job"):
+            wt = await iso.create_worktree(root, "job-" + point)
+            print(wt.path, flush=True)
+            if point == "live-job":
+                print("ready", flush=True)
+                sys.stdin.read()
+                await iso.remove_worktree(root, wt)
+                return
+            die()
+        if point == "mid-removal":  # `worktree remove` failed, the directory is deleted, the registration not yet
+            wt = await iso.create_worktree(root, "job-mid-removal")
+            original, run_git = iso._rmtree, iso.run_git
+            iso._rmtree = lambda p: (original(p), die())
+            iso.run_git = lambda args, **kw: run_git(
+                ["worktree", "remove", "--no-such-option"] if args[:2] == ["worktree", "remove"] else args, **kw)
+            await iso.remove_worktree(root, wt)
+        if point == "git-locked":  # a marked job worktree someone locked with `git worktree lock`
+            wt = await iso.create_worktree(root, "job-locked")
+            subprocess.run(["git", "worktree", "lock", "--reason", "held", str(wt.path)], cwd=root, check=True)
+            die()
+        if point == "pool":  # a warm pool worktree (marker "pool-…"), its checkout being reset
+            pool = WorktreePool(root, mode="on")
+            await pool.warm()
+            (pool._idle[0].admin_dir / "index.lock").write_bytes(b"")
+            die()
+        if point in ("in-checkout", "live-checkout"):  # the smudge filter holds `worktree add` in its checkout
+            await iso.create_worktree(root, "job-" + point)
+
+    anyio.run(main)
+''')
+
+
+def _children_of(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_bytes()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(b")") + 2 :].split()[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def kill_family(pid: int) -> None:
+    """SIGKILL ``pid`` and all its descendants (git runs in its own session, so not by process group)."""
+    family, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        family.append(current)
+        todo.extend(_children_of(current))
+    for member in family:
+        try:
+            os.kill(member, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+class Child:
+    """One engine-like process at ``point`` (see :data:`CHILD`)."""
+
+    def __init__(self, root: Path, point: str, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", CHILD, str(root), point], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+
+    def wait_killed(self) -> list[str]:
+        out, err = self.proc.communicate(timeout=60)
+        assert self.proc.returncode == -signal.SIGKILL, err
+        return out.split()
+
+    def wait_ready(self) -> Path:
+        assert self.proc.stdout is not None
+        path = Path(self.proc.stdout.readline().strip())
+        assert self.proc.stdout.readline().strip() == "ready"
+        return path
+
+    def kill(self) -> None:
+        kill_family(self.proc.pid)
+        self.proc.wait(timeout=30)
+
+
+def registrations(root: Path) -> list[Path]:
+    folder = root / ".git" / "worktrees"
+    return sorted(folder.iterdir()) if folder.is_dir() else []
+
+
+def start_engine(root: Path, env: dict[str, str]) -> str:
+    engine = EngineProcess(env=env)
+    try:
+        engine.initialize(root)
+    finally:
+        engine.stop()
+    return engine.all_output()
+
+
+@pytest.mark.parametrize("placement", ["temp", "node_modules"])
+def test_the_engine_start_sweeps_every_orphan_state_and_nothing_else(
+    repo_factory, tmp_path: Path, private_tempdir: Path, placement: str
+) -> None:
+    root = repo_factory({".gitignore": "node_modules/\n", ".gitattributes": "*.slow filter=slow\n",
+                         "a.txt": "a\n", "b.slow": "held\n"})
+    if placement == "node_modules":
+        (root / "node_modules").mkdir()
+    base = root / "node_modules" / ".spotpatch" if placement == "node_modules" else private_tempdir / "spotpatch-worktrees"
+    held, gate = tmp_path / "held", tmp_path / "gate"
+    held.mkdir()
+    # While `gate` exists, a smudge filter holds `git worktree add` inside its checkout (a 200,000-file
+    # checkout, in short); otherwise it passes the content through.
+    git(root, "config", "filter.slow.smudge", f"sh -c 'if [ -e {gate} ]; then touch {held}/$$; exec sleep 120; fi; cat'")
+    env = {**os.environ, "TMPDIR": str(private_tempdir), "SPOTPATCH_WORKTREE_POOL": "0"}
+
+    # The user's own worktrees: plain, locked, prunable, and one in a directory named like ours.
+    (tmp_path / "users").mkdir()
+    users = {"plain": tmp_path / "users-plain", "locked": tmp_path / "users-locked",
+             "gone": tmp_path / "users-gone", "ourname": tmp_path / "users" / "job-0123456789abcdef"}
+    for path in users.values():
+        git(root, "-c", "filter.slow.smudge=cat", "worktree", "add", "-q", "--detach", str(path), "HEAD")
+    git(root, "worktree", "lock", "--reason", "the user's", str(users["locked"]))
+    subprocess.run(["rm", "-rf", str(users["gone"])], check=True)
+    users_admins = set(registrations(root))
+
+    # A live engine: one marked worktree mid-job, one held inside `worktree add` (locked, index.lock).
+    live_job = Child(root, "live-job", env)
+    live_job_path = live_job.wait_ready()
+    live_checkout = hold_in_checkout(root, "live-checkout", env, held, gate)
+    try:
+        live_admins = set(registrations(root)) - users_admins
+        assert len(live_admins) == 2
+        checkout_admin = next(a for a in live_admins if (a / "locked").exists())
+        assert (checkout_admin / "locked").read_text().strip() == "initializing"
+        assert (checkout_admin / "index.lock").exists()
+
+        # Orphans, one per state.
+        for point in ("after-sidecar", "after-mkdir", "before-marker", "mid-job", "mid-removal", "git-locked",
+                      "pool"):
+            Child(root, point, env).wait_killed()
+        hold_in_checkout(root, "in-checkout", env, held, gate).kill()
+        # Inside `worktree add` before it wrote `gitdir` (no process can be stopped there): as git leaves it.
+        [half] = Child(root, "after-mkdir", env).wait_killed()
+        half_admin = root / ".git" / "worktrees" / Path(half).name
+        half_admin.mkdir()
+        (half_admin / "locked").write_text("initializing\n")
+
+        orphans = set(registrations(root)) - users_admins - live_admins
+        assert len(orphans) == 7  # before-marker, mid-job, mid-removal, git-locked, pool, in-checkout, half
+        assert any((a / "locked").read_text().strip() == "initializing" and (a / "index.lock").exists()
+                   for a in orphans if (a / "locked").exists())
+        assert any((a / MARKER_NAME).exists() and (a / "index.lock").exists() for a in orphans)  # the pool one
+
+        output = start_engine(root, env)
+
+        assert set(registrations(root)) == users_admins | live_admins, output
+        listed = {p.resolve() for p in worktree_list(root)}
+        assert live_job_path.resolve() in listed and (live_job_path / "a.txt").is_file()
+        for name, path in users.items():
+            assert path.resolve() in listed, name
+            if name != "gone":
+                assert (path / "a.txt").is_file(), name
+        assert (root / ".git" / "worktrees" / users["locked"].name / "locked").read_text().strip() == "the user's"
+        # In our base: only what the live engine owns (its two job directories and their sidecars).
+        left = sorted(p.name for p in base.iterdir())
+        assert len(left) == 4 and sum(n.endswith(OWNER_SUFFIX) for n in left) == 2, left
+    finally:
+        live_checkout.kill()
+        live_job.proc.stdin.close()
+        live_job.proc.wait(timeout=60)
+
+    # The live engine died inside `worktree add` (the reported state): the next start sweeps it too.
+    assert (checkout_admin / "locked").exists() and (checkout_admin / "index.lock").exists()
+    start_engine(root, env)
+    assert set(registrations(root)) == users_admins
+    assert not base.exists() or not any(base.iterdir())
+
+
+def hold_in_checkout(root: Path, point: str, env: dict[str, str], held: Path, gate: Path,
+                     timeout: float = 60) -> Child:
+    """A child whose `git worktree add` is held inside its checkout by the smudge filter (see the test)."""
+    before = set(held.iterdir())
+    gate.touch()
+    child = Child(root, point, env)
+    deadline = time.monotonic() + timeout
+    while not set(held.iterdir()) - before:
+        assert time.monotonic() < deadline, "the smudge filter never ran"
+        time.sleep(0.01)
+    gate.unlink()
+    return child
+
+
+def test_a_reused_pid_is_not_the_owner(repo_factory, private_tempdir: Path) -> None:
+    """Containers restart with the same small pids: a sidecar or marker naming this very engine's pid (or a
+    running stranger's) but another process start is a dead engine's, and its worktree is swept."""
+    root = repo_factory({"a.txt": "a\n"})
+    env = {**os.environ, "TMPDIR": str(private_tempdir), "SPOTPATCH_WORKTREE_POOL": "0"}
+    stranger = subprocess.Popen(["sleep", "120"])
+    try:
+        Child(root, "before-marker", env).wait_killed()
+        Child(root, "mid-job", env).wait_killed()
+        [unmarked, marked] = sorted(registrations(root), key=lambda a: (a / MARKER_NAME).exists())
+        marker = json.loads((marked / MARKER_NAME).read_text())
+        (marked / MARKER_NAME).write_text(json.dumps({**marker, "pid": stranger.pid}))
+        sidecar = private_tempdir / "spotpatch-worktrees" / (unmarked.name + OWNER_SUFFIX)
+        record = json.loads(sidecar.read_text())
+        engine = EngineProcess(env=env)
+        try:
+            # The new engine got the dead one's pid: its own start differs from the recorded one.
+            sidecar.write_text(json.dumps({**record, "pid": engine.proc.pid}))
+            engine.initialize(root)
+        finally:
+            engine.stop()
+        assert registrations(root) == []
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_the_sweep_runs_while_the_users_tree_is_blocked(repo_factory, private_tempdir: Path) -> None:
+    """An orphan is swept at the next start even when the user's tree cannot take a job (here git's own
+    ``index.lock`` in the user's repository, which the engine never deletes)."""
+    root = repo_factory({"a.txt": "a\n"})
+    env = {**os.environ, "TMPDIR": str(private_tempdir), "SPOTPATCH_WORKTREE_POOL": "0"}
+    Child(root, "mid-job", env).wait_killed()
+    assert len(registrations(root)) == 1
+    (root / ".git" / "index.lock").write_bytes(b"")
+    start_engine(root, env)
+    assert registrations(root) == [] and (root / ".git" / "index.lock").exists()
+
+
+def test_an_unmarked_registration_whose_directory_and_sidecar_were_cleaned_away(
+    repo_factory, private_tempdir: Path
+) -> None:
+    """Killed inside `worktree add` (locked "initializing", an ``index.lock``), then the temp directory was
+    cleaned (a reboot): no directory, no sidecar, a registration git's prune never removes (it is locked)."""
+    root = repo_factory({"a.txt": "a\n"})
+    env = {**os.environ, "TMPDIR": str(private_tempdir), "SPOTPATCH_WORKTREE_POOL": "0"}
+    Child(root, "before-marker", env).wait_killed()
+    [admin] = registrations(root)
+    (admin / "locked").write_text("initializing\n")
+    (admin / "index.lock").write_bytes(b"")
+    subprocess.run(["rm", "-rf", str(private_tempdir / "spotpatch-worktrees")], check=True)
+    start_engine(root, env)
+    assert registrations(root) == []
