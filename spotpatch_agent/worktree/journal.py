@@ -51,16 +51,23 @@ from spotpatch_agent.protocol.models import RecoveryReport
 from spotpatch_agent.worktree.images import (
     ABSENT,
     TMP_NAME,
+    WRITE_STEPS,
     Image,
+    Outcome,
+    Step,
     file_hash,
+    prune_empty_parents,
+    put_back,
     read_image,
+    read_tmp,
     remove_tmp,
+    replace_image,
     replace_via_temp,
     safe_path,
     set_mode,
     unlink_quietly,
     write_fully,
-    write_image,
+    write_kind,
 )
 from spotpatch_agent.worktree.lock import ProjectWriteLock
 from spotpatch_agent.worktree.repo import locate, resolve_head
@@ -79,9 +86,11 @@ __all__ = [
     "list_paths",
     "recover_pending",
     "recover_under_lock",
+    "set_fault_hook",
     "valid_job_id",
     "write_journalled",
     "write_journalled_sync",
+    "write_steps",
 ]
 
 log = logging.getLogger("spotpatch.worktree")
@@ -254,9 +263,11 @@ class DiskJournal:
         def write(fd: int) -> None:
             write_fully(fd, encode_plan(plan))
             _fdatasync(fd)
+            fault_point(plan.operation, "journal:synced")
 
         replace_via_temp(tmp, target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), write)
         _fsync_dir(self._dir)
+        fault_point(plan.operation, "journal:durable")
 
     def end(self, plan: WritePlan) -> None:
         # No directory fsync: should the removal be lost to a power cut, the next start finds every path
@@ -322,61 +333,87 @@ def _write_sync(
         raise SpotPatchError(
             conflict, f"not {verb}; the crash journal could not be written ({_reason(exc)}); nothing was changed"
         ) from None
-    fault_point(op, "after-journal")
     done: list[PathWrite] = []
     failure: str | None = None
+    saved: list[str] = []  # paths holding a save that raced the write (kept, never overwritten)
     after: dict[str, str | None] = {}
     try:
         for number, item in enumerate(plan.writes, start=1):
             if file_hash(root, item.path) != item.pre.sha256:
                 failure = f"{item.path} changed while it was being {verb}"
                 break
+            done.append(item)  # the undo looks at what the path holds, so a half-done write is safe to list
             try:
-                write_image(root, item.path, item.post, item.tmp)
+                outcome = replace_image(root, item.path, item.pre, item.post, item.tmp,
+                                        step=_stepper(op, f"file-{number}"))
             except OSError as exc:
                 failure = f"{item.path} could not be written ({_reason(exc)})"
                 break
-            done.append(item)
-            fault_point(op, f"after-file-{number}")
+            if outcome is not Outcome.WRITTEN:  # a save raced this write: it is back at the path
+                done.pop()
+                saved.append(item.path)
+                failure = f"{item.path} changed while it was being {verb}"
+                if outcome is Outcome.CHANGED_KEPT:
+                    failure += f" (a second version saved meanwhile is in {_tmp_rel(item)})"
+                break
         if failure is None:
             after = {w.path: file_hash(root, w.path) for w in plan.writes}
             wrong = [w.path for w in plan.writes if after[w.path] != w.post.sha256]
             if wrong:
                 failure = f"these files changed while being {verb}: {list_paths(wrong)}"
     except BaseException:
-        if _undo(root, done):
+        if _undo(root, done, op)[0]:
             _end(journal, plan)
         raise
     if failure is not None:
         paths = [w.path for w in plan.writes]
-        if _undo(root, done):
+        restored, kept = _undo(root, done, op)
+        if restored:
             _end(journal, plan)
-            raise SpotPatchError(conflict, f"not {verb}; {failure}; nothing was changed")
+            kept = list(dict.fromkeys([*saved, *kept]))
+            rest = "nothing was changed" if not kept else (
+                f"the version saved meanwhile is kept in {list_paths(kept)} and nothing else was changed")
+            raise SpotPatchError(conflict, f"not {verb}; {failure}; {rest}")
         raise SpotPatchError(
             ErrorCode.INTERNAL,
             f"{op} failed part-way and could not be undone ({failure}); the crash journal was kept, so the next "
             f"engine start repairs what it can; check these files by hand: {list_paths(paths)}",
         )
-    fault_point(op, "before-journal-removal")
+    fault_point(op, "verified")
     _end(journal, plan)
+    fault_point(op, "journal:removed")
     return after
 
 
-def _undo(root: Path, done: list[PathWrite]) -> bool:
-    """Put every written path back to its pre-image; False if one holds neither image or fails."""
-    restored = True
-    for item in reversed(done):
+def _stepper(op: str, prefix: str) -> Step:
+    return lambda name: fault_point(op, f"{prefix}:{name}")
+
+
+def _tmp_rel(item: PathWrite) -> str:
+    return "/".join([*item.path.split("/")[:-1], item.tmp])
+
+
+def _undo(root: Path, done: list[PathWrite], op: str = "apply") -> tuple[bool, list[str]]:
+    """Put every written path back to its pre-image. Returns ``(restored, kept)``: ``restored`` is False
+    when a write failed (the journal must stay); ``kept`` lists paths left alone because they hold a save
+    made after their write (neither image: the user's newest bytes win, never overwritten)."""
+    restored, kept = True, []
+    for number, item in reversed(list(enumerate(done, start=1))):
         current = file_hash(root, item.path)
         if current == item.pre.sha256:
             continue
         if current != item.post.sha256:
-            restored = False
+            kept.append(item.path)
             continue
         try:
-            write_image(root, item.path, item.pre, item.tmp)
+            outcome = replace_image(root, item.path, item.post, item.pre, item.tmp,
+                                    step=_stepper(op, f"undo-{number}"))
         except OSError:
             restored = False
-    return restored
+            continue
+        if outcome is not Outcome.WRITTEN:
+            kept.append(item.path)
+    return restored, kept
 
 
 def _end(journal: ChangeJournal, plan: WritePlan) -> None:
@@ -400,16 +437,46 @@ def _reason(exc: OSError) -> str:
 # ---------------------------------------------------------------- fault injection (tests only)
 
 
-def fault_point(operation: Operation, step: str) -> None:
-    """Test-only pause: when ``SPOTPATCH_TEST_FAULT_PAUSE`` equals ``<operation>:<step>``, write
-    ``SPOTPATCH-TEST-PAUSED <operation>:<step>`` to stderr and block this (worker) thread for an hour —
-    the fault-injection test SIGKILLs the engine meanwhile. Steps: ``after-journal``, ``after-file-<k>``
-    (k = 1…n, journal order), ``before-journal-removal``. Never set the variable outside tests."""
+_fault_hook: Callable[[str], None] | None = None
+
+
+def set_fault_hook(hook: Callable[[str], None] | None) -> Callable[[str], None] | None:
+    """Test-only: call ``hook("<operation>:<step>")`` at every :func:`fault_point` of this process (e.g. to
+    save a file at a step boundary); ``None`` removes it. Returns the previous hook."""
+    global _fault_hook
+    previous, _fault_hook = _fault_hook, hook
+    return previous
+
+
+def fault_point(operation: str, step: str) -> None:
+    """A named step boundary of a journalled write or of its recovery (tests only; inert in production:
+    one global and one environment lookup). The boundaries of a write are :func:`write_steps`; recovery's
+    are ``recover:file-<k>:<tmp-removed|put-back|written|exchanged|placed|moved|unlinked>`` and
+    ``recover:journal:removed``; an undo's ``<operation>:undo-<k>:<step>``.
+
+    When a hook is set (:func:`set_fault_hook`) it is called with ``<operation>:<step>``. When
+    ``SPOTPATCH_TEST_FAULT_PAUSE`` equals ``<operation>:<step>``, ``SPOTPATCH-TEST-PAUSED <operation>:<step>``
+    is written to stderr and this (worker) thread blocks for an hour — the fault-injection test SIGKILLs the
+    process meanwhile. Never set the variable outside tests."""
+    if _fault_hook is not None:
+        _fault_hook(f"{operation}:{step}")
     wanted = os.environ.get(FAULT_ENV)
     if wanted is None or wanted != f"{operation}:{step}":
         return
     os.write(2, f"SPOTPATCH-TEST-PAUSED {wanted}\n".encode("ascii", "replace"))
     time.sleep(3600)
+
+
+def write_steps(plan: WritePlan) -> list[str]:
+    """Every step boundary of writing ``plan`` without a race, in order, as ``<operation>:<step>``:
+    ``journal:synced`` (the journal's temp file is durable, not yet renamed), ``journal:durable``, per
+    path k (1…n, journal order) ``file-<k>:<step>`` for each step of
+    :data:`~spotpatch_agent.worktree.images.WRITE_STEPS` of its kind, ``verified`` (every path checked,
+    the journal still there), ``journal:removed``. (The journal steps exist with a :class:`DiskJournal`.)"""
+    steps = ["journal:synced", "journal:durable"]
+    for number, write in enumerate(plan.writes, start=1):
+        steps += [f"file-{number}:{name}" for name in WRITE_STEPS[write_kind(write.pre, write.post)]]
+    return [f"{plan.operation}:{name}" for name in [*steps, "verified", "journal:removed"]]
 
 
 # ---------------------------------------------------------------- recovery
@@ -475,19 +542,93 @@ def _recover_one(root: Path, directory: Path, name: str, head: str | None) -> Re
         return _quarantine(root, directory, name, exc)
     paths = [w.path for w in plan.writes]
     unresolved: list[str] = []
-    if head != plan.head:
-        unresolved = list(paths)
+    for number, write in enumerate(plan.writes, start=1):
+        step = _stepper("recover", f"file-{number}")
+        if not _recover_path(root, write, plan.operation, repair=head == plan.head, step=step):
+            unresolved.append(write.path)
+    if unresolved:
+        # Some path does not hold its no-change image: the journal (every pre- and post-image) is kept
+        # aside for the user instead of deleted, so no image is ever lost.
+        _keep_aside(root, directory, name, unresolved)
     else:
-        for write in plan.writes:
-            if not _restore(root, write, plan.operation):
-                unresolved.append(write.path)
-    for write in plan.writes:
-        remove_tmp(root, write.path, write.tmp)
-    unlink_quietly(directory / name)
-    _fsync_dir_quietly(directory)
+        unlink_quietly(directory / name)
+        _fsync_dir_quietly(directory)
+    fault_point("recover", "journal:removed")
     outcome = "needs-attention" if unresolved else ("rolled-back" if plan.operation == "apply" else "completed")
     return RecoveryReport(job_id=plan.job_id, operation=plan.operation, outcome=outcome, paths=paths,
                           unresolved_paths=unresolved)
+
+
+def _recover_path(root: Path, write: PathWrite, operation: Operation, *, repair: bool, step: Step) -> bool:
+    """Bring one path to its no-change image (a state machine over what a kill can leave: the path holds
+    the pre-image, the post-image or neither; its temp file is absent, a partial or whole image, or a save
+    a killed write had swapped out). True when the path holds its no-change image and no temp file is
+    left; False (reported ``needs-attention``) when it holds bytes that are neither image, a temp file
+    holds such bytes, or ``repair`` is false (HEAD moved: no file is written, only our own temp files go).
+
+    Every step is idempotent and leaves a state this function handles: a temp file is deleted only when
+    its bytes are one of the two images or a prefix of one (a write cut short), which the journal holds;
+    a temp file holding other bytes is put back at the path when the path holds an image (the killed
+    write had swapped it out), else left where it is."""
+    target, other = (write.pre, write.post) if operation == "apply" else (write.post, write.pre)
+    images = (write.pre, write.post)
+    tmp = read_tmp(root, write.path, write.tmp)
+    if isinstance(tmp, str):
+        return False  # not a regular file under our temp name: not ours to touch
+    if tmp.data is not None:
+        if _ours(tmp.data, images):
+            remove_tmp(root, write.path, write.tmp)
+            step("tmp-removed")
+        else:
+            current = read_image(root, write.path)
+            if repair and isinstance(current, Image) and current.sha256 in {i.sha256 for i in images} \
+                    and put_back(root, write.path, write.tmp):
+                step("put-back")
+                left = read_tmp(root, write.path, write.tmp)
+                if isinstance(left, Image) and left.data is not None and _ours(left.data, images):
+                    remove_tmp(root, write.path, write.tmp)
+                    step("tmp-removed")
+            return False
+    if not repair:
+        return False
+    current = read_image(root, write.path)
+    if isinstance(current, str):
+        return False
+    if current.sha256 == target.sha256:
+        if target.data is not None and target.mode is not None and current.mode != target.mode:
+            try:
+                set_mode(root, write.path, target.mode)
+            except OSError:
+                return False
+        if target.data is None:
+            prune_empty_parents(root, write.path)  # a directory a killed create had made
+        return True
+    if current.sha256 != other.sha256:
+        return False
+    try:
+        return replace_image(root, write.path, other, target, write.tmp, step=step) is Outcome.WRITTEN
+    except OSError:
+        return False
+
+
+def _ours(data: bytes, images: tuple[Image, ...]) -> bool:
+    """Whether temp-file bytes are one of the journalled images or a prefix of one (a write cut short)."""
+    return any(image.data is not None and image.data.startswith(data) for image in images) or data == b""
+
+
+def _keep_aside(root: Path, directory: Path, name: str, unresolved: list[str]) -> None:
+    """Move a journal whose paths are not all repaired to ``<git-dir>/spotpatch/quarantine/`` (kept, never
+    applied, never deleted: it holds the bytes of every path before and after the write)."""
+    aside = directory.parent.joinpath(QUARANTINE_DIR[-1]) / f"{name}.{int(time.time())}-{secrets.token_hex(4)}"
+    try:
+        aside.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.rename(directory / name, aside)
+        _fsync_dir_quietly(directory)
+        where = _shown(root, aside)
+    except OSError:
+        where = _shown(root, directory / name)
+    log.warning("crash recovery: the bytes before and after the interrupted write of %s are kept in %s",
+                list_paths(unresolved), where)
 
 
 #: Where an unreadable journal is moved (beside the journal directory; never read or deleted by SpotPatch).
@@ -538,28 +679,6 @@ def _fsync_dir_quietly(directory: Path) -> None:
         _fsync_dir(directory)
     except OSError:
         pass
-
-
-def _restore(root: Path, write: PathWrite, operation: Operation) -> bool:
-    """Bring one path to its no-change image; False (untouched) when it holds neither image."""
-    target, other = (write.pre, write.post) if operation == "apply" else (write.post, write.pre)
-    current = read_image(root, write.path)
-    if isinstance(current, str):
-        return False
-    if current.sha256 == target.sha256:
-        if target.data is not None and target.mode is not None and current.mode != target.mode:
-            try:
-                set_mode(root, write.path, target.mode)
-            except OSError:
-                return False
-        return True
-    if current.sha256 != other.sha256:
-        return False
-    try:
-        write_image(root, write.path, target, write.tmp)
-    except OSError:
-        return False
-    return True
 
 
 def _log_report(report: RecoveryReport) -> None:

@@ -200,7 +200,7 @@ async def test_recovery_restores_permission_bits_and_removes_only_named_temp_fil
     crash_after(root, plan, 1)
     os.chmod(root / "a.txt", 0o644)  # the mode only, bytes still the post-image
     stray = root / "src" / plan.writes[1].tmp  # a temp file the killed write left
-    stray.write_bytes(b"half")
+    stray.write_bytes(b"BE")  # cut short while writing the post-image
     mine = root / ".spotpatch-0123456789abcdef.tmp"  # not named by the journal: not ours to delete
     mine.write_bytes(b"keep")
     [report] = await recover_pending(root)
