@@ -12,6 +12,7 @@ import pytest
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.worktree import changes as changes_module
+from spotpatch_agent.worktree import images as images_module
 from spotpatch_agent.worktree import journal as journal_module
 from spotpatch_agent.worktree.changes import (
     AppliedChange,
@@ -562,3 +563,44 @@ async def test_a_text_change_applies_and_reverts_with_one_git_process_each(
     await job.revert(applied)
     assert commands == []
     assert snapshot(job.root) == before
+
+
+# ---------------------------------------------------------------- issue 12 defect 3: a save during the write
+
+
+USER_SAVE = b"the user's save, made while the write ran\n"
+
+
+@pytest.mark.parametrize("operation", ["apply", "revert"])
+async def test_a_save_between_the_recheck_and_the_exchange_is_kept_and_reported(
+    make_job, monkeypatch: pytest.MonkeyPatch, operation: str
+) -> None:
+    """Regression (issue 12 defect 3): a save to a touched file after the engine re-hashed it and before
+    its exchange used to be swapped into the temp name and unlinked, and Apply reported ``applied``."""
+    job = await make_job()
+    applied = await job.apply() if operation == "revert" else None
+    before = snapshot(job.root)
+    real, saved = images_module._swap, []
+
+    def raced(tmp: str, target: str, directory: int, *rest: object) -> object:
+        if not saved:  # a format-on-save lands in the window: written in place, as editors do
+            saved.append(target)
+            fd = os.open(target, os.O_WRONLY | os.O_TRUNC, dir_fd=directory)
+            os.write(fd, USER_SAVE)
+            os.close(fd)
+        return real(tmp, target, directory, *rest)
+
+    monkeypatch.setattr(images_module, "_swap", raced)
+    with pytest.raises(SpotPatchError) as info:
+        if applied is None:
+            await job.apply()
+        else:
+            await job.revert(applied)
+    assert saved == ["a.txt"]
+    assert info.value.code is (ErrorCode.APPLY_CONFLICT if applied is None else ErrorCode.REVERT_CONFLICT)
+    assert "a.txt" in info.value.message
+    assert (job.root / "a.txt").read_bytes() == USER_SAVE  # the user's bytes are on disk
+    left = snapshot(job.root)["files"]
+    assert {k: v for k, v in left.items() if k != "a.txt"} == {  # nothing else changed, no temp file
+        k: v for k, v in before["files"].items() if k != "a.txt"}
+    assert journal_files(job.root) == []

@@ -244,3 +244,37 @@ async def test_no_journal_costs_no_git_call(repo_factory, tmp_path: Path) -> Non
     root = repo_factory(FILES)
     assert await recover_pending(root, git_dir=root / ".git") == []
     assert await recover_pending(tmp_path / "not-a-repo-dir-that-is-missing", git_dir=tmp_path / "nowhere") == []
+
+
+# ---------------------------------------------------------------- issue 12 defect 2: a kill after the exchange
+
+
+@pytest.mark.parametrize(("operation", "step"), [("apply", "exchanged"), ("apply", "written"),
+                                               ("revert", "exchanged"), ("revert", "written")])
+async def test_recovery_of_a_kill_that_left_a_temp_file_restores_the_old_bytes(
+    repo_factory, operation: str, step: str
+) -> None:
+    """Regression (issue 12 defect 2): a kill after a file's temp file was written (``written``) or after
+    its exchange, before the temp file — now holding the old bytes — was unlinked (``exchanged``).
+    Recovery used to re-create that temp name (``EEXIST``), give up on the path (``needs-attention``),
+    delete the temp file and the journal, and leave the file at the bytes it had."""
+    root = repo_factory(FILES)
+    before = snapshot(root)
+    plan = apply_plan(root)
+    if operation == "revert":
+        for item in plan.writes:
+            write_image(root, item.path, item.post, new_tmp_name())
+        plan = WritePlan("job_1", "revert", plan.head, [PathWrite(w.path, w.post, w.pre, new_tmp_name()) for w in plan.writes])
+    DiskJournal(root / ".git").begin(plan)
+    first = plan.writes[0]  # a.txt, modified
+    assert first.pre.data is not None and first.post.data is not None
+    if step == "exchanged":
+        write_image(root, first.path, first.post, new_tmp_name())  # the path at its new bytes…
+        (root / first.tmp).write_bytes(first.pre.data)  # …the temp name at the old ones
+    else:
+        (root / first.tmp).write_bytes(first.post.data)  # the new bytes, not yet exchanged
+    [report] = await recover_pending(root)
+    expected = "rolled-back" if operation == "apply" else "completed"
+    assert (report.outcome, report.unresolved_paths) == (expected, [])
+    assert snapshot(root) == before  # every path at its no-change bytes, no temp file left
+    assert list(jdir(root).iterdir()) == []
