@@ -473,22 +473,33 @@ def read_tmp(root: Path, rel: str, tmp_name: str) -> Image | str:
 
 
 def prune_empty_parents(root: Path, rel: str) -> None:
-    """Remove the empty parent directories of ``root/rel`` bottom-up (never ``root``; no symlink followed;
-    stops at the first that is not empty). Never raises."""
-    parts = _parts(rel)
-    if not parts:
+    """Remove the empty parent directories of ``root/rel`` bottom-up, starting from the deepest one that
+    exists (a kill may have removed the lower ones already); never ``root``, no symlink followed, stops at
+    the first that is not empty. Never raises."""
+    parents = _parts(rel)[:-1]
+    if not parents:
         return
     if not _DIR_FD:
-        _prune_empty_dirs(root, Path(root, *parts[:-1]))
+        deepest = Path(root, *parents)
+        while deepest != Path(root) and not deepest.is_dir():
+            deepest = deepest.parent
+        _prune_empty_dirs(root, deepest)
         return
     try:
-        fds = _open_parents(root, parts, create=False)
+        fds = [os.open(root, _ROOT_FLAGS)]
     except OSError:
         return
-    if fds is None:
-        return
     try:
-        _prune_empty_dirs_at(fds, parts)
+        for part in parents:
+            try:
+                fds.append(os.open(part, _DIR_FLAGS, dir_fd=fds[-1]))
+            except OSError:
+                break
+        for index in range(len(fds) - 2, -1, -1):  # parents[index] is opened as fds[index + 1]
+            try:
+                os.rmdir(parents[index], dir_fd=fds[index])
+            except OSError:
+                return
     finally:
         _close_all(fds)
 

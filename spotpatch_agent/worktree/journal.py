@@ -6,8 +6,13 @@ half-written apply." Protocol of one write (:func:`write_journalled`, called by
 
     plan      every touched path: pre-image and post-image (bytes, SHA-256, permission bits; None = absent)
     begin     <git-dir>/spotpatch/journal/<jobId>.journal written whole: temp file, fdatasync, rename, fsync dir
-    write     per path: temp file in the same directory, swapped or renamed into place (or an unlink),
-              so each file is wholly old or wholly new at any instant
+    write     per path (re-hashed first): :func:`~spotpatch_agent.worktree.images.replace_image` — the
+              temp file named in the journal is exchanged with the file, placed without replacing, or
+              the file is moved to it; the bytes that came out must be the pre-image before they are
+              discarded, else they are put back and the write is a conflict. Each file is wholly old or
+              wholly new at any instant, and a save racing the write is never lost
+    verify    every path at its post-image (a path saved after its write keeps the save; the others
+              are undone)
     end       journal removed (only once every path is verified; a failed roll-back keeps it)
 
 Journal file (one write, then ``fdatasync``): line 1 is a JSON header ``{format, version, jobId, operation, head,
@@ -21,12 +26,18 @@ Recovery (:func:`recover_pending`) brings every touched path back to the state *
 change — the bytes the user had before Apply: a half-done Apply is rolled back (outcome ``rolled-back``),
 a half-done Revert is completed (``completed``). Jobs live in memory only (the spec: jobs are not
 restored after a restart), so after a restart no job exists that could revert a rolled-forward Apply;
-the baseline state needs no job to undo and is what the user's tree was before they clicked. A path holding neither image (edited
-after the crash), and every path when HEAD moved, is left untouched and reported (``needs-attention``).
-Nothing outside the journal is touched; the index, HEAD and refs never are.
+the baseline state needs no job to undo and is what the user's tree was before they clicked. Per path it
+is a state machine over what a kill can leave (:func:`_recover_path`), every step idempotent: a temp
+file is deleted only when it holds one of the path's two images or a prefix of one (a write cut short);
+a temp file holding other bytes (a save the killed write had swapped out) is put back at the path; the
+path is then written from the journal's bytes. A path holding neither image (edited after the crash),
+and every path when HEAD moved, is left untouched and reported (``needs-attention``), and the journal —
+every image — is then kept aside in ``<git-dir>/spotpatch/quarantine/`` instead of deleted. Nothing
+outside the journal is touched; the index, HEAD and refs never are.
 
-Test-only: :func:`fault_point` pauses at a named write step when ``SPOTPATCH_TEST_FAULT_PAUSE`` names it
-(fault-injection tests kill the engine there). Unset in production, it costs one environment lookup.
+Test-only: :func:`fault_point` marks every step boundary (:func:`write_steps` lists a write's); it pauses
+there when ``SPOTPATCH_TEST_FAULT_PAUSE`` names it (fault-injection tests SIGKILL the process) and calls a
+hook a test installed (:func:`set_fault_hook`). Unset in production, it costs two lookups.
 """
 
 from __future__ import annotations
@@ -309,7 +320,8 @@ async def write_journalled(
     Raises ``SpotPatchError(conflict)`` — the journal could not be written, or a path changed or failed
     to write while writing, and every written path was put back (nothing changed) — or
     ``SpotPatchError(INTERNAL)`` when that undo could not finish (the journal is kept for the next start).
-    Test-only pause points: :func:`fault_point`."""
+    A save to a touched path while it is written is never lost: it stays at the path, the other paths are
+    undone, and the conflict names the path. Step boundaries: :func:`write_steps`."""
     return await anyio.to_thread.run_sync(_write_sync, root, plan, journal, conflict, before)
 
 
@@ -488,9 +500,12 @@ async def recover_pending(root: Path, *, git_dir: Path | None = None) -> list[Re
     ``git_dir``: the working tree's git dir when known (saves one git call). For each journal: when HEAD
     still equals the journal's, every touched path holding its pre- or post-image is brought to the
     no-change state (Apply → pre-image, ``rolled-back``; Revert → post-image, ``completed``) by an atomic
-    write; a path holding neither is left alone and listed in ``unresolvedPaths`` (``needs-attention``);
-    when HEAD moved nothing is written and every path is unresolved. Then the journal and any temp file
-    it names are removed. Call it holding the project write lock (worktree/lock.py) with no Apply/Revert
+    write, whatever temp files the crash left (see :func:`_recover_path`); a path holding neither, or
+    whose temp file holds a save, is left with the user's bytes and listed in ``unresolvedPaths``
+    (``needs-attention``); when HEAD moved nothing is written and every path is unresolved. Then the
+    journal is removed — or, with an unresolved path, kept aside in ``<git-dir>/spotpatch/quarantine/``
+    (it holds every image; never deleted). Idempotent: a recovery killed at any step is finished by the
+    next. Call it holding the project write lock (worktree/lock.py) with no Apply/Revert
     running. Returns one :class:`RecoveryReport` per journal (paths relative). A journal that cannot be
     trusted — unreadable, truncated, not our format, or naming an absolute path, ``..`` or ``.git`` — is
     never acted on: it is moved to ``<git-dir>/spotpatch/quarantine/``, logged with a relative message and

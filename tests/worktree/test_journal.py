@@ -16,9 +16,11 @@ import pytest
 from spotpatch_agent.worktree.images import (
     ABSENT,
     Image,
+    Outcome,
     new_file_mode,
     new_tmp_name,
     read_image,
+    replace_image,
     write_image,
 )
 from spotpatch_agent.worktree.journal import (
@@ -278,3 +280,29 @@ async def test_recovery_of_a_kill_that_left_a_temp_file_restores_the_old_bytes(
     assert (report.outcome, report.unresolved_paths) == (expected, [])
     assert snapshot(root) == before  # every path at its no-change bytes, no temp file left
     assert list(jdir(root).iterdir()) == []
+
+
+def test_a_second_save_while_the_first_is_put_back_is_kept_under_the_temp_name(repo_factory) -> None:
+    root = repo_factory(FILES)
+    old, new, tmp = image_of(root, "a.txt"), Image(b"ALPHA\n", 0o644), new_tmp_name()
+
+    def user(step: str) -> None:  # one save before the exchange, another into the new file right after it
+        if step in ("written", "exchanged"):
+            with open(root / "a.txt", "r+b") as fh:
+                fh.truncate()
+                fh.write(f"user save {step}\n".encode())
+
+    assert replace_image(root, "a.txt", old, new, tmp, step=user) is Outcome.CHANGED_KEPT
+    assert (root / "a.txt").read_bytes() == b"user save written\n"
+    assert (root / tmp).read_bytes() == b"user save exchanged\n"  # never deleted
+
+
+async def test_recovery_removes_the_empty_directories_a_kill_between_two_rmdirs_left(repo_factory) -> None:
+    """Found by the random-kill run: a kill after the lower of two emptied directories was removed."""
+    root = repo_factory(FILES)
+    before = snapshot(root)
+    plan = WritePlan("job_1", "apply", head(root), [PathWrite("x/y/new.txt", ABSENT, Image(b"new\n", 0o644), new_tmp_name())])
+    DiskJournal(root / ".git").begin(plan)
+    (root / "x").mkdir()  # new.txt and x/y were removed, x not yet
+    [report] = await recover_pending(root)
+    assert report.outcome == "rolled-back" and snapshot(root) == before
