@@ -2,8 +2,10 @@
 
 Used by Apply/Revert (:mod:`~spotpatch_agent.worktree.changes`) and crash recovery
 (:mod:`~spotpatch_agent.worktree.journal`). No symlink is ever followed: a symlink or non-directory on a
-path makes it :data:`NOT_REGULAR` (read) or an ``OSError`` (write). A write replaces the file through a
-same-directory temp file, so the file is wholly old or wholly new at any instant.
+path makes it :data:`NOT_REGULAR` (read) or an ``OSError`` (write). A write (:func:`replace_image`)
+replaces the file through a same-directory temp file, so the file is wholly old or wholly new at any
+instant, and discards nothing it has not verified to be the expected old image: a save racing the write
+is put back (:class:`Outcome`). Its steps (:data:`WRITE_STEPS`) are the boundaries the crash tests kill at.
 """
 
 from __future__ import annotations
