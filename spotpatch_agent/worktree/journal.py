@@ -85,6 +85,7 @@ from spotpatch_agent.worktree.repo import locate, resolve_head
 
 __all__ = [
     "FAULT_ENV",
+    "FAULT_RESUME_ENV",
     "JOURNAL_DIR",
     "ChangeJournal",
     "DiskJournal",
@@ -110,6 +111,8 @@ Operation = Literal["apply", "revert"]
 
 #: Test-only environment variable: ``<operation>:<step>`` where the engine pauses (see :func:`fault_point`).
 FAULT_ENV = "SPOTPATCH_TEST_FAULT_PAUSE"
+#: Test-only environment variable: a file whose appearance ends the pause (else it lasts an hour).
+FAULT_RESUME_ENV = "SPOTPATCH_TEST_FAULT_RESUME"
 #: Journal directory inside the working tree's git dir.
 JOURNAL_DIR = ("spotpatch", "journal")
 
@@ -469,14 +472,18 @@ def fault_point(operation: str, step: str) -> None:
     When a hook is set (:func:`set_fault_hook`) it is called with ``<operation>:<step>``. When
     ``SPOTPATCH_TEST_FAULT_PAUSE`` equals ``<operation>:<step>``, ``SPOTPATCH-TEST-PAUSED <operation>:<step>``
     is written to stderr and this (worker) thread blocks for an hour — the fault-injection test SIGKILLs the
-    process meanwhile. Never set the variable outside tests."""
+    process meanwhile — or, when ``SPOTPATCH_TEST_FAULT_RESUME`` names a file, until that file exists (a
+    test does something at the boundary, e.g. saves a touched file, then lets the write go on). Never set
+    either variable outside tests."""
     if _fault_hook is not None:
         _fault_hook(f"{operation}:{step}")
     wanted = os.environ.get(FAULT_ENV)
     if wanted is None or wanted != f"{operation}:{step}":
         return
     os.write(2, f"SPOTPATCH-TEST-PAUSED {wanted}\n".encode("ascii", "replace"))
-    time.sleep(3600)
+    resume, deadline = os.environ.get(FAULT_RESUME_ENV), time.monotonic() + 3600
+    while time.monotonic() < deadline and not (resume and os.path.exists(resume)):
+        time.sleep(0.01 if resume else 1)
 
 
 def write_steps(plan: WritePlan) -> list[str]:
