@@ -4,8 +4,11 @@
 
 A forked child (tests/worktree/_write_driver.py) runs the engine's journalled write of an Apply or a Revert
 (alternately) of ``--files`` modified files plus a deleted file and a file created in a new directory, and
-is SIGKILLed after a random delay drawn from ``[0, 1.2 x`` the measured duration of an unkilled write``]``
-(kills that land after the write finished are not counted). In ``--recovery-kills`` of the cases (a
+is SIGKILLed after a random delay: in ``--early`` of the cases drawn from ``[0, 1.2 x`` the measured
+duration of an unkilled write``]`` from its start, else after a step boundary drawn at random
+(``write_steps``), from ``[0, 1.5 x`` one path's share of the time an unkilled write spends on the
+files``]`` — so kills land between and inside every step (kills that land after the write finished are
+not counted). In ``--recovery-kills`` of the cases (a
 fraction) the recovery that follows is SIGKILLed too, after its own random delay, and recovery runs again.
 After each kill: every touched path wholly its pre- or post-image, nothing else changed, the pre-image on
 disk (path, temp file or journal); after recovery: the whole tree is exactly the no-change state (a
@@ -28,7 +31,14 @@ from pathlib import Path
 import anyio
 
 from spotpatch_agent.worktree.images import ABSENT, Image, new_file_mode, new_tmp_name, read_image
-from spotpatch_agent.worktree.journal import PathWrite, WritePlan, encode_plan, journal_dir, recover_pending
+from spotpatch_agent.worktree.journal import (
+    PathWrite,
+    WritePlan,
+    encode_plan,
+    journal_dir,
+    recover_pending,
+    write_steps,
+)
 from tests.conftest import git, make_repo
 from tests.worktree._crash import Driver, Scenario, assert_no_image_lost, repo_bits, tmp_rel, tree_with
 from tests.worktree._util import files
@@ -76,8 +86,8 @@ def reset(sc: Scenario) -> None:
     assert files(sc.root) == sc.start
 
 
-def check_killed(sc: Scenario) -> int:
-    """Invariants at the kill; returns how many paths hold their new image."""
+def check_killed(sc: Scenario) -> tuple[int, bool]:
+    """Invariants at the kill; returns how many paths hold their new image, and whether a temp file exists."""
     now = files(sc.root)
     new = 0
     for w in sc.plan.writes:
@@ -94,7 +104,7 @@ def check_killed(sc: Scenario) -> int:
     if not finished:
         assert_no_image_lost(sc.root, sc.plan, which=("pre",))
     assert repo_bits(sc.root) == sc.repo, "the index, HEAD or refs changed"
-    return new
+    return new, any(t in now for t in temps)
 
 
 def check_recovered(sc: Scenario, outcomes: list[str]) -> str:
@@ -122,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kills", type=int, default=200, help="kills of a write to land (default 200)")
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--files", type=int, default=20, help="modified files per write (default 20)")
+    parser.add_argument("--early", type=float, default=0.3,
+                        help="fraction of kills timed from the start (the others from the durable journal)")
     parser.add_argument("--recovery-kills", type=float, default=0.3, help="fraction of recoveries also killed")
     args = parser.parse_args(argv)
     logging.getLogger("spotpatch").addHandler(logging.NullHandler())  # recovery's reports: counted, not printed
@@ -130,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     driver = Driver()
     tally: dict[str, int] = {}
     written: list[int] = []
-    recovery_killed = kills = attempts = 0
+    recovery_killed = kills = attempts = with_temp = 0
     try:
         with tempfile.TemporaryDirectory(prefix="spotpatch-kills-") as tmp:
             scenarios = {op: build(Path(tmp) / op, args.files, op) for op in ("apply", "revert")}
@@ -138,27 +150,35 @@ def main(argv: list[str] | None = None) -> int:
             for op, sc in scenarios.items():
                 plans[op] = Path(tmp) / f"{op}.plan"
                 plans[op].write_bytes(encode_plan(sc.plan))
-            durations = {}
-            for op, sc in scenarios.items():  # calibrate: the duration of an unkilled write
+            durations: dict[str, tuple[float, float]] = {}
+            for op, sc in scenarios.items():  # calibrate: an unkilled write, until its journal is durable and after
                 samples = []
                 for _ in range(5):
                     reset(sc)
-                    t0 = time.perf_counter()
-                    assert driver.run(["write", str(sc.root), str(plans[op])]) == 0
-                    samples.append(time.perf_counter() - t0)
-                durations[op] = statistics.median(samples)
+                    samples.append(driver.timed(["write", str(sc.root), str(plans[op])], f"{op}:journal:durable"))
+                durations[op] = (statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples))
                 reset(sc)
             while kills < args.kills:
                 op = "apply" if attempts % 2 == 0 else "revert"
                 sc = scenarios[op]
                 attempts += 1
                 reset(sc)
-                if not driver.kill_after(["write", str(sc.root), str(plans[op])], rng.uniform(0, 1.2 * durations[op])):
+                whole, files_phase = durations[op]
+                if rng.random() < args.early:  # anywhere, from the start
+                    killed = driver.kill_after(["write", str(sc.root), str(plans[op])],
+                                               rng.uniform(0, 1.2 * (whole + files_phase)))
+                else:  # from a random step boundary, a random part of one path's share of the files phase
+                    step_time = files_phase / len(sc.plan.writes)
+                    killed = driver.kill_after(["write", str(sc.root), str(plans[op])],
+                                               rng.uniform(0, 1.5 * step_time), mark=rng.choice(write_steps(sc.plan)))
+                if not killed:
                     continue
                 kills += 1
                 where = f"seed {args.seed}, kill {kills} ({op})"
                 try:
-                    written.append(check_killed(sc))
+                    new, temp = check_killed(sc)
+                    written.append(new)
+                    with_temp += temp
                     if rng.random() < args.recovery_kills:
                         if driver.kill_after(["recover", str(sc.root)], rng.uniform(0, 0.02)):
                             recovery_killed += 1
@@ -172,8 +192,9 @@ def main(argv: list[str] | None = None) -> int:
         driver.close()
     histogram = {n: written.count(n) for n in sorted(set(written))}
     print(f"seed {args.seed}: {kills} kills of a write landed ({attempts} attempts; {recovery_killed} recoveries "
-          f"killed too); writes {', '.join(f'{op} {d * 1000:.1f} ms' for op, d in durations.items())}")
-    print(f"paths holding their new image at the kill: {histogram}")
+          f"killed too); unkilled write, journal durable after + files written in: "
+          f"{', '.join(f'{op} {a * 1000:.1f} + {b * 1000:.1f} ms' for op, (a, b) in durations.items())}")
+    print(f"paths holding their new image at the kill: {histogram}; a temp file present at {with_temp} kills")
     print(f"after recovery: {tally}  (recovered = journal found and repaired; untouched/finished = killed before "
           "the journal was durable / after it was removed)")
     print(f"every invariant held; {time.monotonic() - started:.1f} s")

@@ -117,9 +117,9 @@ class Driver:
         self._err = b""
         self._out = b""
 
-    def _send(self, args: list[str], point: str | None) -> int:
+    def _send(self, args: list[str], point: str | None, mark: str | None = None) -> int:
         assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps({"args": args, "point": point}).encode() + b"\n")
+        self.proc.stdin.write(json.dumps({"args": args, "point": point, "mark": mark}).encode() + b"\n")
         self.proc.stdin.flush()
         return int(json.loads(self._line())["pid"])
 
@@ -162,15 +162,35 @@ class Driver:
         os.kill(pid, signal.SIGKILL)
         assert os.WIFSIGNALED(status := self._status(pid)) and os.WTERMSIG(status) == signal.SIGKILL
 
-    def kill_after(self, args: list[str], delay: float) -> bool:
-        """Run ``args`` in a child and SIGKILL it ``delay`` seconds after it started; False when it had
-        already finished (then it exited cleanly)."""
-        pid = self._send(args, None)
-        time.sleep(delay)
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    def _wait_mark(self, mark: str) -> bool:
+        """Wait until the child passed ``mark``; False when it ended first."""
+        marker = f"SPOTPATCH-TEST-MARK {mark}".encode()
+        while marker not in self._err:
+            if b"\n" in self._out:
+                return False
+            self._read()
+        self._err = self._err.split(marker, 1)[1]
+        return True
+
+    def timed(self, args: list[str], mark: str) -> tuple[float, float]:
+        """Run ``args`` unkilled: (seconds from start to ``mark``, seconds from ``mark`` to the end)."""
+        started = time.perf_counter()
+        pid = self._send(args, None, mark)
+        assert self._wait_mark(mark), f"never passed {mark}: {self._drain()}"
+        marked = time.perf_counter()
+        assert os.WIFEXITED(self._status(pid))
+        return marked - started, time.perf_counter() - marked
+
+    def kill_after(self, args: list[str], delay: float, *, mark: str | None = None) -> bool:
+        """Run ``args`` in a child and SIGKILL it ``delay`` seconds after it started (or after it passed the
+        boundary ``mark``); False when it had already finished (then it exited cleanly)."""
+        pid = self._send(args, None, mark)
+        if mark is None or self._wait_mark(mark):
+            time.sleep(delay)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         status = self._status(pid)
         if os.WIFSIGNALED(status):
             return True

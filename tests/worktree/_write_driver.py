@@ -12,6 +12,9 @@ kill costs no interpreter start on a loaded machine):
 - ``{"args": ["recover", <root>], "point": ...}`` — the child runs
   :func:`~spotpatch_agent.worktree.journal.recover_pending`, as the engine's start does.
 
+With ``"mark": <point>`` the child writes ``SPOTPATCH-TEST-MARK <point>`` to stderr when it passes that
+boundary, without pausing (the random-kill run times kills from there).
+
 The driver answers ``{"pid": <child>}`` at once, and ``{"pid": <child>, "status": <wait status>}`` when the
 child ended; the child's pause marker goes to stderr. The child is a plain fork of a process without
 threads, so a SIGKILL stops it between two system calls, as it would stop the engine.
@@ -22,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -33,6 +37,7 @@ from spotpatch_agent.worktree.journal import (
     DiskJournal,
     decode_plan,
     recover_pending,
+    set_fault_hook,
     write_journalled_sync,
 )
 
@@ -52,6 +57,14 @@ def run(args: list[str]) -> int:
     return 0
 
 
+def _marker(mark: str) -> Callable[[str], None]:
+    def hook(point: str) -> None:
+        if point == mark:
+            os.write(2, f"SPOTPATCH-TEST-MARK {point}\n".encode())
+
+    return hook
+
+
 def serve() -> None:
     for line in sys.stdin:
         command = json.loads(line)
@@ -63,6 +76,8 @@ def serve() -> None:
                     os.environ[FAULT_ENV] = command["point"]
                 else:
                     os.environ.pop(FAULT_ENV, None)
+                if command.get("mark"):
+                    set_fault_hook(_marker(command["mark"]))
                 code = run(command["args"])
             finally:
                 os._exit(code)
