@@ -641,16 +641,20 @@ def _ours(data: bytes, images: tuple[Image, ...]) -> bool:
 def _keep_aside(root: Path, directory: Path, name: str, unresolved: list[str]) -> None:
     """Move a journal whose paths are not all repaired to ``<git-dir>/spotpatch/quarantine/`` (kept, never
     applied, never deleted: it holds the bytes of every path before and after the write)."""
+    log.warning("crash recovery: the bytes before and after the interrupted write of %s are kept in %s",
+                list_paths(unresolved), _move_aside(root, directory, name))
+
+
+def _move_aside(root: Path, directory: Path, name: str) -> str:
+    """Move the journal ``name`` to the quarantine directory; where it is now, for a log line."""
     aside = directory.parent.joinpath(QUARANTINE_DIR[-1]) / f"{name}.{int(time.time())}-{secrets.token_hex(4)}"
     try:
         aside.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.rename(directory / name, aside)
         _fsync_dir_quietly(directory)
-        where = _shown(root, aside)
     except OSError:
-        where = _shown(root, directory / name)
-    log.warning("crash recovery: the bytes before and after the interrupted write of %s are kept in %s",
-                list_paths(unresolved), where)
+        return f"{_shown(root, directory / name)} (it could not be moved aside)"
+    return _shown(root, aside)
 
 
 #: Where an unreadable journal is moved (beside the journal directory; never read or deleted by SpotPatch).
@@ -663,16 +667,9 @@ def _quarantine(root: Path, directory: Path, name: str, exc: Exception) -> Recov
     never deleted) and reported ``needs-attention``. If it cannot be moved it stays (reported again)."""
     source = directory / name
     reason = str(exc) if isinstance(exc, ValueError) else (exc.strerror or type(exc).__name__)
-    aside = directory.parent.joinpath(QUARANTINE_DIR[-1]) / f"{name}.{int(time.time())}-{secrets.token_hex(4)}"
-    try:
-        aside.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.rename(source, aside)
-        _fsync_dir_quietly(directory)
-        where = f"moved aside to {_shown(root, aside)}"
-    except OSError:
-        where = f"left at {_shown(root, source)}"
-    log.error("crash journal %s is unreadable (%s); nothing it names was changed; %s: check the files the "
-              "interrupted apply or revert may have touched by hand", _shown(root, source), _bounded(reason), where)
+    log.error("crash journal %s is unreadable (%s); nothing it names was changed; kept in %s: check the files the "
+              "interrupted apply or revert may have touched by hand", _shown(root, source), _bounded(reason),
+              _move_aside(root, directory, name))
     return RecoveryReport(job_id=_job_id_of(name), operation="apply", outcome="needs-attention", paths=[])
 
 
