@@ -416,8 +416,10 @@ def _move_no_replace(src: str, dst: str, directory: int) -> bool:
         return False
     except FileExistsError:
         raise
-    except OSError as exc:
-        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS):
+    except (OSError, NotImplementedError) as exc:  # NotImplementedError: no linkat without following here
+        if isinstance(exc, OSError) and exc.errno not in (
+            errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS
+        ):
             raise
         try:
             os.stat(dst, dir_fd=directory, follow_symlinks=False)

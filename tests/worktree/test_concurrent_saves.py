@@ -2,7 +2,9 @@
 step boundary of the write in turn (``write_steps``: journal synced and durable, each file's write,
 exchange / placement / move and unlink, the verification, the journal removed), to the file that step
 concerns and, at the journal boundaries, to every touched file; saved in place (``open(O_TRUNC)`` +
-``write``, as most editors and formatters do) or by a rename over the file (atomic-save editors).
+``write``, as most editors and formatters do) or by a rename over the file (atomic-save editors); and
+once more without ``renameat2`` (the hard-link and re-hash fallbacks of other systems, whose window is
+between a step boundary's re-hash and the rename, so a save exactly at a boundary is still caught).
 
 Up to the verification the operation reports the conflict (``APPLY_CONFLICT`` / ``REVERT_CONFLICT``,
 naming the file), the user's bytes are on the disk at that path, every other touched path is back to
@@ -20,6 +22,7 @@ import pytest
 
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
+from spotpatch_agent.worktree import images as images_module
 from spotpatch_agent.worktree.changes import AppliedChange
 from spotpatch_agent.worktree.journal import journal_dir, set_fault_hook
 from tests.worktree._util import files
@@ -71,11 +74,13 @@ def recorded(run: Callable[[], object]) -> list[str]:
     return seen
 
 
-@pytest.mark.parametrize("style", ["in-place", "rename"])
+@pytest.mark.parametrize(("style", "exchange"), [("in-place", True), ("rename", True), ("in-place", False)])
 @pytest.mark.parametrize("operation", ["apply", "revert"])
 async def test_a_save_at_every_step_boundary_is_kept_and_the_conflict_reported(
-    make_job, operation: str, style: str  # noqa: F811 - the fixture
+    make_job, monkeypatch: pytest.MonkeyPatch, operation: str, style: str, exchange: bool  # noqa: F811
 ) -> None:
+    if not exchange:  # no renameat2: hard links place and move files, a re-hash guards the rename over
+        monkeypatch.setattr(images_module, "_renameat2", False)
     job: Job = await make_job()
     root = job.root
     original = files(root)

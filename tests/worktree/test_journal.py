@@ -9,10 +9,12 @@ from __future__ import annotations
 import logging
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from spotpatch_agent.worktree import images as images_module
 from spotpatch_agent.worktree.images import (
     ABSENT,
     Image,
@@ -306,3 +308,31 @@ async def test_recovery_removes_the_empty_directories_a_kill_between_two_rmdirs_
     (root / "x").mkdir()  # new.txt and x/y were removed, x not yet
     [report] = await recover_pending(root)
     assert report.outcome == "rolled-back" and snapshot(root) == before
+
+
+def test_without_renameat2_the_fallbacks_write_and_never_replace_a_save(
+    repo_factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No exchange / no-replace rename (not Linux, or a file system without them): a hard link places and
+    moves files, a re-hash guards the rename over a modified file."""
+    monkeypatch.setattr(images_module, "_renameat2", False)
+    root = repo_factory(FILES)
+    before = files(root)
+
+    def write(rel: str, new: Image, step=None) -> Outcome:
+        return replace_image(root, rel, image_of(root, rel), new, new_tmp_name(), step=step)
+
+    assert write("a.txt", Image(b"ALPHA\n", 0o644)) is Outcome.WRITTEN
+    assert write("new/x.txt", Image(b"x\n", 0o644)) is Outcome.WRITTEN
+    assert write("gone.txt", ABSENT) is Outcome.WRITTEN
+    assert files(root) == {**{k: v for k, v in before.items() if k != "gone.txt"},
+                           "a.txt": b"ALPHA\n", "new": "dir", "new/x.txt": b"x\n"}  # no temp file left
+
+    def user_saves(rel: str) -> Callable[[str], None]:
+        return lambda step: (root / rel).write_bytes(b"user\n") if step == "written" else None
+
+    assert replace_image(root, "c.txt", ABSENT, Image(b"c\n", 0o644), new_tmp_name(),
+                         step=user_saves("c.txt")) is Outcome.CHANGED  # created meanwhile: kept
+    assert write("other.txt", Image(b"O\n", 0o644), user_saves("other.txt")) is Outcome.CHANGED
+    assert (root / "c.txt").read_bytes() == b"user\n" and (root / "other.txt").read_bytes() == b"user\n"
+    assert not [p for p in root.rglob("*.tmp")]
