@@ -108,7 +108,8 @@ class Driver:
     """The long-lived driver process (tests/worktree/_write_driver.py): each command runs in a forked child
     that :meth:`kill_at` SIGKILLs at a step boundary."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, no_exchange: bool = False) -> None:
+        self.no_exchange = no_exchange
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.worktree._write_driver"], cwd=PROJECT,
             env={k: v for k, v in os.environ.items() if k != FAULT_ENV},
@@ -119,7 +120,8 @@ class Driver:
 
     def _send(self, args: list[str], point: str | None, mark: str | None = None) -> int:
         assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps({"args": args, "point": point, "mark": mark}).encode() + b"\n")
+        command = {"args": args, "point": point, "mark": mark, "noExchange": self.no_exchange}
+        self.proc.stdin.write(json.dumps(command).encode() + b"\n")
         self.proc.stdin.flush()
         return int(json.loads(self._line())["pid"])
 

@@ -12,7 +12,8 @@ kill costs no interpreter start on a loaded machine):
 - ``{"args": ["recover", <root>], "point": ...}`` — the child runs
   :func:`~spotpatch_agent.worktree.journal.recover_pending`, as the engine's start does.
 
-With ``"mark": <point>`` the child writes ``SPOTPATCH-TEST-MARK <point>`` to stderr when it passes that
+With ``"noExchange": true`` the child runs without ``renameat2`` (the hard-link and rename fallbacks of
+other systems). With ``"mark": <point>`` the child writes ``SPOTPATCH-TEST-MARK <point>`` to stderr when it passes that
 boundary, without pausing (the random-kill run times kills from there).
 
 The driver answers ``{"pid": <child>}`` at once, and ``{"pid": <child>, "status": <wait status>}`` when the
@@ -32,6 +33,7 @@ import anyio
 
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
+from spotpatch_agent.worktree import images
 from spotpatch_agent.worktree.journal import (
     FAULT_ENV,
     DiskJournal,
@@ -78,6 +80,8 @@ def serve() -> None:
                     os.environ.pop(FAULT_ENV, None)
                 if command.get("mark"):
                     set_fault_hook(_marker(command["mark"]))
+                if command.get("noExchange"):  # as on a system without renameat2: the fallbacks run
+                    images._renameat2 = False
                 code = run(command["args"])
             finally:
                 os._exit(code)

@@ -2,7 +2,8 @@
 "Crash safety"): a process running the engine's journalled write of an Apply or a Revert is SIGKILLed
 after each step that changes the disk — the journal's temp file synced, the journal durable, per path
 each write, exchange/placement/move and unlink, the verification, the journal removed — in turn, then
-recovery runs as at the next start.
+recovery runs as at the next start; with ``renameat2`` (Linux) and without it (the hard-link and
+rename fallbacks other systems use).
 
 At the kill: every touched path is wholly its pre- or post-image exactly as far as the write got,
 nothing else changed, and no image is lost (the pre-image is on disk: the path, its temp file or the
@@ -131,10 +132,19 @@ def driver() -> object:
     proc.close()
 
 
+@pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "fallbacks"])
 @pytest.mark.parametrize("operation", OPERATIONS)
 async def test_sigkill_at_every_step_boundary_then_recovery_follows_the_journal_rules(
-    repo_factory, tmp_path: Path, driver: Driver, operation: str
+    repo_factory, tmp_path: Path, operation: str, exchange: bool
 ) -> None:
+    driver = Driver(no_exchange=not exchange)  # fallbacks: hard links and renames, as without renameat2
+    try:
+        await _kill_at_every_boundary(repo_factory, tmp_path, driver, operation)
+    finally:
+        driver.close()
+
+
+async def _kill_at_every_boundary(repo_factory, tmp_path: Path, driver: Driver, operation: str) -> None:
     points = boundaries(operation, tmp_path)
     for number, point in enumerate(points):
         sc = scenario(repo_factory(CRASH_FILES, name=f"repo-{number}"), operation)
