@@ -31,14 +31,8 @@ from pathlib import Path
 import anyio
 
 from spotpatch_agent.worktree.images import ABSENT, Image, new_file_mode, new_tmp_name, read_image
-from spotpatch_agent.worktree.journal import (
-    PathWrite,
-    WritePlan,
-    encode_plan,
-    journal_dir,
-    recover_pending,
-    write_steps,
-)
+from spotpatch_agent.worktree.journal import PathWrite, WritePlan, encode_plan, journal_dir, write_steps
+from spotpatch_agent.worktree.recovery import recover_pending
 from tests.conftest import git, make_repo
 from tests.worktree._crash import Driver, Scenario, assert_no_image_lost, repo_bits, tmp_rel, tree_with
 from tests.worktree._util import files

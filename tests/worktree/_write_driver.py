@@ -38,10 +38,10 @@ from spotpatch_agent.worktree.journal import (
     FAULT_ENV,
     DiskJournal,
     decode_plan,
-    recover_pending,
     set_fault_hook,
     write_journalled_sync,
 )
+from spotpatch_agent.worktree.recovery import recover_pending
 
 
 def run(args: list[str]) -> int:

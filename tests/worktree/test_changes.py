@@ -29,7 +29,8 @@ from spotpatch_agent.worktree.isolation import (
     remove_worktree,
     result_diff,
 )
-from spotpatch_agent.worktree.journal import WritePlan, journal_dir, recover_pending
+from spotpatch_agent.worktree.journal import WritePlan, journal_dir
+from spotpatch_agent.worktree.recovery import recover_pending
 from tests.conftest import git
 from tests.worktree._util import files, sha, snapshot
 

@@ -28,11 +28,11 @@ from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.worktree.journal import (
     DiskJournal,
     journal_dir,
-    recover_pending,
     set_fault_hook,
     write_journalled_sync,
     write_steps,
 )
+from spotpatch_agent.worktree.recovery import recover_pending
 from tests.worktree._crash import (
     Scenario,
     assert_no_image_lost,

@@ -34,9 +34,8 @@ from spotpatch_agent.worktree.journal import (
     encode_plan,
     fault_point,
     journal_dir,
-    recover_pending,
-    recover_under_lock,
 )
+from spotpatch_agent.worktree.recovery import recover_pending, recover_under_lock
 from spotpatch_agent.worktree.lock import ProjectWriteLock
 from tests.conftest import git
 from tests.worktree._util import files, snapshot

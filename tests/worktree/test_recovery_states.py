@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from spotpatch_agent.worktree.images import Image
-from spotpatch_agent.worktree.journal import DiskJournal, PathWrite, journal_dir, recover_pending
+from spotpatch_agent.worktree.journal import DiskJournal, PathWrite, journal_dir
+from spotpatch_agent.worktree.recovery import recover_pending
 from tests.conftest import git, make_repo
 from tests.worktree._crash import FILES, Scenario, assert_no_image_lost, scenario, tmp_rel, tree_with
 from tests.worktree._util import files
