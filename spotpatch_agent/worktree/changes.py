@@ -7,11 +7,13 @@ Apply: HEAD and git operation state re-read; every touched path must still hold 
 stdin) and the job's result blobs (the ``index`` lines of the ``--full-index`` diff name them; the
 job's worktree shares the object store) in working-tree form — either way verified against the
 expected result hashes before anything is written. Then the crash journal
-(:mod:`~spotpatch_agent.worktree.journal`) is made durable and each path is replaced by a
-same-directory temp file swapped or renamed into place (or unlinked), re-checking its bytes just
-before; every path is verified afterwards. A race or write error undoes what was written
-(``APPLY_CONFLICT``: nothing changed), so the working tree changes all-or-nothing, and each file is
-wholly old or wholly new at every instant, even under ``kill -9``.
+(:mod:`~spotpatch_agent.worktree.journal`) is made durable and each path is re-checked and replaced
+(:func:`~spotpatch_agent.worktree.images.replace_image`: exchanged with a same-directory temp file, the
+bytes that came out verified to be the pre-image before they are discarded); every path is verified
+afterwards. A write error undoes what was written (``APPLY_CONFLICT``: nothing changed); a race — a save
+to a touched file while it is written — is reported the same way, naming the file, whose saved bytes stay
+on disk while every other path is undone. So each file is wholly old or wholly new at every instant, even
+under ``kill -9``, and a user's save is never lost.
 
 Revert: HEAD and operation state unchanged; every touched path must still hold its post-apply bytes,
 else ``REVERT_CONFLICT`` ("resolve by hand"); the target bytes are the ones Apply replaced (kept in

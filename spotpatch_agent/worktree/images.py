@@ -2,12 +2,15 @@
 
 Used by Apply/Revert (:mod:`~spotpatch_agent.worktree.changes`) and crash recovery
 (:mod:`~spotpatch_agent.worktree.journal`). No symlink is ever followed: a symlink or non-directory on a
-path makes it :data:`NOT_REGULAR` (read) or an ``OSError`` (write). A write replaces the file through a
-same-directory temp file, so the file is wholly old or wholly new at any instant.
+path makes it :data:`NOT_REGULAR` (read) or an ``OSError`` (write). A write (:func:`replace_image`)
+replaces the file through a same-directory temp file, so the file is wholly old or wholly new at any
+instant, and discards nothing it has not verified to be the expected old image: a save racing the write
+is put back (:class:`Outcome`). Its steps (:data:`WRITE_STEPS`) are the boundaries the crash tests kill at.
 """
 
 from __future__ import annotations
 
+import enum
 import errno
 import hashlib
 import os
@@ -25,19 +28,27 @@ __all__ = [
     "ABSENT",
     "NOT_REGULAR",
     "TMP_NAME",
+    "WRITE_STEPS",
     "Image",
+    "Outcome",
+    "Step",
     "file_hash",
     "lstat_path",
     "new_file_mode",
     "new_tmp_name",
+    "prune_empty_parents",
+    "put_back",
     "read_image",
+    "read_tmp",
     "remove_tmp",
+    "replace_image",
     "replace_via_temp",
     "safe_path",
     "set_mode",
     "unlink_quietly",
     "write_fully",
     "write_image",
+    "write_kind",
 ]
 
 #: Stands for "present but not a regular file" (symlink, directory, …): never equals a digest.
@@ -225,51 +236,300 @@ def file_hash(root: Path, rel: str) -> str | None:
 
 
 def write_image(root: Path, rel: str, image: Image, tmp_name: str) -> None:
-    """Make ``root/rel`` hold ``image``, atomically: a temp file ``tmp_name`` in the same directory swapped
-    with it (Linux ``renameat2(RENAME_EXCHANGE)``, then the temp name — now the old bytes — is unlinked) or
-    renamed over it, or an unlink (then empty parent directories are removed, as ``git apply`` does).
+    """Make ``root/rel`` hold ``image`` whatever it holds now (a regular file or nothing): the current bytes
+    are read first and the write is a :func:`replace_image` from them. For a path whose current bytes
+    need no keeping (tests, fresh files). Raises ``OSError`` — also when the path is not a regular file or
+    changed between the read and the write."""
+    current = read_image(root, rel)
+    if isinstance(current, str):
+        raise OSError(errno.EINVAL, "not a regular file")
+    if replace_image(root, rel, current, image, tmp_name) is not Outcome.WRITTEN:
+        raise OSError(errno.EAGAIN, "the file changed while it was being written")
 
-    The swap costs what ``git apply``'s unlink + create costs; a rename over an existing file makes ext4
-    flush the new data first (``auto_da_alloc``), 2-4x slower. Missing parent directories are created; a
-    symlink or non-directory on the way raises ``OSError`` (nothing written). The temp file is removed
-    when the rename fails. Raises ``OSError``.
 
-    POSIX: the parent directories are opened one by one from ``root`` (``O_DIRECTORY|O_NOFOLLOW``,
-    relative to the previous descriptor; a missing one is made with ``mkdir(dir_fd=)`` and opened the
-    same way), and the temp file's ``open(O_CREAT|O_EXCL|O_NOFOLLOW)``, the swap/rename, the unlink and
-    the removal of empty directories all name their file relative to those descriptors: a parent
-    directory swapped for a symlink after any check can never redirect the write outside ``root``.
-    Elsewhere (Windows) the path-based fallback checks each parent with ``lstat``."""
+class Outcome(enum.Enum):
+    """What :func:`replace_image` did (the caller must branch on it)."""
+
+    #: The path holds the new image; what came out was verified to be the old image before it was discarded.
+    WRITTEN = "written"
+    #: The path did not hold the old image (a save raced the write): what it held is back at the path,
+    #: nothing of the new image is left.
+    CHANGED = "changed"
+    #: As :attr:`CHANGED`, and a second version saved while the first was being put back is kept under
+    #: the temp name (a user's bytes are never deleted).
+    CHANGED_KEPT = "changed-kept"
+
+
+#: Called after each step of :func:`replace_image` that changed the disk, with the step's name
+#: (``written``, ``exchanged``, ``placed``, ``moved``, ``put-back``, ``unlinked``).
+Step = Callable[[str], None]
+
+#: The steps of one :func:`replace_image` that succeeds, by kind of write (DESIGN.md §8; the fault-injection
+#: tests kill the engine after each).
+WRITE_STEPS = {
+    "modify": ("written", "exchanged", "unlinked"),
+    "create": ("written", "placed", "unlinked"),
+    "delete": ("moved", "unlinked"),
+}
+
+
+def write_kind(old: Image, new: Image) -> str:
+    """``modify``, ``create`` or ``delete``: which :data:`WRITE_STEPS` a write from ``old`` to ``new`` takes."""
+    if new.data is None:
+        return "delete"
+    return "create" if old.data is None else "modify"
+
+
+def _no_step(_name: str) -> None:
+    return None
+
+
+def replace_image(
+    root: Path, rel: str, old: Image, new: Image, tmp_name: str, *, step: Step | None = None
+) -> Outcome:
+    """Replace ``old`` by ``new`` at ``root/rel`` atomically, discarding nothing that was not ``old``.
+
+    ``modify``: ``new`` is written to the temp file ``tmp_name`` beside the path, then exchanged with the
+    path (Linux ``renameat2(RENAME_EXCHANGE)``); the bytes that came out are read back and must be
+    ``old`` before the temp name is unlinked — else they are exchanged back (:attr:`Outcome.CHANGED`).
+    ``create``: the temp file is renamed to the path without replacing (``RENAME_NOREPLACE``, else a hard
+    link): a file created meanwhile stays (``CHANGED``). ``delete``: the path is renamed to the temp name
+    (never replacing), its bytes checked, then unlinked (empty parent directories removed, as ``git
+    apply`` does) — or renamed back. So each file is wholly old or wholly new at any instant, and a save
+    racing the write is never lost. Where there is no exchange (not Linux, or a file system without it)
+    the path is re-hashed and the temp file renamed over it: a save between the two is replaced.
+
+    ``step(name)`` runs after each step that changed the disk (:data:`WRITE_STEPS`; ``put-back`` after an
+    undone exchange). Missing parent directories are created; no symlink is followed (POSIX: every name is
+    resolved relative to parent descriptors opened ``O_DIRECTORY|O_NOFOLLOW``). Raises ``OSError`` (the
+    temp file is removed unless it may hold bytes that are not ours)."""
+    step = step or _no_step
     if not _DIR_FD:
-        _write_image_by_path(root, rel, image, tmp_name)
-        return
+        return _replace_by_path(root, rel, old, new, tmp_name, step)
     parts = _parts(rel)
     if not parts:
         raise IsADirectoryError("no file name")
-    fds = _open_parents(root, parts, create=image.data is not None)
-    if fds is None:
-        return  # nothing to delete below a missing directory
+    fds = _open_parents(root, parts, create=new.data is not None)
+    if fds is None:  # a missing parent directory: the path is absent
+        return Outcome.WRITTEN if old.data is None else Outcome.CHANGED
     try:
         directory, name = fds[-1], parts[-1]
-        if image.data is None:
-            try:
-                os.unlink(name, dir_fd=directory)
-            except FileNotFoundError:
-                pass
-            _prune_empty_dirs_at(fds, parts)
-            return
-        fd = os.open(tmp_name, _TMP_FLAGS, 0o600, dir_fd=directory)
+        if new.data is None:
+            return _delete_at(fds, parts, old, tmp_name, step)
+        _write_tmp_at(directory, tmp_name, new)
+        step("written")
+        if old.data is None:
+            return _place_at(directory, name, tmp_name, step)
+        return _exchange_at(directory, name, old, new, tmp_name, step)
+    finally:
+        _close_all(fds)
+
+
+def _write_tmp_at(directory: int, tmp_name: str, image: Image) -> None:
+    fd = os.open(tmp_name, _TMP_FLAGS, 0o600, dir_fd=directory)
+    try:
         try:
-            try:
-                _write_all(fd, image)
-            finally:
-                os.close(fd)
-            if not _swap(tmp_name, name, directory):
-                os.rename(tmp_name, name, src_dir_fd=directory, dst_dir_fd=directory)
-        except BaseException:
-            _unlink_at(tmp_name, directory)
+            _write_all(fd, image)
+        finally:
+            os.close(fd)
+    except BaseException:
+        _unlink_at(tmp_name, directory)
+        raise
+
+
+def _exchange_at(directory: int, name: str, old: Image, new: Image, tmp_name: str, step: Step) -> Outcome:
+    try:
+        swapped = _swap(tmp_name, name, directory)
+        if swapped is None:  # no exchange here: re-check, then rename over (the documented window)
+            if _image_sha(_image_at(directory, name)) != old.sha256:
+                _unlink_at(tmp_name, directory)
+                return Outcome.CHANGED
+            os.rename(tmp_name, name, src_dir_fd=directory, dst_dir_fd=directory)
+            step("exchanged")
+            step("unlinked")
+            return Outcome.WRITTEN
+    except BaseException:
+        _unlink_at(tmp_name, directory)
+        raise
+    if not swapped:  # the path is gone (deleted meanwhile): nothing to keep
+        _unlink_at(tmp_name, directory)
+        return Outcome.CHANGED
+    step("exchanged")
+    if _image_sha(_image_at(directory, tmp_name)) == old.sha256:
+        _unlink_at(tmp_name, directory)  # verified: the old bytes (also in the journal)
+        step("unlinked")
+        return Outcome.WRITTEN
+    # Not the bytes we replaced: a save raced us. Put them back; the temp name then holds ours again.
+    if not _swap(tmp_name, name, directory):
+        raise OSError(errno.EIO, "a file changed while it was written and could not be put back")
+    step("put-back")
+    if _image_sha(_image_at(directory, tmp_name)) == new.sha256:
+        _unlink_at(tmp_name, directory)
+        return Outcome.CHANGED
+    return Outcome.CHANGED_KEPT  # saved again into our file meanwhile: both versions stay
+
+
+def _place_at(directory: int, name: str, tmp_name: str, step: Step) -> Outcome:
+    try:
+        if not _move_no_replace(tmp_name, name, directory):
+            raise FileNotFoundError(errno.ENOENT, "the temp file vanished")
+    except FileExistsError:  # created meanwhile: the user's file stays
+        _unlink_at(tmp_name, directory)
+        return Outcome.CHANGED
+    except BaseException:
+        _unlink_at(tmp_name, directory)
+        raise
+    step("placed")
+    _unlink_at(tmp_name, directory)  # after a hard link: the file's second name
+    step("unlinked")
+    return Outcome.WRITTEN
+
+
+def _delete_at(fds: list[int], parts: list[str], old: Image, tmp_name: str, step: Step) -> Outcome:
+    directory, name = fds[-1], parts[-1]
+    if not _move_no_replace(name, tmp_name, directory):
+        return Outcome.CHANGED if old.data is not None else Outcome.WRITTEN  # already absent
+    step("moved")
+    if _image_sha(_image_at(directory, tmp_name)) == old.sha256:
+        _unlink_at(tmp_name, directory)
+        _prune_empty_dirs_at(fds, parts)
+        step("unlinked")
+        return Outcome.WRITTEN
+    try:
+        _move_no_replace(tmp_name, name, directory)
+    except FileExistsError:  # re-created meanwhile: both versions stay
+        return Outcome.CHANGED_KEPT
+    step("put-back")
+    return Outcome.CHANGED
+
+
+def _move_no_replace(src: str, dst: str, directory: int) -> bool:
+    """Rename ``src`` to ``dst`` (both relative to ``directory``) unless ``dst`` exists (``FileExistsError``):
+    ``renameat2(RENAME_NOREPLACE)``, else a hard link and an unlink (for a moment both names), else — no
+    hard links on this file system — a look and a rename. False when ``src`` is absent. Raises ``OSError``."""
+    done = _rename2(src, dst, directory, _NOREPLACE)
+    if done is not None:
+        return done
+    try:
+        os.link(src, dst, src_dir_fd=directory, dst_dir_fd=directory, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    except FileExistsError:
+        raise
+    except (OSError, NotImplementedError) as exc:  # NotImplementedError: no linkat without following here
+        if isinstance(exc, OSError) and exc.errno not in (
+            errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS
+        ):
             raise
-        _unlink_at(tmp_name, directory)  # after a swap: the old bytes (also in the journal)
+        try:
+            os.stat(dst, dir_fd=directory, follow_symlinks=False)
+        except FileNotFoundError:
+            os.rename(src, dst, src_dir_fd=directory, dst_dir_fd=directory)
+            return True
+        raise FileExistsError(errno.EEXIST, "exists") from None
+    _unlink_at(src, directory)
+    return True
+
+
+def _image_at(directory: int, name: str) -> Image | str:
+    """The :class:`Image` of ``name`` in ``directory`` (never following a symlink), or :data:`NOT_REGULAR`."""
+    try:
+        st = os.stat(name, dir_fd=directory, follow_symlinks=False)
+    except FileNotFoundError:
+        return ABSENT
+    except OSError:
+        return NOT_REGULAR
+    if not stat.S_ISREG(st.st_mode):
+        return NOT_REGULAR
+    try:
+        fd = os.open(name, _READ_FLAGS | _NONBLOCK, dir_fd=directory)
+    except FileNotFoundError:
+        return ABSENT
+    except OSError:
+        return NOT_REGULAR
+    return _read_fd(fd, st)
+
+
+def _image_sha(image: Image | str) -> str | None:
+    return image if isinstance(image, str) else image.sha256
+
+
+def _replace_by_path(root: Path, rel: str, old: Image, new: Image, tmp_name: str, step: Step) -> Outcome:
+    """:func:`replace_image` where descriptors cannot name directories (Windows): re-hash, then the
+    path-based write (a save between the two is replaced: no exchange exists there)."""
+    if file_hash(root, rel) != old.sha256:
+        return Outcome.CHANGED
+    _write_image_by_path(root, rel, new, tmp_name)
+    for name in WRITE_STEPS[write_kind(old, new)]:
+        step(name)
+    return Outcome.WRITTEN
+
+
+def read_tmp(root: Path, rel: str, tmp_name: str) -> Image | str:
+    """The :class:`Image` held by the temp file ``tmp_name`` beside ``root/rel`` (:data:`ABSENT` when there
+    is none, :data:`NOT_REGULAR` when it is not a regular file or not one of our temp names)."""
+    if not TMP_NAME.match(tmp_name):
+        return NOT_REGULAR
+    parts = _parts(rel)
+    if not parts:
+        return NOT_REGULAR
+    return read_image(root, "/".join([*parts[:-1], tmp_name]))
+
+
+def prune_empty_parents(root: Path, rel: str) -> None:
+    """Remove the empty parent directories of ``root/rel`` bottom-up, starting from the deepest one that
+    exists (a kill may have removed the lower ones already); never ``root``, no symlink followed, stops at
+    the first that is not empty. Never raises."""
+    parents = _parts(rel)[:-1]
+    if not parents:
+        return
+    if not _DIR_FD:
+        deepest = Path(root, *parents)
+        while deepest != Path(root) and not deepest.is_dir():
+            deepest = deepest.parent
+        _prune_empty_dirs(root, deepest)
+        return
+    try:
+        fds = [os.open(root, _ROOT_FLAGS)]
+    except OSError:
+        return
+    try:
+        for part in parents:
+            try:
+                fds.append(os.open(part, _DIR_FLAGS, dir_fd=fds[-1]))
+            except OSError:
+                break
+        for index in range(len(fds) - 2, -1, -1):  # parents[index] is opened as fds[index + 1]
+            try:
+                os.rmdir(parents[index], dir_fd=fds[index])
+            except OSError:
+                return
+    finally:
+        _close_all(fds)
+
+
+def put_back(root: Path, rel: str, tmp_name: str) -> bool:
+    """Move what the temp file ``tmp_name`` holds back to ``root/rel`` (crash recovery, when it holds bytes
+    that are neither journalled image: a save a killed write had swapped out): exchanged with the path
+    when it exists, else renamed to it without replacing. Afterwards the temp name holds what the path
+    held (or nothing). False when it could not be done (nothing changed). Never follows a symlink."""
+    parts = _parts(rel)
+    if not parts or not TMP_NAME.match(tmp_name) or not _DIR_FD:
+        return False
+    try:
+        fds = _open_parents(root, parts, create=False)
+    except OSError:
+        return False
+    if fds is None:
+        return False
+    try:
+        directory, name = fds[-1], parts[-1]
+        try:
+            if _swap(tmp_name, name, directory):
+                return True
+            return _move_no_replace(tmp_name, name, directory)
+        except OSError:
+            return False
     finally:
         _close_all(fds)
 
@@ -448,27 +708,31 @@ def _prune_empty_dirs_at(fds: list[int], parts: list[str]) -> None:
 _renameat2: Any = None  # None: not looked up yet; False: unavailable
 
 
-def _swap(tmp: str, target: str, directory: int = -100) -> bool:
-    """Exchange ``tmp`` and an existing regular ``target`` atomically (Linux only), both named relative to
-    the directory descriptor ``directory`` (default ``AT_FDCWD``); False when the target is absent or the
-    call is unsupported (the caller renames instead). Raises ``OSError``."""
+_EXCHANGE, _NOREPLACE = 2, 1  # renameat2 flags
+
+
+def _swap(tmp: str, target: str, directory: int) -> bool | None:
+    """Exchange ``tmp`` and ``target`` atomically (Linux ``renameat2(RENAME_EXCHANGE)``), both named
+    relative to the directory descriptor ``directory``. False when one is absent, ``None`` when this
+    system or file system cannot exchange. Raises ``OSError``."""
+    return _rename2(tmp, target, directory, _EXCHANGE)
+
+
+def _rename2(src: str, dst: str, directory: int, flags: int) -> bool | None:
+    """``renameat2(directory, src, directory, dst, flags)``: True done, False ``src``/``dst`` absent
+    (``ENOENT``), ``None`` unsupported here. Raises ``OSError`` (``FileExistsError`` for ``RENAME_NOREPLACE``)."""
     global _renameat2
     if _renameat2 is None:
         _renameat2 = _load_renameat2()
     if _renameat2 is False:
-        return False
+        return None
     import ctypes
 
-    tmp_b, target_b = os.fsencode(tmp), os.fsencode(target)
-    if _renameat2(directory, tmp_b, directory, target_b, 2) == 0:  # RENAME_EXCHANGE
-        if stat.S_ISREG(os.stat(tmp, dir_fd=None if directory == -100 else directory, follow_symlinks=False).st_mode):
-            return True
-        _renameat2(directory, tmp_b, directory, target_b, 2)  # not a file we replaced: undo
-        raise IsADirectoryError("the target is no longer a regular file")
+    if _renameat2(directory, os.fsencode(src), directory, os.fsencode(dst), flags) == 0:
+        return True
     err = ctypes.get_errno()
-    if err in (errno.ENOSYS, errno.EINVAL, errno.EPERM, errno.ENOTSUP, errno.EXDEV):
-        _renameat2 = False  # this kernel or file system cannot exchange: rename from now on
-        return False
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+        return None  # this kernel or file system cannot: the caller falls back
     if err == errno.ENOENT:
         return False
     raise OSError(err, os.strerror(err))

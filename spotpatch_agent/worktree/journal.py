@@ -6,8 +6,13 @@ half-written apply." Protocol of one write (:func:`write_journalled`, called by
 
     plan      every touched path: pre-image and post-image (bytes, SHA-256, permission bits; None = absent)
     begin     <git-dir>/spotpatch/journal/<jobId>.journal written whole: temp file, fdatasync, rename, fsync dir
-    write     per path: temp file in the same directory, swapped or renamed into place (or an unlink),
-              so each file is wholly old or wholly new at any instant
+    write     per path (re-hashed first): :func:`~spotpatch_agent.worktree.images.replace_image` — the
+              temp file named in the journal is exchanged with the file, placed without replacing, or
+              the file is moved to it; the bytes that came out must be the pre-image before they are
+              discarded, else they are put back and the write is a conflict. Each file is wholly old or
+              wholly new at any instant, and a save racing the write is never lost
+    verify    every path at its post-image (a path saved after its write keeps the save; the others
+              are undone)
     end       journal removed (only once every path is verified; a failed roll-back keeps it)
 
 Journal file (one write, then ``fdatasync``): line 1 is a JSON header ``{format, version, jobId, operation, head,
@@ -17,16 +22,13 @@ and ``length`` (bytes) address. The directory is the *per-worktree* git dir, not
 journal concerns one working tree. Mode ``0700``/``0600``: it holds source bytes, only while a write is
 in flight or until the next start after a crash.
 
-Recovery (:func:`recover_pending`) brings every touched path back to the state *without* the agent's
-change — the bytes the user had before Apply: a half-done Apply is rolled back (outcome ``rolled-back``),
-a half-done Revert is completed (``completed``). Jobs live in memory only (the spec: jobs are not
-restored after a restart), so after a restart no job exists that could revert a rolled-forward Apply;
-the baseline state needs no job to undo and is what the user's tree was before they clicked. A path holding neither image (edited
-after the crash), and every path when HEAD moved, is left untouched and reported (``needs-attention``).
-Nothing outside the journal is touched; the index, HEAD and refs never are.
+Recovery at the next start — the repair of a journal left by a crash — is
+:mod:`~spotpatch_agent.worktree.recovery` (``recover_pending`` and ``recover_under_lock`` are re-exported
+here for existing callers).
 
-Test-only: :func:`fault_point` pauses at a named write step when ``SPOTPATCH_TEST_FAULT_PAUSE`` names it
-(fault-injection tests kill the engine there). Unset in production, it costs one environment lookup.
+Test-only: :func:`fault_point` marks every step boundary (:func:`write_steps` lists a write's); it pauses
+there when ``SPOTPATCH_TEST_FAULT_PAUSE`` names it (fault-injection tests SIGKILL the process) and calls a
+hook a test installed (:func:`set_fault_hook`). Unset in production, it costs two lookups.
 """
 
 from __future__ import annotations
@@ -46,28 +48,25 @@ from typing import Any, Literal, Protocol
 import anyio
 
 from spotpatch_agent.errors import SpotPatchError
-from spotpatch_agent.policy.redact import redact_cut
 from spotpatch_agent.protocol.errors import ErrorCode
-from spotpatch_agent.protocol.models import RecoveryReport
 from spotpatch_agent.worktree.images import (
     ABSENT,
     TMP_NAME,
+    WRITE_STEPS,
     Image,
+    Outcome,
+    Step,
     file_hash,
-    read_image,
-    remove_tmp,
+    replace_image,
     replace_via_temp,
     safe_path,
-    set_mode,
-    unlink_quietly,
     write_fully,
-    write_image,
+    write_kind,
 )
-from spotpatch_agent.worktree.lock import ProjectWriteLock
-from spotpatch_agent.worktree.repo import locate, resolve_head
 
 __all__ = [
     "FAULT_ENV",
+    "FAULT_RESUME_ENV",
     "JOURNAL_DIR",
     "ChangeJournal",
     "DiskJournal",
@@ -78,11 +77,11 @@ __all__ = [
     "fault_point",
     "journal_dir",
     "list_paths",
-    "recover_pending",
-    "recover_under_lock",
+    "set_fault_hook",
     "valid_job_id",
     "write_journalled",
     "write_journalled_sync",
+    "write_steps",
 ]
 
 log = logging.getLogger("spotpatch.worktree")
@@ -91,6 +90,8 @@ Operation = Literal["apply", "revert"]
 
 #: Test-only environment variable: ``<operation>:<step>`` where the engine pauses (see :func:`fault_point`).
 FAULT_ENV = "SPOTPATCH_TEST_FAULT_PAUSE"
+#: Test-only environment variable: a file whose appearance ends the pause (else it lasts an hour).
+FAULT_RESUME_ENV = "SPOTPATCH_TEST_FAULT_RESUME"
 #: Journal directory inside the working tree's git dir.
 JOURNAL_DIR = ("spotpatch", "journal")
 
@@ -255,9 +256,11 @@ class DiskJournal:
         def write(fd: int) -> None:
             write_fully(fd, encode_plan(plan))
             _fdatasync(fd)
+            fault_point(plan.operation, "journal:synced")
 
         replace_via_temp(tmp, target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), write)
         _fsync_dir(self._dir)
+        fault_point(plan.operation, "journal:durable")
 
     def end(self, plan: WritePlan) -> None:
         # No directory fsync: should the removal be lost to a power cut, the next start finds every path
@@ -299,7 +302,8 @@ async def write_journalled(
     Raises ``SpotPatchError(conflict)`` — the journal could not be written, or a path changed or failed
     to write while writing, and every written path was put back (nothing changed) — or
     ``SpotPatchError(INTERNAL)`` when that undo could not finish (the journal is kept for the next start).
-    Test-only pause points: :func:`fault_point`."""
+    A save to a touched path while it is written is never lost: it stays at the path, the other paths are
+    undone, and the conflict names the path. Step boundaries: :func:`write_steps`."""
     return await anyio.to_thread.run_sync(_write_sync, root, plan, journal, conflict, before)
 
 
@@ -323,61 +327,87 @@ def _write_sync(
         raise SpotPatchError(
             conflict, f"not {verb}; the crash journal could not be written ({_reason(exc)}); nothing was changed"
         ) from None
-    fault_point(op, "after-journal")
     done: list[PathWrite] = []
     failure: str | None = None
+    saved: list[str] = []  # paths holding a save that raced the write (kept, never overwritten)
     after: dict[str, str | None] = {}
     try:
         for number, item in enumerate(plan.writes, start=1):
             if file_hash(root, item.path) != item.pre.sha256:
                 failure = f"{item.path} changed while it was being {verb}"
                 break
+            done.append(item)  # the undo looks at what the path holds, so a half-done write is safe to list
             try:
-                write_image(root, item.path, item.post, item.tmp)
+                outcome = replace_image(root, item.path, item.pre, item.post, item.tmp,
+                                        step=_stepper(op, f"file-{number}"))
             except OSError as exc:
                 failure = f"{item.path} could not be written ({_reason(exc)})"
                 break
-            done.append(item)
-            fault_point(op, f"after-file-{number}")
+            if outcome is not Outcome.WRITTEN:  # a save raced this write: it is back at the path
+                done.pop()
+                saved.append(item.path)
+                failure = f"{item.path} changed while it was being {verb}"
+                if outcome is Outcome.CHANGED_KEPT:
+                    failure += f" (a second version saved meanwhile is in {_tmp_rel(item)})"
+                break
         if failure is None:
             after = {w.path: file_hash(root, w.path) for w in plan.writes}
             wrong = [w.path for w in plan.writes if after[w.path] != w.post.sha256]
             if wrong:
                 failure = f"these files changed while being {verb}: {list_paths(wrong)}"
     except BaseException:
-        if _undo(root, done):
+        if _undo(root, done, op)[0]:
             _end(journal, plan)
         raise
     if failure is not None:
         paths = [w.path for w in plan.writes]
-        if _undo(root, done):
+        restored, kept = _undo(root, done, op)
+        if restored:
             _end(journal, plan)
-            raise SpotPatchError(conflict, f"not {verb}; {failure}; nothing was changed")
+            kept = list(dict.fromkeys([*saved, *kept]))
+            rest = "nothing was changed" if not kept else (
+                f"the version saved meanwhile is kept in {list_paths(kept)} and nothing else was changed")
+            raise SpotPatchError(conflict, f"not {verb}; {failure}; {rest}")
         raise SpotPatchError(
             ErrorCode.INTERNAL,
             f"{op} failed part-way and could not be undone ({failure}); the crash journal was kept, so the next "
             f"engine start repairs what it can; check these files by hand: {list_paths(paths)}",
         )
-    fault_point(op, "before-journal-removal")
+    fault_point(op, "verified")
     _end(journal, plan)
+    fault_point(op, "journal:removed")
     return after
 
 
-def _undo(root: Path, done: list[PathWrite]) -> bool:
-    """Put every written path back to its pre-image; False if one holds neither image or fails."""
-    restored = True
-    for item in reversed(done):
+def _stepper(op: str, prefix: str) -> Step:
+    return lambda name: fault_point(op, f"{prefix}:{name}")
+
+
+def _tmp_rel(item: PathWrite) -> str:
+    return "/".join([*item.path.split("/")[:-1], item.tmp])
+
+
+def _undo(root: Path, done: list[PathWrite], op: str = "apply") -> tuple[bool, list[str]]:
+    """Put every written path back to its pre-image. Returns ``(restored, kept)``: ``restored`` is False
+    when a write failed (the journal must stay); ``kept`` lists paths left alone because they hold a save
+    made after their write (neither image: the user's newest bytes win, never overwritten)."""
+    restored, kept = True, []
+    for number, item in reversed(list(enumerate(done, start=1))):
         current = file_hash(root, item.path)
         if current == item.pre.sha256:
             continue
         if current != item.post.sha256:
-            restored = False
+            kept.append(item.path)
             continue
         try:
-            write_image(root, item.path, item.pre, item.tmp)
+            outcome = replace_image(root, item.path, item.post, item.pre, item.tmp,
+                                    step=_stepper(op, f"undo-{number}"))
         except OSError:
             restored = False
-    return restored
+            continue
+        if outcome is not Outcome.WRITTEN:
+            kept.append(item.path)
+    return restored, kept
 
 
 def _end(journal: ChangeJournal, plan: WritePlan) -> None:
@@ -401,188 +431,57 @@ def _reason(exc: OSError) -> str:
 # ---------------------------------------------------------------- fault injection (tests only)
 
 
-def fault_point(operation: Operation, step: str) -> None:
-    """Test-only pause: when ``SPOTPATCH_TEST_FAULT_PAUSE`` equals ``<operation>:<step>``, write
-    ``SPOTPATCH-TEST-PAUSED <operation>:<step>`` to stderr and block this (worker) thread for an hour —
-    the fault-injection test SIGKILLs the engine meanwhile. Steps: ``after-journal``, ``after-file-<k>``
-    (k = 1…n, journal order), ``before-journal-removal``. Never set the variable outside tests."""
+_fault_hook: Callable[[str], None] | None = None
+
+
+def set_fault_hook(hook: Callable[[str], None] | None) -> Callable[[str], None] | None:
+    """Test-only: call ``hook("<operation>:<step>")`` at every :func:`fault_point` of this process (e.g. to
+    save a file at a step boundary); ``None`` removes it. Returns the previous hook."""
+    global _fault_hook
+    previous, _fault_hook = _fault_hook, hook
+    return previous
+
+
+def fault_point(operation: str, step: str) -> None:
+    """A named step boundary of a journalled write or of its recovery (tests only; inert in production:
+    one global and one environment lookup). The boundaries of a write are :func:`write_steps`; recovery's
+    are ``recover:file-<k>:<tmp-removed|put-back|written|exchanged|placed|moved|unlinked>`` and
+    ``recover:journal:removed``; an undo's ``<operation>:undo-<k>:<step>``.
+
+    When a hook is set (:func:`set_fault_hook`) it is called with ``<operation>:<step>``. When
+    ``SPOTPATCH_TEST_FAULT_PAUSE`` equals ``<operation>:<step>``, ``SPOTPATCH-TEST-PAUSED <operation>:<step>``
+    is written to stderr and this (worker) thread blocks for an hour — the fault-injection test SIGKILLs the
+    process meanwhile — or, when ``SPOTPATCH_TEST_FAULT_RESUME`` names a file, until that file exists (a
+    test does something at the boundary, e.g. saves a touched file, then lets the write go on). Never set
+    either variable outside tests."""
+    if _fault_hook is not None:
+        _fault_hook(f"{operation}:{step}")
     wanted = os.environ.get(FAULT_ENV)
     if wanted is None or wanted != f"{operation}:{step}":
         return
     os.write(2, f"SPOTPATCH-TEST-PAUSED {wanted}\n".encode("ascii", "replace"))
-    time.sleep(3600)
+    resume, deadline = os.environ.get(FAULT_RESUME_ENV), time.monotonic() + 3600
+    while time.monotonic() < deadline and not (resume and os.path.exists(resume)):
+        time.sleep(0.01 if resume else 1)
 
 
-# ---------------------------------------------------------------- recovery
+def write_steps(plan: WritePlan) -> list[str]:
+    """Every step boundary of writing ``plan`` without a race, in order, as ``<operation>:<step>``:
+    ``journal:synced`` (the journal's temp file is durable, not yet renamed), ``journal:durable``, per
+    path k (1…n, journal order) ``file-<k>:<step>`` for each step of
+    :data:`~spotpatch_agent.worktree.images.WRITE_STEPS` of its kind, ``verified`` (every path checked,
+    the journal still there), ``journal:removed``. (The journal steps exist with a :class:`DiskJournal`.)"""
+    steps = ["journal:synced", "journal:durable"]
+    for number, write in enumerate(plan.writes, start=1):
+        steps += [f"file-{number}:{name}" for name in WRITE_STEPS[write_kind(write.pre, write.post)]]
+    return [f"{plan.operation}:{name}" for name in [*steps, "verified", "journal:removed"]]
 
 
-async def recover_pending(root: Path, *, git_dir: Path | None = None) -> list[RecoveryReport]:
-    """Repair every half-written Apply/Revert of ``root`` left by a crashed engine (DESIGN.md §8).
+def __getattr__(name: str) -> object:
+    """``recover_pending`` / ``recover_under_lock`` / ``QUARANTINE_DIR``, which live in
+    :mod:`~spotpatch_agent.worktree.recovery` (imported lazily: it imports this module)."""
+    if name in ("recover_pending", "recover_under_lock", "QUARANTINE_DIR"):
+        from spotpatch_agent.worktree import recovery
 
-    ``git_dir``: the working tree's git dir when known (saves one git call). For each journal: when HEAD
-    still equals the journal's, every touched path holding its pre- or post-image is brought to the
-    no-change state (Apply → pre-image, ``rolled-back``; Revert → post-image, ``completed``) by an atomic
-    write; a path holding neither is left alone and listed in ``unresolvedPaths`` (``needs-attention``);
-    when HEAD moved nothing is written and every path is unresolved. Then the journal and any temp file
-    it names are removed. Call it holding the project write lock (worktree/lock.py) with no Apply/Revert
-    running. Returns one :class:`RecoveryReport` per journal (paths relative). A journal that cannot be
-    trusted — unreadable, truncated, not our format, or naming an absolute path, ``..`` or ``.git`` — is
-    never acted on: it is moved to ``<git-dir>/spotpatch/quarantine/``, logged with a relative message and
-    reported ``needs-attention`` with no paths; a failure while repairing one is reported the same way (the
-    journal is kept). Never raises for a journal; raises :class:`~spotpatch_agent.errors.GitError` only if
-    git cannot run.
-    """
-    if git_dir is None:
-        layout = await locate(root)
-        if layout is None:
-            return []
-        git_dir = layout.git_dir
-    directory = journal_dir(git_dir)
-    names = await anyio.to_thread.run_sync(_pending_names, directory)
-    if not names:
-        return []
-    head = await resolve_head(root)
-    reports = []
-    for name in names:
-        try:
-            report = await anyio.to_thread.run_sync(_recover_one, root, directory, name, head)
-        except Exception as exc:  # noqa: BLE001 - one bad journal never stops the engine starting; it stays for the next start
-            log.error("crash recovery of %s failed (%s); the journal was kept, check the files it may name by hand",
-                      _shown(root, directory / name), type(exc).__name__)
-            report = RecoveryReport(job_id=_job_id_of(name), operation="apply", outcome="needs-attention", paths=[])
-        _log_report(report)
-        reports.append(report)
-    return reports
-
-
-def _pending_names(directory: Path) -> list[str]:
-    try:
-        names = sorted(os.listdir(directory))
-    except FileNotFoundError:
-        return []
-    except OSError as exc:  # not a directory, no permission…: never stops the engine starting
-        log.error("the crash journal directory cannot be read (%s); check it by hand", _reason(exc))
-        return []
-    for name in names:  # an unfinished journal write: nothing was written to the tree after it
-        if name.startswith(".") and name.endswith(".tmp"):
-            unlink_quietly(directory / name)
-    return [n for n in names if n.endswith(_SUFFIX) and not n.startswith(".")]
-
-
-def _recover_one(root: Path, directory: Path, name: str, head: str | None) -> RecoveryReport:
-    try:
-        plan = decode_plan((directory / name).read_bytes())
-    except (OSError, ValueError) as exc:
-        return _quarantine(root, directory, name, exc)
-    paths = [w.path for w in plan.writes]
-    unresolved: list[str] = []
-    if head != plan.head:
-        unresolved = list(paths)
-    else:
-        for write in plan.writes:
-            if not _restore(root, write, plan.operation):
-                unresolved.append(write.path)
-    for write in plan.writes:
-        remove_tmp(root, write.path, write.tmp)
-    unlink_quietly(directory / name)
-    _fsync_dir_quietly(directory)
-    outcome = "needs-attention" if unresolved else ("rolled-back" if plan.operation == "apply" else "completed")
-    return RecoveryReport(job_id=plan.job_id, operation=plan.operation, outcome=outcome, paths=paths,
-                          unresolved_paths=unresolved)
-
-
-#: Where an unreadable journal is moved (beside the journal directory; never read or deleted by SpotPatch).
-QUARANTINE_DIR = ("spotpatch", "quarantine")
-
-
-def _quarantine(root: Path, directory: Path, name: str, exc: Exception) -> RecoveryReport:
-    """A journal that is unreadable, truncated, foreign or names an unsafe path: nothing it names is
-    touched; it is moved aside to ``<git-dir>/spotpatch/quarantine/`` (kept for the user, never applied,
-    never deleted) and reported ``needs-attention``. If it cannot be moved it stays (reported again)."""
-    source = directory / name
-    reason = str(exc) if isinstance(exc, ValueError) else (exc.strerror or type(exc).__name__)
-    aside = directory.parent.joinpath(QUARANTINE_DIR[-1]) / f"{name}.{int(time.time())}-{secrets.token_hex(4)}"
-    try:
-        aside.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.rename(source, aside)
-        _fsync_dir_quietly(directory)
-        where = f"moved aside to {_shown(root, aside)}"
-    except OSError:
-        where = f"left at {_shown(root, source)}"
-    log.error("crash journal %s is unreadable (%s); nothing it names was changed; %s: check the files the "
-              "interrupted apply or revert may have touched by hand", _shown(root, source), _bounded(reason), where)
-    return RecoveryReport(job_id=_job_id_of(name), operation="apply", outcome="needs-attention", paths=[])
-
-
-def _job_id_of(name: str) -> str:
-    stem = name.removesuffix(_SUFFIX)
-    return stem if valid_job_id(stem) else "unknown"
-
-
-def _shown(root: Path, path: Path) -> str:
-    """``path`` relative to the project when inside it (a linked worktree's git dir is not): bounded, printable."""
-    try:
-        text = path.relative_to(root).as_posix()
-    except ValueError:
-        parts = path.parts
-        text = "<git dir>/" + "/".join(parts[parts.index("spotpatch"):]) if "spotpatch" in parts else path.name
-    return _bounded(text)
-
-
-def _bounded(text: str, limit: int = 200) -> str:
-    return redact_cut("".join(c if c.isprintable() else "?" for c in text), limit)
-
-
-def _fsync_dir_quietly(directory: Path) -> None:
-    try:
-        _fsync_dir(directory)
-    except OSError:
-        pass
-
-
-def _restore(root: Path, write: PathWrite, operation: Operation) -> bool:
-    """Bring one path to its no-change image; False (untouched) when it holds neither image."""
-    target, other = (write.pre, write.post) if operation == "apply" else (write.post, write.pre)
-    current = read_image(root, write.path)
-    if isinstance(current, str):
-        return False
-    if current.sha256 == target.sha256:
-        if target.data is not None and target.mode is not None and current.mode != target.mode:
-            try:
-                set_mode(root, write.path, target.mode)
-            except OSError:
-                return False
-        return True
-    if current.sha256 != other.sha256:
-        return False
-    try:
-        write_image(root, write.path, target, write.tmp)
-    except OSError:
-        return False
-    return True
-
-
-def _log_report(report: RecoveryReport) -> None:
-    if not report.paths:  # a quarantined or failed journal: logged where it was judged
-        return
-    shown = ", ".join(report.paths[:5]) + (f" (and {len(report.paths) - 5} more)" if len(report.paths) > 5 else "")
-    if report.outcome == "needs-attention":
-        log.warning("crash recovery: the interrupted %s of %s needs attention; left untouched, resolve by hand: %s "
-                    "(touched: %s)", report.operation, report.job_id, ", ".join(report.unresolved_paths), shown)
-    else:
-        log.warning("crash recovery: the interrupted %s of %s was %s: %s", report.operation, report.job_id,
-                    report.outcome, shown)
-
-
-async def recover_under_lock(root: Path, git_dir: Path, lock: ProjectWriteLock) -> list[RecoveryReport]:
-    """:func:`recover_pending` holding the project write lock (worktree/lock.py), never waiting for it.
-
-    When another engine (or a running job) holds the lock, its journal may belong to a write in flight:
-    nothing is recovered and ``[]`` is returned (the holder's own start already recovered)."""
-    if not lock.try_acquire():
-        log.info("crash recovery skipped: another SpotPatch engine holds this project's write lock")
-        return []
-    try:
-        return await recover_pending(root, git_dir=git_dir)
-    finally:
-        lock.release()
+        return getattr(recovery, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

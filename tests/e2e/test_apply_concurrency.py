@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
+from spotpatch_agent.worktree.journal import FAULT_ENV, FAULT_RESUME_ENV
 from tests.conftest import git
 from tests.e2e._multifile import (
     HEADER,
@@ -29,7 +32,9 @@ from tests.e2e._multifile import (
     run_to_review,
     tree_files,
 )
-from tests.e2e.test_serve_job import start_engine
+from tests.e2e.test_crash_recovery import wait_paused
+from tests.e2e.test_serve_job import KEY_ENV, start_engine
+from tests.engine_client import EngineProcess
 
 APP = "src/App.tsx"
 
@@ -149,3 +154,41 @@ def test_non_ascii_and_space_file_names_round_trip_through_diff_apply_and_revert
         finally:
             eng.stop()
     assert str(project) not in eng.all_output()
+
+
+USER_SAVE = b"// the user's format-on-save, while the engine wrote\n"
+
+
+@pytest.mark.parametrize("point", ["apply:file-2:written", "revert:file-2:exchanged"])
+def test_a_save_while_the_engine_writes_a_file_is_kept_and_reported(
+    project: Path, canary: str, tmp_path: Path, point: str
+) -> None:
+    """Issue 12 defect 3 through the whole engine: the write pauses at a step boundary of HEADER (the second
+    path written; SPOTPATCH_TEST_FAULT_PAUSE + _RESUME, worktree/journal.py), the user saves HEADER, the
+    write goes on: the operation reports the conflict naming HEADER, HEADER holds the user's bytes, every
+    other path is as before the operation, no temp file or journal is left. Every boundary, in process:
+    tests/worktree/test_concurrent_saves.py."""
+    operation = point.split(":", 1)[0]
+    resume = tmp_path / "resume"
+    with ScriptedProviderServer(multi_file_turns()) as server:
+        eng = EngineProcess(env={KEY_ENV: canary, FAULT_ENV: point, FAULT_RESUME_ENV: str(resume)})
+        try:
+            job_id = run_to_review(eng, project, server)
+            if operation == "revert":
+                assert eng.call("job/apply", {"jobId": job_id})["status"] == "applied"
+            files, repo = tree_files(project), repo_state(project)
+            rid = eng.start_request(f"job/{operation}", {"jobId": job_id})
+            wait_paused(eng, point)
+            assert TOUCHED[1] == HEADER
+            (project / HEADER).write_bytes(USER_SAVE)  # in place, as an editor saves
+            resume.touch()
+            reply = eng.response(rid, timeout=30)
+            assert reply["error"]["data"]["code"] == ("APPLY_CONFLICT" if operation == "apply" else "REVERT_CONFLICT")
+            assert HEADER in reply["error"]["message"]
+            assert tree_files(project) == {**files, HEADER: USER_SAVE}  # no temp file, nothing else changed
+            assert repo_state(project) == repo
+            assert not any((project / ".git" / "spotpatch" / "journal").iterdir())
+            assert eng.call("job/get", {"jobId": job_id})["status"] == ("awaiting-review" if operation == "apply"
+                                                                        else "applied")
+        finally:
+            eng.stop()

@@ -1,5 +1,9 @@
-"""Fault injection (issue 6 acceptance 3): SIGKILL the real ``spotpatch-agent serve`` at every write step of
-Apply and of Revert, restart it on the same repository, and prove the crash journal repaired the tree.
+"""Fault injection through the whole engine (issues 6 and 12): SIGKILL the real ``spotpatch-agent serve``
+during Apply and Revert — once the journal is durable, after each file's exchange / placement / move
+(its temp file not yet unlinked: the state of issue 12 defect 2), and after the verification — restart it
+on the same repository, and prove the crash journal repaired the tree. Every step boundary of the write
+(each write, exchange, fsync, unlink and journal update) is covered, faster, by
+tests/worktree/test_crash_boundaries.py, which kills a process running the same write code.
 
 The test-only variable ``SPOTPATCH_TEST_FAULT_PAUSE=<operation>:<step>`` makes the engine print
 ``SPOTPATCH-TEST-PAUSED <operation>:<step>`` to stderr and block at that step (worktree/journal.py).
@@ -29,8 +33,11 @@ from tests.e2e._multifile import (
 from tests.e2e.test_serve_job import KEY_ENV, config_for, start_engine
 from tests.engine_client import EngineProcess
 
-STEPS = ["after-journal", *(f"after-file-{k}" for k in range(1, len(TOUCHED) + 1)), "before-journal-removal"]
-POINTS = [f"{operation}:{step}" for operation in ("apply", "revert") for step in STEPS]
+#: The step after which file k holds its new image and its temp file still exists, per operation (the
+#: job deletes README, modifies HEADER and ITEMS, creates NOTES; the Revert does the opposite).
+_MIDDLE = {"apply": ["moved", "exchanged", "exchanged", "placed"], "revert": ["placed", "exchanged", "exchanged", "moved"]}
+POINTS = [f"{operation}:{step}" for operation in ("apply", "revert") for step in (
+    "journal:durable", *(f"file-{k}:{name}" for k, name in enumerate(_MIDDLE[operation], start=1)), "verified")]
 
 
 def wait_paused(eng: EngineProcess, point: str, timeout: float = 20) -> None:
@@ -44,9 +51,9 @@ def wait_paused(eng: EngineProcess, point: str, timeout: float = 20) -> None:
 
 def written_before_kill(step: str) -> int:
     """How many touched paths hold their new bytes when the engine is killed at ``step``."""
-    if step == "after-journal":
+    if step == "journal:durable":
         return 0
-    return len(TOUCHED) if step == "before-journal-removal" else int(step.rsplit("-", 1)[1])
+    return len(TOUCHED) if step == "verified" else int(step.split(":")[0].removeprefix("file-"))
 
 
 @pytest.mark.parametrize("point", POINTS)

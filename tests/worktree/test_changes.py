@@ -12,6 +12,7 @@ import pytest
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.worktree import changes as changes_module
+from spotpatch_agent.worktree import images as images_module
 from spotpatch_agent.worktree import journal as journal_module
 from spotpatch_agent.worktree.changes import (
     AppliedChange,
@@ -28,7 +29,8 @@ from spotpatch_agent.worktree.isolation import (
     remove_worktree,
     result_diff,
 )
-from spotpatch_agent.worktree.journal import WritePlan, journal_dir, recover_pending
+from spotpatch_agent.worktree.journal import WritePlan, journal_dir
+from spotpatch_agent.worktree.recovery import recover_pending
 from tests.conftest import git
 from tests.worktree._util import files, sha, snapshot
 
@@ -391,13 +393,13 @@ async def test_apply_and_revert_journal_then_leave_no_journal_and_no_temp_files(
 ) -> None:
     job = await make_job()
     seen: list[list[str]] = []
-    real = journal_module.write_image
+    real = journal_module.replace_image
 
-    def spy(root: Path, rel: str, image: object, tmp: str) -> None:
+    def spy(root: Path, rel: str, *args: object, **kw: object) -> object:
         seen.append(journal_files(root))  # the journal is durable before every single write
-        real(root, rel, image, tmp)  # type: ignore[arg-type]
+        return real(root, rel, *args, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(journal_module, "write_image", spy)
+    monkeypatch.setattr(journal_module, "replace_image", spy)
     applied = await job.apply(job_id="job_x")
     await job.revert(applied)
     assert seen and all(names == ["job_x.journal"] for names in seen)
@@ -422,15 +424,15 @@ async def test_apply_refuses_when_the_journal_cannot_be_written(make_job) -> Non
 async def test_a_failed_write_is_undone_and_nothing_changes(make_job, monkeypatch: pytest.MonkeyPatch) -> None:
     job = await make_job()
     before = snapshot(job.root)
-    real, calls = journal_module.write_image, []
+    real, calls = journal_module.replace_image, []
 
-    def flaky(root: Path, rel: str, image: object, tmp: str) -> None:
+    def flaky(root: Path, rel: str, *args: object, **kw: object) -> object:
         calls.append(rel)
         if len(calls) == 3:
             raise OSError(28, "No space left on device")
-        real(root, rel, image, tmp)  # type: ignore[arg-type]
+        return real(root, rel, *args, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(journal_module, "write_image", flaky)
+    monkeypatch.setattr(journal_module, "replace_image", flaky)
     with pytest.raises(SpotPatchError) as info:
         await job.apply()
     assert info.value.code is ErrorCode.APPLY_CONFLICT
@@ -442,23 +444,50 @@ async def test_an_undo_that_cannot_finish_keeps_the_journal_for_the_next_start(
     make_job, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     job = await make_job()
-    real, calls = journal_module.write_image, []
+    before = snapshot(job.root)
+    real, calls = journal_module.replace_image, []
 
-    def raced(root: Path, rel: str, image: object, tmp: str) -> None:
+    def failing(root: Path, rel: str, *args: object, **kw: object) -> object:
         calls.append(rel)
-        if len(calls) == 2:  # the user edits the first written file, then the second write fails
-            (root / calls[0]).write_bytes(b"edited by the user meanwhile\n")
+        if len(calls) >= 2:  # the second write fails, then so does the undo of the first
             raise OSError(5, "Input/output error")
-        real(root, rel, image, tmp)  # type: ignore[arg-type]
+        return real(root, rel, *args, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(journal_module, "write_image", raced)
+    monkeypatch.setattr(journal_module, "replace_image", failing)
     with pytest.raises(SpotPatchError) as info:
         await job.apply(job_id="job_kept")
     assert info.value.code is ErrorCode.INTERNAL and "journal was kept" in info.value.message
     assert journal_files(job.root) == ["job_kept.journal"]
+    monkeypatch.undo()
     [report] = await recover_pending(job.root)
-    assert report.outcome == "needs-attention" and report.unresolved_paths == [calls[0]]
-    assert (job.root / calls[0]).read_bytes() == b"edited by the user meanwhile\n"
+    assert report.outcome == "rolled-back" and report.unresolved_paths == []
+    assert snapshot(job.root) == before
+
+
+async def test_a_save_to_a_written_file_before_a_later_write_fails_is_kept(
+    make_job, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = await make_job()
+    before = snapshot(job.root)
+    real, calls = journal_module.replace_image, []
+
+    def raced(root: Path, rel: str, *args: object, **kw: object) -> object:
+        calls.append(rel)
+        if len(calls) == 2:  # the user saves the first written file, then the second write fails
+            (root / calls[0]).write_bytes(b"edited by the user meanwhile\n")
+            raise OSError(5, "Input/output error")
+        return real(root, rel, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(journal_module, "replace_image", raced)
+    with pytest.raises(SpotPatchError) as info:
+        await job.apply(job_id="job_kept")
+    assert info.value.code is ErrorCode.APPLY_CONFLICT and calls[0] in info.value.message
+    assert "kept" in info.value.message
+    assert (job.root / calls[0]).read_bytes() == b"edited by the user meanwhile\n"  # the user's save wins
+    after = snapshot(job.root)
+    assert {k: v for k, v in after["files"].items() if k != calls[0]} == {
+        k: v for k, v in before["files"].items() if k != calls[0]}  # every other path back, no temp file
+    assert journal_files(job.root) == []
 
 
 async def test_apply_and_revert_keep_permission_bits(make_job) -> None:
@@ -535,3 +564,44 @@ async def test_a_text_change_applies_and_reverts_with_one_git_process_each(
     await job.revert(applied)
     assert commands == []
     assert snapshot(job.root) == before
+
+
+# ---------------------------------------------------------------- issue 12 defect 3: a save during the write
+
+
+USER_SAVE = b"the user's save, made while the write ran\n"
+
+
+@pytest.mark.parametrize("operation", ["apply", "revert"])
+async def test_a_save_between_the_recheck_and_the_exchange_is_kept_and_reported(
+    make_job, monkeypatch: pytest.MonkeyPatch, operation: str
+) -> None:
+    """Regression (issue 12 defect 3): a save to a touched file after the engine re-hashed it and before
+    its exchange used to be swapped into the temp name and unlinked, and Apply reported ``applied``."""
+    job = await make_job()
+    applied = await job.apply() if operation == "revert" else None
+    before = snapshot(job.root)
+    real, saved = images_module._swap, []
+
+    def raced(tmp: str, target: str, directory: int, *rest: object) -> object:
+        if not saved:  # a format-on-save lands in the window: written in place, as editors do
+            saved.append(target)
+            fd = os.open(target, os.O_WRONLY | os.O_TRUNC, dir_fd=directory)
+            os.write(fd, USER_SAVE)
+            os.close(fd)
+        return real(tmp, target, directory, *rest)
+
+    monkeypatch.setattr(images_module, "_swap", raced)
+    with pytest.raises(SpotPatchError) as info:
+        if applied is None:
+            await job.apply()
+        else:
+            await job.revert(applied)
+    assert saved == ["a.txt"]
+    assert info.value.code is (ErrorCode.APPLY_CONFLICT if applied is None else ErrorCode.REVERT_CONFLICT)
+    assert "a.txt" in info.value.message
+    assert (job.root / "a.txt").read_bytes() == USER_SAVE  # the user's bytes are on disk
+    left = snapshot(job.root)["files"]
+    assert {k: v for k, v in left.items() if k != "a.txt"} == {  # nothing else changed, no temp file
+        k: v for k, v in before["files"].items() if k != "a.txt"}
+    assert journal_files(job.root) == []

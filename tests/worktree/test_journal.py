@@ -9,16 +9,20 @@ from __future__ import annotations
 import logging
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from spotpatch_agent.worktree import images as images_module
 from spotpatch_agent.worktree.images import (
     ABSENT,
     Image,
+    Outcome,
     new_file_mode,
     new_tmp_name,
     read_image,
+    replace_image,
     write_image,
 )
 from spotpatch_agent.worktree.journal import (
@@ -30,9 +34,8 @@ from spotpatch_agent.worktree.journal import (
     encode_plan,
     fault_point,
     journal_dir,
-    recover_pending,
-    recover_under_lock,
 )
+from spotpatch_agent.worktree.recovery import recover_pending, recover_under_lock
 from spotpatch_agent.worktree.lock import ProjectWriteLock
 from tests.conftest import git
 from tests.worktree._util import files, snapshot
@@ -200,7 +203,7 @@ async def test_recovery_restores_permission_bits_and_removes_only_named_temp_fil
     crash_after(root, plan, 1)
     os.chmod(root / "a.txt", 0o644)  # the mode only, bytes still the post-image
     stray = root / "src" / plan.writes[1].tmp  # a temp file the killed write left
-    stray.write_bytes(b"half")
+    stray.write_bytes(b"BE")  # cut short while writing the post-image
     mine = root / ".spotpatch-0123456789abcdef.tmp"  # not named by the journal: not ours to delete
     mine.write_bytes(b"keep")
     [report] = await recover_pending(root)
@@ -244,3 +247,91 @@ async def test_no_journal_costs_no_git_call(repo_factory, tmp_path: Path) -> Non
     root = repo_factory(FILES)
     assert await recover_pending(root, git_dir=root / ".git") == []
     assert await recover_pending(tmp_path / "not-a-repo-dir-that-is-missing", git_dir=tmp_path / "nowhere") == []
+
+
+# ---------------------------------------------------------------- issue 12 defect 2: a kill after the exchange
+
+
+@pytest.mark.parametrize(("operation", "step"), [("apply", "exchanged"), ("apply", "written"),
+                                               ("revert", "exchanged"), ("revert", "written")])
+async def test_recovery_of_a_kill_that_left_a_temp_file_restores_the_old_bytes(
+    repo_factory, operation: str, step: str
+) -> None:
+    """Regression (issue 12 defect 2): a kill after a file's temp file was written (``written``) or after
+    its exchange, before the temp file — now holding the old bytes — was unlinked (``exchanged``).
+    Recovery used to re-create that temp name (``EEXIST``), give up on the path (``needs-attention``),
+    delete the temp file and the journal, and leave the file at the bytes it had."""
+    root = repo_factory(FILES)
+    before = snapshot(root)
+    plan = apply_plan(root)
+    if operation == "revert":
+        for item in plan.writes:
+            write_image(root, item.path, item.post, new_tmp_name())
+        plan = WritePlan("job_1", "revert", plan.head, [PathWrite(w.path, w.post, w.pre, new_tmp_name()) for w in plan.writes])
+    DiskJournal(root / ".git").begin(plan)
+    first = plan.writes[0]  # a.txt, modified
+    assert first.pre.data is not None and first.post.data is not None
+    if step == "exchanged":
+        write_image(root, first.path, first.post, new_tmp_name())  # the path at its new bytes…
+        (root / first.tmp).write_bytes(first.pre.data)  # …the temp name at the old ones
+    else:
+        (root / first.tmp).write_bytes(first.post.data)  # the new bytes, not yet exchanged
+    [report] = await recover_pending(root)
+    expected = "rolled-back" if operation == "apply" else "completed"
+    assert (report.outcome, report.unresolved_paths) == (expected, [])
+    assert snapshot(root) == before  # every path at its no-change bytes, no temp file left
+    assert list(jdir(root).iterdir()) == []
+
+
+def test_a_second_save_while_the_first_is_put_back_is_kept_under_the_temp_name(repo_factory) -> None:
+    root = repo_factory(FILES)
+    old, new, tmp = image_of(root, "a.txt"), Image(b"ALPHA\n", 0o644), new_tmp_name()
+
+    def user(step: str) -> None:  # one save before the exchange, another into the new file right after it
+        if step in ("written", "exchanged"):
+            with open(root / "a.txt", "r+b") as fh:
+                fh.truncate()
+                fh.write(f"user save {step}\n".encode())
+
+    assert replace_image(root, "a.txt", old, new, tmp, step=user) is Outcome.CHANGED_KEPT
+    assert (root / "a.txt").read_bytes() == b"user save written\n"
+    assert (root / tmp).read_bytes() == b"user save exchanged\n"  # never deleted
+
+
+async def test_recovery_removes_the_empty_directories_a_kill_between_two_rmdirs_left(repo_factory) -> None:
+    """Found by the random-kill run: a kill after the lower of two emptied directories was removed."""
+    root = repo_factory(FILES)
+    before = snapshot(root)
+    plan = WritePlan("job_1", "apply", head(root), [PathWrite("x/y/new.txt", ABSENT, Image(b"new\n", 0o644), new_tmp_name())])
+    DiskJournal(root / ".git").begin(plan)
+    (root / "x").mkdir()  # new.txt and x/y were removed, x not yet
+    [report] = await recover_pending(root)
+    assert report.outcome == "rolled-back" and snapshot(root) == before
+
+
+def test_without_renameat2_the_fallbacks_write_and_never_replace_a_save(
+    repo_factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No exchange / no-replace rename (not Linux, or a file system without them): a hard link places and
+    moves files, a re-hash guards the rename over a modified file."""
+    monkeypatch.setattr(images_module, "_renameat2", False)
+    root = repo_factory(FILES)
+    before = files(root)
+
+    def write(rel: str, new: Image, step=None) -> Outcome:
+        return replace_image(root, rel, image_of(root, rel), new, new_tmp_name(), step=step)
+
+    assert write("a.txt", Image(b"ALPHA\n", 0o644)) is Outcome.WRITTEN
+    assert write("new/x.txt", Image(b"x\n", 0o644)) is Outcome.WRITTEN
+    assert write("gone.txt", ABSENT) is Outcome.WRITTEN
+    assert files(root) == {**{k: v for k, v in before.items() if k != "gone.txt"},
+                           "a.txt": b"ALPHA\n", "new": "dir", "new/x.txt": b"x\n"}  # no temp file left
+
+    def user_saves(rel: str) -> Callable[[str], None]:
+        return lambda step: (root / rel).write_bytes(b"user\n") if step == "written" else None
+
+    assert replace_image(root, "c.txt", ABSENT, Image(b"c\n", 0o644), new_tmp_name(),
+                         step=user_saves("c.txt")) is Outcome.CHANGED  # created meanwhile: kept
+    assert write("other.txt", Image(b"O\n", 0o644), user_saves("other.txt")) is Outcome.CHANGED
+    assert (root / "c.txt").read_bytes() == b"user\n" and (root / "other.txt").read_bytes() == b"user\n"
+    assert not [p for p in root.rglob("*.tmp")]

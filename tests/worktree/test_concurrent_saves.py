@@ -1,0 +1,146 @@
+"""A user's save during Apply or Revert (issue 12 acceptance 3; docs/security.md §7): the save lands at each
+step boundary of the write in turn (``write_steps``: journal synced and durable, each file's write,
+exchange / placement / move and unlink, the verification, the journal removed), to the file that step
+concerns and, at the journal boundaries, to every touched file; saved in place (``open(O_TRUNC)`` +
+``write``, as most editors and formatters do) or by a rename over the file (atomic-save editors); and
+once more without ``renameat2`` (the hard-link and re-hash fallbacks of other systems, whose window is
+between a step boundary's re-hash and the rename, so a save exactly at a boundary is still caught).
+
+Up to the verification the operation reports the conflict (``APPLY_CONFLICT`` / ``REVERT_CONFLICT``,
+naming the file), the user's bytes are on the disk at that path, every other touched path is back to
+its bytes before the operation, and no temp file or journal is left. A save after the verification
+comes after a finished write: the operation succeeds and the save is on disk.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from spotpatch_agent.errors import SpotPatchError
+from spotpatch_agent.protocol.errors import ErrorCode
+from spotpatch_agent.worktree import images as images_module
+from spotpatch_agent.worktree.changes import AppliedChange
+from spotpatch_agent.worktree.journal import journal_dir, set_fault_hook
+from tests.worktree._util import files
+from tests.worktree.test_changes import FILES, Job, make_job  # noqa: F401 - the fixture
+
+pytestmark = pytest.mark.anyio
+
+USER = b"// saved by the user's editor while the write ran\n"
+#: The steps after which the write is finished: a save there is a later edit, not a race.
+AFTER_THE_WRITE = {"verified", "journal:removed"}
+
+
+def save(root: Path, rel: str, style: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if style == "in-place":
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.write(fd, USER)
+        os.close(fd)
+    else:
+        aside = path.with_name(path.name + ".user-save~")
+        aside.write_bytes(USER)
+        os.replace(aside, path)
+
+
+def reset(root: Path, tree: dict[str, bytes | str], paths: list[str]) -> None:
+    """Put every touched path back to its bytes in ``tree`` (absent: removed, with emptied directories)."""
+    for rel in paths:
+        path = root / rel
+        if isinstance(tree.get(rel), bytes):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(tree[rel])  # type: ignore[arg-type]
+        elif path.exists():
+            path.unlink()
+            parent = path.parent
+            while parent != root and not any(parent.iterdir()):
+                parent.rmdir()
+                parent = parent.parent
+    assert files(root) == tree
+
+
+def recorded(run: Callable[[], object]) -> list[str]:
+    seen: list[str] = []
+    previous = set_fault_hook(seen.append)
+    try:
+        run()
+    finally:
+        set_fault_hook(previous)
+    return seen
+
+
+@pytest.mark.parametrize(("style", "exchange"), [("in-place", True), ("rename", True), ("in-place", False)])
+@pytest.mark.parametrize("operation", ["apply", "revert"])
+async def test_a_save_at_every_step_boundary_is_kept_and_the_conflict_reported(
+    make_job, monkeypatch: pytest.MonkeyPatch, operation: str, style: str, exchange: bool  # noqa: F811
+) -> None:
+    if not exchange:  # no renameat2: hard links place and move files, a re-hash guards the rename over
+        monkeypatch.setattr(images_module, "_renameat2", False)
+    job: Job = await make_job()
+    root = job.root
+    original = files(root)
+    steps: dict[str, list[str]] = {}
+
+    def hook_into(operation_: str) -> Callable[[str], None]:
+        return lambda point: steps.setdefault(operation_, []).append(point.split(":", 1)[1])
+
+    previous = set_fault_hook(hook_into("apply"))
+    try:
+        applied = await job.apply()
+        set_fault_hook(hook_into("revert"))
+        await job.revert(applied)
+    finally:
+        set_fault_hook(previous)
+    paths = applied.paths
+    assert files(root) == original
+    await job.apply()
+    applied_tree = files(root)
+    reset(root, original, paths)
+
+    boundaries = steps[operation]
+    assert boundaries[0] == "journal:synced" and boundaries[-1] == "journal:removed"
+    cases = 0
+    for step in boundaries:
+        targets = [paths[int(step.split(":")[0].removeprefix("file-")) - 1]] if step.startswith("file-") else paths
+        for target in targets:
+            reset(root, original, paths)
+            change: AppliedChange | None = await job.apply() if operation == "revert" else None
+            before = files(root)
+
+            def on_step(point: str, step: str = step, target: str = target) -> None:
+                if point == f"{operation}:{step}":
+                    save(root, target, style)
+
+            previous = set_fault_hook(on_step)
+            error: SpotPatchError | None = None
+            try:
+                if change is None:
+                    await job.apply()
+                else:
+                    await job.revert(change)
+            except SpotPatchError as exc:
+                error = exc
+            finally:
+                set_fault_hook(previous)
+            where = f"{operation} {step} save to {target} ({style})"
+            assert (root / target).read_bytes() == USER, where  # the user's bytes are on disk
+            now = files(root)
+            if step in AFTER_THE_WRITE:
+                assert error is None, where
+                after = applied_tree if operation == "apply" else original
+            else:
+                assert error is not None, where
+                assert error.code is (ErrorCode.APPLY_CONFLICT if operation == "apply" else ErrorCode.REVERT_CONFLICT)
+                assert target in error.message, where
+                after = before
+            others = {k: v for k, v in now.items() if k != target and not (root / k).is_dir()}
+            assert others == {k: v for k, v in after.items() if k != target and v != "dir"}, where  # no temp file
+            jdir = journal_dir(root / ".git")
+            assert not jdir.exists() or list(jdir.iterdir()) == [], where
+            cases += 1
+    assert cases >= 20
