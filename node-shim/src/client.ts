@@ -70,7 +70,8 @@ export type ServerErrorCode =
   | "ENGINE_STOPPED"
   | "ENGINE_FAILED"
   | "ENGINE_ERROR"
-  | "SERVER_CLOSING";
+  | "SERVER_CLOSING"
+  | "VITE_UNSUPPORTED";
 
 /** The JSON body of every refused or failed call: `{"error": SpotPatchErrorBody}`. */
 export interface SpotPatchErrorBody {

@@ -16,13 +16,14 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 
-import type { Plugin, ResolvedConfig, ViteDevServer } from "vite";
+import { version as importedViteVersion, type Plugin, type ResolvedConfig, type ViteDevServer } from "vite";
 
 import { createEndpoints, type Endpoints } from "./http.js";
 import { accessPolicy, type AccessPolicy } from "./guard.js";
 import { clientModuleGuard } from "./module-guard.js";
 import { engineCommand, type ResolvedOptions } from "./options.js";
 import { EngineSupervisor } from "./supervisor.js";
+import { refusedClientSource, refusedEndpoints, runningViteVersion, viteVersionRefusal } from "./vite-version.js";
 
 export const VIRTUAL_CLIENT_ID = "virtual:spotpatch/client";
 const RESOLVED_CLIENT_ID = `\0${VIRTUAL_CLIENT_ID}`;
@@ -71,6 +72,7 @@ export function spotpatchServer(options: ResolvedOptions, locateRoot: { root?: s
   const projectRoots = new WeakMap<ResolvedConfig, string>();
   const instances = new WeakMap<ResolvedConfig, DevInstance>();
   let latest: DevInstance | undefined;
+  let viteRefusal: string | undefined; // set when the running Vite is one SpotPatch must not run on
 
   /** The instance of the environment a hook runs in (Vite ≥ 6). */
   const instanceOf = (context: unknown): DevInstance | undefined => {
@@ -94,6 +96,12 @@ export function spotpatchServer(options: ResolvedOptions, locateRoot: { root?: s
 
     configureServer(server: ViteDevServer) {
       const config = server.config;
+      viteRefusal = viteVersionRefusal(runningViteVersion(this, importedViteVersion));
+      if (viteRefusal) {
+        config.logger.error(`[spotpatch] ${viteRefusal}`);
+        server.middlewares.use(refusedEndpoints(viteRefusal));
+        return; // no token, no engine
+      }
       const instance = new DevInstance(config, options, projectRoots.get(config) ?? gitTopLevel(config.root));
       instances.set(config, instance);
       latest = instance;
@@ -113,6 +121,7 @@ export function spotpatchServer(options: ResolvedOptions, locateRoot: { root?: s
 
     load(id) {
       if (id !== RESOLVED_CLIENT_ID) return undefined;
+      if (viteRefusal) return refusedClientSource(viteRefusal);
       const instance = instanceOf(this) ?? latest; // the newest instance when the hook has no environment
       if (!instance) return undefined;
       return clientModuleSource(instance.token);
