@@ -3,12 +3,18 @@
 Children are started in their own session (``start_new_session=True``) on POSIX, so one ``killpg`` ends
 the whole tree. Windows (marked, untested here): no process groups; only the direct child is killed —
 use ``taskkill /T`` or a process library there when checks start grandchildren.
+
+Because children run in their own session, a SIGKILLed engine leaves them running (reparented to init).
+:func:`kill_processes_inside` lets the start-up sweep stop those still working inside an orphaned job
+worktree before it deletes it (docs/security.md §6, *Orphan sweep*).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import time
+from pathlib import Path
 
 from anyio.abc import Process
 
@@ -29,3 +35,104 @@ def kill_tree(process: Process) -> None:
         process.kill()
     except ProcessLookupError:
         pass
+
+
+# ---------------------------------------------------------------- processes left inside a directory
+
+_PROC = Path("/proc")
+
+
+def processes_inside(directory: Path) -> list[int]:
+    """Pids of this user's processes whose working directory is ``directory`` or below it (Linux:
+    ``/proc/<pid>/cwd``). Another user's process, a process that cannot be inspected and this process are
+    never listed; without ``/proc`` (macOS, Windows) the list is empty."""
+    try:
+        target = os.path.realpath(directory)
+        entries = os.listdir(_PROC)
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            if os.stat(_PROC / entry).st_uid != os.getuid():
+                continue
+            cwd = os.readlink(_PROC / entry / "cwd")
+        except OSError:
+            continue  # gone, or not ours to inspect
+        if cwd == target or cwd.startswith(target + os.sep):
+            found.append(int(entry))
+    return found
+
+
+def kill_processes_inside(directory: Path, *, timeout: float = 5.0) -> list[int]:
+    """SIGKILL every process :func:`processes_inside` finds under ``directory``, with its descendants, and
+    the process group of any it belongs to whose leader is a ``git`` of this user in a session of its own
+    (how :func:`~spotpatch_agent.worktree.git.run_git` starts git: a ``git worktree add`` whose checkout
+    child works in the directory). Waits up to ``timeout`` seconds until they are gone (exited or a zombie:
+    they are usually orphans, reaped by init, not by us). Returns the pids killed. Never raises."""
+    killed: set[int] = set()
+    for pid in processes_inside(directory):
+        group = _git_session_group(pid)
+        if group is not None:
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except OSError:
+                pass
+            killed.add(group)
+        for member in [pid, *_descendants(pid)]:
+            try:
+                os.kill(member, signal.SIGKILL)
+                killed.add(member)
+            except OSError:
+                pass
+    deadline = time.monotonic() + timeout
+    while any(_running(pid) for pid in killed) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return sorted(killed)
+
+
+def _stat_fields(pid: int) -> list[bytes] | None:
+    """``/proc/<pid>/stat`` after the command name: [state, ppid, pgrp, session, …], or None."""
+    try:
+        raw = (_PROC / str(pid) / "stat").read_bytes()
+    except OSError:
+        return None
+    return raw[raw.rindex(b")") + 2 :].split()
+
+
+def _running(pid: int) -> bool:
+    fields = _stat_fields(pid)
+    return fields is not None and fields[0] != b"Z"
+
+
+def _descendants(pid: int) -> list[int]:
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir(_PROC):
+        if entry.isdigit() and (fields := _stat_fields(int(entry))) is not None:
+            parents.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _git_session_group(pid: int) -> int | None:
+    """The process group of ``pid`` when its leader leads its own session, runs ``git`` and is this user's
+    (and is not this process's group); else None."""
+    fields = _stat_fields(pid)
+    if fields is None:
+        return None
+    group, session = int(fields[2]), int(fields[3])
+    if group != session or group <= 1 or group == os.getpgrp():
+        return None
+    try:
+        if os.stat(_PROC / str(group)).st_uid != os.getuid():
+            return None
+        comm = (_PROC / str(group) / "comm").read_text().strip()
+    except OSError:
+        return None
+    return group if comm == "git" else None

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from spotpatch_agent.errors import GitError, SpotPatchError
+from spotpatch_agent.process import kill_processes_inside
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import FileStat, Limits, RepoHealth
 from spotpatch_agent.worktree.git import run_git, sanitize
@@ -77,6 +78,8 @@ BASELINE_IDENTITY = (
     "-c", "maintenance.auto=false",
 )
 _CLEANUP_TIMEOUT = 60.0
+#: How many times the sweep stops leftover processes in an orphan and removes it before it gives up.
+_SWEEP_ATTEMPTS = 3
 _ZERO_OID = "0" * 40
 
 
@@ -701,6 +704,10 @@ async def sweep_orphans(root: Path, *, live_job_ids: frozenset[str] | set[str] =
       sidecar (a removal cut short, a cleaned temp dir): no live engine has such a worktree, since the
       sidecar outlives the directory.
 
+    Processes the dead engine left working inside an orphan's directory (its ``git worktree add`` checkout,
+    a check: they run in their own session and outlive a SIGKILLed engine) are SIGKILLed with their process
+    tree first (:func:`~spotpatch_agent.process.kill_processes_inside`: this user's processes whose working
+    directory is inside, Linux), and removal is retried up to :data:`_SWEEP_ATTEMPTS` times.
     Locked registrations are removed too (``worktree remove --force --force``). Other worktrees — the
     user's own, locked or prunable ones included — are never touched, not even pruned, and nothing outside
     our base directories is deleted but a marked registration's own directory. Never raises for cleanup
@@ -721,12 +728,29 @@ async def sweep_orphans(root: Path, *, live_job_ids: frozenset[str] | set[str] =
             await anyio.to_thread.run_sync(_rmtree_quietly, admin)
         else:
             job_id = str(marker.get("jobId")) if marker is not None else path.name
-            await remove_worktree(root, Worktree(path=path, head_oid="", baseline_oid="", job_id=job_id,
-                                                 admin_dir=admin))
+            await _remove_orphan(root, Worktree(path=path, head_oid="", baseline_oid="", job_id=job_id,
+                                                admin_dir=admin))
         if not admin.exists():
             removed += 1
     _sweep_stale_sidecars(_our_bases(root))
     return removed
+
+
+async def _remove_orphan(root: Path, wt: Worktree) -> None:
+    """Remove an orphan's directory and registration: first SIGKILL the processes still working inside its
+    directory (a ``git worktree add`` checkout or a check the dead engine started: they run in their own
+    session, so the engine's SIGKILL left them running, still writing files), then :func:`remove_worktree`;
+    up to :data:`_SWEEP_ATTEMPTS` times while anything is left. Processes are looked for only in a directory
+    that is provably ours (one of our job directories, or one whose ``.git`` names this registration)."""
+    assert wt.admin_dir is not None
+    for _attempt in range(_SWEEP_ATTEMPTS):
+        if os.path.lexists(wt.path) and (_looks_like_job_dir(wt.path) or _points_back(wt.path, wt.admin_dir)):
+            killed = await anyio.to_thread.run_sync(kill_processes_inside, wt.path)
+            if killed:
+                log.info("stopped %d process(es) left running in an orphaned worktree", len(killed))
+        await remove_worktree(root, wt)
+        if not os.path.lexists(wt.path) and not wt.admin_dir.exists():
+            return
 
 
 def _unmarked_orphan(admin: Path, registered: Path | None, root: Path, bases: list[Path]) -> Path | None:

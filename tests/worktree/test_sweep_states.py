@@ -297,3 +297,71 @@ def test_an_unmarked_registration_whose_directory_and_sidecar_were_cleaned_away(
     subprocess.run(["rm", "-rf", str(private_tempdir / "spotpatch-worktrees")], check=True)
     start_engine(root, env)
     assert registrations(root) == []
+
+
+def _running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return stat[stat.rindex(b")") + 2 :].split()[0] != b"Z"
+
+
+def _family(pid: int) -> list[int]:
+    family, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        family.append(current)
+        todo.extend(_children_of(current))
+    return family
+
+
+@pytest.mark.skipif(not Path("/proc/self/cwd").exists(), reason="needs /proc (Linux)")
+def test_processes_a_killed_engine_left_writing_in_its_worktree_are_stopped_and_it_is_swept(
+    repo_factory, tmp_path: Path, private_tempdir: Path
+) -> None:
+    """Breaker 12, F6: the engine is SIGKILLed inside ``git worktree add``; git runs in its own session, so it
+    and its checkout (here a smudge filter that keeps writing files into the job directory) live on,
+    reparented to init. The next engine start stops them and sweeps the worktree: no registration, no
+    directory, no sidecar, no process left. Before the fix the sweep's delete lost the race against the
+    writer ("could not delete …") and left the directory and its sidecar."""
+    root = repo_factory({".gitattributes": "*.slow filter=slow\n", "a.txt": "a\n", "b.slow": "held\n"})
+    held, gate = tmp_path / "held", tmp_path / "gate"
+    held.mkdir()
+    # While `gate` exists the filter records its pid, then rewrites 200 files in its working directory (the
+    # job's checkout) until killed; otherwise it passes the content through.
+    writer = 'i=0; while :; do i=$(( (i + 1) % 200 )); echo x > spotpatch-writer-$i; done'
+    git(root, "config", "filter.slow.smudge", f"sh -c 'if [ -e {gate} ]; then touch {held}/$$; {writer}; fi; cat'")
+    env = {**os.environ, "TMPDIR": str(private_tempdir), "SPOTPATCH_WORKTREE_POOL": "0"}
+    base = private_tempdir / "spotpatch-worktrees"
+
+    child = hold_in_checkout(root, "in-checkout", env, held, gate)
+    [writer_pid] = [int(p.name) for p in held.iterdir()]
+    left = _family(child.proc.pid)[1:]  # git worktree add, its checkout, the filter
+    try:
+        child.proc.kill()  # the engine only: its git keeps running
+        child.proc.wait(timeout=30)
+        assert _running(writer_pid)
+        [job_dir] = [p for p in base.iterdir() if p.is_dir()]
+        assert os.path.realpath(f"/proc/{writer_pid}/cwd").startswith(os.path.realpath(job_dir))
+        written = job_dir / "spotpatch-writer-7"
+        for _round in range(2):  # it writes, and keeps writing after we delete what it wrote
+            deadline = time.monotonic() + 30
+            while not written.exists():
+                assert time.monotonic() < deadline, "the filter does not write into the job directory"
+                time.sleep(0.01)
+            written.unlink(missing_ok=True)
+        assert len(registrations(root)) == 1
+
+        output = start_engine(root, env)
+
+        assert not [pid for pid in [writer_pid, *left] if _running(pid)], output
+        assert registrations(root) == [], output
+        assert not base.exists() or not any(base.iterdir()), sorted(p.name for p in base.iterdir())
+        assert "could not delete" not in output and "cleanup failed" not in output, output
+    finally:
+        for pid in [writer_pid, *left]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
