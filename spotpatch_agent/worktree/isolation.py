@@ -363,7 +363,9 @@ def _ours_by_sidecar(registered: Path, bases: list[Path]) -> Path | None:
 
 def _sweep_stale_sidecars(bases: list[Path]) -> None:
     """Remove sidecars of dead owners whose job directory is gone, or still empty (a kill before ``git
-    worktree add`` filled it); then each base directory once empty."""
+    worktree add`` filled it), and empty sidecars without a job directory (a kill between the sidecar's
+    exclusive create and its write: the directory is made only after the write, so no worktree depends on
+    it); then each base directory once empty."""
     for base in bases:
         try:
             names = [n for n in os.listdir(base) if n.endswith(OWNER_SUFFIX)]
@@ -371,6 +373,9 @@ def _sweep_stale_sidecars(bases: list[Path]) -> None:
             continue
         for name in names:
             job_dir = base / name[: -len(OWNER_SUFFIX)]
+            if _JOB_NAME.match(job_dir.name) and _is_empty_file(base / name) and not os.path.lexists(job_dir):
+                _unlink_sidecar(job_dir)
+                continue
             record = _read_sidecar(job_dir)
             if not _JOB_NAME.match(job_dir.name) or record is None or not _sidecar_owner_dead(record):
                 continue
@@ -386,6 +391,14 @@ def _sweep_stale_sidecars(bases: list[Path]) -> None:
             base.rmdir()
         except OSError:
             pass
+
+
+def _is_empty_file(path: Path) -> bool:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_size == 0
 
 
 async def _node_modules_base(root: Path) -> Path | None:

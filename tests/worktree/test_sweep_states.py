@@ -365,3 +365,24 @@ def test_processes_a_killed_engine_left_writing_in_its_worktree_are_stopped_and_
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def test_an_empty_sidecar_without_its_directory_is_swept(repo_factory, private_tempdir: Path) -> None:
+    """Breaker 12, F6 (the random-kill run): a kill between the sidecar's exclusive create and its write
+    leaves an empty ``job-<random>.owner`` and no directory (made only after the write). It names no owner,
+    so it used to stay for ever; the next start removes it. A written sidecar of a live engine stays."""
+    root = repo_factory({"a.txt": "a\n"})
+    env = {**os.environ, "TMPDIR": str(private_tempdir), "SPOTPATCH_WORKTREE_POOL": "0"}
+    base = private_tempdir / "spotpatch-worktrees"
+    base.mkdir(mode=0o700)
+    empty = base / ("job-" + "0" * 16 + OWNER_SUFFIX)
+    empty.write_bytes(b"")
+    live_job = Child(root, "live-job", env)
+    try:
+        live_path = live_job.wait_ready()
+        start_engine(root, env)
+        assert not empty.exists()
+        assert live_path.is_dir() and (base / (live_path.name + OWNER_SUFFIX)).is_file()
+    finally:
+        live_job.proc.stdin.close()
+        live_job.proc.wait(timeout=60)
