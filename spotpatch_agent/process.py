@@ -5,7 +5,7 @@ the whole tree. Windows (marked, untested here): no process groups; only the dir
 use ``taskkill /T`` or a process library there when checks start grandchildren.
 
 Because children run in their own session, a SIGKILLed engine leaves them running (reparented to init).
-:func:`kill_processes_inside` lets the start-up sweep stop those still working inside an orphaned job
+:func:`kill_processes_inside` lets the start-up sweep stop those still working in or on an orphaned job
 worktree before it deletes it (docs/security.md §6, *Orphan sweep*).
 """
 
@@ -43,14 +43,21 @@ _PROC = Path("/proc")
 
 
 def processes_inside(directory: Path) -> list[int]:
-    """Pids of this user's processes whose working directory is ``directory`` or below it (Linux:
-    ``/proc/<pid>/cwd``). Another user's process, a process that cannot be inspected and this process are
-    never listed; without ``/proc`` (macOS, Windows) the list is empty."""
+    """Pids of this user's processes working in or on ``directory`` (Linux ``/proc``): the working directory
+    (``/proc/<pid>/cwd``) is ``directory`` or below it, or the process is a ``git`` one of whose arguments
+    (``/proc/<pid>/cmdline``) names it or a path below it (``git worktree add <dir>``, which works on the
+    directory from the repository; another program merely naming it, an editor say, is not listed). Another
+    user's process, a process that cannot be inspected and this process are never listed; without
+    ``/proc`` (macOS, Windows) the list is empty. ``directory`` need not exist."""
+    spellings = {os.path.abspath(directory), os.path.realpath(directory)}
     try:
-        target = os.path.realpath(directory)
         entries = os.listdir(_PROC)
     except OSError:
         return []
+
+    def names(path: str) -> bool:
+        return any(path == s or path.startswith(s + os.sep) for s in spellings)
+
     found = []
     for entry in entries:
         if not entry.isdigit() or int(entry) == os.getpid():
@@ -58,16 +65,19 @@ def processes_inside(directory: Path) -> list[int]:
         try:
             if os.stat(_PROC / entry).st_uid != os.getuid():
                 continue
-            cwd = os.readlink(_PROC / entry / "cwd")
+            if names(os.readlink(_PROC / entry / "cwd")):
+                found.append(int(entry))
+            elif (_PROC / entry / "comm").read_bytes().strip() == b"git":
+                args = (_PROC / entry / "cmdline").read_bytes().split(b"\0")
+                if any(names(os.fsdecode(arg)) for arg in args if arg.startswith(b"/")):
+                    found.append(int(entry))
         except OSError:
             continue  # gone, or not ours to inspect
-        if cwd == target or cwd.startswith(target + os.sep):
-            found.append(int(entry))
     return found
 
 
 def kill_processes_inside(directory: Path, *, timeout: float = 5.0) -> list[int]:
-    """SIGKILL every process :func:`processes_inside` finds under ``directory``, with its descendants, and
+    """SIGKILL every process :func:`processes_inside` finds in or on ``directory``, with its descendants, and
     the process group of any it belongs to whose leader is a ``git`` of this user in a session of its own
     (how :func:`~spotpatch_agent.worktree.git.run_git` starts git: a ``git worktree add`` whose checkout
     child works in the directory). Waits up to ``timeout`` seconds until they are gone (exited or a zombie:

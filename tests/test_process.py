@@ -1,6 +1,7 @@
 """``process.kill_processes_inside`` (the orphan sweep's process stop, docs/security.md §6): only this user's
-processes whose working directory is inside the directory — not a sibling whose name merely starts the same
-— are killed, with their descendants."""
+processes whose working directory is inside the directory, or a ``git`` naming it in its arguments — not a
+sibling whose name merely starts the same, not another program naming it — are killed, with their
+descendants."""
 
 from __future__ import annotations
 
@@ -60,5 +61,26 @@ def test_kills_what_works_inside_and_its_descendants_only(tmp_path: Path) -> Non
         if grandchild is not None and _running(grandchild):
             os.kill(grandchild, signal.SIGKILL)
         for proc in (worker, neighbour):
+            proc.kill()
+            proc.wait()
+
+
+def test_a_git_naming_the_directory_is_listed_another_program_naming_it_is_not(tmp_path: Path) -> None:
+    job = tmp_path / "job-1"
+    git_on_it = subprocess.Popen(["git", "hash-object", "--stdin", "--path", f"{job}/a.txt"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, cwd=tmp_path)
+    git_on_sibling = subprocess.Popen(["git", "hash-object", "--stdin", "--path", f"{tmp_path}/job-10/a.txt"],
+                                      stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, cwd=tmp_path)
+    editor = subprocess.Popen(["sh", "-c", "sleep 120; :", "sh", f"{job}/a.txt"], cwd=tmp_path)  # not git, naming it
+    try:
+        deadline = time.monotonic() + 30
+        while not all(Path(f"/proc/{p.pid}/comm").read_text().strip() in ("git", "sh")
+                      for p in (git_on_it, git_on_sibling, editor)):
+            assert time.monotonic() < deadline, "the processes never started"
+            time.sleep(0.01)
+        assert f"{job}/a.txt".encode() in Path(f"/proc/{editor.pid}/cmdline").read_bytes()
+        assert processes_inside(job) == [git_on_it.pid]
+    finally:
+        for proc in (git_on_it, git_on_sibling, editor):
             proc.kill()
             proc.wait()

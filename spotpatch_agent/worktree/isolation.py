@@ -363,7 +363,8 @@ def _ours_by_sidecar(registered: Path, bases: list[Path]) -> Path | None:
 
 def _sweep_stale_sidecars(bases: list[Path]) -> None:
     """Remove sidecars of dead owners whose job directory is gone, or still empty (a kill before ``git
-    worktree add`` filled it), and empty sidecars without a job directory (a kill between the sidecar's
+    worktree add`` filled it; a ``git`` the dead owner left working on it is stopped first, see
+    :func:`_remove_orphan`), and empty sidecars without a job directory (a kill between the sidecar's
     exclusive create and its write: the directory is made only after the write, so no worktree depends on
     it); then each base directory once empty."""
     for base in bases:
@@ -379,6 +380,8 @@ def _sweep_stale_sidecars(bases: list[Path]) -> None:
             record = _read_sidecar(job_dir)
             if not _JOB_NAME.match(job_dir.name) or record is None or not _sidecar_owner_dead(record):
                 continue
+            # A dead owner's `git worktree add` may still be about to fill (or re-create) the directory.
+            kill_processes_inside(job_dir)
             if _is_real_dir(job_dir):
                 try:
                     os.rmdir(job_dir)  # only when empty
@@ -717,10 +720,11 @@ async def sweep_orphans(root: Path, *, live_job_ids: frozenset[str] | set[str] =
       sidecar (a removal cut short, a cleaned temp dir): no live engine has such a worktree, since the
       sidecar outlives the directory.
 
-    Processes the dead engine left working inside an orphan's directory (its ``git worktree add`` checkout,
-    a check: they run in their own session and outlive a SIGKILLed engine) are SIGKILLed with their process
-    tree first (:func:`~spotpatch_agent.process.kill_processes_inside`: this user's processes whose working
-    directory is inside, Linux), and removal is retried up to :data:`_SWEEP_ATTEMPTS` times.
+    Processes the dead engine left working in or on an orphan's directory (its ``git worktree add`` and that
+    checkout, a check: they run in their own session and outlive a SIGKILLed engine) are SIGKILLed with
+    their process tree first (:func:`~spotpatch_agent.process.kill_processes_inside`: this user's processes
+    whose working directory is inside, or a ``git`` naming it; Linux), and removal is retried up to
+    :data:`_SWEEP_ATTEMPTS` times.
     Locked registrations are removed too (``worktree remove --force --force``). Other worktrees — the
     user's own, locked or prunable ones included — are never touched, not even pruned, and nothing outside
     our base directories is deleted but a marked registration's own directory. Never raises for cleanup
@@ -745,7 +749,7 @@ async def sweep_orphans(root: Path, *, live_job_ids: frozenset[str] | set[str] =
                                                 admin_dir=admin))
         if not admin.exists():
             removed += 1
-    _sweep_stale_sidecars(_our_bases(root))
+    await anyio.to_thread.run_sync(_sweep_stale_sidecars, _our_bases(root))
     return removed
 
 
@@ -757,8 +761,8 @@ async def _remove_orphan(root: Path, wt: Worktree) -> None:
     that is provably ours (one of our job directories, or one whose ``.git`` names this registration)."""
     assert wt.admin_dir is not None
     for _attempt in range(_SWEEP_ATTEMPTS):
-        if os.path.lexists(wt.path) and (_looks_like_job_dir(wt.path) or _points_back(wt.path, wt.admin_dir)):
-            killed = await anyio.to_thread.run_sync(kill_processes_inside, wt.path)
+        if _looks_like_job_dir(wt.path) or (os.path.lexists(wt.path) and _points_back(wt.path, wt.admin_dir)):
+            killed = await anyio.to_thread.run_sync(kill_processes_inside, wt.path)  # in it, or git on it
             if killed:
                 log.info("stopped %d process(es) left running in an orphaned worktree", len(killed))
         await remove_worktree(root, wt)

@@ -386,3 +386,30 @@ def test_an_empty_sidecar_without_its_directory_is_swept(repo_factory, private_t
     finally:
         live_job.proc.stdin.close()
         live_job.proc.wait(timeout=60)
+
+
+@pytest.mark.skipif(not Path("/proc/self/cwd").exists(), reason="needs /proc (Linux)")
+def test_a_git_a_dead_engine_left_working_on_its_empty_job_directory_is_stopped(
+    repo_factory, private_tempdir: Path
+) -> None:
+    """Breaker 12, F6 (the random-kill run): killed right after making its job directory, the engine leaves
+    ``git worktree add <dir>`` starting (own session, cwd the repository). The sweep used to delete the empty
+    directory and its sidecar, after which that git re-created and filled it: a worktree with neither
+    marker nor sidecar, never swept. A git naming the directory (here a stand-in that waits on its stdin)
+    is now stopped first."""
+    root = repo_factory({"a.txt": "a\n"})
+    env = {**os.environ, "TMPDIR": str(private_tempdir), "SPOTPATCH_WORKTREE_POOL": "0"}
+    [job_dir] = Child(root, "after-mkdir", env).wait_killed()
+    stand_in = subprocess.Popen(["git", "hash-object", "--stdin", "--path", f"{job_dir}/a.txt"],
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, cwd=root)
+    try:
+        deadline = time.monotonic() + 30
+        while job_dir.encode() not in Path(f"/proc/{stand_in.pid}/cmdline").read_bytes():
+            assert time.monotonic() < deadline, "the stand-in never ran"
+            time.sleep(0.01)
+        output = start_engine(root, env)
+        assert stand_in.wait(timeout=30) == -signal.SIGKILL, output
+        assert not Path(job_dir).exists() and not Path(job_dir + OWNER_SUFFIX).exists()
+    finally:
+        stand_in.kill()
+        stand_in.wait()
