@@ -1,0 +1,409 @@
+/**
+ * The picker: pick mode over the user's page (hover highlight + label, click / Shift+click, keyboard
+ * walk, freeze, area drag), Alt+click picks, text-selection targets, pausing animations, and the
+ * numbered badges pinned to picked elements. Plain DOM, no framework; everything it draws lives in the
+ * `layer` PANEL gives it inside the overlay's shadow root.
+ *
+ * Pick mode (start() … Esc / stop() / a pick without Shift):
+ * - Hover: one `elementFromPoint` (descending into open shadow roots and same-origin iframes) and one
+ *   rect read per animation frame, whatever the number of mouse events; the label (tag · component ·
+ *   file:line, or "source unknown") is set with textContent only.
+ * - Every pointer, mouse, touch and click event is swallowed in the capture phase on `window` (and on
+ *   each same-origin iframe's window), so the page's handlers never see them; events aimed at the
+ *   overlay itself (its host element) pass. Wheel events pass, so the page still scrolls.
+ * - Keys (not while typing in the overlay): Esc leaves; ArrowUp parent, ArrowDown first child,
+ *   ArrowLeft / ArrowRight previous / next sibling; Enter picks (Shift+Enter picks and stays); F freezes
+ *   the hover (the highlight stays on the element while the mouse goes elsewhere; arrows still walk) and
+ *   F again unfreezes. Starting pick mode highlights `document.activeElement` (through open shadow roots)
+ *   or, when nothing is focused, the element at the viewport centre: picking needs no mouse.
+ * - Area mode (`start("area")`): drag a rectangle; the located elements (`data-spotpatch-loc`) whose box
+ *   lies inside it become targets (outermost only, document order, ≤ 50), or one region target when none
+ *   is located; a click without a drag picks the element under it.
+ * - A pick without Shift ends pick mode silently (onPick's `stay: false` says so); Esc and stop() end it
+ *   and call onExit.
+ *
+ * Limits (what the picker cannot do, by the browser's rules):
+ * - Same-origin iframes (their document readable from the page, e.g. served by the same dev server):
+ *   their elements are hovered and picked like the page's own, with rects offset by the iframe's position
+ *   (nesting ≤ 3 levels); listeners are attached to their windows only while picking, also to frames that
+ *   load later (on the first hover into them). Source locations there come from their own
+ *   `data-spotpatch-loc`, so only when that document is served by the same dev server with the plugin.
+ * - Cross-origin (and sandboxed without allow-same-origin) iframes are opaque: they are picked as the
+ *   `<iframe>` element itself. The browser delivers mouse events over them to the frame, not to the page,
+ *   so the picker cannot swallow a click there: pick them with the keyboard (hover, then Enter) or Alt+click
+ *   just outside; their content is never read.
+ * - Closed shadow roots are opaque (their host is picked); open ones are entered. A selector inside a
+ *   shadow root is written `host-selector >>> inner-selector`.
+ * - `pointer-events: none` elements are skipped by hit testing: reach them with the arrow keys from their
+ *   parent or a sibling.
+ * - A page listener registered on `window` in the capture phase before pick mode began runs before the
+ *   picker's and still sees the event (the picker swallows everything after it).
+ * - Animations: see pause.ts (the page's own shadow roots are paused through getAnimations() only).
+ */
+import { describeElement, quickLabel } from "./describe.js";
+import {
+  type Box,
+  HOST_TAG,
+  composedParent,
+  elementAt,
+  firstChildEl,
+  frameDocument,
+  frameElementOf,
+  frameOffset,
+  isOverlay,
+  localName,
+  nextEl,
+  openShadow,
+  ownerDoc,
+  prevEl,
+  safe,
+  sameOriginDocuments,
+  viewportRect,
+} from "./dom.js";
+import { Highlight, labelText } from "./highlight.js";
+import { areaTargets } from "./selection.js";
+import type { PickedTarget, Picker, PickerOptions } from "./types.js";
+
+export type { Badges, PickedTarget, Picker, PickerOptions } from "./types.js";
+export { describeElement } from "./describe.js";
+export { targetFromSelection } from "./selection.js";
+export { pauseAnimations } from "./pause.js";
+export { createBadges } from "./badges.js";
+
+/** The i18n keys the picker asks `t` for, with the English text used when `t` does not know them. */
+export const HINT_KEYS: Record<string, string> = {
+  "pick.hint": "Hover to highlight, click to pick, Shift+click to add more, arrows for parent/child, F to freeze, Esc to leave.",
+  "pick.status.area": "Drag over an area of the page.",
+  "pick.label.unknown": "source unknown",
+  "pick.frozen": "frozen",
+};
+
+/** Events swallowed in pick mode (capture phase, window). Wheel and keys are not here. */
+const SWALLOWED = [
+  "pointerdown",
+  "pointerup",
+  "pointermove",
+  "pointerover",
+  "pointerout",
+  "pointerenter",
+  "pointerleave",
+  "pointercancel",
+  "gotpointercapture",
+  "mousedown",
+  "mouseup",
+  "mousemove",
+  "mouseover",
+  "mouseout",
+  "mouseenter",
+  "mouseleave",
+  "click",
+  "dblclick",
+  "auxclick",
+  "contextmenu",
+  "touchstart",
+  "touchmove",
+  "touchend",
+  "touchcancel",
+  "dragstart",
+  "selectstart",
+] as const;
+
+const MIN_DRAG = 4;
+
+export function createPicker(options: PickerOptions): Picker {
+  const { layer, onPick, onExit } = options;
+  const host = safe(() => (layer.getRootNode() as ShadowRoot).host ?? null, null) as Element | null;
+  const t = (key: string): string => {
+    const s = safe(() => options.t(key), key);
+    return s && s !== key ? s : (HINT_KEYS[key] ?? key);
+  };
+  let highlight: Highlight | null = null;
+  let active = false;
+  let mode: "element" | "area" = "element";
+  let frozen = false;
+  let hovered: Element | null = null;
+  let hoveredText = "";
+  let pointer: { x: number; y: number } | null = null;
+  let frame = 0;
+  let drag: { x: number; y: number; rect: Box | null } | null = null;
+  let swallowClick = false;
+  const windows = new Set<Window>();
+
+  const isOwn = (target: EventTarget | null): boolean =>
+    !!target && (target === host || (target instanceof Node && isOverlay(target)));
+
+  /** Client coordinates of `e` in the top page's viewport (events from iframes are offset). */
+  function topPoint(e: MouseEvent | Touch, win: Window): { x: number; y: number } {
+    if (win === window) return { x: e.clientX, y: e.clientY };
+    const o = frameOffset(safe(() => win.document, null));
+    return { x: e.clientX + o.x, y: e.clientY + o.y };
+  }
+
+  function render(): void {
+    frame = 0;
+    if (!active || !highlight) return;
+    if (!frozen && pointer && !drag) {
+      const el = elementAt(pointer.x, pointer.y);
+      if (el !== hovered) setHover(el);
+    }
+    if (hovered && safe(() => hovered!.isConnected, false)) {
+      highlight.show(viewportRect(hovered), hoveredText, frozen);
+    } else highlight.hide();
+  }
+
+  function schedule(): void {
+    if (!frame) frame = requestAnimationFrame(render);
+  }
+
+  function setHover(el: Element | null): void {
+    if (el && isOverlay(el)) el = null;
+    hovered = el;
+    if (el) {
+      const doc = ownerDoc(el);
+      if (doc && doc !== document) attach(doc.defaultView);
+      const inner = frameDocument(el);
+      if (inner) attach(inner.defaultView);
+      hoveredText = labelText(quickLabel(el), t("pick.label.unknown")) + (frozen ? ` · ${t("pick.frozen")}` : "");
+    }
+  }
+
+  function pick(targets: PickedTarget[], stay: boolean): void {
+    if (targets.length === 0) return;
+    if (!stay) deactivate();
+    safe(() => onPick(targets, { stay }), undefined);
+  }
+
+  function pickElement(el: Element | null, stay: boolean): void {
+    if (!el || isOverlay(el)) return;
+    pick([describeElement(el)], stay);
+  }
+
+  const onEvent = (e: Event): void => {
+    if (!active || isOwn(e.target)) return;
+    const win = safe(() => ((e.target as Node | null)?.ownerDocument ?? (e.target as Document))?.defaultView ?? window, window) ?? window;
+    if (e.cancelable && e.type !== "touchmove") e.preventDefault();
+    e.stopImmediatePropagation();
+    const type = e.type;
+    if (type === "pointermove" || type === "mousemove") {
+      pointer = topPoint(e as MouseEvent, win);
+      if (drag) updateDrag(pointer);
+      else if (!frozen) schedule();
+      return;
+    }
+    if (type === "pointerdown" && mode === "area" && (e as PointerEvent).button === 0) {
+      const p = topPoint(e as MouseEvent, win);
+      drag = { x: p.x, y: p.y, rect: null };
+      highlight?.hide();
+      return;
+    }
+    if (type === "pointerup" && drag) {
+      const d = drag;
+      drag = null;
+      highlight?.showArea(null);
+      swallowClick = true;
+      if (d.rect && d.rect.width >= MIN_DRAG && d.rect.height >= MIN_DRAG) {
+        pick(areaTargets(d.rect), (e as MouseEvent).shiftKey);
+      } else {
+        const p = topPoint(e as MouseEvent, win);
+        pickElement(elementAt(p.x, p.y), (e as MouseEvent).shiftKey);
+      }
+      return;
+    }
+    if (type === "click") {
+      if (swallowClick) {
+        swallowClick = false;
+        return;
+      }
+      if ((e as MouseEvent).button !== 0) return;
+      let el = hovered;
+      if (!frozen) {
+        const p = topPoint(e as MouseEvent, win);
+        el = elementAt(p.x, p.y) ?? hovered;
+      }
+      pickElement(el, (e as MouseEvent).shiftKey);
+    }
+  };
+
+  function updateDrag(p: { x: number; y: number }): void {
+    if (!drag) return;
+    const rect = { x: Math.min(drag.x, p.x), y: Math.min(drag.y, p.y), width: Math.abs(p.x - drag.x), height: Math.abs(p.y - drag.y) };
+    drag.rect = rect;
+    highlight?.showArea(rect);
+  }
+
+  const onScroll = (): void => schedule();
+
+  const onKey = (e: KeyboardEvent): void => {
+    if (!active || e.isComposing || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (isOwn(e.target) && typingInOverlay(e)) return;
+    const k = e.key;
+    let handled = true;
+    if (k === "Escape") {
+      stop();
+    } else if (k === "Enter") {
+      if (hovered) pickElement(hovered, e.shiftKey);
+    } else if (k === "f" || k === "F") {
+      frozen = !frozen;
+      if (hovered) setHover(hovered);
+      schedule();
+    } else if (k === "ArrowUp" || k === "ArrowDown" || k === "ArrowLeft" || k === "ArrowRight") {
+      const next = hovered ? walk(hovered, k) : initialElement();
+      if (next) {
+        setHover(next);
+        safe(() => next.scrollIntoView({ block: "nearest", inline: "nearest" }), undefined);
+        schedule();
+      }
+    } else handled = false;
+    if (handled) {
+      e.preventDefault();
+      e.stopImmediatePropagation();
+    }
+  };
+
+  function attach(win: Window | null | undefined): void {
+    if (!win || windows.has(win)) return;
+    const ok = safe(() => {
+      for (const type of SWALLOWED) win.addEventListener(type, onEvent, { capture: true, passive: false });
+      win.addEventListener("keydown", onKey, { capture: true });
+      win.addEventListener("scroll", onScroll, { capture: true, passive: true });
+      return true;
+    }, false);
+    if (ok) windows.add(win);
+  }
+
+  function detachAll(): void {
+    for (const win of windows) {
+      safe(() => {
+        for (const type of SWALLOWED) win.removeEventListener(type, onEvent, { capture: true });
+        win.removeEventListener("keydown", onKey, { capture: true });
+        win.removeEventListener("scroll", onScroll, { capture: true });
+      }, undefined);
+    }
+    windows.clear();
+  }
+
+  function deactivate(): boolean {
+    if (!active) return false;
+    active = false;
+    detachAll();
+    if (frame) cancelAnimationFrame(frame);
+    frame = 0;
+    drag = null;
+    frozen = false;
+    hovered = null;
+    pointer = null;
+    swallowClick = false;
+    highlight?.hide();
+    highlight?.showArea(null);
+    highlight?.setHint(null);
+    return true;
+  }
+
+  function stop(): void {
+    if (deactivate()) safe(() => onExit(), undefined);
+  }
+
+  return {
+    get active() {
+      return active;
+    },
+    start(m = "element") {
+      mode = m;
+      highlight ??= new Highlight(layer);
+      highlight.setHint(t(m === "area" ? "pick.status.area" : "pick.hint"));
+      if (active) return;
+      active = true;
+      for (const doc of sameOriginDocuments()) attach(doc.defaultView);
+      if (m === "element") {
+        setHover(initialElement());
+        schedule();
+      }
+    },
+    stop,
+    pickFromEvent(event) {
+      if (isOwn(event.target)) return null;
+      const path = safe(() => event.composedPath(), [] as EventTarget[]);
+      let el: Element | null = null;
+      for (const node of path) {
+        if (node instanceof Element || (node as Node)?.nodeType === 1) {
+          el = node as Element;
+          break;
+        }
+      }
+      if (!el || isOverlay(el)) return null;
+      if (event.cancelable) event.preventDefault();
+      event.stopImmediatePropagation();
+      return describeElement(el);
+    },
+    destroy() {
+      deactivate();
+      highlight?.destroy();
+      highlight = null;
+    },
+  };
+}
+
+/** True when a key event aimed at the overlay belongs to a control there (typing, buttons, selects). */
+function typingInOverlay(e: KeyboardEvent): boolean {
+  const origin = safe(() => e.composedPath()[0], null) as Element | null;
+  if (!origin || !(origin instanceof Element)) return false;
+  const tag = localName(origin);
+  return (
+    tag === "input" ||
+    tag === "textarea" ||
+    tag === "select" ||
+    tag === "button" ||
+    tag === "a" ||
+    safe(() => (origin as HTMLElement).isContentEditable, false) ||
+    origin.getAttribute("role") === "button" ||
+    origin.getAttribute("role") === "dialog"
+  );
+}
+
+/** Where keyboard picking starts: the focused element (through open shadow roots) or the viewport centre. */
+function initialElement(): Element | null {
+  let el: Element | null = document.activeElement;
+  for (let i = 0; el && i < 16; i++) {
+    const inner = openShadow(el)?.activeElement ?? null;
+    if (!inner) break;
+    el = inner;
+  }
+  if (el && !isOverlay(el) && el !== document.body && el !== document.documentElement) {
+    // A focused same-origin iframe: its own focused element.
+    const inner = frameDocument(el)?.activeElement;
+    if (inner && inner !== inner.ownerDocument.body) return inner;
+    return el;
+  }
+  return elementAt(innerWidth / 2, innerHeight / 2);
+}
+
+/** The element an arrow key moves to from `el` (composed tree: shadow roots and same-origin iframes). */
+function walk(el: Element, key: string): Element | null {
+  const skip = (n: Element | null, step: (e: Element) => Element | null): Element | null => {
+    for (let i = 0; n && i < 1000; i++) {
+      if (localName(n) !== HOST_TAG && !["script", "style", "template", "head", "meta", "link"].includes(localName(n))) return n;
+      n = step(n);
+    }
+    return null;
+  };
+  switch (key) {
+    case "ArrowUp": {
+      const doc = ownerDoc(el);
+      if (doc && el === doc.body) return frameElementOf(doc) ?? null;
+      const p = composedParent(el);
+      return p && p !== doc?.documentElement ? p : null;
+    }
+    case "ArrowDown": {
+      const inner = frameDocument(el);
+      if (inner?.body) return inner.body;
+      const shadow = openShadow(el);
+      const first = (shadow?.firstElementChild ?? null) || firstChildEl(el);
+      return skip(first, nextEl);
+    }
+    case "ArrowLeft":
+      return skip(prevEl(el), prevEl);
+    case "ArrowRight":
+      return skip(nextEl(el), nextEl);
+  }
+  return null;
+}
