@@ -41,6 +41,7 @@ const en = {
   "pick.hint": "Hover to highlight, click to pick, Shift+click to add more, arrows for parent/child, F to freeze, Esc to leave.",
   "pick.shortcut": "Shortcut {shortcut} picks; Alt+click picks one element directly.",
   "pick.label.unknown": "source unknown",
+  "pick.frozen": "frozen",
   "pick.status.picking": "Pick mode is on.",
   "pick.status.area": "Drag over an area of the page.",
 
@@ -201,6 +202,7 @@ const zh: Record<MessageKey, string> = {
   "pick.hint": "悬停高亮，单击选取，Shift+单击继续添加，方向键选父/子元素，F 冻结，Esc 退出。",
   "pick.shortcut": "快捷键 {shortcut} 进入选取；Alt+单击直接选取一个元素。",
   "pick.label.unknown": "源码位置未知",
+  "pick.frozen": "已冻结",
   "pick.status.picking": "选取模式已开启。",
   "pick.status.area": "在页面上拖出一个区域。",
 

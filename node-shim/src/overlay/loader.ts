@@ -22,6 +22,7 @@ const LAUNCHER_CSS = `
   box-shadow: 0 2px 10px rgba(0,0,0,.35); user-select: none; }
 .sp-launcher:focus-visible { outline: 3px solid #f59e0b; outline-offset: 2px; }
 .sp-launcher[data-dragging] { cursor: grabbing; }
+.sp-launcher[hidden] { display: none; }
 .sp-launcher svg { width: 22px; height: 22px; pointer-events: none; }
 `;
 
@@ -33,7 +34,7 @@ const CORNERS: Record<string, string> = {
   "top-left": "left: 16px; top: 16px;",
 };
 
-export interface Shortcut {
+interface Shortcut {
   alt: boolean;
   shift: boolean;
   ctrl: boolean;
@@ -42,7 +43,7 @@ export interface Shortcut {
 }
 
 /** "Alt+Shift+S" → its modifiers and key (lower case); throws on an empty key. */
-export function parseShortcut(text: string): Shortcut {
+function parseShortcut(text: string): Shortcut {
   const parts = text.split("+").map((p) => p.trim()).filter(Boolean);
   const key = (parts.pop() ?? "").toLowerCase();
   if (!key) throw new Error(`SpotPatch: invalid shortcut "${text}"`);
@@ -52,7 +53,7 @@ export function parseShortcut(text: string): Shortcut {
 }
 
 /** Whether `event` is `shortcut` (letters and digits by physical key, so Alt on macOS still matches). */
-export function matchesShortcut(event: KeyboardEvent, shortcut: Shortcut): boolean {
+function matchesShortcut(event: KeyboardEvent, shortcut: Shortcut): boolean {
   if (event.altKey !== shortcut.alt || event.shiftKey !== shortcut.shift) return false;
   if (event.ctrlKey !== shortcut.ctrl || event.metaKey !== shortcut.meta) return false;
   const { key } = shortcut;

@@ -28,7 +28,8 @@ export const PANEL_CSS = `
   border-radius: 12px; box-shadow: 0 12px 40px rgba(0,0,0,.3); overflow: hidden; z-index: 2;
   transition: opacity .15s ease, transform .15s ease;
 }
-.sp-panel[data-side="left"] { right: auto; left: 12px; }
+.sp-panel[data-wide] { width: min(720px, calc(100vw - 24px)); }
+details > summary { cursor: pointer; font-weight: 600; font-size: 13px; }
 .sp-head { display: flex; align-items: center; gap: 8px; padding: 10px 12px; border-bottom: 1px solid var(--sp-border); }
 .sp-head h2 { font-size: 16px; margin: 0; flex: 1; font-weight: 700; }
 .sp-body { flex: 1; overflow: auto; padding: 12px; display: flex; flex-direction: column; gap: 12px; }
@@ -85,13 +86,10 @@ label { cursor: pointer; }
 .sp-add { color: var(--sp-ok); } .sp-del { color: var(--sp-danger); }
 .sp-output { margin: 4px 0 0; padding: 6px 8px; max-height: 12em; overflow: auto; white-space: pre-wrap; overflow-wrap: anywhere;
   background: var(--sp-soft); border-radius: 6px; font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
-.sp-diff { max-height: 50vh; overflow: auto; border: 1px solid var(--sp-border); border-radius: 8px; font-size: 12px; }
+.sp-diff { position: relative; max-height: 50vh; overflow: auto; border: 1px solid var(--sp-border); border-radius: 8px; font-size: 12px; }
 .sp-diff .d2h-wrapper { text-align: left; }
 .sp-diff .d2h-file-wrapper { margin-bottom: 0; border-radius: 0; }
-.sp-diff .d2h-code-linenumber { position: static; }
-.sp-diff .d2h-code-line, .sp-diff .d2h-code-side-line { padding: 0 0.5em; }
-.sp-diff .d2h-file-diff { overflow-x: auto; }
-.sp-diff .d2h-file-diff td:first-child { width: 6.5em; }
+.sp-diff .d2h-file-header { position: sticky; top: 0; z-index: 2; }
 .sp-overlay-bg { position: fixed; inset: 0; background: rgba(0,0,0,.45); z-index: 10; }
 .sp-dialog {
   position: fixed; z-index: 11; top: 50%; left: 50%; transform: translate(-50%, -50%); width: min(480px, calc(100vw - 24px));

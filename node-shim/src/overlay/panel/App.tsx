@@ -9,7 +9,8 @@ import { LANGS, type Lang } from "../i18n.js";
 import { Composer, SubmitArea } from "./Composer.js";
 import type { Controller } from "./controller.js";
 import { ConsentDialog } from "./Dialog.js";
-import { JobPanel } from "./Job.js";
+import { JobActions, JobPanel } from "./Job.js";
+import { ACTIVE } from "./state.js";
 
 export function App({ ctl }: { ctl: Controller }) {
   const [, setVersion] = useState(0);
@@ -30,6 +31,7 @@ export function App({ ctl }: { ctl: Controller }) {
         role="complementary"
         aria-labelledby="sp-title"
         lang={state.lang}
+        data-wide={state.job && !ACTIVE.has(state.job.snapshot.status) && state.job.diff?.diff ? "" : undefined}
         onKeyDown={(e) => {
           if (e.key === "Escape" && !state.consent && !state.picking) {
             e.preventDefault();
@@ -85,10 +87,17 @@ export function App({ ctl }: { ctl: Controller }) {
             <Composer ctl={ctl} />
           )}
         </div>
-        {!state.job && !state.loading && !state.sessionError && (
+        {state.job ? (
           <div class="sp-foot">
-            <SubmitArea ctl={ctl} />
+            <JobActions ctl={ctl} />
           </div>
+        ) : (
+          !state.loading &&
+          !state.sessionError && (
+            <div class="sp-foot">
+              <SubmitArea ctl={ctl} />
+            </div>
+          )
         )}
       </aside>
       {state.consent && <ConsentDialog ctl={ctl} />}

@@ -49,7 +49,7 @@ export function JobPanel({ ctl }: { ctl: Controller }) {
       {names && <p class="sp-muted">{t("job.model", { provider: names.provider.displayName, model: names.model.displayName })}</p>}
       <p class="sp-muted">{t("job.mode", { mode: t(`submit.mode.${snapshot.applyMode}`) })}</p>
 
-      <Timeline ctl={ctl} events={job.events} />
+      <Timeline ctl={ctl} events={job.events} open={active || status === "failed"} />
 
       {job.actionError && <ActionError ctl={ctl} code={job.actionError.code} message={job.actionError.message} />}
 
@@ -69,40 +69,52 @@ export function JobPanel({ ctl }: { ctl: Controller }) {
         <Review ctl={ctl} checks={checks} failed={status === "failed"} />
       )}
 
+    </section>
+  );
+}
+
+/** The job's action buttons (the panel's footer, always in view). */
+export function JobActions({ ctl }: { ctl: Controller }) {
+  const { t } = ctl;
+  const job = ctl.state.job!;
+  const status = job.snapshot.status;
+  const active = ACTIVE.has(status);
+  return (
+    <>
       <div class="sp-row" role="group" aria-label={t("job.heading")}>
-        {RUNNING.has(status) && (
-          <button type="button" class="sp-btn sp-danger" disabled={job.busy} onClick={() => ctl.cancel()}>
+      {RUNNING.has(status) && (
+        <button type="button" class="sp-btn sp-danger" disabled={job.busy} onClick={() => ctl.cancel()}>
+          {t("action.cancel")}
+        </button>
+      )}
+      {status === "awaiting-review" && (
+        <>
+          <button type="button" class="sp-btn sp-primary" disabled={job.busy} onClick={() => ctl.apply()}>
+            {t("action.apply")}
+          </button>
+          <button type="button" class="sp-btn" disabled={job.busy} onClick={() => ctl.cancel()}>
             {t("action.cancel")}
           </button>
-        )}
-        {status === "awaiting-review" && (
-          <>
-            <button type="button" class="sp-btn sp-primary" disabled={job.busy} onClick={() => ctl.apply()}>
-              {t("action.apply")}
-            </button>
-            <button type="button" class="sp-btn" disabled={job.busy} onClick={() => ctl.cancel()}>
-              {t("action.cancel")}
-            </button>
-          </>
-        )}
-        {status === "applied" && (
-          <button type="button" class="sp-btn sp-primary" disabled={job.busy} onClick={() => ctl.revert()}>
-            {t("action.revert")}
-          </button>
-        )}
-        {(status === "awaiting-review" || status === "failed" || status === "cancelled") && job.input && (
-          <button type="button" class="sp-btn" disabled={job.busy} onClick={() => ctl.closeJob(true)}>
-            {t("action.backToEdit")}
-          </button>
-        )}
-        {!active && status !== "awaiting-review" && (
-          <button type="button" class="sp-btn" disabled={job.busy} onClick={() => ctl.closeJob(false)} title={status === "applied" ? t("job.closeWarning") : undefined}>
-            {status === "failed" || status === "cancelled" ? t("action.dismiss") : t("action.newEdit")}
-          </button>
-        )}
-      </div>
-      {status === "applied" && <p class="sp-muted">{t("job.closeWarning")}</p>}
-    </section>
+        </>
+      )}
+      {status === "applied" && (
+        <button type="button" class="sp-btn sp-primary" disabled={job.busy} onClick={() => ctl.revert()}>
+          {t("action.revert")}
+        </button>
+      )}
+      {(status === "awaiting-review" || status === "failed" || status === "cancelled") && job.input && (
+        <button type="button" class="sp-btn" disabled={job.busy} onClick={() => ctl.closeJob(true)}>
+          {t("action.backToEdit")}
+        </button>
+      )}
+      {!active && status !== "awaiting-review" && (
+        <button type="button" class="sp-btn" disabled={job.busy} onClick={() => ctl.closeJob(false)} title={status === "applied" ? t("job.closeWarning") : undefined}>
+          {status === "failed" || status === "cancelled" ? t("action.dismiss") : t("action.newEdit")}
+        </button>
+      )}
+    </div>
+    {status === "applied" && <p class="sp-muted">{t("job.closeWarning")}</p>}
+    </>
   );
 }
 
@@ -121,12 +133,14 @@ function ActionError({ ctl, code, message }: { ctl: Controller; code: string; me
   );
 }
 
-function Timeline({ ctl, events }: { ctl: Controller; events: JobEventNotification[] }) {
+function Timeline({ ctl, events, open }: { ctl: Controller; events: JobEventNotification[]; open: boolean }) {
   const { t } = ctl;
   const items = timelineOf(events);
   return (
-    <div class="sp-col">
-      <h4 class="sp-label" id="sp-timeline-h" style="margin:0">{t("job.timeline")}</h4>
+    <details class="sp-col" open={open}>
+      <summary id="sp-timeline-h">
+        {t("job.timeline")} ({items.length})
+      </summary>
       <div role="log" aria-labelledby="sp-timeline-h">
         <ol class="sp-timeline" tabIndex={0} aria-labelledby="sp-timeline-h">
           {items.map((event) => (
@@ -134,7 +148,7 @@ function Timeline({ ctl, events }: { ctl: Controller; events: JobEventNotificati
           ))}
         </ol>
       </div>
-    </div>
+    </details>
   );
 }
 

@@ -140,6 +140,7 @@ export class Controller {
   /** Open the panel; `focus` moves the keyboard focus into it (not when pick mode starts). */
   open(focus = true): void {
     if (!this.state.open) this.set({ open: true });
+    this.launcher()?.toggleAttribute("hidden", true);
     if (focus) this.focusRequest = { kind: "panel" };
     this.listenSelection(true);
     this.init();
@@ -151,6 +152,16 @@ export class Controller {
     this.listenSelection(false);
     this.set({ open: false });
     if (!this.state.job) this.write("open", null);
+    const launcher = this.launcher();
+    if (launcher) {
+      launcher.removeAttribute("hidden");
+      launcher.focus({ preventScroll: true });
+    }
+  }
+
+  /** The loader's launcher button (hidden while the panel is open: the panel has its own close button). */
+  private launcher(): HTMLElement | null {
+    return (this.layer.getRootNode() as ShadowRoot).querySelector?.(".sp-launcher") ?? null;
   }
 
   toggle(): void {
@@ -321,8 +332,15 @@ export class Controller {
 
   private setDrafts(drafts: Draft[]): void {
     this.set({ drafts });
+    this.syncBadges();
+  }
+
+  /** Badges: the composer's targets, or while the composer is empty, those of the current job. */
+  private syncBadges(): void {
     this.ensurePicker();
-    this.badges?.update(drafts.map((d, i) => ({ n: i + 1, target: d.target })));
+    const { drafts, job } = this.state;
+    const targets = drafts.length || !job?.input ? drafts.map((d) => d.target) : job.input.targets.map((e) => e.target);
+    this.badges?.update(targets.map((target, i) => ({ n: i + 1, target })));
   }
 
   private markDetached(n: number): void {
@@ -433,8 +451,9 @@ export class Controller {
       if (code === "REPO_BLOCKED" || code === "CONSENT_REQUIRED") void this.refreshHealth();
       return;
     }
+    this.set({ drafts: [] });
     this.startJob(snapshot, input, []);
-    this.setDrafts([]);
+    this.syncBadges();
   }
 
   private startJob(snapshot: JobSnapshot, input: JobInput | null, events: JobEventNotification[]): void {
