@@ -24,6 +24,8 @@ export const PYTHON = path.resolve(NODE_SHIM, process.env.SPOTPATCH_PYTHON ?? ".
 export const KEY_ENV = "SPOTPATCH_TEST_PROVIDER_KEY";
 export const TOUCHED = "src/components/ProductCard.tsx";
 export const CLIENT_URL = "/@id/__x00__virtual:spotpatch/client";
+export const LOADER_URL = "/@id/__x00__virtual:spotpatch/loader";
+export const OVERLAY_URL = "/@id/__x00__virtual:spotpatch/overlay";
 
 /** A canary provider key: set in this process's environment (the engine inherits it), never expected in any output. */
 export const CANARY = `sk-canary-${randomBytes(12).toString("hex")}`;
@@ -158,10 +160,16 @@ export function serverUrl(server) {
   return `http://127.0.0.1:${address.port}`;
 }
 
-/** What a page gets: the injected client module's URL from the HTML, the module, and its token. */
+/**
+ * What a page gets: the injected module (the overlay loader, which imports the client, or with
+ * `overlay: false` the client itself), the client module, and its token.
+ */
 export async function pageSession(url) {
   const html = await (await fetch(`${url}/`)).text();
-  if (!html.includes(`src="${CLIENT_URL}"`)) throw new Error(`the page does not load the client module:\n${html}`);
+  if (html.includes(`src="${LOADER_URL}"`)) {
+    const loader = await (await fetch(`${url}${LOADER_URL}`)).text();
+    if (!loader.includes(`from "${CLIENT_URL}"`)) throw new Error(`the overlay loader does not import the client module:\n${loader.slice(-600)}`);
+  } else if (!html.includes(`src="${CLIENT_URL}"`)) throw new Error(`the page does not load the client module:\n${html}`);
   const source = await (await fetch(`${url}${CLIENT_URL}`)).text();
   const token = /createSpotPatchClient\(\{ token: "([^"]+)"/.exec(source)?.[1];
   if (!token) throw new Error("no token in the client module");
