@@ -162,6 +162,7 @@ def serve(max_frame_bytes: int | None = None) -> int:
     handlers: dict[str, Any] = bind_handlers({
         "initialize": initialize,
         "health/get": service.health,
+        "session/get": service.session_get,
         "prompt/render": service.prompt_render,
         "job/create": job_create,
         "job/get": service.job_get,
