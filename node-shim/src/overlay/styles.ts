@@ -45,7 +45,7 @@ button, select, textarea, input { font: inherit; color: inherit; }
   border: 1px solid var(--sp-border); background: var(--sp-soft); color: var(--sp-fg); min-height: 32px;
 }
 .sp-btn:hover { filter: brightness(0.96); }
-.sp-btn[disabled] { opacity: .55; cursor: not-allowed; }
+.sp-btn[disabled], .sp-btn[aria-disabled="true"] { opacity: .55; cursor: not-allowed; }
 .sp-btn[aria-pressed="true"] { background: var(--sp-accent); color: var(--sp-accent-fg); border-color: var(--sp-accent); }
 .sp-primary { background: var(--sp-accent); color: var(--sp-accent-fg); border-color: var(--sp-accent); font-weight: 600; }
 .sp-danger { color: var(--sp-danger); }
@@ -89,7 +89,8 @@ label { cursor: pointer; }
 .sp-diff { position: relative; max-height: 50vh; overflow: auto; border: 1px solid var(--sp-border); border-radius: 8px; font-size: 12px; }
 .sp-diff .d2h-wrapper { text-align: left; }
 .sp-diff .d2h-file-wrapper { margin-bottom: 0; border-radius: 0; }
-.sp-diff .d2h-file-header { position: sticky; top: 0; z-index: 2; }
+.sp-diff .d2h-file-header { position: sticky; top: 0; left: 0; z-index: 2; }
+.sp-diff .d2h-file-diff { overflow: visible; } /* one scroller (.sp-diff, focusable) for both directions */
 .sp-overlay-bg { position: fixed; inset: 0; background: rgba(0,0,0,.45); z-index: 10; }
 .sp-dialog {
   position: fixed; z-index: 11; top: 50%; left: 50%; transform: translate(-50%, -50%); width: min(480px, calc(100vw - 24px));

@@ -17,16 +17,37 @@ export function App({ ctl }: { ctl: Controller }) {
   useEffect(() => ctl.subscribe(() => setVersion((n) => n + 1)), [ctl]);
   const { state, t } = ctl;
   const heading = useRef<HTMLHeadingElement>(null);
+  const panel = useRef<HTMLElement>(null);
+  const foot = useRef<HTMLDivElement>(null);
+  const lastFocus = useRef<HTMLElement | null>(null);
+  const pending = useRef(false);
   useEffect(() => {
     if (state.open && ctl.focusRequest?.kind === "panel") {
       ctl.focusRequest = null;
       heading.current?.focus();
+      return;
     }
+    // The focused control went away (Submit → the job, Apply → Revert): focus the first action instead
+    // of dropping the keyboard user back at the top of the page.
+    // While no action exists (applying), the heading holds the focus until one appears.
+    const root = panel.current?.getRootNode() as ShadowRoot | undefined;
+    if (!root || state.consent) return;
+    const lost = !!lastFocus.current && !lastFocus.current.isConnected && !root.activeElement;
+    const waiting = pending.current && (root.activeElement === heading.current || !root.activeElement);
+    if (!lost && !waiting) return;
+    const next = foot.current?.querySelector<HTMLElement>("button:not([disabled])");
+    pending.current = !next;
+    (next ?? heading.current)?.focus();
   });
   if (!state.open) return null;
   return (
     <>
       <aside
+        ref={panel}
+        onFocusIn={(e) => {
+          lastFocus.current = e.target as HTMLElement;
+          if (e.target !== heading.current) pending.current = false;
+        }}
         class="sp-panel"
         role="complementary"
         aria-labelledby="sp-title"
@@ -88,13 +109,13 @@ export function App({ ctl }: { ctl: Controller }) {
           )}
         </div>
         {state.job ? (
-          <div class="sp-foot">
+          <div class="sp-foot" ref={foot}>
             <JobActions ctl={ctl} />
           </div>
         ) : (
           !state.loading &&
           !state.sessionError && (
-            <div class="sp-foot">
+            <div class="sp-foot" ref={foot}>
               <SubmitArea ctl={ctl} />
             </div>
           )

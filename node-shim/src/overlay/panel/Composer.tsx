@@ -104,7 +104,8 @@ function Card({ ctl, draft, n }: { ctl: Controller; draft: Draft; n: number }) {
   });
   const count = draft.instruction.length;
   return (
-    <li class="sp-card" role="group" aria-labelledby={`sp-card-h-${draft.key}`}>
+    <li>
+     <div class="sp-card" role="group" aria-labelledby={`sp-card-h-${draft.key}`}>
       <div class="sp-card-head">
         <span class="sp-num" aria-hidden="true">{n}</span>
         <span id={`sp-card-h-${draft.key}`} class="sp-visually-hidden">{t("composer.target", { n })}</span>
@@ -145,6 +146,7 @@ function Card({ ctl, draft, n }: { ctl: Controller; draft: Draft; n: number }) {
       <span id={`${id}-count`} class="sp-counter" data-over={count > max ? "" : undefined}>
         {t("composer.counter", { count, max })}
       </span>
+     </div>
     </li>
   );
 }

@@ -83,32 +83,32 @@ export function JobActions({ ctl }: { ctl: Controller }) {
     <>
       <div class="sp-row" role="group" aria-label={t("job.heading")}>
       {RUNNING.has(status) && (
-        <button type="button" class="sp-btn sp-danger" disabled={job.busy} onClick={() => ctl.cancel()}>
+        <button type="button" class="sp-btn sp-danger" aria-disabled={job.busy ? "true" : undefined} onClick={() => ctl.cancel()}>
           {t("action.cancel")}
         </button>
       )}
       {status === "awaiting-review" && (
         <>
-          <button type="button" class="sp-btn sp-primary" disabled={job.busy} onClick={() => ctl.apply()}>
+          <button type="button" class="sp-btn sp-primary" aria-disabled={job.busy ? "true" : undefined} onClick={() => ctl.apply()}>
             {t("action.apply")}
           </button>
-          <button type="button" class="sp-btn" disabled={job.busy} onClick={() => ctl.cancel()}>
+          <button type="button" class="sp-btn" aria-disabled={job.busy ? "true" : undefined} onClick={() => ctl.cancel()}>
             {t("action.cancel")}
           </button>
         </>
       )}
       {status === "applied" && (
-        <button type="button" class="sp-btn sp-primary" disabled={job.busy} onClick={() => ctl.revert()}>
+        <button type="button" class="sp-btn sp-primary" aria-disabled={job.busy ? "true" : undefined} onClick={() => ctl.revert()}>
           {t("action.revert")}
         </button>
       )}
       {(status === "awaiting-review" || status === "failed" || status === "cancelled") && job.input && (
-        <button type="button" class="sp-btn" disabled={job.busy} onClick={() => ctl.closeJob(true)}>
+        <button type="button" class="sp-btn" aria-disabled={job.busy ? "true" : undefined} onClick={() => ctl.closeJob(true)}>
           {t("action.backToEdit")}
         </button>
       )}
       {!active && status !== "awaiting-review" && (
-        <button type="button" class="sp-btn" disabled={job.busy} onClick={() => ctl.closeJob(false)} title={status === "applied" ? t("job.closeWarning") : undefined}>
+        <button type="button" class="sp-btn" aria-disabled={job.busy ? "true" : undefined} onClick={() => ctl.closeJob(false)} title={status === "applied" ? t("job.closeWarning") : undefined}>
           {status === "failed" || status === "cancelled" ? t("action.dismiss") : t("action.newEdit")}
         </button>
       )}
