@@ -41,6 +41,9 @@ function errorParts(error: unknown): { code: string; message: string } {
   return { code: typeof e?.code === "string" ? e.code : "ERROR", message: typeof e?.message === "string" ? e.message : String(error) };
 }
 
+/** The last event seq the panel holds (0 before the first): the next watch's `afterSeq`. */
+const lastSeen = (job: JobView): number => job.events.at(-1)?.seq ?? 0;
+
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, ms);
@@ -554,7 +557,7 @@ export class Controller {
     const { signal } = abort;
     while (!signal.aborted && this.state.job?.jobId === jobId) {
       try {
-        for await (const event of this.client.watch(jobId, { afterSeq: this.state.job.snapshot.lastSeq, signal })) {
+        for await (const event of this.client.watch(jobId, { afterSeq: lastSeen(this.state.job), signal })) {
           if (signal.aborted) return;
           this.onEvent(event);
         }
@@ -603,7 +606,7 @@ export class Controller {
 
   private onEvent(event: JobEventNotification): void {
     const job = this.state.job;
-    if (!job || event.jobId !== job.jobId || event.seq <= job.snapshot.lastSeq && job.events.some((e) => e.seq === event.seq)) return;
+    if (!job || event.jobId !== job.jobId || event.seq <= lastSeen(job)) return;
     const snapshot: JobSnapshot = { ...job.snapshot, lastSeq: Math.max(job.snapshot.lastSeq, event.seq), updatedAt: event.at };
     if (event.kind === "status") {
       snapshot.status = event.status;
