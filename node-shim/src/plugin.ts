@@ -127,9 +127,13 @@ export function spotpatchServer(options: ResolvedOptions, locateRoot: { root?: s
       if (!id.startsWith("\0") || !VIRTUAL_IDS.has(id.slice(1))) return undefined;
       const instance = instanceOf(this) ?? latest; // the newest instance when the hook has no environment
       if (!instance) return undefined;
-      if (id === RESOLVED_CLIENT_ID) return clientModuleSource(instance.token);
+      // `mappings: ""`: no source map. Vite would otherwise append an inline map of the module to itself
+      // (its whole text again, base64: 1 MB more for the overlay), which maps nothing useful.
+      const noMap = { mappings: "" } as const;
+      if (id === RESOLVED_CLIENT_ID) return { code: clientModuleSource(instance.token), map: noMap };
       if (!instance.overlay) return undefined; // `overlay: false`: nothing but the client exists
-      return id === `\0${VIRTUAL_LOADER_ID}` ? loaderModuleSource(instance.overlay) : overlayModuleSource();
+      const code = id === `\0${VIRTUAL_LOADER_ID}` ? loaderModuleSource(instance.overlay) : overlayModuleSource();
+      return { code, map: noMap };
     },
 
     transformIndexHtml: {

@@ -47,6 +47,9 @@ test("default: one loader script; the loader starts with the client and the opti
   const overlay = await overlayResponse.text();
   assert.match(overlay, /export\s*\{[^}]*\bas mountOverlay\b/);
   assert.ok(client.includes(token));
+  for (const [name, text] of [["client", client], ["loader", loader], ["overlay", overlay]]) {
+    assert.doesNotMatch(text, /sourceMappingURL/, `Vite appended a source map to the ${name} module (its own text again)`);
+  }
   for (const [name, text] of [["html", html], ["loader", loader], ["overlay", overlay]]) {
     assert.ok(!text.includes(token), `the token is in the ${name}`);
     assert.ok(!text.includes(project.root) && !text.includes(project.dir), `the project path is in the ${name}`);
