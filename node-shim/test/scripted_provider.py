@@ -4,6 +4,8 @@ Usage: python scripted_provider.py SCRIPT. Prints the base URL on stdout, then s
 reaches EOF. SCRIPT is one of:
   demo        — the demo conversation (spotpatch_agent.demo.script.demo_turns)
   stall-demo  — a first turn that stalls forever, then the demo conversation
+  hostile     — HTML/script payloads in the model's text, a diff line and a new file's name (the overlay's
+                hostile test: each payload calls __pwn(n) if it ever runs)
 """
 
 from __future__ import annotations
@@ -13,9 +15,44 @@ import sys
 from spotpatch_agent.demo.script import demo_turns
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 
+PRODUCT_CARD = "src/components/ProductCard.tsx"
+HOSTILE_FILE = "src/<img src=x onerror=__pwn(5)>.txt"
+
+
+def hostile_turns() -> list[dict]:
+    """Payloads the overlay must show as text: model messages, a changed line, a file name (issue 13 (h))."""
+    patch = (
+        f"diff --git a/{HOSTILE_FILE} b/{HOSTILE_FILE}\nnew file mode 100644\n--- /dev/null\n+++ b/{HOSTILE_FILE}\n"
+        "@@ -0,0 +1 @@\n+<script>__pwn(6)</script><img src=x onerror=__pwn(7)>\n"
+    )
+    return [
+        {
+            "text": "<img src=x onerror=__pwn(4)> reading <b>the</b> card",
+            "toolCalls": [{"id": "call_read", "name": "read_file", "arguments": {"path": PRODUCT_CARD, "startLine": None, "endLine": None}}],
+        },
+        {
+            "text": "<script>__pwn(8)</script> editing",
+            "toolCalls": [
+                {
+                    "id": "call_edit",
+                    "name": "replace_text",
+                    "arguments": {
+                        "path": PRODUCT_CARD,
+                        "oldText": "<h2>{name}</h2>",
+                        "newText": "<h2>{name}</h2>{/* <img src=x onerror=__pwn(9)><script>__pwn(10)</script> */}",
+                    },
+                },
+                {"id": "call_patch", "name": "apply_patch", "arguments": {"patch": patch}},
+            ],
+        },
+        {"text": "<iframe srcdoc=\"<script>parent.__pwn(11)</script>\"></iframe> done", "finishReason": "stop"},
+    ]
+
+
 SCRIPTS = {
     "demo": lambda: demo_turns(),
     "stall-demo": lambda: [{"stall": True}, *demo_turns()],
+    "hostile": hostile_turns,
 }
 
 
