@@ -7,7 +7,10 @@ import type { Box } from "./dom.js";
 import type { PickedTarget } from "./types.js";
 
 const ACCENT = "#2563eb";
-const FROZEN = "#d97706";
+const FROZEN = "#b45309";
+const LABEL_W = 480;
+const LABEL_H = 20;
+const LABEL_DELAY = 60;
 
 function div(doc: Document, style: string, part: string): HTMLDivElement {
   const el = doc.createElement("div");
@@ -20,24 +23,31 @@ function div(doc: Document, style: string, part: string): HTMLDivElement {
 export class Highlight {
   readonly box: HTMLDivElement;
   readonly label: HTMLDivElement;
+  private readonly labelText: HTMLSpanElement;
   readonly hint: HTMLDivElement;
   readonly area: HTMLDivElement;
   private last = "";
+  private state = "";
+  private timer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(private readonly layer: HTMLElement) {
     const doc = layer.ownerDocument;
-    const fixed = "position:fixed;left:0;top:0;pointer-events:none;box-sizing:border-box;z-index:2147483646;";
+    // Every drawn element is its own compositing layer and a layout boundary (`contain: strict` with an
+    // explicit size): moving it is a transform change and a new label text lays out only the label, never
+    // the page (measured: without this, a label change re-laid out a 5,000-element page, > 50 ms).
+    const fixed =
+      "position:fixed;left:0;top:0;pointer-events:none;box-sizing:border-box;z-index:2147483646;will-change:transform,opacity;contain:strict;";
     this.box = div(doc, `${fixed}display:none;border:2px solid ${ACCENT};background:rgba(37,99,235,.12);border-radius:3px;`, "highlight");
-    this.label = div(
-      doc,
-      `${fixed}display:none;max-width:min(480px,90vw);overflow:hidden;white-space:nowrap;text-overflow:ellipsis;` +
-        `font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;color:#fff;background:${ACCENT};` +
-        "padding:2px 6px;border-radius:3px;box-shadow:0 1px 3px rgba(0,0,0,.3);",
-      "highlight-label",
-    );
+    this.label = div(doc, `${fixed}display:none;width:${LABEL_W}px;height:${LABEL_H}px;overflow:hidden;`, "highlight-label");
+    this.labelText = doc.createElement("span");
+    this.labelText.style.cssText =
+      "display:inline-block;box-sizing:border-box;max-width:100%;height:100%;overflow:hidden;white-space:nowrap;text-overflow:ellipsis;" +
+      `font:12px/18px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;color:#fff;background:${ACCENT};` +
+      "padding:1px 6px;border-radius:3px;";
+    this.label.append(this.labelText);
     this.hint = div(
       doc,
-      `${fixed}display:none;left:50%;top:8px;transform:translateX(-50%);max-width:90vw;` +
+      "position:fixed;pointer-events:none;box-sizing:border-box;z-index:2147483646;display:none;left:50%;top:8px;transform:translateX(-50%);max-width:90vw;" +
         "font:13px/1.4 system-ui,sans-serif;color:#fff;background:rgba(17,24,39,.92);padding:6px 12px;border-radius:6px;" +
         "box-shadow:0 2px 8px rgba(0,0,0,.3);",
       "picker-hint",
@@ -51,31 +61,53 @@ export class Highlight {
     layer.append(this.box, this.label, this.area, this.hint);
   }
 
-  /** Draw the box at `r` (top viewport coordinates) with `text` as its label; `frozen` changes the colour. */
-  show(r: Box, text: string, frozen: boolean): void {
+  /**
+   * Draw the box at `r` (top viewport coordinates) with `text` as its label; `frozen` changes the colour.
+   * Per frame only transforms and sizes change (compositor work). A new label text is written when the
+   * hover rests (LABEL_DELAY ms without another change) or at once with `now` (keyboard moves, freeze):
+   * re-laying out text while the mouse sweeps a large page costs a full page paint per frame.
+   */
+  show(r: Box, text: string, frozen: boolean, now = false): void {
     const color = frozen ? FROZEN : ACCENT;
     const b = this.box.style;
+    if (this.state !== `${frozen}`) {
+      this.state = `${frozen}`;
+      b.borderColor = color;
+      b.borderStyle = frozen ? "dashed" : "solid";
+      this.labelText.style.background = color;
+    }
     b.display = "block";
-    b.borderColor = color;
-    b.borderStyle = frozen ? "dashed" : "solid";
     b.transform = `translate(${r.x}px, ${r.y}px)`;
     b.width = `${Math.max(r.width, 2)}px`;
     b.height = `${Math.max(r.height, 2)}px`;
-    if (text !== this.last) {
-      this.label.textContent = text;
-      this.last = text;
-    }
     const l = this.label.style;
     l.display = "block";
-    l.background = color;
     // Above the box when there is room, else inside its top edge; kept within the viewport.
-    const above = r.y - 22;
-    const y = above >= 0 ? above : Math.min(Math.max(r.y + 2, 0), innerHeight - 22);
-    const x = Math.min(Math.max(r.x, 0), Math.max(innerWidth - 200, 0));
+    const above = r.y - LABEL_H - 2;
+    const y = above >= 0 ? above : Math.min(Math.max(r.y + 2, 0), innerHeight - LABEL_H);
+    // Left-aligned on the box; near the right edge, right-aligned on the box's right side instead.
+    const right = r.x + LABEL_W > innerWidth;
+    const x = right ? Math.max(Math.min(r.x + r.width, innerWidth) - LABEL_W, 0) : Math.max(r.x, 0);
+    if (l.textAlign !== (right ? "right" : "left")) l.textAlign = right ? "right" : "left";
     l.transform = `translate(${x}px, ${y}px)`;
+    if (text === this.last) return;
+    this.last = text;
+    clearTimeout(this.timer);
+    if (now) this.writeLabel(text);
+    else {
+      l.opacity = "0";
+      this.timer = setTimeout(() => this.writeLabel(text), LABEL_DELAY);
+    }
+  }
+
+  private writeLabel(text: string): void {
+    this.labelText.textContent = text;
+    this.label.style.opacity = "1";
   }
 
   hide(): void {
+    clearTimeout(this.timer);
+    this.last = "";
     this.box.style.display = "none";
     this.label.style.display = "none";
   }
@@ -98,6 +130,7 @@ export class Highlight {
   }
 
   destroy(): void {
+    clearTimeout(this.timer);
     this.box.remove();
     this.label.remove();
     this.hint.remove();

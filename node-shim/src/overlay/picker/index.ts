@@ -123,10 +123,15 @@ export function createPicker(options: PickerOptions): Picker {
   let frozen = false;
   let hovered: Element | null = null;
   let hoveredText = "";
+  /** The next render writes the label at once (keyboard moves, freeze, start), not when the hover rests. */
+  let labelNow = false;
   let pointer: { x: number; y: number } | null = null;
   let frame = 0;
   let drag: { x: number; y: number; rect: Box | null } | null = null;
   let swallowClick = false;
+  /** After a pick ends pick mode at pointerup (area mode), the rest of that click (mouseup, click) is
+   * still swallowed: the listeners stay one task longer. */
+  let lingerTimer: ReturnType<typeof setTimeout> | undefined;
   const windows = new Set<Window>();
 
   const isOwn = (target: EventTarget | null): boolean =>
@@ -147,7 +152,12 @@ export function createPicker(options: PickerOptions): Picker {
       if (el !== hovered) setHover(el);
     }
     if (hovered && safe(() => hovered!.isConnected, false)) {
-      highlight.show(viewportRect(hovered), hoveredText, frozen);
+      const r = viewportRect(hovered);
+      // A frozen element that got hidden (a closed :hover menu) keeps its last box; it stays pickable.
+      if (r.width > 0 || r.height > 0 || !frozen) {
+        highlight.show(r, hoveredText, frozen, labelNow);
+        labelNow = false;
+      }
     } else highlight.hide();
   }
 
@@ -167,22 +177,23 @@ export function createPicker(options: PickerOptions): Picker {
     }
   }
 
-  function pick(targets: PickedTarget[], stay: boolean): void {
+  function pick(targets: PickedTarget[], stay: boolean, linger = false): void {
     if (targets.length === 0) return;
-    if (!stay) deactivate();
+    if (!stay) deactivate(linger);
     safe(() => onPick(targets, { stay }), undefined);
   }
 
-  function pickElement(el: Element | null, stay: boolean): void {
+  function pickElement(el: Element | null, stay: boolean, linger = false): void {
     if (!el || isOverlay(el)) return;
-    pick([describeElement(el)], stay);
+    pick([describeElement(el)], stay, linger);
   }
 
   const onEvent = (e: Event): void => {
-    if (!active || isOwn(e.target)) return;
-    const win = safe(() => ((e.target as Node | null)?.ownerDocument ?? (e.target as Document))?.defaultView ?? window, window) ?? window;
+    if (isOwn(e.target)) return;
     if (e.cancelable && e.type !== "touchmove") e.preventDefault();
     e.stopImmediatePropagation();
+    if (!active) return; // lingering after a pick: swallow only
+    const win = safe(() => ((e.target as Node | null)?.ownerDocument ?? (e.target as Document))?.defaultView ?? window, window) ?? window;
     const type = e.type;
     if (type === "pointermove" || type === "mousemove") {
       pointer = topPoint(e as MouseEvent, win);
@@ -202,10 +213,10 @@ export function createPicker(options: PickerOptions): Picker {
       highlight?.showArea(null);
       swallowClick = true;
       if (d.rect && d.rect.width >= MIN_DRAG && d.rect.height >= MIN_DRAG) {
-        pick(areaTargets(d.rect), (e as MouseEvent).shiftKey);
+        pick(areaTargets(d.rect), (e as MouseEvent).shiftKey, true);
       } else {
         const p = topPoint(e as MouseEvent, win);
-        pickElement(elementAt(p.x, p.y), (e as MouseEvent).shiftKey);
+        pickElement(elementAt(p.x, p.y), (e as MouseEvent).shiftKey, true);
       }
       return;
     }
@@ -233,6 +244,15 @@ export function createPicker(options: PickerOptions): Picker {
 
   const onScroll = (): void => schedule();
 
+  /** A keyboard move: the hover stays where the keys put it until the mouse moves again. */
+  function moveTo(el: Element): void {
+    pointer = null;
+    labelNow = true;
+    setHover(el);
+    safe(() => el.scrollIntoView({ block: "nearest", inline: "nearest" }), undefined);
+    schedule();
+  }
+
   const onKey = (e: KeyboardEvent): void => {
     if (!active || e.isComposing || e.ctrlKey || e.metaKey || e.altKey) return;
     if (isOwn(e.target) && typingInOverlay(e)) return;
@@ -244,15 +264,12 @@ export function createPicker(options: PickerOptions): Picker {
       if (hovered) pickElement(hovered, e.shiftKey);
     } else if (k === "f" || k === "F") {
       frozen = !frozen;
+      labelNow = true;
       if (hovered) setHover(hovered);
       schedule();
     } else if (k === "ArrowUp" || k === "ArrowDown" || k === "ArrowLeft" || k === "ArrowRight") {
       const next = hovered ? walk(hovered, k) : initialElement();
-      if (next) {
-        setHover(next);
-        safe(() => next.scrollIntoView({ block: "nearest", inline: "nearest" }), undefined);
-        schedule();
-      }
+      if (next) moveTo(next);
     } else handled = false;
     if (handled) {
       e.preventDefault();
@@ -282,10 +299,12 @@ export function createPicker(options: PickerOptions): Picker {
     windows.clear();
   }
 
-  function deactivate(): boolean {
+  function deactivate(linger = false): boolean {
     if (!active) return false;
     active = false;
-    detachAll();
+    clearTimeout(lingerTimer);
+    if (linger) lingerTimer = setTimeout(() => active || detachAll(), 0);
+    else detachAll();
     if (frame) cancelAnimationFrame(frame);
     frame = 0;
     drag = null;
@@ -313,8 +332,10 @@ export function createPicker(options: PickerOptions): Picker {
       highlight.setHint(t(m === "area" ? "pick.status.area" : "pick.hint"));
       if (active) return;
       active = true;
+      clearTimeout(lingerTimer);
       for (const doc of sameOriginDocuments()) attach(doc.defaultView);
       if (m === "element") {
+        labelNow = true;
         setHover(initialElement());
         schedule();
       }
