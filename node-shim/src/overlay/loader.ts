@@ -119,7 +119,7 @@ function armAltClick(host: HTMLElement, onClick: (event: MouseEvent) => void, do
     event.stopImmediatePropagation();
     if (event.type === "click") {
       disarm();
-      onClick(mouse);
+      onClick(frozen(mouse));
     }
   };
   const types = ["pointerdown", "mousedown", "pointerup", "mouseup", "click", "auxclick", "contextmenu"];
@@ -136,6 +136,20 @@ function armAltClick(host: HTMLElement, onClick: (event: MouseEvent) => void, do
   window.addEventListener("keyup", keyup, true);
   window.addEventListener("blur", disarm, true);
   return disarm;
+}
+
+/**
+ * What the picker needs of a click, kept after its dispatch (the overlay may still be loading then, and
+ * a dispatched event's `composedPath()` is empty). The click itself was already swallowed.
+ */
+function frozen(event: MouseEvent): MouseEvent {
+  const path = event.composedPath();
+  const { clientX, clientY, altKey, shiftKey, ctrlKey, metaKey, button } = event;
+  const copy = {
+    type: "click", target: path[0] ?? event.target, clientX, clientY, altKey, shiftKey, ctrlKey, metaKey, button,
+    cancelable: false, defaultPrevented: true, composedPath: () => path, preventDefault() {}, stopPropagation() {}, stopImmediatePropagation() {},
+  };
+  return copy as unknown as MouseEvent;
 }
 
 /** The draggable launcher; its place (fractions of the viewport) is remembered per project. */
