@@ -45,15 +45,16 @@ export class Highlight {
       `font:12px/18px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;color:#fff;background:${ACCENT};` +
       "padding:1px 6px;border-radius:3px;";
     this.label.append(this.labelText);
+    // A compact reminder of the keys at the bottom centre (the panel holds the accessible hint text, so
+    // this one is hidden from assistive technology: no double announcements).
     this.hint = div(
       doc,
-      "position:fixed;pointer-events:none;box-sizing:border-box;z-index:2147483646;display:none;left:50%;top:8px;transform:translateX(-50%);max-width:90vw;" +
-        "font:13px/1.4 system-ui,sans-serif;color:#fff;background:rgba(17,24,39,.92);padding:6px 12px;border-radius:6px;" +
-        "box-shadow:0 2px 8px rgba(0,0,0,.3);",
+      "position:fixed;pointer-events:none;box-sizing:border-box;z-index:2147483646;display:none;left:50%;bottom:12px;" +
+        "transform:translateX(-50%);max-width:min(720px,60vw);font:12px/1.4 system-ui,sans-serif;color:#fff;" +
+        "background:rgba(17,24,39,.88);padding:4px 10px;border-radius:6px;box-shadow:0 2px 8px rgba(0,0,0,.3);",
       "picker-hint",
     );
-    this.hint.setAttribute("role", "status");
-    this.hint.setAttribute("aria-live", "polite");
+    this.hint.setAttribute("aria-hidden", "true");
     this.area = div(doc, `${fixed}display:none;border:2px dashed ${ACCENT};background:rgba(37,99,235,.10);`, "area");
     this.label.setAttribute("aria-hidden", "true");
     this.box.setAttribute("aria-hidden", "true");

@@ -11,7 +11,7 @@
  * - Every pointer, mouse, touch and click event is swallowed in the capture phase on `window` (and on
  *   each same-origin iframe's window), so the page's handlers never see them; events aimed at the
  *   overlay itself (its host element) pass. Wheel events pass, so the page still scrolls.
- * - Keys (not while typing in the overlay): Esc leaves; ArrowUp parent, ArrowDown first child,
+ * - Keys (also with the focus on an overlay button; never while typing in an overlay text box): Esc leaves; ArrowUp parent, ArrowDown first child,
  *   ArrowLeft / ArrowRight previous / next sibling; Enter picks (Shift+Enter picks and stays); F freezes
  *   the hover (the highlight stays on the element while the mouse goes elsewhere; arrows still walk) and
  *   F again unfreezes. Starting pick mode highlights `document.activeElement` (through open shadow roots)
@@ -147,6 +147,10 @@ export function createPicker(options: PickerOptions): Picker {
   function render(): void {
     frame = 0;
     if (!active || !highlight) return;
+    if (drag) {
+      highlight.showArea(drag.rect);
+      return;
+    }
     if (!frozen && pointer && !drag) {
       const el = elementAt(pointer.x, pointer.y);
       if (el !== hovered) setHover(el);
@@ -189,7 +193,9 @@ export function createPicker(options: PickerOptions): Picker {
   }
 
   const onEvent = (e: Event): void => {
-    if (isOwn(e.target)) return;
+    // The overlay's own UI gets its events, except while an area drag owns the pointer (a drag may end
+    // over the panel).
+    if (isOwn(e.target) && !(drag && active)) return;
     if (e.cancelable && e.type !== "touchmove") e.preventDefault();
     e.stopImmediatePropagation();
     if (!active) return; // lingering after a pick: swallow only
@@ -239,7 +245,7 @@ export function createPicker(options: PickerOptions): Picker {
     if (!drag) return;
     const rect = { x: Math.min(drag.x, p.x), y: Math.min(drag.y, p.y), width: Math.abs(p.x - drag.x), height: Math.abs(p.y - drag.y) };
     drag.rect = rect;
-    highlight?.showArea(rect);
+    schedule(); // drawn by the next frame, like the hover
   }
 
   const onScroll = (): void => schedule();
@@ -364,7 +370,9 @@ export function createPicker(options: PickerOptions): Picker {
   };
 }
 
-/** True when a key event aimed at the overlay belongs to a control there (typing, buttons, selects). */
+/** True when a key event aimed at the overlay belongs to a text control there (the instruction box, a
+ * select): typing there never walks or picks. On the overlay's buttons (e.g. "Pick elements", just
+ * pressed) the picker's keys still work, so a keyboard user can walk and pick right away. */
 function typingInOverlay(e: KeyboardEvent): boolean {
   const origin = safe(() => e.composedPath()[0], null) as Element | null;
   if (!origin || !(origin instanceof Element)) return false;
@@ -373,11 +381,7 @@ function typingInOverlay(e: KeyboardEvent): boolean {
     tag === "input" ||
     tag === "textarea" ||
     tag === "select" ||
-    tag === "button" ||
-    tag === "a" ||
-    safe(() => (origin as HTMLElement).isContentEditable, false) ||
-    origin.getAttribute("role") === "button" ||
-    origin.getAttribute("role") === "dialog"
+    safe(() => (origin as HTMLElement).isContentEditable, false)
   );
 }
 
