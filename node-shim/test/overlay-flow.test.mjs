@@ -50,6 +50,12 @@ test("(a) pick two elements, two instructions, Submit, progress, review the diff
   await panel.getByRole("status").filter({ hasText: /Preparing|The model is working|Validating|Ready for review/ }).first().waitFor();
   await snap(page, "a-3-progress");
   await panel.getByRole("button", { name: "Apply" }).waitFor({ timeout: 30_000 });
+  await panel.getByText("lint: 0 problems").waitFor();
+  await snap(page, "a-4-review");
+  if (UPDATE_README_SHOT) {
+    mkdirSync(path.join(REPO, "docs"), { recursive: true });
+    await page.screenshot({ path: path.join(REPO, "docs", "overlay-review.png") });
+  }
   await panel.getByText(/^Progress \(\d+\)$/).click(); // expand the timeline
   await panel.getByText(/replace_text src\/components\/ProductCard\.tsx · \d+ ms · ok/).first().waitFor();
   await panel.getByText(/search_text · \d+ ms · ok/).waitFor();
@@ -65,11 +71,7 @@ test("(a) pick two elements, two instructions, Submit, progress, review the diff
   await panel.getByText("lint: 0 problems").waitFor();
   await panel.getByRole("button", { name: "Back to edit" }).waitFor();
   await panel.getByRole("button", { name: "Cancel" }).waitFor();
-  await snap(page, "a-4-review");
-  if (UPDATE_README_SHOT) {
-    mkdirSync(path.join(REPO, "docs"), { recursive: true });
-    await page.screenshot({ path: path.join(REPO, "docs", "overlay-review.png") });
-  }
+  await snap(page, "a-4-review-timeline");
   assert.deepEqual(bytesOf(project), original, "nothing is written before Apply");
 
   // A review request carries applyMode review and never the trusted-auto consent.
