@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { HOST } from "./browser-support.mjs";
+import { HOST, axeScan } from "./browser-support.mjs";
 import { PYTHON, engineProcesses, providerConfig, startDevServer, waitFor } from "./support.mjs";
 import {
   PRICE_INSTRUCTION,
@@ -67,7 +67,7 @@ test("two languages: navigator.language zh-CN gives Chinese names, switchable to
   const { page } = await openDemo(t, { contextOptions: { locale: "zh-CN" } });
   await page.getByRole("button", { name: "SpotPatch", exact: true }).click();
   const panel = panelOf(page);
-  await panel.getByText("仓库: ").waitFor();
+  await panel.getByText("仓库：").waitFor();
   await panel.getByRole("button", { name: "选取元素" }).click();
   await page.getByRole("button", { name: "Save", exact: true }).click({ modifiers: ["Shift"] });
   await page.locator("span.price").click();
@@ -143,4 +143,22 @@ test("the dev server goes away: 'disconnected'; when it is back the page recover
   await waitFor(async () => (await panel.getByRole("alert").filter({ hasText: /^Disconnected/ }).count()) === 0, { what: "the banner to go" });
   await panel.getByRole("button", { name: "Dismiss" }).click();
   await panel.getByRole("button", { name: "Submit" }).waitFor();
+});
+
+test("prefers-color-scheme dark and prefers-reduced-motion: dark panel, no animation, axe still clean", async (t) => {
+  const { page } = await openDemo(t, { script: "stall-demo", contextOptions: { colorScheme: "dark", reducedMotion: "reduce" } });
+  await submitDemoJob(page);
+  const panel = panelOf(page);
+  await panel.getByRole("status").filter({ hasText: "The model is working" }).waitFor();
+  const look = await panel.evaluate((el) => {
+    const spinner = el.querySelector(".sp-spin");
+    return { background: getComputedStyle(el).backgroundColor, animation: spinner && getComputedStyle(spinner).animationName };
+  });
+  assert.equal(look.background, "rgb(17, 24, 39)", "the dark palette");
+  assert.equal(look.animation, "none", "the spinner does not spin");
+  await snap(page, "more-dark");
+  const violations = (await axeScan(page)).filter((v) => v.impact === "serious" || v.impact === "critical");
+  assert.deepEqual(violations, [], JSON.stringify(violations, null, 1));
+  await panel.getByRole("button", { name: "Cancel" }).click();
+  await panel.getByText("Cancelled. Nothing was applied.").waitFor();
 });

@@ -57,6 +57,7 @@ const en = {
   "composer.detached": "This element left the page; the target keeps what was picked.",
   "composer.max": "At most {max} targets per job.",
   "composer.needInstruction": "Write an instruction for every target.",
+  "composer.tooLong": "The instruction for target {n} is longer than {max} characters.",
   "composer.waiting": "{count} new target(s) wait in the composer for the next job.",
   "composer.opened": "Asked the dev server to open {location} in your editor.",
   "composer.openFailed": "The editor could not be opened: {message}",
@@ -71,7 +72,7 @@ const en = {
   "submit.unavailable": "{name} (key not set)",
   "submit.noModel": "Choose a model.",
 
-  "health.heading": "Repository",
+  "health.heading": "Repository:",
   "health.clean": "Clean: no local changes.",
   "health.consent": "Your working tree has local changes: {staged} staged, {unstaged} unstaged, {untracked} untracked.",
   "health.include": "Include my local changes (the job starts from them and sends the changed parts to the provider)",
@@ -218,6 +219,7 @@ const zh: Record<MessageKey, string> = {
   "composer.detached": "该元素已离开页面；目标保留选取时的信息。",
   "composer.max": "每个任务最多 {max} 个目标。",
   "composer.needInstruction": "请为每个目标写一条修改说明。",
+  "composer.tooLong": "目标 {n} 的修改说明超过了 {max} 个字符。",
   "composer.waiting": "有 {count} 个新目标在编辑区等待下一个任务。",
   "composer.opened": "已请求开发服务器在编辑器中打开 {location}。",
   "composer.openFailed": "无法打开编辑器：{message}",
@@ -232,7 +234,7 @@ const zh: Record<MessageKey, string> = {
   "submit.unavailable": "{name}（未设置密钥）",
   "submit.noModel": "请选择一个模型。",
 
-  "health.heading": "仓库",
+  "health.heading": "仓库：",
   "health.clean": "干净：没有本地改动。",
   "health.consent": "工作区有本地改动：已暂存 {staged}，未暂存 {unstaged}，未跟踪 {untracked}。",
   "health.include": "包含我的本地改动（任务以它们为基础，并把改动的相关部分发送给模型提供方）",

@@ -226,7 +226,7 @@ function Health({ ctl }: { ctl: Controller }) {
   if (health.state === "clean") {
     return (
       <p class="sp-muted" role="status">
-        <span class="sp-label">{t("health.heading")}: </span>
+        <span class="sp-label">{t("health.heading")} </span>
         {t("health.clean")}
       </p>
     );

@@ -61,6 +61,7 @@ export class Controller {
   private nextKey = 1;
   private initialized: Promise<void> | undefined;
   private selectionListener: (() => void) | undefined;
+  private submitting = false;
   /** Focus requests for the view (e.g. a new card's instruction box). */
   focusRequest: { kind: "instruction"; key: number } | { kind: "panel" } | null = null;
 
@@ -409,9 +410,8 @@ export class Controller {
     const { drafts, health, modelId } = this.state;
     if (!drafts.length) return this.t("composer.empty");
     if (drafts.some((d) => !d.instruction.trim())) return this.t("composer.needInstruction");
-    if (drafts.some((d) => d.instruction.length > this.limits.maxInstructionChars)) {
-      return this.t("composer.counter", { count: Math.max(...drafts.map((d) => d.instruction.length)), max: this.limits.maxInstructionChars });
-    }
+    const long = drafts.findIndex((d) => d.instruction.length > this.limits.maxInstructionChars);
+    if (long >= 0) return this.t("composer.tooLong", { n: long + 1, max: this.limits.maxInstructionChars });
     if (!modelId) return this.t("submit.noModel");
     if (health?.state === "consent-required" && !this.state.includeLocal && this.state.applyMode !== "trusted-auto") {
       return this.t("health.consent", { ...health.counts });
@@ -420,7 +420,16 @@ export class Controller {
   }
 
   async submit(): Promise<void> {
-    if (this.state.job && ACTIVE.has(this.state.job.snapshot.status)) return;
+    if (this.submitting || this.state.job) return;
+    this.submitting = true;
+    try {
+      await this.submitNow();
+    } finally {
+      this.submitting = false;
+    }
+  }
+
+  private async submitNow(): Promise<void> {
     await this.refreshHealth();
     if (this.state.health?.state === "blocked") return;
     const problem = this.submitProblem();
