@@ -6,6 +6,9 @@ reaches EOF. SCRIPT is one of:
   stall-demo  — a first turn that stalls forever, then the demo conversation
   hostile     — HTML/script payloads in the model's text, a diff line and a new file's name (the overlay's
                 hostile test: each payload calls __pwn(n) if it ever runs)
+  plain       — test/apps/plain: the Save button's background in style.css becomes blue (#2563eb)
+  vue-ts      — create-vite's vue-ts template: HelloWorld.vue's counter reads "Clicks: {{ count }}"
+  svelte-ts   — create-vite's svelte-ts template: Counter.svelte's button reads "Clicks: {count}"
 """
 
 from __future__ import annotations
@@ -49,10 +52,34 @@ def hostile_turns() -> list[dict]:
     ]
 
 
+def edit_turns(path: str, old: str, new: str, what: str) -> list[dict]:
+    """Read ``path``, replace ``old`` by ``new`` in it, say ``what`` was done (the overlay's app tests)."""
+    return [
+        {
+            "text": f"Reading {path}.",
+            "toolCalls": [{"id": "call_read", "name": "read_file", "arguments": {"path": path, "startLine": None, "endLine": None}}],
+        },
+        {
+            "text": "Editing it.",
+            "toolCalls": [{"id": "call_edit", "name": "replace_text", "arguments": {"path": path, "oldText": old, "newText": new}}],
+        },
+        {"text": what, "finishReason": "stop"},
+    ]
+
+
+# Edits of the overlay's acceptance-2 apps (node-shim/test/overlay-picker-apps.test.mjs); each old text is
+# a literal of the app's file (test/apps/plain, or create-vite's template at the installed version).
+APP_EDITS = {
+    "plain": ("style.css", "  background: #e5e7eb;\n  color: #111827;", "  background: #2563eb;\n  color: #ffffff;", "The Save button is blue."),
+    "vue-ts": ("src/components/HelloWorld.vue", "      Count is {{ count }}", "      Clicks: {{ count }}", "The counter says Clicks."),
+    "svelte-ts": ("src/lib/Counter.svelte", "  Count is {count}", "  Clicks: {count}", "The counter says Clicks."),
+}
+
 SCRIPTS = {
     "demo": lambda: demo_turns(),
     "stall-demo": lambda: [{"stall": True}, *demo_turns()],
     "hostile": hostile_turns,
+    **{name: (lambda edit=edit: edit_turns(*edit)) for name, edit in APP_EDITS.items()},
 }
 
 

@@ -45,12 +45,12 @@ export class Highlight {
       `font:12px/18px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;color:#fff;background:${ACCENT};` +
       "padding:1px 6px;border-radius:3px;";
     this.label.append(this.labelText);
-    // A compact reminder of the keys at the bottom centre (the panel holds the accessible hint text, so
-    // this one is hidden from assistive technology: no double announcements).
+    // A compact reminder of the keys at the bottom left, clear of the panel's column on the right (the
+    // panel holds the accessible hint text, so this one is hidden from assistive technology).
     this.hint = div(
       doc,
-      "position:fixed;pointer-events:none;box-sizing:border-box;z-index:2147483646;display:none;left:50%;bottom:12px;" +
-        "transform:translateX(-50%);max-width:min(720px,60vw);font:12px/1.4 system-ui,sans-serif;color:#fff;" +
+      "position:fixed;pointer-events:none;box-sizing:border-box;z-index:2147483646;display:none;left:12px;bottom:12px;" +
+        "max-width:min(560px,45vw);font:12px/1.4 system-ui,sans-serif;color:#fff;" +
         "background:rgba(17,24,39,.88);padding:4px 10px;border-radius:6px;box-shadow:0 2px 8px rgba(0,0,0,.3);",
       "picker-hint",
     );
