@@ -12,6 +12,7 @@ import { PYTHON, engineProcesses, providerConfig, startDevServer, waitFor } from
 import {
   PRICE_INSTRUCTION,
   SAVE_INSTRUCTION,
+  bytesOf,
   openDemo,
   openPanel,
   panelOf,
@@ -99,7 +100,7 @@ test("a job whose required check fails is shown failed with its diagnostics and 
   await submitDemoJob(page);
   const panel = panelOf(page);
   await panel.getByRole("status").filter({ hasText: /^\s*Failed$/ }).waitFor({ timeout: 30_000 });
-  await panel.getByRole("alert").filter({ hasText: /The job failed; nothing was applied\.[\s\S]*CHECK_FAILED/ }).waitFor();
+  await panel.getByRole("alert").filter({ hasText: /The job failed\. What the engine reported:[\s\S]*CHECK_FAILED/ }).waitFor();
   await panel.getByText(/^failed · \d+ ms$/).waitFor();
   await panel.getByText("3 problems").waitFor();
   await panel.getByRole("region", { name: "Diff" }).getByText("btn-primary").first().waitFor();
@@ -161,4 +162,30 @@ test("prefers-color-scheme dark and prefers-reduced-motion: dark panel, no anima
   assert.deepEqual(violations, [], JSON.stringify(violations, null, 1));
   await panel.getByRole("button", { name: "Cancel" }).click();
   await panel.getByText("Cancelled. Nothing was applied.").waitFor();
+});
+
+test("an Apply cut by an engine crash: after the restart the crash-repair report is shown once", async (t) => {
+  // Test-only fault point (spotpatch_agent/worktree/journal.py): the engine pauses after writing its
+  // crash journal during Apply, and this test kills it there.
+  process.env.SPOTPATCH_TEST_FAULT_PAUSE = "apply:after-journal";
+  t.after(() => delete process.env.SPOTPATCH_TEST_FAULT_PAUSE);
+  const { page, logger, project } = await openDemo(t);
+  const original = bytesOf(project);
+  await submitDemoJob(page);
+  const panel = panelOf(page);
+  await panel.getByRole("button", { name: "Apply" }).click({ timeout: 30_000 });
+  await waitFor(() => logger.text().includes("SPOTPATCH-TEST-PAUSED apply:after-journal"), { what: "the engine to pause in Apply" });
+  const [engine] = await engineProcesses();
+  process.kill(engine.pid, "SIGKILL");
+  await panel.getByRole("status").filter({ hasText: /^\s*Failed$/ }).waitFor({ timeout: 15_000 });
+
+  await page.reload();
+  const report = panel.getByRole("status").filter({ hasText: "SpotPatch repaired an interrupted operation after a crash" });
+  await report.waitFor({ timeout: 20_000 });
+  await report.getByText("An Apply was rolled back: src/components/ProductCard.tsx hold their earlier content.").waitFor();
+  await snap(page, "more-recovered");
+  assert.deepEqual(bytesOf(project), original, "the Apply was rolled back");
+  await page.reload();
+  await panel.getByRole("status").filter({ hasText: /^\s*Failed$/ }).waitFor({ timeout: 20_000 });
+  assert.equal(await report.count(), 0, "shown once");
 });

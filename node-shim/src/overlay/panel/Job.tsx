@@ -65,7 +65,8 @@ export function JobPanel({ ctl }: { ctl: Controller }) {
       {status === "reverted" && <p class="sp-note sp-okbox" role="status">{t("job.reverted")}</p>}
       {fellBack && snapshot.message && <p class="sp-note sp-warn">{`${t("job.fellBack")} ${snapshot.message}`}</p>}
 
-      {(status === "awaiting-review" || status === "failed" || status === "applied" || status === "reverted") && (
+      {(status === "awaiting-review" || status === "applied" || status === "reverted" ||
+        (status === "failed" && (checks.length > 0 || snapshot.files.length > 0 || !!job.diff?.diff))) && (
         <Review ctl={ctl} checks={checks} failed={status === "failed"} />
       )}
 
