@@ -39,7 +39,8 @@ const SWEEPS = Math.max(1, Number(args.sweeps));
 export const BUDGETS = {
   loadGzipBytes: 8 * 1024,
   openGzipBytes: 80 * 1024,
-  hoverP95Ms: 8,
+  hoverCpuP95Ms: 8,
+  hoverP95Ms: 16,
   hoverMaxMs: 50,
   longTasks: 0,
   submitP50Ms: 500,
@@ -140,6 +141,7 @@ function instrument() {
     "pointermove",
     () => {
       const start = performance.now();
+      performance.mark("spotpatch-bench-move"); // a trace event: splits the traced sweep per move
       const sample = { start, task: 0, frame: 0 };
       afterTask(() => (sample.task = performance.now() - start));
       settled = new Promise((resolve) => {
@@ -224,6 +226,49 @@ async function measureSweeps(page, repeats) {
   };
 }
 
+/**
+ * One more sweep under Chromium's tracing: per move, the renderer main thread's CPU time (the `tdur` of its
+ * `RunTask` events from this move's mark to the next). CPU time does not grow when other processes take the
+ * cores, unlike the wall-clock figures above. Returns `{ p50, p95, max }` in ms.
+ */
+async function tracedSweep(page, points) {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send("Tracing.start", {
+    categories: "devtools.timeline,disabled-by-default-devtools.timeline,blink.user_timing",
+    transferMode: "ReturnAsStream",
+  });
+  await sweepOnce(page, points);
+  const complete = new Promise((resolve) => cdp.once("Tracing.tracingComplete", resolve));
+  await cdp.send("Tracing.end");
+  const { stream } = await complete;
+  let text = "";
+  for (;;) {
+    const chunk = await cdp.send("IO.read", { handle: stream, size: 1 << 20 });
+    text += chunk.base64Encoded ? Buffer.from(chunk.data, "base64").toString("utf8") : chunk.data;
+    if (chunk.eof) break;
+  }
+  await cdp.send("IO.close", { handle: stream });
+  await cdp.detach();
+  const parsed = JSON.parse(text);
+  const events = Array.isArray(parsed) ? parsed : parsed.traceEvents;
+  const marks = events.filter((e) => e.name === "spotpatch-bench-move").sort((a, b) => a.ts - b.ts);
+  if (marks.length === 0) throw new Error("the trace has no move marks");
+  const { pid, tid } = marks[0];
+  const tasks = events.filter((e) => e.name === "RunTask" && e.ph === "X" && e.pid === pid && e.tid === tid && e.tdur !== undefined);
+  const cpu = marks.map((mark, i) => {
+    const end = marks[i + 1]?.ts ?? mark.ts + 100_000;
+    return tasks.filter((task) => task.ts + task.dur > mark.ts && task.ts < end).reduce((sum, task) => sum + task.tdur, 0) / 1000;
+  });
+  // Where the time goes: main-thread trace events by name (nested ones counted in their parents too).
+  const byName = new Map();
+  for (const e of events) {
+    if (e.ph !== "X" || e.pid !== pid || e.tid !== tid || e.name === "RunTask" || e.tdur === undefined) continue;
+    byName.set(e.name, (byName.get(e.name) ?? 0) + e.tdur / 1000 / cpu.length);
+  }
+  const top = [...byName].sort((a, b) => b[1] - a[1]).slice(0, 6).map(([name, perMove]) => `${name} ${perMove.toFixed(2)}`);
+  return { moves: cpu.length, p50: quantile(cpu, 0.5), p95: quantile(cpu, 0.95), max: Math.max(...cpu), top };
+}
+
 async function hoverBench(t, browser, url) {
   const context = await browser.newContext({ viewport: VIEWPORT, locale: "en-US" });
   t.after(() => context.close());
@@ -234,6 +279,7 @@ async function hoverBench(t, browser, url) {
   const elements = await page.evaluate(() => document.querySelectorAll("body *").length);
 
   const closed = await measureSweeps(page, SWEEPS); // baseline: the overlay closed (launcher + shortcut only)
+  closed.cpu = await tracedSweep(page, mousePath());
   await page.mouse.move(VIEWPORT.width / 2, VIEWPORT.height / 2);
   await page.keyboard.press("Alt+Shift+S"); // pick mode (loads the overlay on first use)
   const box = page.locator(`${HOST} [data-spotpatch-picker="highlight"]`);
@@ -242,6 +288,7 @@ async function hoverBench(t, browser, url) {
     what: "the pick-mode highlight",
   });
   const picking = await measureSweeps(page, SWEEPS);
+  picking.cpu = await tracedSweep(page, mousePath());
   await page.keyboard.press("Escape");
   return { elements, closed, picking };
 }
@@ -328,9 +375,12 @@ function report(r) {
       `loader ${kb(s.loader.gzip)} (${kb(s.loader.raw)} raw) + client ${kb(s.client.gzip)} (${kb(s.client.raw)} raw)`],
     ["after first open (+ overlay, gzip)", kb(s.openGzip), `≤ ${kb(BUDGETS.openGzipBytes + BUDGETS.loadGzipBytes)}`,
       s.overlay.gzip <= BUDGETS.openGzipBytes, `overlay ${kb(s.overlay.gzip)} (${kb(s.overlay.raw)} raw), fetched on first open only`],
-    [`hover p95 per mousemove (${h.elements} elements)`, ms(h.picking.p95), `≤ ${BUDGETS.hoverP95Ms} ms`, h.picking.p95 <= BUDGETS.hoverP95Ms,
+    [`hover CPU p95 per mousemove (${h.elements} elements)`, ms(h.picking.cpu.p95), `≤ ${BUDGETS.hoverCpuP95Ms} ms`,
+      h.picking.cpu.p95 <= BUDGETS.hoverCpuP95Ms,
+      `renderer main thread CPU (trace), ${h.picking.cpu.moves} moves; p50 ${ms(h.picking.cpu.p50)}, max ${ms(h.picking.cpu.max)}; closed p50 ${ms(h.closed.cpu.p50)}, p95 ${ms(h.closed.cpu.p95)}`],
+    [`hover wall p95 per mousemove (${h.elements} elements)`, ms(h.picking.p95), `≤ ${BUDGETS.hoverP95Ms} ms`, h.picking.p95 <= BUDGETS.hoverP95Ms,
       `min of ${h.picking.repeats} sweeps per move, ${h.picking.moves} moves; p50 ${ms(h.picking.p50)}; input task p95 ${ms(h.picking.taskP95)}, frame p95 ${ms(h.picking.frameP95)}; closed p95 ${ms(h.closed.p95)}; raw p95 ${ms(h.picking.rawP95)} (closed ${ms(h.closed.rawP95)})`],
-    ["hover max per mousemove", ms(h.picking.max), `≤ ${BUDGETS.hoverMaxMs} ms`, h.picking.max <= BUDGETS.hoverMaxMs,
+    ["hover wall max per mousemove", ms(h.picking.max), `≤ ${BUDGETS.hoverMaxMs} ms`, h.picking.max <= BUDGETS.hoverMaxMs,
       `closed ${ms(h.closed.max)}; raw max ${ms(h.picking.rawMax)} (closed ${ms(h.closed.rawMax)})`],
     ["long tasks > 50 ms at the same move in every sweep", String(h.picking.longTasksEverySweep), `${BUDGETS.longTasks}`,
       h.picking.longTasksEverySweep <= BUDGETS.longTasks,
@@ -357,4 +407,6 @@ try {
 }
 if (args.json) console.log(JSON.stringify(results));
 const ok = report(results);
+console.log(`\nhover CPU per move by trace event (ms, mean): pick mode: ${results.hover.picking.cpu.top.join(", ")}`);
+console.log(`                                            closed:    ${results.hover.closed.cpu.top.join(", ")}`);
 process.exit(args.strict && !ok ? 1 : 0);
