@@ -19,6 +19,7 @@ import type { ElementInfo, SourceLocation } from "../../protocol.generated.js";
 import {
   LOC_ATTRIBUTE,
   attr,
+  attrNames,
   composedParent,
   framePath,
   localName,
@@ -84,7 +85,7 @@ function attributes(el: Element): Record<string, string> {
     const v = attr(el, name);
     if (v !== null && v !== "") out[name] = v.slice(0, MAX_ATTR);
   }
-  const names = safe(() => Element.prototype.getAttributeNames.call(el), [] as string[]);
+  const names = attrNames(el).slice(0, 200);
   let aria = 0;
   for (const name of names) {
     if (aria >= 8) break;

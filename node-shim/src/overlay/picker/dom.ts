@@ -14,13 +14,11 @@ const NP = Node.prototype;
 const DP = Document.prototype;
 const native = {
   getAttribute: EP.getAttribute,
-  hasAttribute: EP.hasAttribute,
+  getAttributeNames: EP.getAttributeNames,
   getRect: EP.getBoundingClientRect,
-  closest: EP.closest,
   querySelectorAll: EP.querySelectorAll,
   docElementFromPoint: DP.elementFromPoint,
   getRootNode: NP.getRootNode,
-  contains: NP.contains,
   localName: Object.getOwnPropertyDescriptor(EP, "localName")?.get,
   parentElement: Object.getOwnPropertyDescriptor(NP, "parentElement")?.get,
   parentNode: Object.getOwnPropertyDescriptor(NP, "parentNode")?.get,
@@ -47,7 +45,7 @@ function getter<T>(g: ((this: unknown) => unknown) | undefined, node: unknown, f
 }
 
 export const attr = (el: Element, name: string): string | null => safe(() => native.getAttribute.call(el, name), null);
-export const hasAttr = (el: Element, name: string): boolean => safe(() => native.hasAttribute.call(el, name), false);
+export const attrNames = (el: Element): string[] => safe(() => native.getAttributeNames.call(el), []);
 export const localName = (el: Element): string => getter(native.localName, el, "") || "element";
 export const parentEl = (node: Node): Element | null => getter(native.parentElement, node, null);
 export const firstChildEl = (el: Element): Element | null => getter(native.firstElementChild, el, null);

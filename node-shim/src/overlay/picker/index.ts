@@ -29,9 +29,11 @@
  *   load later (on the first hover into them). Source locations there come from their own
  *   `data-spotpatch-loc`, so only when that document is served by the same dev server with the plugin.
  * - Cross-origin (and sandboxed without allow-same-origin) iframes are opaque: they are picked as the
- *   `<iframe>` element itself. The browser delivers mouse events over them to the frame, not to the page,
- *   so the picker cannot swallow a click there: pick them with the keyboard (hover, then Enter) or Alt+click
- *   just outside; their content is never read.
+ *   `<iframe>` element itself, never their content. The browser sends mouse events over such a frame to
+ *   the frame, so while picking each one (in the top document, ≤ 32) is covered by a transparent shield in
+ *   the overlay layer that takes those events instead (from the next frame drawn on: with site isolation
+ *   the browser routes input by what was last drawn). Outside pick mode, Alt+click over one reaches the
+ *   frame, not SpotPatch.
  * - Closed shadow roots are opaque (their host is picked); open ones are entered. A selector inside a
  *   shadow root is written `host-selector >>> inner-selector`.
  * - `pointer-events: none` elements are skipped by hit testing: reach them with the arrow keys from their
@@ -56,6 +58,7 @@ import {
   openShadow,
   ownerDoc,
   prevEl,
+  queryAll,
   safe,
   sameOriginDocuments,
   viewportRect,
@@ -147,12 +150,13 @@ export function createPicker(options: PickerOptions): Picker {
   function render(): void {
     frame = 0;
     if (!active || !highlight) return;
+    if (shieldsDirty) placeShields();
     if (drag) {
       highlight.showArea(drag.rect);
       return;
     }
     if (!frozen && pointer && !drag) {
-      const el = elementAt(pointer.x, pointer.y);
+      const el = hitAt(pointer.x, pointer.y);
       if (el !== hovered) setHover(el);
     }
     if (hovered && safe(() => hovered!.isConnected, false)) {
@@ -195,7 +199,7 @@ export function createPicker(options: PickerOptions): Picker {
   const onEvent = (e: Event): void => {
     // The overlay's own UI gets its events, except while an area drag owns the pointer (a drag may end
     // over the panel).
-    if (isOwn(e.target) && !(drag && active)) return;
+    if (isOwn(e.target) && !(drag && active) && !isShield(e)) return;
     if (e.cancelable && e.type !== "touchmove") e.preventDefault();
     e.stopImmediatePropagation();
     if (!active) return; // lingering after a pick: swallow only
@@ -222,7 +226,7 @@ export function createPicker(options: PickerOptions): Picker {
         pick(areaTargets(d.rect), (e as MouseEvent).shiftKey, true);
       } else {
         const p = topPoint(e as MouseEvent, win);
-        pickElement(elementAt(p.x, p.y), (e as MouseEvent).shiftKey, true);
+        pickElement(hitAt(p.x, p.y), (e as MouseEvent).shiftKey, true);
       }
       return;
     }
@@ -235,7 +239,7 @@ export function createPicker(options: PickerOptions): Picker {
       let el = hovered;
       if (!frozen) {
         const p = topPoint(e as MouseEvent, win);
-        el = elementAt(p.x, p.y) ?? hovered;
+        el = hitAt(p.x, p.y) ?? hovered;
       }
       pickElement(el, (e as MouseEvent).shiftKey);
     }
@@ -248,7 +252,59 @@ export function createPicker(options: PickerOptions): Picker {
     schedule(); // drawn by the next frame, like the hover
   }
 
-  const onScroll = (): void => schedule();
+  const onScroll = (): void => {
+    shieldsDirty = true;
+    schedule();
+  };
+
+  /**
+   * Cross-origin iframes get a transparent shield in the layer while picking: the browser sends the
+   * mouse events over such a frame to the frame, where the picker can neither see nor swallow them. Over
+   * a shield they reach the picker, which hovers and picks the <iframe> itself.
+   */
+  let shields: { frame: Element; el: HTMLDivElement }[] = [];
+  let shieldsDirty = false;
+  function addShields(): void {
+    for (const frame of queryAll(document, "iframe, frame").slice(0, 32)) {
+      if (frameDocument(frame) || isOverlay(frame)) continue;
+      const el = layer.ownerDocument.createElement("div");
+      el.setAttribute("data-spotpatch-picker", "frame-shield");
+      el.setAttribute("aria-hidden", "true");
+      el.style.cssText = "position:fixed;left:0;top:0;pointer-events:auto;background:transparent;z-index:2147483640;contain:strict;";
+      layer.append(el);
+      shields.push({ frame, el });
+    }
+    placeShields();
+  }
+  function placeShields(): void {
+    shieldsDirty = false;
+    for (const { frame, el } of shields) {
+      const r = viewportRect(frame);
+      el.style.display = r.width > 0 && r.height > 0 ? "block" : "none";
+      el.style.transform = `translate(${r.x}px, ${r.y}px)`;
+      el.style.width = `${r.width}px`;
+      el.style.height = `${r.height}px`;
+    }
+  }
+  function removeShields(): void {
+    for (const { el } of shields) el.remove();
+    shields = [];
+  }
+  /** The iframe whose shield is topmost at (x, y) in the overlay (not under the panel), or null. */
+  function shieldAt(x: number, y: number): Element | null {
+    if (shields.length === 0) return null;
+    const root = layer.getRootNode() as ShadowRoot | Document;
+    const top = safe(() => root.elementFromPoint(x, y), null);
+    return shields.find((s) => s.el === top)?.frame ?? null;
+  }
+  /** The page element at (x, y), or the cross-origin iframe under a shield there. */
+  function hitAt(x: number, y: number): Element | null {
+    return elementAt(x, y) ?? shieldAt(x, y);
+  }
+  const isShield = (e: Event): boolean => {
+    const origin = safe(() => e.composedPath()[0], null);
+    return origin instanceof Element && shields.some((s) => s.el === origin);
+  };
 
   /** A keyboard move: the hover stays where the keys put it until the mouse moves again. */
   function moveTo(el: Element): void {
@@ -274,7 +330,7 @@ export function createPicker(options: PickerOptions): Picker {
       if (hovered) setHover(hovered);
       schedule();
     } else if (k === "ArrowUp" || k === "ArrowDown" || k === "ArrowLeft" || k === "ArrowRight") {
-      const next = hovered ? walk(hovered, k) : initialElement();
+      const next = hovered ? walk(hovered, k) : initialElement(hitAt);
       if (next) moveTo(next);
     } else handled = false;
     if (handled) {
@@ -289,6 +345,7 @@ export function createPicker(options: PickerOptions): Picker {
       for (const type of SWALLOWED) win.addEventListener(type, onEvent, { capture: true, passive: false });
       win.addEventListener("keydown", onKey, { capture: true });
       win.addEventListener("scroll", onScroll, { capture: true, passive: true });
+      win.addEventListener("resize", onScroll, { passive: true });
       return true;
     }, false);
     if (ok) windows.add(win);
@@ -300,6 +357,7 @@ export function createPicker(options: PickerOptions): Picker {
         for (const type of SWALLOWED) win.removeEventListener(type, onEvent, { capture: true });
         win.removeEventListener("keydown", onKey, { capture: true });
         win.removeEventListener("scroll", onScroll, { capture: true });
+        win.removeEventListener("resize", onScroll);
       }, undefined);
     }
     windows.clear();
@@ -309,8 +367,16 @@ export function createPicker(options: PickerOptions): Picker {
     if (!active) return false;
     active = false;
     clearTimeout(lingerTimer);
-    if (linger) lingerTimer = setTimeout(() => active || detachAll(), 0);
-    else detachAll();
+    if (linger) {
+      lingerTimer = setTimeout(() => {
+        if (active) return;
+        detachAll();
+        removeShields();
+      }, 0);
+    } else {
+      detachAll();
+      removeShields();
+    }
     if (frame) cancelAnimationFrame(frame);
     frame = 0;
     drag = null;
@@ -339,10 +405,12 @@ export function createPicker(options: PickerOptions): Picker {
       if (active) return;
       active = true;
       clearTimeout(lingerTimer);
+      removeShields();
       for (const doc of sameOriginDocuments()) attach(doc.defaultView);
+      addShields();
       if (m === "element") {
         labelNow = true;
-        setHover(initialElement());
+        setHover(initialElement(hitAt));
         schedule();
       }
     },
@@ -386,7 +454,7 @@ function typingInOverlay(e: KeyboardEvent): boolean {
 }
 
 /** Where keyboard picking starts: the focused element (through open shadow roots) or the viewport centre. */
-function initialElement(): Element | null {
+function initialElement(hit: (x: number, y: number) => Element | null): Element | null {
   let el: Element | null = document.activeElement;
   for (let i = 0; el && i < 16; i++) {
     const inner = openShadow(el)?.activeElement ?? null;
@@ -399,7 +467,7 @@ function initialElement(): Element | null {
     if (inner && inner !== inner.ownerDocument.body) return inner;
     return el;
   }
-  return elementAt(innerWidth / 2, innerHeight / 2);
+  return hit(innerWidth / 2, innerHeight / 2);
 }
 
 /** The element an arrow key moves to from `el` (composed tree: shadow roots and same-origin iframes). */

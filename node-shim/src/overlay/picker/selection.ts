@@ -3,7 +3,7 @@
  * elements covered by a dragged rectangle (area mode).
  */
 import { LOC_ATTRIBUTE, type Box, elementAt, isOverlay, localName, parentEl, queryAll, safe, viewportRect } from "./dom.js";
-import { MAX_TEXT, boundedText, describeElement, documentRect, nearestLocated, selectorOf } from "./describe.js";
+import { MAX_TEXT, describeElement, documentRect, nearestLocated, selectorOf } from "./describe.js";
 import type { PickedTarget } from "./types.js";
 
 /**
@@ -56,7 +56,7 @@ export function areaTargets(r: Box, doc: Document = document): PickedTarget[] {
 }
 
 /** One target for a region with no located element: the region in document coordinates, described by the
- * smallest element that holds it (selector, nearest source location) and the text of what it covers. */
+ * smallest element that holds it (selector, nearest source location) and the text shown inside it. */
 export function regionTarget(r: Box): PickedTarget {
   const region = {
     x: Math.round(r.x + window.scrollX),
@@ -77,17 +77,39 @@ export function regionTarget(r: Box): PickedTarget {
     info: {
       tagName: "region",
       selector: holder ? selectorOf(holder) : null,
-      text: holder ? boundedText(holder) : "",
+      text: holder ? textInside(holder, r) : "",
       attributes: {},
-      rect: holder ? { ...region } : region,
+      rect: region,
     },
     source: located ? located.loc : null,
     ...(located ? { sourceFrom: "ancestor" as const } : {}),
-    label: {
-      tag: holder ? `region in ${localName(holder)}` : "region",
-      ...(located ? { location: `${located.loc.file}:${located.loc.line}` } : {}),
-    },
+    label: { tag: "region", ...(located ? { location: `${located.loc.file}:${located.loc.line}` } : {}) },
   };
+}
+
+/** The text of `holder`'s text nodes whose element lies (partly) inside `r`: ≤ 2,000 nodes, ≤ 500 chars. */
+function textInside(holder: Element, r: Box): string {
+  return safe(() => {
+    const walker = (holder.ownerDocument ?? document).createTreeWalker(holder, NodeFilter.SHOW_TEXT);
+    let out = "";
+    let last: Element | null = null;
+    let lastInside = false;
+    for (let n = walker.nextNode(), i = 0; n && i < 2000 && out.length < MAX_TEXT; n = walker.nextNode(), i++) {
+      const data = (n as Text).data;
+      if (!data.trim()) continue;
+      const parent = n.parentElement;
+      if (!parent || isOverlay(parent)) continue;
+      if (parent !== last) {
+        last = parent;
+        const tag = localName(parent);
+        const b = viewportRect(parent);
+        lastInside =
+          tag !== "script" && tag !== "style" && b.width > 0 && b.x < r.x + r.width && b.x + b.width > r.x && b.y < r.y + r.height && b.y + b.height > r.y;
+      }
+      if (lastInside) out += ` ${data.slice(0, MAX_TEXT).replace(/\s+/g, " ")}`;
+    }
+    return out.trim().slice(0, MAX_TEXT);
+  }, "");
 }
 
 export { documentRect };
