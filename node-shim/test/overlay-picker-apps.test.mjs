@@ -73,7 +73,7 @@ test("plain HTML page: pick (source unknown), a CSS :hover menu item with F, Sub
   });
 });
 
-test("plain HTML page: an element that exists only while hovered (CSS :hover menu) is picked with F", async (t) => {
+test("plain HTML page: a CSS :hover menu item is picked with F; a button inside a same-origin iframe is picked, its page never sees the click", async (t) => {
   const { page } = await openApp(t, { app: "plain", script: null });
   await page.setViewportSize({ width: 1280, height: 800 });
   await openPanel(page);
@@ -92,6 +92,19 @@ test("plain HTML page: an element that exists only while hovered (CSS :hover men
   assert.match(await card.innerText(), /<a>/);
   assert.match(await card.innerText(), /Contact/);
   assert.equal(await page.evaluate(() => location.hash), "", "the link was not followed");
+
+  // Same-origin iframe (served by the same dev server): its button is hovered and picked inside it.
+  const frame = page.frameLocator("iframe.embed");
+  await panelOf(page).getByRole("button", { name: "Pick elements" }).click();
+  await frame.getByRole("button", { name: "Frame button" }).hover();
+  await waitLabel(page, "button · source unknown");
+  await frame.getByRole("button", { name: "Frame button" }).click();
+  const card2 = panelOf(page).getByRole("group", { name: "Target 2" });
+  await card2.waitFor();
+  assert.match(await card2.innerText(), /<button>/);
+  assert.match(await card2.innerText(), /Frame button/);
+  assert.equal(await frame.locator("#frame-clicks").innerText(), "0", "the embedded page never saw the click");
+  await shot(page, "picker-plain-iframe");
 });
 
 test("vue-ts template: pick the counter (component HelloWorld, source unknown), Submit, review, Apply (HMR), Revert", async (t) => {

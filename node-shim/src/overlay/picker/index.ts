@@ -322,8 +322,9 @@ export function createPicker(options: PickerOptions): Picker {
     let handled = true;
     if (k === "Escape") {
       stop();
-    } else if (k === "Enter") {
-      if (hovered) pickElement(hovered, e.shiftKey);
+    } else if (k === "Enter" && hovered) {
+      // Without a highlighted element (the mouse is on the panel) Enter stays the focused button's.
+      pickElement(hovered, e.shiftKey);
     } else if (k === "f" || k === "F") {
       frozen = !frozen;
       labelNow = true;
