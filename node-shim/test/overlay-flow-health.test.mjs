@@ -43,7 +43,9 @@ test("(g) dirty tree: counts and consent; the job carries localChangesConsent on
   assert.equal(creates[0].localChangesConsent, true);
   assert.ok(!("trustedFastModeConsent" in creates[0]));
   // The review shows only the agent's increment, not the user's own edits.
-  assert.deepEqual(await panel.locator(".sp-files li .sp-code:first-child").allInnerTexts(), ["src/components/ProductCard.tsx"]);
+  assert.deepEqual(await panel.locator(".sp-files li .sp-code:first-child").allInnerTexts(), [
+    "src/components/ProductCard.tsx",
+  ]);
 });
 
 test("(g) blocked repository: its reasons in plain words, no Submit", async (t) => {

@@ -20,7 +20,11 @@ export const PRICE_INSTRUCTION = "Show the price with two decimals.";
 export async function openDemo(t, { options = {}, ...rest } = {}) {
   const app = await openApp(t, { options: { checks: [LINT_CHECK], ...options }, ...rest });
   await app.page.setViewportSize({ width: 1280, height: 800 });
-  await app.page.getByRole("button", { name: "Save", exact: true }).or(app.page.locator("span.price")).first().waitFor();
+  await app.page
+    .getByRole("button", { name: "Save", exact: true })
+    .or(app.page.locator("span.price"))
+    .first()
+    .waitFor();
   return app;
 }
 
@@ -30,7 +34,10 @@ export const panelOf = (page) => page.getByRole("complementary", { name: "SpotPa
 export async function openPanel(page) {
   await page.getByRole("button", { name: "SpotPatch", exact: true }).click();
   await panelOf(page).waitFor();
-  await panelOf(page).getByText(/Repository:|AI is off|cannot start a job|local changes/).first().waitFor();
+  await panelOf(page)
+    .getByText(/Repository:|AI is off|cannot start a job|local changes/)
+    .first()
+    .waitFor();
 }
 
 /** Pick mode from the panel, Shift+click the Save button (stay), click the price (leave). */
@@ -48,7 +55,8 @@ export const bytesOf = (project, rel = TOUCHED) => readFileSync(path.join(projec
 export function recordCalls(page, method) {
   const bodies = [];
   page.on("request", (request) => {
-    if (request.method() === "POST" && request.url().endsWith(`/__spotpatch/rpc/${method}`)) bodies.push(request.postDataJSON());
+    if (request.method() === "POST" && request.url().endsWith(`/__spotpatch/rpc/${method}`))
+      bodies.push(request.postDataJSON());
   });
   return bodies;
 }

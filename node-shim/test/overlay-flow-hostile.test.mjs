@@ -32,13 +32,36 @@ const CHECK = {
 /** Every page element's box and a few computed styles, plus the document's own style state. */
 function pageLayout(page) {
   return page.evaluate((host) => {
-    const props = ["display", "position", "zIndex", "color", "backgroundColor", "fontSize", "margin", "padding", "overflow", "cursor", "pointerEvents", "userSelect"];
-    const elements = [...document.querySelectorAll("body *, html, body")].filter((el) => el.localName !== host && !el.closest(host));
+    const props = [
+      "display",
+      "position",
+      "zIndex",
+      "color",
+      "backgroundColor",
+      "fontSize",
+      "margin",
+      "padding",
+      "overflow",
+      "cursor",
+      "pointerEvents",
+      "userSelect",
+    ];
+    const elements = [...document.querySelectorAll("body *, html, body")].filter(
+      (el) => el.localName !== host && !el.closest(host),
+    );
     return {
       elements: elements.map((el) => {
         const r = el.getBoundingClientRect();
         const cs = getComputedStyle(el);
-        return [el.localName, el.className?.toString?.() ?? "", Math.round(r.x), Math.round(r.y), Math.round(r.width), Math.round(r.height), ...props.map((p) => cs[p])];
+        return [
+          el.localName,
+          el.className?.toString?.() ?? "",
+          Math.round(r.x),
+          Math.round(r.y),
+          Math.round(r.width),
+          Math.round(r.height),
+          ...props.map((p) => cs[p]),
+        ];
       }),
       htmlAttrs: [...document.documentElement.attributes].map((a) => `${a.name}=${a.value}`),
       bodyAttrs: [...document.body.attributes].map((a) => `${a.name}=${a.value}`),
@@ -56,7 +79,10 @@ test("(h) hostile stylesheet and script payloads: the overlay works, shows text 
     edit(root) {
       writeFileSync(path.join(root, "src/styles.css"), HOSTILE_CSS, { flag: "a" });
       const app = path.join(root, "src/App.tsx");
-      writeFileSync(app, readFileSync(app, "utf8").replace('"Linen notebook"]', `"Linen notebook", ${JSON.stringify(ITEM_PAYLOAD)}]`));
+      writeFileSync(
+        app,
+        readFileSync(app, "utf8").replace('"Linen notebook"]', `"Linen notebook", ${JSON.stringify(ITEM_PAYLOAD)}]`),
+      );
     },
   });
   await page.evaluate(() => {
@@ -73,7 +99,11 @@ test("(h) hostile stylesheet and script payloads: the overlay works, shows text 
   assert.ok(await pick.isVisible(), "the page's `button { display: none }` does not reach the overlay");
   const box = await panel.boundingBox();
   assert.ok(box && box.width > 300 && box.height > 300, `the panel keeps its size: ${JSON.stringify(box)}`);
-  const onTop = await page.evaluate(({ host, x, y }) => document.elementFromPoint(x, y)?.localName === host, { host: HOST, x: box.x + box.width / 2, y: box.y + 20 });
+  const onTop = await page.evaluate(({ host, x, y }) => document.elementFromPoint(x, y)?.localName === host, {
+    host: HOST,
+    x: box.x + box.width / 2,
+    y: box.y + 20,
+  });
   assert.ok(onTop, "the panel is above the page's fixed header with a huge z-index");
 
   await pick.click();
@@ -92,7 +122,10 @@ test("(h) hostile stylesheet and script payloads: the overlay works, shows text 
   const diff = panel.getByRole("region", { name: "Diff" });
   await diff.getByText("src/<img src=x onerror=__pwn(5)>.txt").first().waitFor();
   const diffText = await diff.innerText();
-  for (const payload of ["<img src=x onerror=__pwn(9)><script>__pwn(10)</script>", "<script>__pwn(6)</script><img src=x onerror=__pwn(7)>"]) {
+  for (const payload of [
+    "<img src=x onerror=__pwn(9)><script>__pwn(10)</script>",
+    "<script>__pwn(6)</script><img src=x onerror=__pwn(7)>",
+  ]) {
     assert.ok(diffText.includes(payload), `diff shows ${payload}`);
   }
   const text = await panel.innerText();
@@ -142,7 +175,8 @@ test("(h) hostile stylesheet and script payloads: the overlay works, shows text 
       }
       if (document.documentElement.outerHTML.includes(token)) found.push("DOM");
       if (document.querySelector(host).shadowRoot.innerHTML.includes(token)) found.push("shadow DOM");
-      if (JSON.stringify({ ...localStorage }).includes(token) || JSON.stringify({ ...sessionStorage }).includes(token)) found.push("storage");
+      if (JSON.stringify({ ...localStorage }).includes(token) || JSON.stringify({ ...sessionStorage }).includes(token))
+        found.push("storage");
       return found;
     },
     { token, host: HOST },

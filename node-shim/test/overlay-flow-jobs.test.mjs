@@ -35,7 +35,10 @@ test("(d) Cancel mid-job: the run stops, nothing is applied, Back to edit restor
   await snap(page, "d-1-running");
   await panel.getByRole("button", { name: "Cancel" }).click();
   await panel.getByText("Cancelled. Nothing was applied.").waitFor({ timeout: 15_000 });
-  await panel.getByRole("status").filter({ hasText: /^\s*Cancelled$/ }).waitFor();
+  await panel
+    .getByRole("status")
+    .filter({ hasText: /^\s*Cancelled$/ })
+    .waitFor();
   await snap(page, "d-2-cancelled");
   assert.deepEqual(bytesOf(project), original);
 
@@ -55,7 +58,10 @@ test("(e) reload mid-job restores the panel and the job; an HMR update of the ap
 
   // The user's own app changes on disk: Vite hot-updates it; the panel keeps the job.
   const header = path.join(project.root, "src/components/Header.tsx");
-  writeFileSync(header, bytesOf(project, "src/components/Header.tsx").toString("utf8").replace("<h1>{title}</h1>", "<h1>{title}!</h1>"));
+  writeFileSync(
+    header,
+    bytesOf(project, "src/components/Header.tsx").toString("utf8").replace("<h1>{title}</h1>", "<h1>{title}!</h1>"),
+  );
   await page.getByRole("heading", { name: "SpotPatch demo shop!" }).waitFor();
   await running.waitFor();
   assert.equal(await panel.getByRole("button", { name: "Cancel" }).count(), 1);
@@ -90,6 +96,9 @@ test("(f) a file changed on disk after Apply: Revert is refused with a plain mes
   assert.match(await alert.innerText(), /nothing was written\. Undo those edits by hand/);
   await snap(page, "f-1-revert-refused");
   assert.equal(bytesOf(project).toString("utf8"), edited, "the file is untouched");
-  await panel.getByRole("status").filter({ hasText: /^\s*Applied$/ }).waitFor(); // still applied: Revert stays offered
+  await panel
+    .getByRole("status")
+    .filter({ hasText: /^\s*Applied$/ })
+    .waitFor(); // still applied: Revert stays offered
   assert.equal(await panel.getByRole("button", { name: "Revert" }).count(), 1);
 });

@@ -71,7 +71,8 @@ test("(b) a provider whose key variable is unset: AI off, said without the key, 
   assert.equal(await panel.getByRole("button", { name: "Submit" }).count(), 0);
   assert.equal(await panel.getByRole("button", { name: "Copy prompt" }).count(), 1);
   const text = await panel.innerText();
-  for (const secret of ["127.0.0.1:9", "http", CANARY, "SPOTPATCH_TEST_UNSET_KEY"]) assert.ok(!text.includes(secret), secret);
+  for (const secret of ["127.0.0.1:9", "http", CANARY, "SPOTPATCH_TEST_UNSET_KEY"])
+    assert.ok(!text.includes(secret), secret);
 });
 
 test("(c) trusted-auto: consent dialog, applied without review, Revert works; a new browser context asks again", async (t) => {
@@ -82,13 +83,21 @@ test("(c) trusted-auto: consent dialog, applied without review, Revert works; a 
   await openPanel(page);
   const panel = panelOf(page);
   const mode = panel.getByRole("combobox", { name: "Apply mode" });
-  assert.deepEqual(await mode.locator("option").evaluateAll((os) => os.map((o) => o.value)), ["review", "trusted-auto"]);
+  assert.deepEqual(await mode.locator("option").evaluateAll((os) => os.map((o) => o.value)), [
+    "review",
+    "trusted-auto",
+  ]);
   assert.equal(await mode.inputValue(), "review", "review is the default");
 
   await mode.selectOption("trusted-auto");
   const dialog = page.getByRole("dialog", { name: "Use trusted-auto with Scripted?" });
   await dialog.waitFor();
-  for (const consequence of [/Project context, including bounded parts of your local uncommitted changes, is sent to Scripted/, /checks are skipped/, /applied to your files directly/, /Revert stays available/]) {
+  for (const consequence of [
+    /Project context, including bounded parts of your local uncommitted changes, is sent to Scripted/,
+    /checks are skipped/,
+    /applied to your files directly/,
+    /Revert stays available/,
+  ]) {
     await dialog.getByText(consequence).waitFor();
   }
   const confirm = dialog.getByRole("button", { name: "Use trusted-auto" });
@@ -98,7 +107,10 @@ test("(c) trusted-auto: consent dialog, applied without review, Revert works; a 
   await confirm.click();
   await dialog.waitFor({ state: "detached" });
   assert.equal(await mode.inputValue(), "trusted-auto");
-  const storage = await page.evaluate(() => ({ local: JSON.stringify(localStorage), session: JSON.stringify(sessionStorage) }));
+  const storage = await page.evaluate(() => ({
+    local: JSON.stringify(localStorage),
+    session: JSON.stringify(sessionStorage),
+  }));
   assert.ok(!storage.local.includes("consent"), "consent never goes to localStorage");
   assert.match(storage.session, /consent:scripted:trusted-auto/);
 

@@ -73,11 +73,17 @@ test("two languages: navigator.language zh-CN gives Chinese names, switchable to
   await page.getByRole("button", { name: "Save", exact: true }).click({ modifiers: ["Shift"] });
   await page.locator("span.price").click();
   await page.getByRole("textbox", { name: "目标 1 的修改说明" }).fill(SAVE_INSTRUCTION);
-  for (const name of ["提交", "复制提示词", "在编辑器中打开"]) assert.ok((await panel.getByRole("button", { name }).count()) >= 1, name);
+  for (const name of ["提交", "复制提示词", "在编辑器中打开"])
+    assert.ok((await panel.getByRole("button", { name }).count()) >= 1, name);
   await snap(page, "more-zh-CN");
   await panel.getByRole("combobox", { name: "语言" }).selectOption("en");
-  for (const name of ["Submit", "Copy prompt", "Open in editor"]) assert.ok((await panel.getByRole("button", { name }).count()) >= 1, name);
-  assert.equal(await page.getByRole("textbox", { name: "Instruction for target 1" }).inputValue(), SAVE_INSTRUCTION, "switching keeps the input");
+  for (const name of ["Submit", "Copy prompt", "Open in editor"])
+    assert.ok((await panel.getByRole("button", { name }).count()) >= 1, name);
+  assert.equal(
+    await page.getByRole("textbox", { name: "Instruction for target 1" }).inputValue(),
+    SAVE_INSTRUCTION,
+    "switching keeps the input",
+  );
   await panel.getByRole("combobox", { name: "Language" }).selectOption("zh-CN");
   await panel.getByRole("button", { name: "提交" }).waitFor();
 });
@@ -89,18 +95,32 @@ test("at most maxTargets targets: a further pick is refused with a message", asy
   const panel = panelOf(page);
   await panel.getByText("At most 2 targets per job.").first().waitFor();
   assert.ok(await panel.getByRole("button", { name: "Pick elements" }).isDisabled());
-  await page.locator("ul.items li").first().click({ modifiers: ["Alt"] });
+  await page
+    .locator("ul.items li")
+    .first()
+    .click({ modifiers: ["Alt"] });
   await panel.getByRole("alert").filter({ hasText: "At most 2 targets per job." }).waitFor();
   assert.equal(await panel.getByRole("group", { name: /^Target \d$/ }).count(), 2);
 });
 
 test("a job whose required check fails is shown failed with its diagnostics and diff, never as passed or applicable", async (t) => {
-  const failing = { id: "lint", name: "Lint", command: PYTHON, args: ["-c", "import sys; print('3 problems'); sys.exit(1)"] };
+  const failing = {
+    id: "lint",
+    name: "Lint",
+    command: PYTHON,
+    args: ["-c", "import sys; print('3 problems'); sys.exit(1)"],
+  };
   const { page } = await openDemo(t, { options: { checks: [failing] } });
   await submitDemoJob(page);
   const panel = panelOf(page);
-  await panel.getByRole("status").filter({ hasText: /^\s*Failed$/ }).waitFor({ timeout: 30_000 });
-  await panel.getByRole("alert").filter({ hasText: /The job failed\. What the engine reported:[\s\S]*CHECK_FAILED/ }).waitFor();
+  await panel
+    .getByRole("status")
+    .filter({ hasText: /^\s*Failed$/ })
+    .waitFor({ timeout: 30_000 });
+  await panel
+    .getByRole("alert")
+    .filter({ hasText: /The job failed\. What the engine reported:[\s\S]*CHECK_FAILED/ })
+    .waitFor();
   await panel.getByText(/^failed · \d+ ms$/).waitFor();
   await panel.getByText("3 problems").waitFor();
   await panel.getByRole("region", { name: "Diff" }).getByText("btn-primary").first().waitFor();
@@ -118,8 +138,14 @@ test("an engine that dies mid-job: the job is shown failed with the engine's mes
   await panel.getByRole("status").filter({ hasText: "The model is working" }).waitFor();
   const [engine] = await engineProcesses();
   process.kill(engine.pid, "SIGKILL");
-  await panel.getByRole("status").filter({ hasText: /^\s*Failed$/ }).waitFor({ timeout: 15_000 });
-  await panel.getByRole("alert").filter({ hasText: /The SpotPatch engine stopped/ }).waitFor();
+  await panel
+    .getByRole("status")
+    .filter({ hasText: /^\s*Failed$/ })
+    .waitFor({ timeout: 15_000 });
+  await panel
+    .getByRole("alert")
+    .filter({ hasText: /The SpotPatch engine stopped/ })
+    .waitFor();
   assert.equal(await panel.getByRole("button", { name: "Apply" }).count(), 0);
   await snap(page, "more-engine-died");
 });
@@ -133,27 +159,53 @@ test("the dev server goes away: 'disconnected'; when it is back the page recover
   await panel.getByRole("status").filter({ hasText: "The model is working" }).waitFor();
   const port = server.httpServer.address().port;
   await server.close();
-  await panel.getByRole("alert").filter({ hasText: /^Disconnected: the dev server does not answer/ }).waitFor({ timeout: 15_000 });
+  await panel
+    .getByRole("alert")
+    .filter({ hasText: /^Disconnected: the dev server does not answer/ })
+    .waitFor({ timeout: 15_000 });
   await snap(page, "more-disconnected");
 
   // The same project served again on the same port: Vite's client reloads the page, the panel comes back
   // with the job, which the new engine never knew.
-  await startDevServer(t, project, { options: providerConfig(app.provider.baseUrl), server: { port, strictPort: true }, optimizeDeps: {} });
-  await panel.getByRole("status").filter({ hasText: /^\s*Failed$/ }).waitFor({ timeout: 30_000 });
-  await panel.getByRole("alert").filter({ hasText: /no longer known to the engine/ }).waitFor();
-  await waitFor(async () => (await panel.getByRole("alert").filter({ hasText: /^Disconnected/ }).count()) === 0, { what: "the banner to go" });
+  await startDevServer(t, project, {
+    options: providerConfig(app.provider.baseUrl),
+    server: { port, strictPort: true },
+    optimizeDeps: {},
+  });
+  await panel
+    .getByRole("status")
+    .filter({ hasText: /^\s*Failed$/ })
+    .waitFor({ timeout: 30_000 });
+  await panel
+    .getByRole("alert")
+    .filter({ hasText: /no longer known to the engine/ })
+    .waitFor();
+  await waitFor(
+    async () =>
+      (await panel
+        .getByRole("alert")
+        .filter({ hasText: /^Disconnected/ })
+        .count()) === 0,
+    { what: "the banner to go" },
+  );
   await panel.getByRole("button", { name: "Dismiss" }).click();
   await panel.getByRole("button", { name: "Submit" }).waitFor();
 });
 
 test("prefers-color-scheme dark and prefers-reduced-motion: dark panel, no animation, axe still clean", async (t) => {
-  const { page } = await openDemo(t, { script: "stall-demo", contextOptions: { colorScheme: "dark", reducedMotion: "reduce" } });
+  const { page } = await openDemo(t, {
+    script: "stall-demo",
+    contextOptions: { colorScheme: "dark", reducedMotion: "reduce" },
+  });
   await submitDemoJob(page);
   const panel = panelOf(page);
   await panel.getByRole("status").filter({ hasText: "The model is working" }).waitFor();
   const look = await panel.evaluate((el) => {
     const spinner = el.querySelector(".sp-spin");
-    return { background: getComputedStyle(el).backgroundColor, animation: spinner && getComputedStyle(spinner).animationName };
+    return {
+      background: getComputedStyle(el).backgroundColor,
+      animation: spinner && getComputedStyle(spinner).animationName,
+    };
   });
   assert.equal(look.background, "rgb(17, 24, 39)", "the dark palette");
   assert.equal(look.animation, "none", "the spinner does not spin");
@@ -174,18 +226,30 @@ test("an Apply cut by an engine crash: after the restart the crash-repair report
   await submitDemoJob(page);
   const panel = panelOf(page);
   await panel.getByRole("button", { name: "Apply" }).click({ timeout: 30_000 });
-  await waitFor(() => logger.text().includes("SPOTPATCH-TEST-PAUSED apply:after-journal"), { what: "the engine to pause in Apply" });
+  await waitFor(() => logger.text().includes("SPOTPATCH-TEST-PAUSED apply:after-journal"), {
+    what: "the engine to pause in Apply",
+  });
   const [engine] = await engineProcesses();
   process.kill(engine.pid, "SIGKILL");
-  await panel.getByRole("status").filter({ hasText: /^\s*Failed$/ }).waitFor({ timeout: 15_000 });
+  await panel
+    .getByRole("status")
+    .filter({ hasText: /^\s*Failed$/ })
+    .waitFor({ timeout: 15_000 });
 
   await page.reload();
-  const report = panel.getByRole("status").filter({ hasText: "SpotPatch repaired an interrupted operation after a crash" });
+  const report = panel
+    .getByRole("status")
+    .filter({ hasText: "SpotPatch repaired an interrupted operation after a crash" });
   await report.waitFor({ timeout: 20_000 });
-  await report.getByText("An Apply was rolled back: src/components/ProductCard.tsx hold their earlier content.").waitFor();
+  await report
+    .getByText("An Apply was rolled back: src/components/ProductCard.tsx hold their earlier content.")
+    .waitFor();
   await snap(page, "more-recovered");
   assert.deepEqual(bytesOf(project), original, "the Apply was rolled back");
   await page.reload();
-  await panel.getByRole("status").filter({ hasText: /^\s*Failed$/ }).waitFor({ timeout: 20_000 });
+  await panel
+    .getByRole("status")
+    .filter({ hasText: /^\s*Failed$/ })
+    .waitFor({ timeout: 20_000 });
   assert.equal(await report.count(), 0, "shown once");
 });

@@ -47,7 +47,11 @@ test("(a) pick two elements, two instructions, Submit, progress, review the diff
 
   await panel.getByRole("button", { name: "Submit" }).click();
   // Progress: the job's status and its tool activity from the events.
-  await panel.getByRole("status").filter({ hasText: /Preparing|The model is working|Validating|Ready for review/ }).first().waitFor();
+  await panel
+    .getByRole("status")
+    .filter({ hasText: /Preparing|The model is working|Validating|Ready for review/ })
+    .first()
+    .waitFor();
   await snap(page, "a-3-progress");
   await panel.getByRole("button", { name: "Apply" }).waitFor({ timeout: 30_000 });
   await panel.getByText("lint: 0 problems").waitFor();
@@ -57,7 +61,10 @@ test("(a) pick two elements, two instructions, Submit, progress, review the diff
     await page.screenshot({ path: path.join(REPO, "docs", "overlay-review.png") });
   }
   await panel.getByText(/^Progress \(\d+\)$/).click(); // expand the timeline
-  await panel.getByText(/replace_text src\/components\/ProductCard\.tsx · \d+ ms · ok/).first().waitFor();
+  await panel
+    .getByText(/replace_text src\/components\/ProductCard\.tsx · \d+ ms · ok/)
+    .first()
+    .waitFor();
   await panel.getByText(/search_text · \d+ ms · ok/).waitFor();
 
   // Review: provider/model names, file with +/-, the diff, the check.
@@ -78,10 +85,13 @@ test("(a) pick two elements, two instructions, Submit, progress, review the diff
   assert.equal(creates.length, 1);
   assert.equal(creates[0].applyMode, "review");
   assert.ok(!("trustedFastModeConsent" in creates[0]));
-  assert.deepEqual(creates[0].annotation.targets.map((t) => [t.index, t.instruction, t.source?.file, t.source?.line]), [
-    [1, SAVE_INSTRUCTION, "src/components/ProductCard.tsx", 12],
-    [2, PRICE_INSTRUCTION, "src/components/ProductCard.tsx", 11],
-  ]);
+  assert.deepEqual(
+    creates[0].annotation.targets.map((t) => [t.index, t.instruction, t.source?.file, t.source?.line]),
+    [
+      [1, SAVE_INSTRUCTION, "src/components/ProductCard.tsx", 12],
+      [2, PRICE_INSTRUCTION, "src/components/ProductCard.tsx", 11],
+    ],
+  );
 
   await panel.getByRole("button", { name: "Apply" }).click();
   await panel.getByRole("button", { name: "Revert" }).waitFor();
@@ -114,7 +124,11 @@ test("(i) keyboard only: pick with the shortcut and arrows, instructions, Submit
   await page.keyboard.press("Enter"); // pick it, leave pick mode
   const panel = panelOf(page);
   await panel.getByRole("group", { name: "Target 2" }).waitFor();
-  assert.match(await focusedName(page), /^textarea:Instruction for target 2$/, "the new card's instruction box has the focus");
+  assert.match(
+    await focusedName(page),
+    /^textarea:Instruction for target 2$/,
+    "the new card's instruction box has the focus",
+  );
   await page.keyboard.type(PRICE_INSTRUCTION);
   await tabTo(page, /^textarea:Instruction for target 1$/, { back: true });
   await page.keyboard.type(SAVE_INSTRUCTION);

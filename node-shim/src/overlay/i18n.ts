@@ -38,7 +38,8 @@ const en = {
   "action.dismiss": "Dismiss",
   "action.clearAll": "Remove all targets",
 
-  "pick.hint": "Hover to highlight, click to pick, Shift+click to add more, arrows for parent/child, F to freeze, Esc to leave.",
+  "pick.hint":
+    "Hover to highlight, click to pick, Shift+click to add more, arrows for parent/child, F to freeze, Esc to leave.",
   "pick.shortcut": "Shortcut {shortcut} picks; Alt+click picks one element directly.",
   "pick.label.unknown": "source unknown",
   "pick.frozen": "frozen",
@@ -103,13 +104,15 @@ const en = {
 
   "consent.title": "Use trusted-auto with {provider}?",
   "consent.intro": "Trusted-auto is the fast mode. With it, for this browser session:",
-  "consent.context": "Project context, including bounded parts of your local uncommitted changes, is sent to {provider}.",
+  "consent.context":
+    "Project context, including bounded parts of your local uncommitted changes, is sent to {provider}.",
   "consent.checks": "Your project checks are skipped: nothing is type-checked or tested before the change lands.",
   "consent.direct": "The change is applied to your files directly, without a review step.",
   "consent.revert": "Revert stays available after the change is applied.",
   "consent.checkbox": "I understand and want trusted-auto for {provider} in this browser session",
   "consent.confirm": "Use trusted-auto",
-  "consent.note": "This consent lasts until you close the browser session and is not used for other providers or modes.",
+  "consent.note":
+    "This consent lasts until you close the browser session and is not used for other providers or modes.",
 
   "job.heading": "Job",
   "job.model": "{provider} · {model}",
@@ -338,7 +341,10 @@ const CATALOG: Record<Lang, Record<MessageKey, string>> = { en, "zh-CN": zh };
 export type Translate = (key: MessageKey, vars?: Record<string, string | number>) => string;
 
 /** The first language: the stored choice, else `navigator.language` (any `zh*` → zh-CN), else English. */
-export function initialLang(stored: string | null, language = typeof navigator === "undefined" ? "en" : navigator.language): Lang {
+export function initialLang(
+  stored: string | null,
+  language = typeof navigator === "undefined" ? "en" : navigator.language,
+): Lang {
   if (stored === "en" || stored === "zh-CN") return stored;
   return /^zh\b/i.test(language ?? "") ? "zh-CN" : "en";
 }
@@ -347,7 +353,9 @@ export function translator(lang: Lang): Translate {
   const table = CATALOG[lang];
   return (key, vars) => {
     const text = table[key] ?? en[key] ?? key;
-    return vars ? text.replace(/\{(\w+)\}/g, (whole, name: string) => (name in vars ? String(vars[name]) : whole)) : text;
+    return vars
+      ? text.replace(/\{(\w+)\}/g, (whole, name: string) => (name in vars ? String(vars[name]) : whole))
+      : text;
   };
 }
 

@@ -44,12 +44,21 @@ interface Shortcut {
 
 /** "Alt+Shift+S" → its modifiers and key (lower case); throws on an empty key. */
 function parseShortcut(text: string): Shortcut {
-  const parts = text.split("+").map((p) => p.trim()).filter(Boolean);
+  const parts = text
+    .split("+")
+    .map((p) => p.trim())
+    .filter(Boolean);
   const key = (parts.pop() ?? "").toLowerCase();
   if (!key) throw new Error(`SpotPatch: invalid shortcut "${text}"`);
   const mods = parts.map((p) => p.toLowerCase());
   const has = (...names: string[]) => mods.some((m) => names.includes(m));
-  return { alt: has("alt", "option"), shift: has("shift"), ctrl: has("ctrl", "control"), meta: has("meta", "cmd", "command"), key };
+  return {
+    alt: has("alt", "option"),
+    shift: has("shift"),
+    ctrl: has("ctrl", "control"),
+    meta: has("meta", "cmd", "command"),
+    key,
+  };
 }
 
 /** Whether `event` is `shortcut` (letters and digits by physical key, so Alt on macOS still matches). */
@@ -96,7 +105,11 @@ export function startLoader({ client, load, options }: LoaderArgs): void {
         event.stopPropagation();
         run((h) => h.togglePick());
       } else if (event.key === "Alt" && !event.ctrlKey && !event.metaKey && !armed) {
-        armed = armAltClick(host, (click) => run((h) => h.altPick(click)), () => (armed = undefined));
+        armed = armAltClick(
+          host,
+          (click) => run((h) => h.altPick(click)),
+          () => (armed = undefined),
+        );
       }
     },
     true,
@@ -146,8 +159,21 @@ function frozen(event: MouseEvent): MouseEvent {
   const path = event.composedPath();
   const { clientX, clientY, altKey, shiftKey, ctrlKey, metaKey, button } = event;
   const copy = {
-    type: "click", target: path[0] ?? event.target, clientX, clientY, altKey, shiftKey, ctrlKey, metaKey, button,
-    cancelable: false, defaultPrevented: true, composedPath: () => path, preventDefault() {}, stopPropagation() {}, stopImmediatePropagation() {},
+    type: "click",
+    target: path[0] ?? event.target,
+    clientX,
+    clientY,
+    altKey,
+    shiftKey,
+    ctrlKey,
+    metaKey,
+    button,
+    cancelable: false,
+    defaultPrevented: true,
+    composedPath: () => path,
+    preventDefault() {},
+    stopPropagation() {},
+    stopImmediatePropagation() {},
   };
   return copy as unknown as MouseEvent;
 }
@@ -185,7 +211,14 @@ function addLauncher(root: ShadowRoot, options: OverlayOptions, onActivate: () =
   button.addEventListener("pointerdown", (event) => {
     if (event.button !== 0) return;
     const rect = button.getBoundingClientRect(); // a layout read on user input only
-    drag = { id: event.pointerId, dx: event.clientX - rect.left, dy: event.clientY - rect.top, moved: false, startX: event.clientX, startY: event.clientY };
+    drag = {
+      id: event.pointerId,
+      dx: event.clientX - rect.left,
+      dy: event.clientY - rect.top,
+      moved: false,
+      startX: event.clientX,
+      startY: event.clientY,
+    };
     button.setPointerCapture(event.pointerId);
   });
   button.addEventListener("pointermove", (event) => {

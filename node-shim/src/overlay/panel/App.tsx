@@ -66,7 +66,10 @@ export function App({ ctl }: { ctl: Controller }) {
           </h2>
           <label>
             <span class="sp-visually-hidden">{t("panel.language")}</span>
-            <select value={state.lang} onChange={(e) => ctl.setLang((e.currentTarget as HTMLSelectElement).value as Lang)}>
+            <select
+              value={state.lang}
+              onChange={(e) => ctl.setLang((e.currentTarget as HTMLSelectElement).value as Lang)}
+            >
               {LANGS.map((lang) => (
                 <option key={lang.id} value={lang.id} lang={lang.id}>
                   {lang.name}
@@ -74,7 +77,13 @@ export function App({ ctl }: { ctl: Controller }) {
               ))}
             </select>
           </label>
-          <button type="button" class="sp-icon" aria-label={t("panel.close")} title={t("panel.close")} onClick={() => ctl.close()}>
+          <button
+            type="button"
+            class="sp-icon"
+            aria-label={t("panel.close")}
+            title={t("panel.close")}
+            onClick={() => ctl.close()}
+          >
             ×
           </button>
         </div>
@@ -92,7 +101,10 @@ export function App({ ctl }: { ctl: Controller }) {
           )}
           {state.loading && !state.sessionError && <p class="sp-muted">{t("panel.loading")}</p>}
           {state.notice && (
-            <div class={`sp-note ${state.notice.tone === "error" ? "sp-error" : state.notice.tone === "ok" ? "sp-okbox" : ""}`} role={state.notice.tone === "error" ? "alert" : "status"}>
+            <div
+              class={`sp-note ${state.notice.tone === "error" ? "sp-error" : state.notice.tone === "ok" ? "sp-okbox" : ""}`}
+              role={state.notice.tone === "error" ? "alert" : "status"}
+            >
               <span>{state.notice.text}</span>{" "}
               <button type="button" class="sp-link" onClick={() => ctl.setNotice(null)}>
                 {t("action.dismiss")}
@@ -102,7 +114,9 @@ export function App({ ctl }: { ctl: Controller }) {
           {state.job ? (
             <>
               <JobPanel ctl={ctl} />
-              {state.drafts.length > 0 && <p class="sp-muted">{t("composer.waiting", { count: state.drafts.length })}</p>}
+              {state.drafts.length > 0 && (
+                <p class="sp-muted">{t("composer.waiting", { count: state.drafts.length })}</p>
+              )}
             </>
           ) : (
             <Composer ctl={ctl} />

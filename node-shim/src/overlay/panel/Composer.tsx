@@ -17,7 +17,10 @@ export function Composer({ ctl }: { ctl: Controller }) {
     <section aria-labelledby="sp-composer-h" class="sp-col">
       <PickBar ctl={ctl} />
       <h3 id="sp-composer-h">
-        {t("composer.heading")} <span class="sp-muted">({state.drafts.length}/{max})</span>
+        {t("composer.heading")}{" "}
+        <span class="sp-muted">
+          ({state.drafts.length}/{max})
+        </span>
       </h3>
       {state.drafts.length === 0 ? (
         <p class="sp-muted">{t("composer.empty")}</p>
@@ -62,13 +65,22 @@ function PickBar({ ctl }: { ctl: Controller }) {
         </button>
         {state.hasSelection && !full && (
           // mousedown would clear the page's selection before the click: keep it
-          <button type="button" class="sp-btn" onMouseDown={(e) => e.preventDefault()} onClick={() => ctl.targetSelection()}>
+          <button
+            type="button"
+            class="sp-btn"
+            onMouseDown={(e) => e.preventDefault()}
+            onClick={() => ctl.targetSelection()}
+          >
             {t("action.targetText")}
           </button>
         )}
       </div>
       <p class="sp-muted" aria-live="polite">
-        {state.picking === "element" ? t("pick.hint") : state.picking === "area" ? t("pick.status.area") : t("pick.shortcut", { shortcut: ctl.options.shortcut })}
+        {state.picking === "element"
+          ? t("pick.hint")
+          : state.picking === "area"
+            ? t("pick.status.area")
+            : t("pick.shortcut", { shortcut: ctl.options.shortcut })}
       </p>
     </div>
   );
@@ -105,48 +117,66 @@ function Card({ ctl, draft, n }: { ctl: Controller; draft: Draft; n: number }) {
   const count = draft.instruction.length;
   return (
     <li>
-     <div class="sp-card" role="group" aria-labelledby={`sp-card-h-${draft.key}`}>
-      <div class="sp-card-head">
-        <span class="sp-num" aria-hidden="true">{n}</span>
-        <span id={`sp-card-h-${draft.key}`} class="sp-visually-hidden">{t("composer.target", { n })}</span>
-        <span class="sp-card-title sp-code">{region && !draft.target.element && !source ? t("composer.region", { width: Math.round(region.width), height: Math.round(region.height) }) : title}</span>
-        <button type="button" class="sp-icon" aria-label={t("action.remove", { n })} title={t("action.remove", { n })} onClick={() => ctl.remove(draft.key)}>
-          ×
-        </button>
-      </div>
-      {text && <p class="sp-muted">“{text}”</p>}
-      {attrs && <p class="sp-code sp-muted">{attrs}</p>}
-      {draft.target.quote && (
-        <p class="sp-quote">
-          <span class="sp-visually-hidden">{t("composer.quote")}: </span>
-          {draft.target.quote}
-        </p>
-      )}
-      {source ? (
-        <div class="sp-row">
-          <span class="sp-code">{`${source.file}:${source.line}`}</span>
-          <button type="button" class="sp-btn" onClick={() => ctl.openInEditor(source)}>
-            {t("action.openInEditor")}
+      <div class="sp-card" role="group" aria-labelledby={`sp-card-h-${draft.key}`}>
+        <div class="sp-card-head">
+          <span class="sp-num" aria-hidden="true">
+            {n}
+          </span>
+          <span id={`sp-card-h-${draft.key}`} class="sp-visually-hidden">
+            {t("composer.target", { n })}
+          </span>
+          <span class="sp-card-title sp-code">
+            {region && !draft.target.element && !source
+              ? t("composer.region", { width: Math.round(region.width), height: Math.round(region.height) })
+              : title}
+          </span>
+          <button
+            type="button"
+            class="sp-icon"
+            aria-label={t("action.remove", { n })}
+            title={t("action.remove", { n })}
+            onClick={() => ctl.remove(draft.key)}
+          >
+            ×
           </button>
         </div>
-      ) : (
-        <p class="sp-muted">{t("composer.sourceUnknown")}</p>
-      )}
-      {draft.detached && <p class="sp-note sp-warn" role="status">{t("composer.detached")}</p>}
-      <label class="sp-field" for={id}>
-        <span>{t("composer.instruction", { n })}</span>
-      </label>
-      <textarea
-        id={id}
-        ref={box}
-        value={draft.instruction}
-        aria-describedby={`${id}-count`}
-        onInput={(e) => ctl.setInstruction(draft.key, (e.currentTarget as HTMLTextAreaElement).value)}
-      />
-      <span id={`${id}-count`} class="sp-counter" data-over={count > max ? "" : undefined}>
-        {t("composer.counter", { count, max })}
-      </span>
-     </div>
+        {text && <p class="sp-muted">“{text}”</p>}
+        {attrs && <p class="sp-code sp-muted">{attrs}</p>}
+        {draft.target.quote && (
+          <p class="sp-quote">
+            <span class="sp-visually-hidden">{t("composer.quote")}: </span>
+            {draft.target.quote}
+          </p>
+        )}
+        {source ? (
+          <div class="sp-row">
+            <span class="sp-code">{`${source.file}:${source.line}`}</span>
+            <button type="button" class="sp-btn" onClick={() => ctl.openInEditor(source)}>
+              {t("action.openInEditor")}
+            </button>
+          </div>
+        ) : (
+          <p class="sp-muted">{t("composer.sourceUnknown")}</p>
+        )}
+        {draft.detached && (
+          <p class="sp-note sp-warn" role="status">
+            {t("composer.detached")}
+          </p>
+        )}
+        <label class="sp-field" for={id}>
+          <span>{t("composer.instruction", { n })}</span>
+        </label>
+        <textarea
+          id={id}
+          ref={box}
+          value={draft.instruction}
+          aria-describedby={`${id}-count`}
+          onInput={(e) => ctl.setInstruction(draft.key, (e.currentTarget as HTMLTextAreaElement).value)}
+        />
+        <span id={`${id}-count`} class="sp-counter" data-over={count > max ? "" : undefined}>
+          {t("composer.counter", { count, max })}
+        </span>
+      </div>
     </li>
   );
 }
@@ -187,7 +217,11 @@ export function SubmitArea({ ctl }: { ctl: Controller }) {
           {modes.length > 1 && (
             <label class="sp-field">
               <span>{t("submit.mode")}</span>
-              <select ref={modeSelect} value={state.applyMode} onChange={(e) => ctl.setMode((e.currentTarget as HTMLSelectElement).value as ApplyMode)}>
+              <select
+                ref={modeSelect}
+                value={state.applyMode}
+                onChange={(e) => ctl.setMode((e.currentTarget as HTMLSelectElement).value as ApplyMode)}
+              >
                 {modes.map((mode) => (
                   <option key={mode} value={mode}>
                     {t(`submit.mode.${mode}`)}
@@ -206,7 +240,12 @@ export function SubmitArea({ ctl }: { ctl: Controller }) {
       {ai && <Health ctl={ctl} />}
       <div class="sp-row">
         {ai && !blocked && (
-          <button type="button" class="sp-btn sp-primary" disabled={!!state.job || state.loading} onClick={() => ctl.submit()}>
+          <button
+            type="button"
+            class="sp-btn sp-primary"
+            disabled={!!state.job || state.loading}
+            onClick={() => ctl.submit()}
+          >
             {t("action.submit")}
           </button>
         )}
@@ -221,7 +260,12 @@ export function SubmitArea({ ctl }: { ctl: Controller }) {
 function Health({ ctl }: { ctl: Controller }) {
   const { state, t } = ctl;
   const health = state.health;
-  if (state.healthError) return <p class="sp-note sp-warn" role="status">{t("health.unknown", { message: state.healthError })}</p>;
+  if (state.healthError)
+    return (
+      <p class="sp-note sp-warn" role="status">
+        {t("health.unknown", { message: state.healthError })}
+      </p>
+    );
   if (!health) return null;
   if (health.state === "clean") {
     return (
@@ -239,7 +283,11 @@ function Health({ ctl }: { ctl: Controller }) {
           <p class="sp-muted">{t("health.coveredByTrusted")}</p>
         ) : (
           <label class="sp-check">
-            <input type="checkbox" checked={state.includeLocal} onChange={(e) => ctl.setIncludeLocal((e.currentTarget as HTMLInputElement).checked)} />
+            <input
+              type="checkbox"
+              checked={state.includeLocal}
+              onChange={(e) => ctl.setIncludeLocal((e.currentTarget as HTMLInputElement).checked)}
+            />
             <span>{t("health.include")}</span>
           </label>
         )}

@@ -6,7 +6,8 @@ import { useEffect, useRef, useState } from "preact/hooks";
 
 import type { Controller } from "./controller.js";
 
-const FOCUSABLE = 'button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
+const FOCUSABLE =
+  'button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
 
 /** Keep Tab and Shift+Tab inside `root`; Esc calls `onEscape`. Returns the keydown handler. */
 export function trapFocus(root: HTMLElement | null, event: KeyboardEvent, onEscape: () => void): void {
@@ -64,7 +65,12 @@ export function ConsentDialog({ ctl }: { ctl: Controller }) {
         </ul>
         <p class="sp-muted">{t("consent.note")}</p>
         <label class="sp-check">
-          <input ref={checkbox} type="checkbox" checked={agreed} onChange={(e) => setAgreed((e.currentTarget as HTMLInputElement).checked)} />
+          <input
+            ref={checkbox}
+            type="checkbox"
+            checked={agreed}
+            onChange={(e) => setAgreed((e.currentTarget as HTMLInputElement).checked)}
+          />
           <span>{t("consent.checkbox", { provider })}</span>
         </label>
         <div class="sp-row">

@@ -20,5 +20,7 @@ export function DiffView({ diff, label }: { diff: string; label: string }) {
       }),
     [diff],
   );
-  return <div class="sp-diff" role="region" aria-label={label} tabIndex={0} dangerouslySetInnerHTML={{ __html: markup }} />;
+  return (
+    <div class="sp-diff" role="region" aria-label={label} tabIndex={0} dangerouslySetInnerHTML={{ __html: markup }} />
+  );
 }

@@ -40,13 +40,19 @@ export function JobPanel({ ctl }: { ctl: Controller }) {
   return (
     <section class="sp-col" aria-labelledby="sp-job-h">
       <div class="sp-row">
-        <h3 id="sp-job-h" style="margin:0">{t("job.heading")}</h3>
+        <h3 id="sp-job-h" style="margin:0">
+          {t("job.heading")}
+        </h3>
         <span class="sp-status" data-tone={tone(status)} role="status">
           {active && <span class="sp-spin" aria-hidden="true" />} {t(`job.status.${status}`)}
         </span>
         <span class="sp-muted">{t("job.elapsed", { time: formatElapsed(elapsed) })}</span>
       </div>
-      {names && <p class="sp-muted">{t("job.model", { provider: names.provider.displayName, model: names.model.displayName })}</p>}
+      {names && (
+        <p class="sp-muted">
+          {t("job.model", { provider: names.provider.displayName, model: names.model.displayName })}
+        </p>
+      )}
       <p class="sp-muted">{t("job.mode", { mode: t(`submit.mode.${snapshot.applyMode}`) })}</p>
 
       <Timeline ctl={ctl} events={job.events} open={active || status === "failed"} />
@@ -56,20 +62,35 @@ export function JobPanel({ ctl }: { ctl: Controller }) {
       {status === "failed" && (
         <div class="sp-note sp-error" role="alert">
           <p>{t("job.failedNote")}</p>
-          {snapshot.error && <p class="sp-code">{t("job.error", { code: snapshot.error.code, message: snapshot.error.message })}</p>}
+          {snapshot.error && (
+            <p class="sp-code">{t("job.error", { code: snapshot.error.code, message: snapshot.error.message })}</p>
+          )}
           {!snapshot.error && snapshot.message && <p class="sp-code">{snapshot.message}</p>}
         </div>
       )}
-      {status === "cancelled" && <p class="sp-note" role="status">{t("job.cancelled")}</p>}
-      {status === "applied" && <p class="sp-note sp-okbox" role="status">{t("job.applied")}</p>}
-      {status === "reverted" && <p class="sp-note sp-okbox" role="status">{t("job.reverted")}</p>}
+      {status === "cancelled" && (
+        <p class="sp-note" role="status">
+          {t("job.cancelled")}
+        </p>
+      )}
+      {status === "applied" && (
+        <p class="sp-note sp-okbox" role="status">
+          {t("job.applied")}
+        </p>
+      )}
+      {status === "reverted" && (
+        <p class="sp-note sp-okbox" role="status">
+          {t("job.reverted")}
+        </p>
+      )}
       {fellBack && snapshot.message && <p class="sp-note sp-warn">{`${t("job.fellBack")} ${snapshot.message}`}</p>}
 
-      {(status === "awaiting-review" || status === "applied" || status === "reverted" ||
+      {(status === "awaiting-review" ||
+        status === "applied" ||
+        status === "reverted" ||
         (status === "failed" && (checks.length > 0 || snapshot.files.length > 0 || !!job.diff?.diff))) && (
         <Review ctl={ctl} checks={checks} failed={status === "failed"} />
       )}
-
     </section>
   );
 }
@@ -83,38 +104,69 @@ export function JobActions({ ctl }: { ctl: Controller }) {
   return (
     <>
       <div class="sp-row" role="group" aria-label={t("job.heading")}>
-      {RUNNING.has(status) && (
-        <button type="button" class="sp-btn sp-danger" aria-disabled={job.busy ? "true" : undefined} onClick={() => ctl.cancel()}>
-          {t("action.cancel")}
-        </button>
-      )}
-      {status === "awaiting-review" && (
-        <>
-          <button type="button" class="sp-btn sp-primary" aria-disabled={job.busy ? "true" : undefined} onClick={() => ctl.apply()}>
-            {t("action.apply")}
-          </button>
-          <button type="button" class="sp-btn" aria-disabled={job.busy ? "true" : undefined} onClick={() => ctl.cancel()}>
+        {RUNNING.has(status) && (
+          <button
+            type="button"
+            class="sp-btn sp-danger"
+            aria-disabled={job.busy ? "true" : undefined}
+            onClick={() => ctl.cancel()}
+          >
             {t("action.cancel")}
           </button>
-        </>
-      )}
-      {status === "applied" && (
-        <button type="button" class="sp-btn sp-primary" aria-disabled={job.busy ? "true" : undefined} onClick={() => ctl.revert()}>
-          {t("action.revert")}
-        </button>
-      )}
-      {(status === "awaiting-review" || status === "failed" || status === "cancelled") && job.input && (
-        <button type="button" class="sp-btn" aria-disabled={job.busy ? "true" : undefined} onClick={() => ctl.closeJob(true)}>
-          {t("action.backToEdit")}
-        </button>
-      )}
-      {!active && status !== "awaiting-review" && (
-        <button type="button" class="sp-btn" aria-disabled={job.busy ? "true" : undefined} onClick={() => ctl.closeJob(false)} title={status === "applied" ? t("job.closeWarning") : undefined}>
-          {status === "failed" || status === "cancelled" ? t("action.dismiss") : t("action.newEdit")}
-        </button>
-      )}
-    </div>
-    {status === "applied" && <p class="sp-muted">{t("job.closeWarning")}</p>}
+        )}
+        {status === "awaiting-review" && (
+          <>
+            <button
+              type="button"
+              class="sp-btn sp-primary"
+              aria-disabled={job.busy ? "true" : undefined}
+              onClick={() => ctl.apply()}
+            >
+              {t("action.apply")}
+            </button>
+            <button
+              type="button"
+              class="sp-btn"
+              aria-disabled={job.busy ? "true" : undefined}
+              onClick={() => ctl.cancel()}
+            >
+              {t("action.cancel")}
+            </button>
+          </>
+        )}
+        {status === "applied" && (
+          <button
+            type="button"
+            class="sp-btn sp-primary"
+            aria-disabled={job.busy ? "true" : undefined}
+            onClick={() => ctl.revert()}
+          >
+            {t("action.revert")}
+          </button>
+        )}
+        {(status === "awaiting-review" || status === "failed" || status === "cancelled") && job.input && (
+          <button
+            type="button"
+            class="sp-btn"
+            aria-disabled={job.busy ? "true" : undefined}
+            onClick={() => ctl.closeJob(true)}
+          >
+            {t("action.backToEdit")}
+          </button>
+        )}
+        {!active && status !== "awaiting-review" && (
+          <button
+            type="button"
+            class="sp-btn"
+            aria-disabled={job.busy ? "true" : undefined}
+            onClick={() => ctl.closeJob(false)}
+            title={status === "applied" ? t("job.closeWarning") : undefined}
+          >
+            {status === "failed" || status === "cancelled" ? t("action.dismiss") : t("action.newEdit")}
+          </button>
+        )}
+      </div>
+      {status === "applied" && <p class="sp-muted">{t("job.closeWarning")}</p>}
     </>
   );
 }
@@ -159,7 +211,9 @@ function describe(ctl: Controller, event: JobEventNotification) {
     case "status":
       return (
         <>
-          <span class="sp-kind" aria-hidden="true">●</span>
+          <span class="sp-kind" aria-hidden="true">
+            ●
+          </span>
           <span>
             <strong>{t(`job.status.${event.status}`)}</strong>
             {event.message && event.status !== "awaiting-review" ? ` — ${event.message.slice(0, MESSAGE_SHOWN)}` : ""}
@@ -171,17 +225,26 @@ function describe(ctl: Controller, event: JobEventNotification) {
       if (event.phase === "started") {
         return (
           <>
-            <span class="sp-kind" aria-hidden="true">…</span>
+            <span class="sp-kind" aria-hidden="true">
+              …
+            </span>
             <span class="sp-code">{t("job.activity.started", { tool: what })}</span>
           </>
         );
       }
-      const outcome = event.ok ? t("job.activity.ok") : event.errorCode ? t("job.activity.error", { code: event.errorCode }) : t("job.activity.failed");
+      const outcome = event.ok
+        ? t("job.activity.ok")
+        : event.errorCode
+          ? t("job.activity.error", { code: event.errorCode })
+          : t("job.activity.failed");
       return (
         <>
-          <span class="sp-kind" aria-hidden="true">{event.ok ? "✓" : "✗"}</span>
+          <span class="sp-kind" aria-hidden="true">
+            {event.ok ? "✓" : "✗"}
+          </span>
           <span class="sp-code">
-            {what} · {t("job.ms", { ms: event.durationMs ?? 0 })} · <span class={event.ok ? "sp-add" : "sp-del"}>{outcome}</span>
+            {what} · {t("job.ms", { ms: event.durationMs ?? 0 })} ·{" "}
+            <span class={event.ok ? "sp-add" : "sp-del"}>{outcome}</span>
           </span>
         </>
       );
@@ -189,7 +252,9 @@ function describe(ctl: Controller, event: JobEventNotification) {
     case "message":
       return (
         <>
-          <span class="sp-kind" aria-hidden="true">✎</span>
+          <span class="sp-kind" aria-hidden="true">
+            ✎
+          </span>
           <span class="sp-msg">
             <span class="sp-visually-hidden">{t("job.message")}: </span>
             {event.text.length > MESSAGE_SHOWN ? `${event.text.slice(0, MESSAGE_SHOWN)}…` : event.text}
@@ -199,16 +264,21 @@ function describe(ctl: Controller, event: JobEventNotification) {
     case "check":
       return (
         <>
-          <span class="sp-kind" aria-hidden="true">{event.ok ? "✓" : "✗"}</span>
+          <span class="sp-kind" aria-hidden="true">
+            {event.ok ? "✓" : "✗"}
+          </span>
           <span>
-            {t("job.check", { name: event.name, status: t(`review.check.${event.status}`) })} · {t("job.ms", { ms: event.durationMs })}
+            {t("job.check", { name: event.name, status: t(`review.check.${event.status}`) })} ·{" "}
+            {t("job.ms", { ms: event.durationMs })}
           </span>
         </>
       );
     case "diff":
       return (
         <>
-          <span class="sp-kind" aria-hidden="true">±</span>
+          <span class="sp-kind" aria-hidden="true">
+            ±
+          </span>
           <span>
             {t("review.files")}: {event.files.length}
           </span>
@@ -217,7 +287,9 @@ function describe(ctl: Controller, event: JobEventNotification) {
     case "error":
       return (
         <>
-          <span class="sp-kind" aria-hidden="true">!</span>
+          <span class="sp-kind" aria-hidden="true">
+            !
+          </span>
           <span class="sp-del">{t("job.error", { code: event.error.code, message: event.error.message })}</span>
         </>
       );
@@ -236,7 +308,9 @@ function Review({ ctl, checks, failed }: { ctl: Controller; checks: CheckEvent[]
       {failed && files.length > 0 && <p class="sp-muted">{t("job.failedDiff")}</p>}
       {files.length > 0 && (
         <div>
-          <h4 class="sp-label" style="margin:0 0 4px">{t("review.files")}</h4>
+          <h4 class="sp-label" style="margin:0 0 4px">
+            {t("review.files")}
+          </h4>
           <ul class="sp-files">
             {files.map((file) => (
               <li key={file.path}>
@@ -249,9 +323,16 @@ function Review({ ctl, checks, failed }: { ctl: Controller; checks: CheckEvent[]
           </ul>
         </div>
       )}
-      {job.diff && (job.diff.diff ? <DiffView diff={job.diff.diff} label={t("review.diff")} /> : !failed && <p class="sp-muted">{t("review.noDiff")}</p>)}
+      {job.diff &&
+        (job.diff.diff ? (
+          <DiffView diff={job.diff.diff} label={t("review.diff")} />
+        ) : (
+          !failed && <p class="sp-muted">{t("review.noDiff")}</p>
+        ))}
       <div class="sp-col">
-        <h4 class="sp-label" style="margin:0">{t("review.checks")}</h4>
+        <h4 class="sp-label" style="margin:0">
+          {t("review.checks")}
+        </h4>
         {checks.length === 0 ? (
           <p class="sp-muted">{t("review.noChecks")}</p>
         ) : (
@@ -263,8 +344,12 @@ function Review({ ctl, checks, failed }: { ctl: Controller; checks: CheckEvent[]
                     <strong>{check.name}</strong>
                     {check.required ? ` (${t("review.required")})` : ""}
                   </span>
-                  <span class="sp-status" data-tone={check.status === "passed" ? "ok" : check.status === "skipped" ? "warn" : "bad"}>
-                    {hasKey(`review.check.${check.status}`) ? t(`review.check.${check.status}`) : check.status} · {t("job.ms", { ms: check.durationMs })}
+                  <span
+                    class="sp-status"
+                    data-tone={check.status === "passed" ? "ok" : check.status === "skipped" ? "warn" : "bad"}
+                  >
+                    {hasKey(`review.check.${check.status}`) ? t(`review.check.${check.status}`) : check.status} ·{" "}
+                    {t("job.ms", { ms: check.durationMs })}
                   </span>
                 </div>
                 {check.output && (

@@ -72,11 +72,21 @@ export class Controller extends JobFlow {
       this.initialized = undefined;
       return;
     }
-    const providers = await this.client.providers().then((r) => r.providers, () => []);
+    const providers = await this.client.providers().then(
+      (r) => r.providers,
+      () => [],
+    );
     const firstModel = providers.find((p) => p.available)?.models[0]?.id ?? providers[0]?.models[0]?.id ?? "";
     const storedModel = this.read("model", localStorage);
     const modelId = providers.some((p) => p.models.some((m) => m.id === storedModel)) ? storedModel! : firstModel;
-    this.set({ session, providers, modelId, loading: false, sessionError: null, recovered: this.unseenReports(session.recovered) });
+    this.set({
+      session,
+      providers,
+      modelId,
+      loading: false,
+      sessionError: null,
+      recovered: this.unseenReports(session.recovered),
+    });
     await this.refreshHealth();
     await this.restoreJob();
   }
@@ -87,7 +97,12 @@ export class Controller extends JobFlow {
       return { ...s, limits: { ...DEFAULT_LIMITS, ...s.limits }, recovered: s.recovered ?? [] };
     }
     const { providers } = await this.client.providers();
-    return { aiEnabled: providers.some((p) => p.available), applyModes: ["review"], limits: DEFAULT_LIMITS, recovered: [] };
+    return {
+      aiEnabled: providers.some((p) => p.available),
+      applyModes: ["review"],
+      limits: DEFAULT_LIMITS,
+      recovered: [],
+    };
   }
 
   /** Crash-repair reports not shown before on this browser (each is shown once). */
@@ -202,7 +217,8 @@ export class Controller extends JobFlow {
       .filter((t) => !t.element || !this.state.drafts.some((d) => d.target.element === t.element))
       .slice(0, room)
       .map((target): Draft => ({ key: this.nextKey++, target, instruction: "", detached: false }));
-    if (targets.length > room) this.set({ notice: { tone: "error", text: this.t("composer.max", { max: this.limits.maxTargets }) } });
+    if (targets.length > room)
+      this.set({ notice: { tone: "error", text: this.t("composer.max", { max: this.limits.maxTargets }) } });
     if (!fresh.length) return;
     this.setDrafts([...this.state.drafts, ...fresh]);
     if (focus) this.focusRequest = { kind: "instruction", key: fresh[0]!.key };
@@ -273,11 +289,15 @@ export class Controller extends JobFlow {
     }
     const targets = drafts.map((d) => ({ target: d.target, instruction: d.instruction.trim() || "(no instruction)" }));
     try {
-      const { text } = await this.client.renderPrompt(buildAnnotation(targets, this.limits.maxInstructionChars, location.pathname + location.search));
+      const { text } = await this.client.renderPrompt(
+        buildAnnotation(targets, this.limits.maxInstructionChars, location.pathname + location.search),
+      );
       await writeClipboard(text, this.layer);
       this.set({ notice: { tone: "ok", text: this.t("composer.copied", { count: drafts.length }) } });
     } catch (error) {
-      this.set({ notice: { tone: "error", text: this.t("composer.copyFailed", { message: errorParts(error).message }) } });
+      this.set({
+        notice: { tone: "error", text: this.t("composer.copyFailed", { message: errorParts(error).message }) },
+      });
     }
   }
 
@@ -288,7 +308,9 @@ export class Controller extends JobFlow {
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
       this.set({ notice: { tone: "ok", text: this.t("composer.opened", { location }) } });
     } catch (error) {
-      this.set({ notice: { tone: "error", text: this.t("composer.openFailed", { message: errorParts(error).message }) } });
+      this.set({
+        notice: { tone: "error", text: this.t("composer.openFailed", { message: errorParts(error).message }) },
+      });
     }
   }
 

@@ -6,15 +6,7 @@
  */
 import type { SpotPatchClient } from "../../client.js";
 import type { JobEventNotification, JobSnapshot } from "../../protocol.generated.js";
-import {
-  ACTIVE,
-  RUNNING,
-  buildAnnotation,
-  storableTarget,
-  type Draft,
-  type JobInput,
-  type JobView,
-} from "./state.js";
+import { ACTIVE, RUNNING, buildAnnotation, storableTarget, type Draft, type JobInput, type JobView } from "./state.js";
 import { Store, errorParts } from "./store.js";
 
 /** What a reload keeps of the job (sessionStorage `job`): no live elements. */
@@ -88,10 +80,15 @@ export abstract class JobFlow extends Store {
       modelProfileId: modelId,
       applyMode,
     };
-    const annotation = buildAnnotation(input.targets, this.limits.maxInstructionChars, location.pathname + location.search);
+    const annotation = buildAnnotation(
+      input.targets,
+      this.limits.maxInstructionChars,
+      location.pathname + location.search,
+    );
     const params: Parameters<SpotPatchClient["createJob"]>[0] = { annotation, modelProfileId: modelId, applyMode };
     if (applyMode === "trusted-auto") params.trustedFastModeConsent = true;
-    else if (this.state.health?.state === "consent-required" && this.state.includeLocal) params.localChangesConsent = true;
+    else if (this.state.health?.state === "consent-required" && this.state.includeLocal)
+      params.localChangesConsent = true;
     this.stopPick();
     this.set({ notice: null });
     let snapshot: JobSnapshot;
@@ -162,7 +159,10 @@ export abstract class JobFlow extends Store {
     }
     if (!this.state.open) this.open(false);
     if (snapshot) {
-      const past = await this.client.jobEvents(snapshot.jobId, 0).then((r) => r.events, () => []);
+      const past = await this.client.jobEvents(snapshot.jobId, 0).then(
+        (r) => r.events,
+        () => [],
+      );
       const view: JobView = {
         jobId: snapshot.jobId,
         snapshot: { ...snapshot, lastSeq: Math.max(snapshot.lastSeq, past.at(-1)?.seq ?? 0) },
@@ -219,7 +219,8 @@ export abstract class JobFlow extends Store {
           this.jobLost(message);
           return;
         }
-        if (code === "NETWORK" || code === "SERVER_CLOSING" || code === "ENGINE_UNAVAILABLE") await this.waitForServer(signal);
+        if (code === "NETWORK" || code === "SERVER_CLOSING" || code === "ENGINE_UNAVAILABLE")
+          await this.waitForServer(signal);
         else await sleep(RETRY_MS, signal);
       }
     }
@@ -228,8 +229,16 @@ export abstract class JobFlow extends Store {
   protected jobLost(message: string): void {
     const job = this.state.job;
     if (!job) return;
-    const snapshot: JobSnapshot = { ...job.snapshot, status: "failed", error: { code: "INTERNAL", message, retryable: false } };
-    this.setJob({ snapshot, endedAt: Date.now(), actionError: { code: "JOB_NOT_FOUND", message: this.t("job.lost", { message }) } });
+    const snapshot: JobSnapshot = {
+      ...job.snapshot,
+      status: "failed",
+      error: { code: "INTERNAL", message, retryable: false },
+    };
+    this.setJob({
+      snapshot,
+      endedAt: Date.now(),
+      actionError: { code: "JOB_NOT_FOUND", message: this.t("job.lost", { message }) },
+    });
     this.persistJob();
   }
 
@@ -256,7 +265,11 @@ export abstract class JobFlow extends Store {
   protected onEvent(event: JobEventNotification): void {
     const job = this.state.job;
     if (!job || event.jobId !== job.jobId || event.seq <= lastSeen(job)) return;
-    const snapshot: JobSnapshot = { ...job.snapshot, lastSeq: Math.max(job.snapshot.lastSeq, event.seq), updatedAt: event.at };
+    const snapshot: JobSnapshot = {
+      ...job.snapshot,
+      lastSeq: Math.max(job.snapshot.lastSeq, event.seq),
+      updatedAt: event.at,
+    };
     if (event.kind === "status") {
       snapshot.status = event.status;
       if (event.message !== undefined) snapshot.message = event.message;
@@ -265,7 +278,10 @@ export abstract class JobFlow extends Store {
     const ended = event.kind === "status" && !ACTIVE.has(event.status);
     this.setJob({ snapshot, events: [...job.events, event], endedAt: ended ? Date.now() : job.endedAt });
     this.persistJob();
-    if (event.kind === "status" && (event.status === "awaiting-review" || event.status === "failed" || event.status === "applied")) {
+    if (
+      event.kind === "status" &&
+      (event.status === "awaiting-review" || event.status === "failed" || event.status === "applied")
+    ) {
       void this.loadDiffIfReady();
     }
   }
@@ -332,9 +348,15 @@ export abstract class JobFlow extends Store {
       if (!closed && this.state.job?.actionError?.code !== "JOB_NOT_FOUND") return;
     }
     this.watchAbort?.abort();
-    const drafts = restore && job.input
-      ? job.input.targets.map((entry): Draft => ({ key: this.nextKey++, target: entry.target, instruction: entry.instruction, detached: false }))
-      : this.state.drafts;
+    const drafts =
+      restore && job.input
+        ? job.input.targets.map((entry): Draft => ({
+            key: this.nextKey++,
+            target: entry.target,
+            instruction: entry.instruction,
+            detached: false,
+          }))
+        : this.state.drafts;
     if (restore && job.input) this.set({ modelId: job.input.modelProfileId, applyMode: job.input.applyMode });
     this.set({ job: null });
     this.persistJob();
@@ -342,5 +364,4 @@ export abstract class JobFlow extends Store {
     if (restore && drafts[0]) this.focusRequest = { kind: "instruction", key: drafts[0].key };
     void this.refreshHealth();
   }
-
 }

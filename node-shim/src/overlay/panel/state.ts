@@ -108,9 +108,17 @@ export function elementInfo(target: PickedTarget): ElementInfo {
 }
 
 /** The annotation of a job (indexes 1, 2, … in card order). */
-export function buildAnnotation(targets: { target: PickedTarget; instruction: string }[], max: number, pageUrl: string): SpotAnnotation {
+export function buildAnnotation(
+  targets: { target: PickedTarget; instruction: string }[],
+  max: number,
+  pageUrl: string,
+): SpotAnnotation {
   const list: Target[] = targets.map((entry, i) => {
-    const target: Target = { index: i + 1, instruction: instructionText(entry, max), element: elementInfo(entry.target) };
+    const target: Target = {
+      index: i + 1,
+      instruction: instructionText(entry, max),
+      element: elementInfo(entry.target),
+    };
     if (entry.target.source) target.source = cleanSource(entry.target.source);
     return target;
   });
@@ -164,7 +172,10 @@ export function formatElapsed(ms: number): string {
   return s < 60 ? `${s} s` : `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
 }
 
-export function providerOfModel(providers: ProviderInfo[], modelId: string): { provider: ProviderInfo; model: { id: string; displayName: string } } | null {
+export function providerOfModel(
+  providers: ProviderInfo[],
+  modelId: string,
+): { provider: ProviderInfo; model: { id: string; displayName: string } } | null {
   for (const provider of providers) {
     const model = provider.models.find((m) => m.id === modelId);
     if (model) return { provider, model };

@@ -13,7 +13,10 @@ export type ClientWithSession = SpotPatchClient & { session?: () => Promise<Sess
 /** `{code, message}` of anything thrown (a `SpotPatchError` carries both). */
 export function errorParts(error: unknown): { code: string; message: string } {
   const e = error as { code?: unknown; message?: unknown };
-  return { code: typeof e?.code === "string" ? e.code : "ERROR", message: typeof e?.message === "string" ? e.message : String(error) };
+  return {
+    code: typeof e?.code === "string" ? e.code : "ERROR",
+    message: typeof e?.message === "string" ? e.message : String(error),
+  };
 }
 
 export abstract class Store {
@@ -118,5 +121,4 @@ export abstract class Store {
     const found = providerOfModel(this.state.providers, this.state.modelId);
     if (found) this.set({ consent: { providerId: found.provider.id, providerName: found.provider.displayName } });
   }
-
 }
