@@ -1,7 +1,7 @@
 // The overlay benchmark (issue 13 "Cost"; tests/bench/README.md "Overlay"). From node-shim/, after
 // `npm run build`:
 //
-//   node scripts/bench-overlay.mjs [--runs 7] [--sweeps 3] [--strict] [--json]
+//   node scripts/bench-overlay.mjs [--runs 7] [--sweeps 3] [--strict] [--json] [--quick]
 //
 // Against a real `vite dev` of a temp copy of the demo app with the plugin, the real engine and a local
 // scripted provider (the demo conversation, replayed for every job: no model), in Debian's Chromium:
@@ -30,10 +30,13 @@ const { values: args } = parseArgs({
     sweeps: { type: "string", default: "3" },
     strict: { type: "boolean", default: false },
     json: { type: "boolean", default: false },
+    quick: { type: "boolean", default: false },
   },
 });
-const RUNS = Math.max(2, Number(args.runs));
-const SWEEPS = Math.max(1, Number(args.sweeps));
+/** `--quick` (the smoke test): 2 jobs, 1 sweep over every tenth row; the figures print, the budgets mean little. */
+const RUNS = args.quick ? 2 : Math.max(2, Number(args.runs));
+const SWEEPS = args.quick ? 1 : Math.max(1, Number(args.sweeps));
+const ROW_STEP = args.quick ? 10 : 3;
 
 /** Budgets (tests/bench/README.md "Overlay" says why each is what it is). */
 export const BUDGETS = {
@@ -173,10 +176,10 @@ function mousePath() {
   const points = [];
   const cellW = VIEWPORT.width / COLS;
   const cellH = Math.floor(VIEWPORT.height / ROWS);
-  for (let row = 0; row < ROWS; row += 3) {
+  for (let row = 0; row < ROWS; row += ROW_STEP) {
     const xs = [];
     for (let col = 0; col < COLS; col += 1) xs.push(Math.round(col * cellW + cellW / 2));
-    if ((row / 3) % 2) xs.reverse();
+    if ((row / ROW_STEP) % 2) xs.reverse();
     for (const x of xs) points.push([x, row * cellH + cellH / 2]);
   }
   return points;
