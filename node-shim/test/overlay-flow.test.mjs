@@ -124,11 +124,7 @@ test("(i) keyboard only: pick with the shortcut and arrows, instructions, Submit
   await page.keyboard.press("Enter"); // pick it, leave pick mode
   const panel = panelOf(page);
   await panel.getByRole("group", { name: "Target 2" }).waitFor();
-  assert.match(
-    await focusedName(page),
-    /^textarea:Instruction for target 2$/,
-    "the new card's instruction box has the focus",
-  );
+  await waitForFocus(page, /^textarea:Instruction for target 2$/); // the new card's instruction box
   await page.keyboard.type(PRICE_INSTRUCTION);
   await tabTo(page, /^textarea:Instruction for target 1$/, { back: true });
   await page.keyboard.type(SAVE_INSTRUCTION);
@@ -141,7 +137,7 @@ test("(i) keyboard only: pick with the shortcut and arrows, instructions, Submit
   await page.keyboard.press("ArrowDown");
   const dialog = page.getByRole("dialog", { name: /Use trusted-auto with Scripted\?/ });
   await dialog.waitFor();
-  assert.match(await focusedName(page), /^input:I understand/);
+  await waitForFocus(page, /^input:I understand/);
   for (let i = 0; i < 6; i += 1) {
     await page.keyboard.press("Tab");
     assert.match(await focusedName(page), /^(input:I understand|button:Cancel)/, "focus stays in the dialog");
@@ -151,7 +147,7 @@ test("(i) keyboard only: pick with the shortcut and arrows, instructions, Submit
   assert.deepEqual(consent, [], `axe, consent dialog: ${JSON.stringify(consent, null, 1)}`);
   await page.keyboard.press("Escape");
   await dialog.waitFor({ state: "detached" });
-  assert.match(await focusedName(page), /^select:Apply mode/);
+  await waitForFocus(page, /^select:Apply mode/);
   assert.equal(await panel.getByRole("combobox", { name: "Apply mode" }).inputValue(), "review");
 
   await tabTo(page, /^button:Submit$/);
