@@ -30,7 +30,7 @@ export class Highlight {
   private state = "";
   private timer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(private readonly layer: HTMLElement) {
+  constructor(layer: HTMLElement) {
     const doc = layer.ownerDocument;
     // Every drawn element is its own compositing layer and a layout boundary (`contain: strict` with an
     // explicit size): moving it is a transform change and a new label text lays out only the label, never

@@ -45,25 +45,18 @@
 import { describeElement, quickLabel } from "./describe.js";
 import {
   type Box,
-  HOST_TAG,
-  composedParent,
   elementAt,
-  firstChildEl,
   frameDocument,
-  frameElementOf,
   frameOffset,
   isOverlay,
-  localName,
-  nextEl,
-  openShadow,
   ownerDoc,
-  prevEl,
   queryAll,
   safe,
   sameOriginDocuments,
   viewportRect,
 } from "./dom.js";
 import { Highlight, labelText } from "./highlight.js";
+import { initialElement, typingInOverlay, walk } from "./navigate.js";
 import { areaTargets } from "./selection.js";
 import type { PickedTarget, Picker, PickerOptions } from "./types.js";
 
@@ -200,7 +193,8 @@ export function createPicker(options: PickerOptions): Picker {
     // The overlay's own UI gets its events, except while an area drag owns the pointer (a drag may end
     // over the panel).
     if (isOwn(e.target) && !(drag && active) && !isShield(e)) return;
-    if (e.cancelable && e.type !== "touchmove") e.preventDefault();
+    // Touch events keep their default (scrolling, and the click a tap makes, which then picks).
+    if (e.cancelable && !e.type.startsWith("touch")) e.preventDefault();
     e.stopImmediatePropagation();
     if (!active) return; // lingering after a pick: swallow only
     const win = safe(() => ((e.target as Node | null)?.ownerDocument ?? (e.target as Document))?.defaultView ?? window, window) ?? window;
@@ -437,67 +431,4 @@ export function createPicker(options: PickerOptions): Picker {
       highlight = null;
     },
   };
-}
-
-/** True when a key event aimed at the overlay belongs to a text control there (the instruction box, a
- * select): typing there never walks or picks. On the overlay's buttons (e.g. "Pick elements", just
- * pressed) the picker's keys still work, so a keyboard user can walk and pick right away. */
-function typingInOverlay(e: KeyboardEvent): boolean {
-  const origin = safe(() => e.composedPath()[0], null) as Element | null;
-  if (!origin || !(origin instanceof Element)) return false;
-  const tag = localName(origin);
-  return (
-    tag === "input" ||
-    tag === "textarea" ||
-    tag === "select" ||
-    safe(() => (origin as HTMLElement).isContentEditable, false)
-  );
-}
-
-/** Where keyboard picking starts: the focused element (through open shadow roots) or the viewport centre. */
-function initialElement(hit: (x: number, y: number) => Element | null): Element | null {
-  let el: Element | null = document.activeElement;
-  for (let i = 0; el && i < 16; i++) {
-    const inner = openShadow(el)?.activeElement ?? null;
-    if (!inner) break;
-    el = inner;
-  }
-  if (el && !isOverlay(el) && el !== document.body && el !== document.documentElement) {
-    // A focused same-origin iframe: its own focused element.
-    const inner = frameDocument(el)?.activeElement;
-    if (inner && inner !== inner.ownerDocument.body) return inner;
-    return el;
-  }
-  return hit(innerWidth / 2, innerHeight / 2);
-}
-
-/** The element an arrow key moves to from `el` (composed tree: shadow roots and same-origin iframes). */
-function walk(el: Element, key: string): Element | null {
-  const skip = (n: Element | null, step: (e: Element) => Element | null): Element | null => {
-    for (let i = 0; n && i < 1000; i++) {
-      if (localName(n) !== HOST_TAG && !["script", "style", "template", "head", "meta", "link"].includes(localName(n))) return n;
-      n = step(n);
-    }
-    return null;
-  };
-  switch (key) {
-    case "ArrowUp": {
-      const doc = ownerDoc(el);
-      if (doc && el === doc.body) return frameElementOf(doc) ?? null;
-      const p = composedParent(el);
-      return p && p !== doc?.documentElement ? p : null;
-    }
-    case "ArrowDown": {
-      const inner = frameDocument(el);
-      if (inner?.body) return inner.body;
-      const shadow = openShadow(el);
-      const first = (shadow?.firstElementChild ?? null) || firstChildEl(el);
-      return skip(first, nextEl);
-    }
-    case "ArrowLeft":
-      return skip(prevEl(el), prevEl);
-    case "ArrowRight":
-      return skip(nextEl(el), nextEl);
-  }
-  return null;
 }
