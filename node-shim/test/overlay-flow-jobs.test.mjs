@@ -32,6 +32,10 @@ test("(d) Cancel mid-job: the run stops, nothing is applied, Back to edit restor
   await submitDemoJob(page);
   const panel = panelOf(page);
   await panel.getByRole("status").filter({ hasText: "The model is working" }).waitFor();
+  // Re-picking while it runs goes to the composer, never into the running job.
+  await page.locator("ul.items li").first().click({ modifiers: ["Alt"] });
+  await panel.getByText("1 new target(s) wait in the composer for the next job.").waitFor();
+  await panel.getByRole("status").filter({ hasText: "The model is working" }).waitFor();
   await snap(page, "d-1-running");
   await panel.getByRole("button", { name: "Cancel" }).click();
   await panel.getByText("Cancelled. Nothing was applied.").waitFor({ timeout: 15_000 });
@@ -45,6 +49,7 @@ test("(d) Cancel mid-job: the run stops, nothing is applied, Back to edit restor
   await panel.getByRole("button", { name: "Back to edit" }).click();
   assert.equal(await page.getByRole("textbox", { name: "Instruction for target 1" }).inputValue(), SAVE_INSTRUCTION);
   assert.equal(await page.getByRole("textbox", { name: "Instruction for target 2" }).inputValue(), PRICE_INSTRUCTION);
+  await panel.getByRole("group", { name: "Target 3" }).getByText("“Canvas tote bag”").waitFor(); // the one picked meanwhile
   await panel.getByRole("button", { name: "Submit" }).waitFor();
   assert.deepEqual(page.errors, []);
 });

@@ -348,15 +348,17 @@ export abstract class JobFlow extends Store {
       if (!closed && this.state.job?.actionError?.code !== "JOB_NOT_FOUND") return;
     }
     this.watchAbort?.abort();
-    const drafts =
+    // Back to edit: the job's targets and instructions first, then any picked while it ran.
+    const restored: Draft[] =
       restore && job.input
-        ? job.input.targets.map((entry): Draft => ({
+        ? job.input.targets.map((entry) => ({
             key: this.nextKey++,
             target: entry.target,
             instruction: entry.instruction,
             detached: false,
           }))
-        : this.state.drafts;
+        : [];
+    const drafts = [...restored, ...this.state.drafts].slice(0, this.limits.maxTargets);
     if (restore && job.input) this.set({ modelId: job.input.modelProfileId, applyMode: job.input.applyMode });
     this.set({ job: null });
     this.persistJob();
