@@ -73,7 +73,7 @@ test("plain HTML page: pick (source unknown), a CSS :hover menu item with F, Sub
   });
 });
 
-test("plain HTML page: a CSS :hover menu item is picked with F; a button inside a same-origin iframe is picked, its page never sees the click", async (t) => {
+test("plain HTML page: a CSS :hover menu item is picked with F; Pause/Resume animations; a button inside a same-origin iframe is picked, its page never sees the click", async (t) => {
   const { page } = await openApp(t, { app: "plain", script: null });
   await page.setViewportSize({ width: 1280, height: 800 });
   await openPanel(page);
@@ -92,6 +92,15 @@ test("plain HTML page: a CSS :hover menu item is picked with F; a button inside 
   assert.match(await card.innerText(), /<a>/);
   assert.match(await card.innerText(), /Contact/);
   assert.equal(await page.evaluate(() => location.hash), "", "the link was not followed");
+
+  // Pause animations / Resume animations: the page's CSS animation stops and runs again.
+  const pulse = () => page.evaluate(() => document.querySelector(".pulse").getAnimations()[0].playState);
+  assert.equal(await pulse(), "running");
+  await panelOf(page).getByRole("button", { name: "Pause animations" }).click();
+  await page.waitForFunction(() => document.querySelector(".pulse").getAnimations()[0].playState === "paused");
+  await panelOf(page).getByRole("button", { name: "Resume animations" }).click();
+  await page.waitForFunction(() => document.querySelector(".pulse").getAnimations()[0].playState === "running");
+  assert.equal(await page.evaluate(() => document.querySelectorAll("style[data-spotpatch-pause]").length), 0);
 
   // Same-origin iframe (served by the same dev server): its button is hovered and picked inside it.
   const frame = page.frameLocator("iframe.embed");

@@ -466,18 +466,19 @@ test("pauseAnimations pauses CSS and Web Animations and the video; resume restor
       video: document.getElementById("video").paused,
       pagePaused: window.__pagePaused.playState,
       styles: document.querySelectorAll("style[data-spotpatch-pause]").length,
+      frame: document.getElementById("frame").contentWindow.__frameAnim.playState,
     }));
-  assert.deepEqual(await state(), { spin: "running", spinCss: "running", slide: "running", video: false, pagePaused: "paused", styles: 0 });
+  assert.deepEqual(await state(), { spin: "running", spinCss: "running", slide: "running", video: false, pagePaused: "paused", styles: 0, frame: "running" });
   await page.keyboard.press("k");
   await page.waitForFunction(() => window.__paused);
-  assert.deepEqual(await state(), { spin: "paused", spinCss: "paused", slide: "paused", video: true, pagePaused: "paused", styles: 1 });
+  assert.deepEqual(await state(), { spin: "paused", spinCss: "paused", slide: "paused", video: true, pagePaused: "paused", styles: 1, frame: "paused" });
   const t1 = await page.evaluate(() => window.__slide.currentTime);
   await page.waitForTimeout(150);
   assert.equal(await page.evaluate(() => window.__slide.currentTime), t1, "the Web Animation does not advance");
   await page.keyboard.press("k");
   await page.waitForFunction(() => !window.__paused);
   await page.waitForFunction(() => !document.getElementById("video").paused);
-  assert.deepEqual(await state(), { spin: "running", spinCss: "running", slide: "running", video: false, pagePaused: "paused", styles: 0 });
+  assert.deepEqual(await state(), { spin: "running", spinCss: "running", slide: "running", video: false, pagePaused: "paused", styles: 0, frame: "running" });
   await page.close();
 });
 
