@@ -38,6 +38,11 @@
  *   shadow root is written `host-selector >>> inner-selector`.
  * - `pointer-events: none` elements are skipped by hit testing: reach them with the arrow keys from their
  *   parent or a sibling.
+ * - Area mode collects located elements of the top document only (not inside shadow roots or iframes;
+ *   drag over those, or pick them one by one). Alt+click (outside pick mode) works in the top document.
+ * - A page that replaced DOM methods before SpotPatch loaded gives the picker its replacements (natives
+ *   are captured when the picker module loads); every such call is guarded, so the worst case is a
+ *   missing detail (no selector, no rect), never an exception.
  * - A page listener registered on `window` in the capture phase before pick mode began runs before the
  *   picker's and still sees the event (the picker swallows everything after it).
  * - Animations: see pause.ts (the page's own shadow roots are paused through getAnimations() only).
