@@ -186,8 +186,12 @@ function overlayModuleSource(): string {
   return distFile("overlay.js");
 }
 
-/** The local binding a module exports as `name` (`export { o as startLoader }` → `o`); throws when absent. */
+/**
+ * The local binding a module exports as `name` (`export { o as startLoader }` → `o`, `export function
+ * startLoader` → `startLoader`); throws when absent.
+ */
 export function exportedLocal(source: string, name: string): string {
+  if (new RegExp(`\\bexport\\s+(?:async\\s+)?function\\s+${name}\\b`).test(source)) return name;
   for (const match of source.matchAll(/export\s*\{([^}]*)\}/g)) {
     for (const spec of match[1]!.split(",")) {
       const [local, exported = local] = spec.trim().split(/\s+as\s+/);

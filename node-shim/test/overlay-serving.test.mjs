@@ -140,3 +140,12 @@ test("in the browser: the host exists, only the loader and client load at first,
   }, token);
   assert.deepEqual(exposed, { found: [], inDom: false, open: "open" });
 });
+
+test("exportedLocal reads the local name of an export, minified or not", async () => {
+  const { exportedLocal } = await import("../dist/plugin.js");
+  assert.equal(exportedLocal("function o(){}\nexport { o as startLoader };", "startLoader"), "o");
+  assert.equal(exportedLocal("function a(){}function b(){}export{a as other,b as startLoader};", "startLoader"), "b");
+  assert.equal(exportedLocal("function startLoader(){}\nexport { startLoader };", "startLoader"), "startLoader");
+  assert.equal(exportedLocal("export function startLoader(args) {}", "startLoader"), "startLoader");
+  assert.throws(() => exportedLocal("export { o as startLoaderX };", "startLoader"), /does not export startLoader \(rebuild the package\)/);
+});
