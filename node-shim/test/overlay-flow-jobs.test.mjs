@@ -107,3 +107,20 @@ test("(f) a file changed on disk after Apply: Revert is refused with a plain mes
     .waitFor(); // still applied: Revert stays offered
   assert.equal(await panel.getByRole("button", { name: "Revert" }).count(), 1);
 });
+
+test("a file changed on disk during review: Apply is refused with a plain message, nothing is written, Apply stays offered", async (t) => {
+  const { page, project } = await openDemo(t);
+  await submitDemoJob(page);
+  const panel = panelOf(page);
+  await panel.getByRole("button", { name: "Apply" }).waitFor({ timeout: 30_000 });
+  const edited = `${bytesOf(project).toString("utf8")}// edited by hand during review\n`;
+  writeFileSync(path.join(project.root, TOUCHED), edited);
+  await panel.getByRole("button", { name: "Apply" }).click();
+  const alert = panel.getByRole("alert").filter({ hasText: /^Apply refused:/ });
+  await alert.waitFor();
+  assert.match(await alert.innerText(), /so nothing was written\. Resolve it by hand/);
+  await snap(page, "f-2-apply-refused");
+  assert.equal(bytesOf(project).toString("utf8"), edited, "the file is untouched");
+  await panel.getByRole("status").filter({ hasText: /^\s*Ready for review$/ }).waitFor();
+  assert.equal(await panel.getByRole("button", { name: "Apply" }).count(), 1);
+});

@@ -300,11 +300,13 @@ function Review({ ctl, checks, failed }: { ctl: Controller; checks: CheckEvent[]
   const { t } = ctl;
   const job = ctl.state.job!;
   const files = job.diff?.files ?? job.snapshot.files;
-  const finalMessage = job.snapshot.status === "awaiting-review" ? job.snapshot.message : undefined;
+  // The model's final text: the message of the first `awaiting-review` (later ones carry refusals).
+  const finalMessage = job.events.find((e) => e.kind === "status" && e.status === "awaiting-review" && e.message);
+  const finalText = finalMessage?.kind === "status" && job.snapshot.status !== "failed" ? finalMessage.message : undefined;
   return (
     <section class="sp-col" aria-labelledby="sp-review-h">
       <h3 id="sp-review-h">{t("review.heading")}</h3>
-      {finalMessage && <p class="sp-msg sp-note">{finalMessage.slice(0, 4000)}</p>}
+      {finalText && <p class="sp-msg sp-note">{finalText.slice(0, 4000)}</p>}
       {failed && files.length > 0 && <p class="sp-muted">{t("job.failedDiff")}</p>}
       {files.length > 0 && (
         <div>
