@@ -43,6 +43,7 @@ const en = {
   "pick.shortcut": "Shortcut {shortcut} picks; Alt+click picks one element directly.",
   "pick.label.unknown": "source unknown",
   "pick.frozen": "frozen",
+  "pick.toolbar": "Picking tools",
   "pick.status.picking": "Pick mode is on.",
   "pick.status.area": "Drag over an area of the page.",
 
@@ -207,6 +208,7 @@ const zh: Record<MessageKey, string> = {
   "pick.shortcut": "快捷键 {shortcut} 进入选取；Alt+单击直接选取一个元素。",
   "pick.label.unknown": "源码位置未知",
   "pick.frozen": "已冻结",
+  "pick.toolbar": "选取工具",
   "pick.status.picking": "选取模式已开启。",
   "pick.status.area": "在页面上拖出一个区域。",
 

@@ -41,7 +41,7 @@ function PickBar({ ctl }: { ctl: Controller }) {
   const full = state.drafts.length >= ctl.limits.maxTargets;
   return (
     <div class="sp-col">
-      <div class="sp-row" role="toolbar" aria-label={t("action.pick")}>
+      <div class="sp-row" role="toolbar" aria-label={t("pick.toolbar")}>
         <button
           type="button"
           class="sp-btn"
