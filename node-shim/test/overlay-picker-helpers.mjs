@@ -6,7 +6,7 @@ import { HOST } from "./browser-support.mjs";
 export function hoverLabel(page) {
   return page.evaluate((host) => {
     const label = document.querySelector(host)?.shadowRoot?.querySelector('[data-spotpatch-picker="highlight-label"]');
-    return label && label.style.display !== "none" && label.style.opacity !== "0" ? label.textContent : "";
+    return label && label.style.display !== "none" && label.style.opacity !== "0" ? label.getAttribute("data-text") ?? "" : "";
   }, HOST);
 }
 
@@ -16,7 +16,7 @@ export async function waitLabel(page, text, timeout = 10_000) {
     await page.waitForFunction(
       ([host, text]) => {
         const label = document.querySelector(host)?.shadowRoot?.querySelector('[data-spotpatch-picker="highlight-label"]');
-        return !!label && label.style.display !== "none" && label.style.opacity !== "0" && label.textContent.includes(text);
+        return !!label && label.style.display !== "none" && label.style.opacity !== "0" && (label.getAttribute("data-text") ?? "").includes(text);
       },
       [HOST, text],
       { timeout },
