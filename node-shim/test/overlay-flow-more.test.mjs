@@ -217,16 +217,16 @@ test("prefers-color-scheme dark and prefers-reduced-motion: dark panel, no anima
 });
 
 test("an Apply cut by an engine crash: after the restart the crash-repair report is shown once", async (t) => {
-  // Test-only fault point (spotpatch_agent/worktree/journal.py): the engine pauses after writing its
-  // crash journal during Apply, and this test kills it there.
-  process.env.SPOTPATCH_TEST_FAULT_PAUSE = "apply:after-journal";
+  // Test-only fault point (spotpatch_agent/worktree/journal.py): the engine pauses once its
+  // crash journal is durable during Apply, before the first file is written; this test kills it there.
+  process.env.SPOTPATCH_TEST_FAULT_PAUSE = "apply:journal:durable";
   t.after(() => delete process.env.SPOTPATCH_TEST_FAULT_PAUSE);
   const { page, logger, project } = await openDemo(t);
   const original = bytesOf(project);
   await submitDemoJob(page);
   const panel = panelOf(page);
   await panel.getByRole("button", { name: "Apply" }).click({ timeout: 30_000 });
-  await waitFor(() => logger.text().includes("SPOTPATCH-TEST-PAUSED apply:after-journal"), {
+  await waitFor(() => logger.text().includes("SPOTPATCH-TEST-PAUSED apply:journal:durable"), {
     what: "the engine to pause in Apply",
   });
   const [engine] = await engineProcesses();
