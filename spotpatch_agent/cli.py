@@ -2,7 +2,8 @@
 
 ``serve`` speaks the protocol on stdin/stdout; fd 1 is reserved for frames before anything else runs, so
 a stray ``print``, a C-level write or a child process can only reach stderr. ``run`` drives one job from
-the terminal; ``demo`` runs a real job on the bundled demo app (offline with a scripted provider).
+the terminal; ``demo`` runs a real job on the bundled demo app (offline with a scripted provider);
+``demo --serve`` serves that app with ``vite dev``, the plugin and the page overlay until Ctrl-C.
 ``checks suggest`` prints a proposed checks config (never runs or writes anything). What ``run``, ``demo``
 and ``checks suggest`` print passes through :func:`~spotpatch_agent.terminal.inert` (control characters shown).
 ``schema`` prints the protocol's JSON Schema (``--markdown``: the method reference of docs/protocol.md).
@@ -64,6 +65,12 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--apply", action="store_true", help="apply the diff to the working tree when the job succeeds")
     demo = sub.add_parser("demo", help="run a real job on the bundled demo Vite app (offline without OPENAI_API_KEY)")
     demo.add_argument("--keep", action="store_true", help="keep the temporary demo project")
+    demo.add_argument("--serve", action="store_true",
+                      help="instead, serve the demo app with `vite dev`, the plugin and the page overlay until Ctrl-C "
+                           "(needs Node ≥ 20 and this repository's node-shim/)")
+    demo.add_argument("--port", type=_port, default=5173,
+                      help="with --serve: the dev server's port on 127.0.0.1 (default 5173, the next free one if taken; "
+                           "0: any free port)")
     checks = sub.add_parser("checks", help="project checks: 'checks suggest' proposes a config to paste")
     checks_sub = checks.add_subparsers(dest="checks_command", required=True)
     suggest = checks_sub.add_parser("suggest", help="print a proposed {\"checks\": [...]} from package.json scripts "
@@ -90,6 +97,12 @@ def main(argv: list[str] | None = None) -> int:
             from spotpatch_agent.run_cli import run_command
 
             return run_command(args)
+        if args.serve:
+            if args.keep:
+                parser.error("--keep does not apply to demo --serve (its temp project is removed on exit)")
+            from spotpatch_agent.demo.serve import serve_demo
+
+            return serve_demo(port=args.port)
         from spotpatch_agent.demo.runner import run_demo
 
         return run_demo(keep=args.keep)
@@ -111,6 +124,13 @@ def suggest_checks_command(root: Path) -> int:
     sys.stdout.write(suggestion.config_json())
     sys.stdout.flush()
     return EXIT_OK
+
+
+def _port(text: str) -> int:
+    """``--port``: 0 (any free port) or 1..65535."""
+    if not text.isascii() or not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError("must be a port number, 0..65535")
+    return int(text)
 
 
 def _frame_bytes(text: str) -> int:
@@ -167,6 +187,7 @@ def serve(max_frame_bytes: int | None = None) -> int:
     handlers: dict[str, Any] = bind_handlers({
         "initialize": initialize,
         "health/get": service.health,
+        "session/get": service.session_get,
         "prompt/render": service.prompt_render,
         "job/create": job_create,
         "job/get": service.job_get,

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what the tests need into .venv (Python deps; node-shim deps once it exists) and runs every test.
+# Installs what the tests need into .venv (Python deps; node-shim deps once it exists; Debian's chromium for
+# the browser tests, with apt-get as root or through passwordless sudo) and runs every test.
 # Usage: bash tests/run.sh [extra pytest args]. Exit code: pytest's, except that "no tests ran" (5) fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,28 @@ if [ -f node-shim/package.json ]; then
   export SPOTPATCH_AGENT_COMMAND="${SPOTPATCH_AGENT_COMMAND:-$PWD/.venv/bin/spotpatch-agent}"
   export SPOTPATCH_PYTHON="${SPOTPATCH_PYTHON:-$PWD/.venv/bin/python}"
   (cd node-shim && npm ci --no-audit --no-fund --loglevel=error)
+  # The overlay's browser tests drive Debian's chromium through playwright-core: never a downloaded browser.
+  export SPOTPATCH_CHROMIUM="${SPOTPATCH_CHROMIUM:-/usr/bin/chromium}"
+  if [ ! -x "$SPOTPATCH_CHROMIUM" ]; then
+    no_chromium() {
+      echo "tests/run.sh: the browser tests need Chromium at $SPOTPATCH_CHROMIUM: $1." >&2
+      echo "  Install Debian's package (apt-get install chromium) as root, or point SPOTPATCH_CHROMIUM at a Chromium binary." >&2
+      exit 1
+    }
+    [ "$SPOTPATCH_CHROMIUM" = /usr/bin/chromium ] || no_chromium "no such executable"
+    command -v apt-get >/dev/null || no_chromium "no apt-get on this system"
+    if [ "$(id -u)" -eq 0 ]; then
+      as_root=()
+    elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+      as_root=(sudo -n)  # -n: never prompt (CI has no tty)
+    else
+      no_chromium "not root, and sudo is unavailable or needs a password"
+    fi
+    echo "tests/run.sh: installing Debian's chromium for the browser tests (apt-get install chromium)…" >&2
+    "${as_root[@]}" apt-get update -qq
+    "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
+    [ -x "$SPOTPATCH_CHROMIUM" ] || no_chromium "apt-get installed chromium but $SPOTPATCH_CHROMIUM is still missing"
+  fi
 fi
 set +e
 node_rc=0

@@ -24,6 +24,7 @@ import type {
   PromptRenderResult,
   ProviderListResult,
   RepoHealth,
+  SessionGetResult,
   SpotAnnotation,
 } from "./protocol.generated.js";
 
@@ -35,6 +36,7 @@ export const TOKEN_HEADER = "X-SpotPatch-Token";
 /** The engine methods a page may call; the dev server refuses every other one. */
 export const PAGE_METHODS = [
   "health/get",
+  "session/get",
   "prompt/render",
   "provider/list",
   "job/create",
@@ -115,6 +117,8 @@ export interface SpotPatchClient {
   /** Any page method by name. Throws `SpotPatchError`. */
   call<M extends PageMethod>(method: M, params: PageParams<M>): Promise<PageResult<M>>;
   health(): Promise<RepoHealth>;
+  /** AI on/off, the offered apply modes, `maxTargets`/`maxInstructionChars`, and this engine start's repairs. */
+  session(): Promise<SessionGetResult>;
   renderPrompt(annotation: SpotAnnotation): Promise<PromptRenderResult>;
   providers(): Promise<ProviderListResult>;
   createJob(params: JobCreateParams): Promise<JobSnapshot>;
@@ -199,6 +203,7 @@ export function createSpotPatchClient(options: SpotPatchClientOptions): SpotPatc
   return {
     call,
     health: () => call("health/get", {}),
+    session: () => call("session/get", {}),
     renderPrompt: (annotation) => call("prompt/render", { annotation }),
     providers: () => call("provider/list", {}),
     createJob: (params) => call("job/create", params),

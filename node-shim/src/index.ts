@@ -2,7 +2,8 @@
  * vite-plugin-spotpatch: point at elements of your running page and get one reviewable, revertable
  * diff (DESIGN.md §1, §15). `spotpatch()` returns two dev-only plugins:
  *
- * - `spotpatch:server` — the engine process, the `/__spotpatch/` endpoints and the injected client;
+ * - `spotpatch:server` — the engine process, the `/__spotpatch/` endpoints, the injected client and
+ *   the page overlay (launcher, picker, panel; `overlay: false` keeps only the client);
  * - `spotpatch:locate` — stamps JSX elements with `data-spotpatch-loc="file:line:col"`.
  *
  * A production build (`vite build`) contains none of it.
@@ -14,7 +15,8 @@ import { spotpatchLocate, type SpotpatchLocateOptions } from "./locate.js";
 import { resolveOptions, type SpotPatchOptions } from "./options.js";
 import { spotpatchServer } from "./plugin.js";
 
-export type { SpotPatchOptions } from "./options.js";
+export type { OverlaySettings, SpotPatchOptions } from "./options.js";
+export type { OverlayOptions } from "./overlay/types.js";
 export type * from "./protocol.generated.js";
 export { PROTOCOL_VERSION } from "./protocol.generated.js";
 export { spotpatchLocate } from "./locate.js";

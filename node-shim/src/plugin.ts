@@ -1,9 +1,13 @@
 /**
  * `spotpatch:server` (DESIGN.md §15): dev server only (`apply: 'serve'`). Per dev-server instance it
- * makes a session token, mounts the `/__spotpatch/` endpoints, injects the client module into the page
- * (`transformIndexHtml` + the virtual module `virtual:spotpatch/client`, the only place the token is
- * delivered), owns the engine process through an `EngineSupervisor`, and tears it all down when the
- * instance closes.
+ * makes a session token, mounts the `/__spotpatch/` endpoints, injects the page's code, owns the engine
+ * process through an `EngineSupervisor`, and tears it all down when the instance closes.
+ *
+ * The page's code is three virtual modules: `virtual:spotpatch/client` (the typed client, the only
+ * place the token is delivered), `virtual:spotpatch/loader` (the overlay's small page-load part,
+ * `dist/overlay-loader.js`, started with the client and the overlay options) and
+ * `virtual:spotpatch/overlay` (the overlay itself, `dist/overlay.js`, imported by the loader on first
+ * open). `transformIndexHtml` injects the loader, or only the client with `overlay: false`.
  *
  * "Per instance" matters because `server.restart()` builds a new server (new config, new
  * `configureServer` call) with the *same* plugin objects when the config is inline, then closes the
@@ -12,7 +16,7 @@
  */
 
 import { execFileSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 
@@ -22,6 +26,7 @@ import { createEndpoints, type Endpoints } from "./http.js";
 import { accessPolicy, type AccessPolicy } from "./guard.js";
 import { clientModuleGuard } from "./module-guard.js";
 import { engineCommand, type ResolvedOptions } from "./options.js";
+import type { OverlayOptions } from "./overlay/types.js";
 import { EngineSupervisor } from "./supervisor.js";
 import { refusedClientSource, refusedEndpoints, runningViteVersion, viteVersionRefusal } from "./vite-version.js";
 
@@ -29,6 +34,10 @@ export const VIRTUAL_CLIENT_ID = "virtual:spotpatch/client";
 const RESOLVED_CLIENT_ID = `\0${VIRTUAL_CLIENT_ID}`;
 /** How the page loads the virtual module (Vite's `/@id/` URL, `\0` spelled `__x00__`). */
 export const CLIENT_URL = `/@id/__x00__${VIRTUAL_CLIENT_ID}`;
+export const VIRTUAL_LOADER_ID = "virtual:spotpatch/loader";
+export const LOADER_URL = `/@id/__x00__${VIRTUAL_LOADER_ID}`;
+export const VIRTUAL_OVERLAY_ID = "virtual:spotpatch/overlay";
+const VIRTUAL_IDS = new Set([VIRTUAL_CLIENT_ID, VIRTUAL_LOADER_ID, VIRTUAL_OVERLAY_ID]);
 
 const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string })
   .version;
@@ -39,9 +48,12 @@ class DevInstance {
   readonly policy: AccessPolicy;
   readonly supervisor: EngineSupervisor;
   readonly endpoints: Endpoints;
+  /** The overlay options handed to the page (`projectKey` from the project root), or false. */
+  readonly overlay: OverlayOptions | false;
   private closing: Promise<void> | undefined;
 
   constructor(config: ResolvedConfig, options: ResolvedOptions, projectRoot: string) {
+    this.overlay = options.overlay && { ...options.overlay, projectKey: projectKey(projectRoot) };
     this.policy = accessPolicy(config.server, options.allowRemoteAccess);
     this.supervisor = new EngineSupervisor({
       command: engineCommand(options.command, config.root),
@@ -116,21 +128,29 @@ export function spotpatchServer(options: ResolvedOptions, locateRoot: { root?: s
     },
 
     resolveId(id) {
-      return id === VIRTUAL_CLIENT_ID ? RESOLVED_CLIENT_ID : undefined;
+      const served = id === VIRTUAL_CLIENT_ID || (options.overlay !== false && VIRTUAL_IDS.has(id));
+      return served ? `\0${id}` : undefined;
     },
 
     load(id) {
-      if (id !== RESOLVED_CLIENT_ID) return undefined;
-      if (viteRefusal) return refusedClientSource(viteRefusal);
+      if (!id.startsWith("\0") || !VIRTUAL_IDS.has(id.slice(1))) return undefined;
+      if (viteRefusal) return refusedClientSource(viteRefusal); // every SpotPatch module only reports it
       const instance = instanceOf(this) ?? latest; // the newest instance when the hook has no environment
       if (!instance) return undefined;
-      return clientModuleSource(instance.token);
+      // `mappings: ""`: no source map. Vite would otherwise append an inline map of the module to itself
+      // (its whole text again, base64: 1 MB more for the overlay), which maps nothing useful.
+      const noMap = { mappings: "" } as const;
+      if (id === RESOLVED_CLIENT_ID) return { code: clientModuleSource(instance.token), map: noMap };
+      if (!instance.overlay) return undefined; // `overlay: false`: nothing but the client exists
+      const code = id === `\0${VIRTUAL_LOADER_ID}` ? loaderModuleSource(instance.overlay) : overlayModuleSource();
+      return { code, map: noMap };
     },
 
     transformIndexHtml: {
       order: "pre",
       handler() {
-        return [{ tag: "script", attrs: { type: "module", src: CLIENT_URL }, injectTo: "head" }];
+        const src = options.overlay ? LOADER_URL : CLIENT_URL;
+        return [{ tag: "script", attrs: { type: "module", src }, injectTo: "head" }];
       },
     },
 
@@ -144,12 +164,56 @@ export function spotpatchServer(options: ResolvedOptions, locateRoot: { root?: s
 
 /** `dist/client.js` plus one line creating this instance's client. The token appears nowhere else. */
 function clientModuleSource(token: string): string {
-  const client = readFileSync(new URL("./client.js", import.meta.url), "utf8").replace(/^\/\/# sourceMappingURL=.*$/m, "");
+  const client = distFile("client.js");
   return (
     `${client}\n` +
     `/** The client of this dev-server start (its session token lives only in this module). */\n` +
     `export const spotpatch = createSpotPatchClient({ token: ${JSON.stringify(token)}, base: "/__spotpatch" });\n`
   );
+}
+
+/** A built file of this package (`dist/<name>`) without its source-map comment. */
+function distFile(name: string): string {
+  return readFileSync(new URL(`./${name}`, import.meta.url), "utf8").replace(/^\/\/# sourceMappingURL=.*$/m, "");
+}
+
+/**
+ * `dist/overlay-loader.js` started with this page's client and `options` (docs/node-shim.md "The
+ * overlay"). The bundle exports `startLoader` under a minified local name, read off its export list.
+ */
+function loaderModuleSource(options: OverlayOptions): string {
+  const loader = distFile("overlay-loader.js");
+  const local = exportedLocal(loader, "startLoader");
+  return (
+    `${loader}\n` +
+    `import { spotpatch as __spotpatchClient } from "${VIRTUAL_CLIENT_ID}";\n` +
+    `${local}({ client: __spotpatchClient, load: () => import("${VIRTUAL_OVERLAY_ID}"), options: ${JSON.stringify(options)} });\n`
+  );
+}
+
+/** `dist/overlay.js`: the overlay (`mountOverlay`), imported by the loader on first open. */
+function overlayModuleSource(): string {
+  return distFile("overlay.js");
+}
+
+/**
+ * The local binding a module exports as `name` (`export { o as startLoader }` → `o`, `export function
+ * startLoader` → `startLoader`); throws when absent.
+ */
+export function exportedLocal(source: string, name: string): string {
+  if (new RegExp(`\\bexport\\s+(?:async\\s+)?function\\s+${name}\\b`).test(source)) return name;
+  for (const match of source.matchAll(/export\s*\{([^}]*)\}/g)) {
+    for (const spec of match[1]!.split(",")) {
+      const [local, exported = local] = spec.trim().split(/\s+as\s+/);
+      if (exported?.trim() === name && local) return local.trim();
+    }
+  }
+  throw new Error(`vite-plugin-spotpatch: the built overlay loader does not export ${name} (rebuild the package)`);
+}
+
+/** A short, stable key for the project root (12 hex digits of its SHA-256): per-project storage, never the path. */
+export function projectKey(root: string): string {
+  return createHash("sha256").update(root).digest("hex").slice(0, 12);
 }
 
 /** The git top level of `dir` (git's spelling, normalised), or `dir` itself outside a repository. */

@@ -418,6 +418,23 @@ export interface RepoHealth {
   reasons: string[];
   state: "clean" | "consent-required" | "blocked";
 }
+/**
+ * What the page needs to draw itself (``session/get``): the ``initialize`` capabilities it cares about,
+ * the per-job limits and the Apply/Revert repairs of this engine start (the same list on every call).
+ */
+export interface SessionGetResult {
+  aiEnabled: boolean;
+  applyModes: ApplyMode[];
+  limits: SessionLimits;
+  recovered: RecoveryReport[];
+}
+/**
+ * The limits a page enforces before ``job/create`` (the trusted config's, defaults filled in).
+ */
+export interface SessionLimits {
+  maxInstructionChars: number;
+  maxTargets: number;
+}
 
 /** Protocol version this package speaks (`x-protocolVersion`). */
 export const PROTOCOL_VERSION = "0.1";
@@ -439,6 +456,7 @@ export interface EngineRequests {
   "prompt/render": { params: PromptRenderParams; result: PromptRenderResult };
   "provider/list": { params: EmptyParams; result: ProviderListResult };
   "provider/probe": { params: ProviderProbeParams; result: ProbeResult };
+  "session/get": { params: EmptyParams; result: SessionGetResult };
   "shutdown": { params: EmptyParams; result: null };
 }
 

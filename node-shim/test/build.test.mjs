@@ -1,5 +1,6 @@
 // Issue 4, acceptance 5 (first half): `vite build` with the plugin produces output that contains no
-// SpotPatch code, attribute, endpoint, token or config, and starts no engine.
+// SpotPatch code, attribute, endpoint, token or config, and starts no engine. Issue 13: nor any of the
+// overlay (loader, panel, picker, their styles, the `spotpatch-overlay` host, diff2html, the editor link).
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -30,6 +31,31 @@ function withoutCheckoutPaths(file, text) {
   return JSON.stringify(map);
 }
 
+/**
+ * What only the overlay has (the generic /spotpatch/i above already covers its host element, virtual module
+ * ids and storage keys): its entry points, its style class prefix and host style, diff2html's classes, the
+ * editor endpoint it calls, its default and configured shortcuts.
+ */
+const OVERLAY_RESIDUE = [
+  /startLoader/,
+  /mountOverlay/,
+  /overlay-loader/,
+  /spotpatch-overlay/i,
+  /\bsp-(launcher|btn|panel|note|muted|col|warn)\b/,
+  /2147483647/,
+  /\bd2h-/,
+  /__open-in-editor/,
+  /Alt\+Shift\+S/,
+  /Ctrl\+Alt\+Q/,
+];
+
+test("the overlay bundles carry the markers this test looks for", () => {
+  const loader = readFileSync(new URL("../dist/overlay-loader.js", import.meta.url), "utf8");
+  const overlay = readFileSync(new URL("../dist/overlay.js", import.meta.url), "utf8");
+  for (const needle of [/startLoader/, /spotpatch-overlay/, /\bsp-launcher\b/, /2147483647/]) assert.match(loader, needle);
+  for (const needle of [/mountOverlay/, /\bd2h-/, /__open-in-editor/, /\bsp-btn\b/]) assert.match(overlay, needle);
+});
+
 test("a production build contains nothing of SpotPatch", async (t) => {
   // The demo app names itself "SpotPatch demo"; rename it so any match below is the plugin's residue.
   const project = makeDemoProject(t, {
@@ -46,19 +72,32 @@ test("a production build contains nothing of SpotPatch", async (t) => {
     root: project.root,
     cacheDir: project.cacheDir,
     customLogger: recordingLogger(),
-    plugins: [spotpatch({ command: [AGENT, "serve"], ...providerConfig("http://127.0.0.1:9/v1") }), react()],
+    plugins: [
+      spotpatch({
+        command: [AGENT, "serve"],
+        ...providerConfig("http://127.0.0.1:9/v1"),
+        overlay: { shortcut: "Ctrl+Alt+Q", launcher: "top-left" },
+      }),
+      react(),
+    ],
     build: { outDir, emptyOutDir: true, sourcemap: true },
   });
   const files = filesUnder(outDir);
   assert.ok(files.some((f) => f.endsWith(".js")) && files.some((f) => f.endsWith("index.html")), files.join(", "));
   for (const file of files) {
     const text = withoutCheckoutPaths(file, readFileSync(file, "utf8"));
-    for (const needle of [/spotpatch/i, /data-spotpatch-loc/, /__spotpatch/, /X-SpotPatch-Token/i, /scripted-model/, /127\.0\.0\.1:9/]) {
+    for (const needle of [/spotpatch/i, /data-spotpatch-loc/, /__spotpatch/, /X-SpotPatch-Token/i, /scripted-model/, /127\.0\.0\.1:9/, ...OVERLAY_RESIDUE]) {
       const hit = needle.exec(text);
       assert.equal(hit, null, hit ? `${path.relative(outDir, file)} contains ${needle}: …${text.slice(Math.max(0, hit.index - 80), hit.index + 80)}…` : "");
     }
     assert.ok(!text.includes(CANARY), `${path.relative(outDir, file)} contains the canary`);
   }
-  assert.match(readFileSync(path.join(outDir, "index.html"), "utf8"), /<title>Demo<\/title>/);
+  const html = readFileSync(path.join(outDir, "index.html"), "utf8");
+  assert.match(html, /<title>Demo<\/title>/);
+  assert.deepEqual(
+    [...html.matchAll(/<script\b[^>]*\bsrc="([^"]+)"/g)].map((m) => m[1]).filter((src) => !/^\/assets\/index-[\w-]+\.js$/.test(src)),
+    [],
+    "no script besides the app's own bundle",
+  );
   assert.deepEqual(await engineProcesses(), []);
 });

@@ -134,8 +134,10 @@ for (const base of ["/", "/app/"]) {
     const { server, port } = await startServer(t, base);
     const prefix = base.replace(/\/$/, "");
     const html = (await rawGet(port, `${prefix}/`, { Accept: "text/html", "Sec-Fetch-Site": "same-origin" })).body;
+    // The page loads the overlay's loader, which imports the client module (the token's only holder).
+    const loader = `${prefix}/@id/__x00__virtual:spotpatch/loader`;
+    assert.ok(html.includes(`src="${loader}"`), `the page loads the loader from ${loader}`);
     const src = `${prefix}${CLIENT_URL}`;
-    assert.ok(html.includes(`src="${src}"`), `the page loads the client module from ${src}`);
     const own = await rawGet(port, src, { Origin: `http://127.0.0.1:${port}`, "Sec-Fetch-Site": "same-origin", "Sec-Fetch-Dest": "script" });
     assert.equal(own.status, 200, "the page's own request gets the module");
     const token = /createSpotPatchClient\(\{ token: "([^"]+)"/.exec(own.body)?.[1];

@@ -4,6 +4,11 @@ Usage: python scripted_provider.py SCRIPT. Prints the base URL on stdout, then s
 reaches EOF. SCRIPT is one of:
   demo        — the demo conversation (spotpatch_agent.demo.script.demo_turns)
   stall-demo  — a first turn that stalls forever, then the demo conversation
+  hostile     — HTML/script payloads in the model's text, a diff line and a new file's name (the overlay's
+                hostile test: each payload calls __pwn(n) if it ever runs)
+  plain       — test/apps/plain: the Save button's background in style.css becomes blue (#2563eb)
+  vue-ts      — create-vite's vue-ts template: HelloWorld.vue's counter reads "Clicks: {{ count }}"
+  svelte-ts   — create-vite's svelte-ts template: Counter.svelte's button reads "Clicks: {count}"
 """
 
 from __future__ import annotations
@@ -13,9 +18,68 @@ import sys
 from spotpatch_agent.demo.script import demo_turns
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 
+PRODUCT_CARD = "src/components/ProductCard.tsx"
+HOSTILE_FILE = "src/<img src=x onerror=__pwn(5)>.txt"
+
+
+def hostile_turns() -> list[dict]:
+    """Payloads the overlay must show as text: model messages, a changed line, a file name (issue 13 (h))."""
+    patch = (
+        f"diff --git a/{HOSTILE_FILE} b/{HOSTILE_FILE}\nnew file mode 100644\n--- /dev/null\n+++ b/{HOSTILE_FILE}\n"
+        "@@ -0,0 +1 @@\n+<script>__pwn(6)</script><img src=x onerror=__pwn(7)>\n"
+    )
+    return [
+        {
+            "text": "<img src=x onerror=__pwn(4)> reading <b>the</b> card",
+            "toolCalls": [{"id": "call_read", "name": "read_file", "arguments": {"path": PRODUCT_CARD, "startLine": None, "endLine": None}}],
+        },
+        {
+            "text": "<script>__pwn(8)</script> editing",
+            "toolCalls": [
+                {
+                    "id": "call_edit",
+                    "name": "replace_text",
+                    "arguments": {
+                        "path": PRODUCT_CARD,
+                        "oldText": "<h2>{name}</h2>",
+                        "newText": "<h2>{name}</h2>{/* <img src=x onerror=__pwn(9)><script>__pwn(10)</script> */}",
+                    },
+                },
+                {"id": "call_patch", "name": "apply_patch", "arguments": {"patch": patch}},
+            ],
+        },
+        {"text": "<iframe srcdoc=\"<script>parent.__pwn(11)</script>\"></iframe> done", "finishReason": "stop"},
+    ]
+
+
+def edit_turns(path: str, old: str, new: str, what: str) -> list[dict]:
+    """Read ``path``, replace ``old`` by ``new`` in it, say ``what`` was done (the overlay's app tests)."""
+    return [
+        {
+            "text": f"Reading {path}.",
+            "toolCalls": [{"id": "call_read", "name": "read_file", "arguments": {"path": path, "startLine": None, "endLine": None}}],
+        },
+        {
+            "text": "Editing it.",
+            "toolCalls": [{"id": "call_edit", "name": "replace_text", "arguments": {"path": path, "oldText": old, "newText": new}}],
+        },
+        {"text": what, "finishReason": "stop"},
+    ]
+
+
+# Edits of the overlay's acceptance-2 apps (node-shim/test/overlay-picker-apps.test.mjs); each old text is
+# a literal of the app's file (test/apps/plain, or create-vite's template at the installed version).
+APP_EDITS = {
+    "plain": ("style.css", "  background: #e5e7eb;\n  color: #111827;", "  background: #2563eb;\n  color: #ffffff;", "The Save button is blue."),
+    "vue-ts": ("src/components/HelloWorld.vue", "      Count is {{ count }}", "      Clicks: {{ count }}", "The counter says Clicks."),
+    "svelte-ts": ("src/lib/Counter.svelte", "  Count is {count}", "  Clicks: {count}", "The counter says Clicks."),
+}
+
 SCRIPTS = {
     "demo": lambda: demo_turns(),
     "stall-demo": lambda: [{"stall": True}, *demo_turns()],
+    "hostile": hostile_turns,
+    **{name: (lambda edit=edit: edit_turns(*edit)) for name, edit in APP_EDITS.items()},
 }
 
 

@@ -154,3 +154,42 @@ test("invalid plugin options fail when spotpatch() is called, naming the problem
     ["spotpatch:locate", "serve", "pre"],
   ]);
 });
+
+test("session/get (issue 13) is guarded like every page method and reveals no key, URL or path", async (t) => {
+  const project = makeDemoProject(t);
+  const provider = await startProvider(t, "demo");
+  const { url, server } = await startDevServer(t, project, {
+    options: { ...providerConfig(provider.baseUrl), limits: { maxTargets: 4 }, modes: { auto: true } },
+  });
+  const { token, client } = await pageSession(url);
+  const route = "rpc/session/get";
+  for (const [what, status, code, options] of [
+    ["no token", 401, "BAD_TOKEN", {}],
+    ["wrong token", 401, "BAD_TOKEN", { token: `${token.slice(0, -2)}xx` }],
+    ["foreign origin", 403, "FORBIDDEN_ORIGIN", { token, headers: { Origin: "https://evil.example" } }],
+    ["cross-site fetch metadata", 403, "FORBIDDEN_ORIGIN", { token, headers: { "Sec-Fetch-Site": "cross-site" } }],
+    ["text/plain body", 415, "UNSUPPORTED_MEDIA_TYPE", { token, contentType: "text/plain" }],
+  ]) {
+    const res = await rawPost(url, route, {}, options);
+    assert.equal(res.status, status, `${what}: ${res.text}`);
+    assert.equal(res.body?.error?.code, code, `${what}: ${res.text}`);
+  }
+  const extra = await rawPost(url, route, { projectRoot: "/" }, { token });
+  assert.equal(extra.status, 400, extra.text);
+  assert.equal(extra.body.error.code, "INVALID_PARAMS");
+  const foreignHost = await postWithHost(url, route, "evil.example", {}, { "Content-Type": "application/json", "X-SpotPatch-Token": token });
+  assert.equal(foreignHost.status, 403, foreignHost.text);
+
+  const session = await client.session();
+  assert.deepEqual(session, {
+    aiEnabled: true,
+    applyModes: ["review", "auto"],
+    limits: { maxTargets: 4, maxInstructionChars: 2000 },
+    recovered: [],
+  });
+  const text = JSON.stringify(session);
+  for (const secret of [CANARY, provider.baseUrl, "127.0.0.1", project.root, "KEY"]) assert.ok(!text.includes(secret), secret);
+  const { validatorFor } = await import("../dist/schema.js");
+  assert.ok(validatorFor("SessionGetResult")(session));
+  await server.close();
+});

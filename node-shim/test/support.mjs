@@ -24,6 +24,8 @@ export const PYTHON = path.resolve(NODE_SHIM, process.env.SPOTPATCH_PYTHON ?? ".
 export const KEY_ENV = "SPOTPATCH_TEST_PROVIDER_KEY";
 export const TOUCHED = "src/components/ProductCard.tsx";
 export const CLIENT_URL = "/@id/__x00__virtual:spotpatch/client";
+export const LOADER_URL = "/@id/__x00__virtual:spotpatch/loader";
+export const OVERLAY_URL = "/@id/__x00__virtual:spotpatch/overlay";
 
 /** A canary provider key: set in this process's environment (the engine inherits it), never expected in any output. */
 export const CANARY = `sk-canary-${randomBytes(12).toString("hex")}`;
@@ -32,15 +34,18 @@ process.env[KEY_ENV] = CANARY;
 const GIT_ID = ["-c", "user.name=SpotPatch Test", "-c", "user.email=test@spotpatch.invalid"];
 
 /**
- * A temp dir holding `app/` (a one-commit git copy of the demo app, `node_modules` symlinked to
- * node-shim's) and `vite-cache/` (Vite's cacheDir, outside the repository). `edit(appDir)` may change
- * files before the commit.
+ * A temp dir holding `app/` (a one-commit git copy of the demo app, or of the folder `source`,
+ * `node_modules` symlinked to node-shim's) and `vite-cache/` (Vite's cacheDir, outside the repository).
+ * `edit(appDir)` may change files before the commit.
  */
-export function makeDemoProject(t, { edit } = {}) {
+export function makeDemoProject(t, { edit, source = DEMO_APP } = {}) {
   const dir = realpathSync(mkdtempSync(path.join(tmpdir(), "spotpatch-node-")));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const root = path.join(dir, "app");
-  cpSync(DEMO_APP, root, { recursive: true, filter: (src) => !src.split(path.sep).includes("node_modules") });
+  cpSync(source, root, {
+    recursive: true,
+    filter: (src) => !path.relative(source, src).split(path.sep).includes("node_modules"),
+  });
   symlinkSync(path.join(NODE_SHIM, "node_modules"), path.join(root, "node_modules"), "dir");
   edit?.(root);
   for (const args of [["init", "-q", "-b", "main"], ["add", "-A"], [...GIT_ID, "commit", "-q", "-m", "demo app"]]) {
@@ -120,18 +125,30 @@ export function recordingLogger() {
 
 /**
  * A listening Vite dev server on 127.0.0.1 (free port) for `project`, with `spotpatch(options)` and
- * React; closed after the test. `server` overrides `server` options. Returns `{server, url, logger}`.
+ * `plugins` (default: React); closed after the test. `server` overrides `server` options. Dependency
+ * pre-bundling is off unless `optimizeDeps` says otherwise (a browser needs it for CommonJS packages
+ * such as React). Returns `{server, url, logger}`.
  */
-export async function startDevServer(t, project, { options = {}, server: serverOptions = {}, logger = recordingLogger() } = {}) {
+export async function startDevServer(
+  t,
+  project,
+  {
+    options = {},
+    server: serverOptions = {},
+    logger = recordingLogger(),
+    plugins = [react()],
+    optimizeDeps = { noDiscovery: true, include: [] },
+  } = {},
+) {
   const server = await createServer({
     configFile: false,
     root: project.root,
     cacheDir: project.cacheDir,
     customLogger: logger,
     clearScreen: false,
-    optimizeDeps: { noDiscovery: true, include: [] },
+    optimizeDeps,
     server: { host: "127.0.0.1", port: 0, strictPort: false, ...serverOptions },
-    plugins: [spotpatch({ command: [AGENT, "serve"], ...options }), react()],
+    plugins: [spotpatch({ command: [AGENT, "serve"], ...options }), ...plugins],
   });
   t.after(() => server.close());
   await server.listen();
@@ -143,10 +160,16 @@ export function serverUrl(server) {
   return `http://127.0.0.1:${address.port}`;
 }
 
-/** What a page gets: the injected client module's URL from the HTML, the module, and its token. */
+/**
+ * What a page gets: the injected module (the overlay loader, which imports the client, or with
+ * `overlay: false` the client itself), the client module, and its token.
+ */
 export async function pageSession(url) {
   const html = await (await fetch(`${url}/`)).text();
-  if (!html.includes(`src="${CLIENT_URL}"`)) throw new Error(`the page does not load the client module:\n${html}`);
+  if (html.includes(`src="${LOADER_URL}"`)) {
+    const loader = await (await fetch(`${url}${LOADER_URL}`)).text();
+    if (!loader.includes(`from "${CLIENT_URL}"`)) throw new Error(`the overlay loader does not import the client module:\n${loader.slice(-600)}`);
+  } else if (!html.includes(`src="${CLIENT_URL}"`)) throw new Error(`the page does not load the client module:\n${html}`);
   const source = await (await fetch(`${url}${CLIENT_URL}`)).text();
   const token = /createSpotPatchClient\(\{ token: "([^"]+)"/.exec(source)?.[1];
   if (!token) throw new Error("no token in the client module");

@@ -89,6 +89,9 @@ test("on an affected Vite SpotPatch makes no token, serves only the error and sa
   assert.match(module, /console\.error\(.*SpotPatch is off: Vite 8\.0\.4 .*Update Vite to ≥ 8\.0\.5\./);
   assert.doesNotMatch(module, /createSpotPatchClient|token:/, "the client (and a token) must not be served");
   assert.doesNotMatch(html, /token/);
+  const loader = await (await fetch(`${url}/@id/__x00__virtual:spotpatch/loader`)).text(); // the overlay's entry
+  assert.match(loader, /console\.error\(.*Update Vite to ≥ 8\.0\.5\./);
+  assert.doesNotMatch(loader, /virtual:spotpatch\/client|createSpotPatchClient/);
 
   const rpc = await fetch(`${url}/__spotpatch/rpc/health/get`, {
     method: "POST",

@@ -123,3 +123,22 @@ def demo_turns(*, check_id: str | None = None) -> list[dict[str, Any]]:
             "argumentChunks": 2,
         })
     return turns
+
+
+#: Jobs a replaying script serves before it is exhausted (``demo --serve`` runs until Ctrl-C).
+REPLAY_JOBS = 1000
+
+
+def replaying_demo_turns(*, check_id: str | None = None, jobs: int = REPLAY_JOBS) -> list[Any]:
+    """The demo conversation for every job of a long session (``spotpatch-agent demo --serve``): each request
+    gets the turn matching its place in its own conversation — the number of assistant messages already in
+    the Chat Completions request — so job 2 starts again at turn 1. ``jobs`` bounds the requests served
+    (each job takes ``len(demo_turns())`` of them). Whatever the page asked, the edits are the demo's."""
+    turns = demo_turns(check_id=check_id)
+
+    def turn(body: dict[str, Any]) -> dict[str, Any]:
+        messages = body.get("messages") if isinstance(body, dict) else None
+        done = sum(1 for m in messages or () if isinstance(m, dict) and m.get("role") == "assistant")
+        return copy.deepcopy(turns[min(done, len(turns) - 1)])
+
+    return [turn] * (jobs * len(turns))

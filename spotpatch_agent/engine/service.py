@@ -49,6 +49,8 @@ from spotpatch_agent.protocol.models import (
     ProviderProfile,
     RecoveryReport,
     RepoHealth,
+    SessionGetResult,
+    SessionLimits,
     ServerInfo,
     TrustedConfig,
 )
@@ -120,6 +122,8 @@ class EngineService:
         self._root: Path | None = None
         self._config = TrustedConfig()
         self._jobs: dict[str, Job] = {}
+        #: The crash-journal repairs of the last ``initialize`` (answered again by ``session/get``).
+        self._recovered: list[RecoveryReport] = []
         self._project_lock: ProjectWriteLock | None = None
         #: Proven tool calling for the session (explicit probe or inline proof), per :func:`_probe_key`.
         self._probes: dict[tuple[str, str, str, str], ProbeResult] = {}
@@ -156,6 +160,7 @@ class EngineService:
                 f"this engine speaks {PROTOCOL_VERSION!r}.",
             )
         recovered = await self.configure(Path(params.project_root), params.config)
+        self._recovered = recovered
         return InitializeResult(
             recovered=recovered,
             protocol_version=PROTOCOL_VERSION,
@@ -228,6 +233,17 @@ class EngineService:
 
     async def health(self, _params: Any = None) -> RepoHealth:
         return await repo_health(self._require_root(), self._config.limits)
+
+    async def session_get(self, _params: Any = None) -> SessionGetResult:
+        """The page's view of this session: ``initialize``'s ``aiEnabled`` and ``applyModes``, the trusted
+        config's target/instruction limits (defaults filled in), and the repairs ``initialize`` reported."""
+        self._require_root()
+        limits = self._config.limits
+        return SessionGetResult(
+            ai_enabled=self.ai_enabled(), apply_modes=offered_modes(self._config.modes),
+            limits=SessionLimits(max_targets=limits.get("maxTargets"),
+                                 max_instruction_chars=limits.get("maxInstructionChars")),
+            recovered=list(self._recovered))
 
     async def prompt_render(self, params: PromptRenderParams) -> PromptRenderResult:
         return render_prompt(params.annotation)

@@ -38,6 +38,7 @@ from spotpatch_agent.protocol.models import (
     ProviderListResult,
     ProviderProbeParams,
     RepoHealth,
+    SessionGetResult,
 )
 
 Direction = Literal["client-to-engine", "engine-to-client"]
@@ -86,6 +87,10 @@ CATALOG: tuple[MethodSpec, ...] = (
     MethodSpec("health/get", CLIENT, "request", EmptyParams, RepoHealth,
                "Whether the repository can host a job now: clean, consent-required or blocked (DESIGN.md §8).",
                (E.INVALID_STATE, E.INTERNAL)),
+    MethodSpec("session/get", CLIENT, "request", EmptyParams, SessionGetResult,
+               "What the page needs to draw itself: AI on/off, the offered apply modes, the per-job target and "
+               "instruction limits, and the Apply/Revert repairs of this engine start.",
+               (E.INVALID_STATE,)),
     MethodSpec("prompt/render", CLIENT, "request", PromptRenderParams, PromptRenderResult,
                "The copyable v1 prompt for an annotation; works with AI disabled."),
     MethodSpec("provider/list", CLIENT, "request", EmptyParams, ProviderListResult,

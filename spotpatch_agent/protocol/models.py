@@ -297,6 +297,23 @@ class InitializeResult(WireModel):
     recovered: list[RecoveryReport] = Field(default_factory=list)
 
 
+class SessionLimits(WireModel):
+    """The limits a page enforces before ``job/create`` (the trusted config's, defaults filled in)."""
+
+    max_targets: int
+    max_instruction_chars: int
+
+
+class SessionGetResult(WireModel):
+    """What the page needs to draw itself (``session/get``): the ``initialize`` capabilities it cares about,
+    the per-job limits and the Apply/Revert repairs of this engine start (the same list on every call)."""
+
+    ai_enabled: bool
+    apply_modes: list[ApplyMode]
+    limits: SessionLimits
+    recovered: list[RecoveryReport]
+
+
 class EmptyParams(InModel):
     pass
 

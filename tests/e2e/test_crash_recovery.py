@@ -92,6 +92,7 @@ def test_sigkill_at_each_write_step_is_repaired_on_restart(project: Path, canary
             assert repo_state(project) == original_repo  # index bytes, staged diff, HEAD, refs
             assert list(journal_dir.iterdir()) == []
             assert again.call("health/get", {})["state"] == "clean"
+            assert again.call("session/get", {})["recovered"] == init["recovered"]  # for the page, every call
             assert again.close() == 0
         finally:
             again.stop()

@@ -1,5 +1,5 @@
 """The methods added by the wire-contract issue, over a real ``serve`` subprocess: job/list, job/events,
-job/audit, provider/list, provider/probe (DESIGN.md §3)."""
+job/audit, provider/list, provider/probe (DESIGN.md §3); session/get (the overlay's view, issue 13)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 from spotpatch_agent.demo.script import demo_turns
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from tests.e2e.test_serve_job import annotation, config_for, start_engine
+from tests.engine_client import EngineProcess
 
 PROBE_TURNS = [
     {"toolCalls": [{"id": "p1", "name": "report_ready", "arguments": {"ready": True}}]},
@@ -97,5 +98,35 @@ def test_provider_probe_without_key_is_ai_disabled(project: Path) -> None:
             reply = eng.request("provider/probe", {"modelProfileId": "m1"})
             assert reply["error"]["data"]["code"] == "AI_DISABLED"
             assert eng.call("provider/list", {})["providers"][0]["available"] is False
+        finally:
+            eng.stop()
+
+
+def test_session_get_reports_ai_modes_limits_and_recovered(project: Path, canary: str) -> None:
+    with ScriptedProviderServer([]) as server:
+        eng = start_engine(canary)
+        try:
+            assert eng.request("session/get", {})["error"]["code"] == -32002  # before initialize, like the rest
+            cfg = config_for(server)
+            cfg["limits"] = {"maxTargets": 3, "maxInstructionChars": 500}
+            cfg["modes"] = {"trustedAuto": True}
+            init = eng.initialize(project, cfg)
+            session = eng.call("session/get", {})
+            assert session == {"aiEnabled": True, "applyModes": ["review", "trusted-auto"],
+                               "limits": {"maxTargets": 3, "maxInstructionChars": 500}, "recovered": []}
+            assert session["applyModes"] == init["capabilities"]["applyModes"]
+            assert eng.call("session/get") == session  # params may be omitted
+            assert eng.request("session/get", {"x": 1})["error"]["code"] == -32602
+            text = json.dumps(session)
+            assert server.base_url not in text and canary not in text and str(project) not in text
+        finally:
+            eng.stop()
+
+        eng = EngineProcess(env={})  # no key: AI off, defaults
+        try:
+            eng.initialize(project, {"providers": config_for(server)["providers"]})
+            assert eng.call("session/get", {}) == {"aiEnabled": False, "applyModes": ["review"],
+                                                   "limits": {"maxTargets": 8, "maxInstructionChars": 2000},
+                                                   "recovered": []}
         finally:
             eng.stop()

@@ -22,6 +22,7 @@ DESIGN_METHODS = {
     "exit": ("client-to-engine", "notification"),
     "$/cancelRequest": ("client-to-engine", "notification"),
     "health/get": ("client-to-engine", "request"),
+    "session/get": ("client-to-engine", "request"),  # added for the page overlay (issue 13)
     "prompt/render": ("client-to-engine", "request"),
     "provider/list": ("client-to-engine", "request"),
     "provider/probe": ("client-to-engine", "request"),

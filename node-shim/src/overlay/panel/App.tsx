@@ -1,0 +1,164 @@
+/**
+ * The panel's shell: header (title, language, close), connection and crash-repair notices, then either
+ * the composer or the current job, and the consent dialog. Esc closes the panel (pick mode and dialogs
+ * handle their own Esc first).
+ */
+import { useEffect, useRef, useState } from "preact/hooks";
+
+import { LANGS, type Lang } from "../i18n.js";
+import { Composer, SubmitArea } from "./Composer.js";
+import type { Controller } from "./controller.js";
+import { ConsentDialog } from "./Dialog.js";
+import { JobActions, JobPanel } from "./Job.js";
+import { ACTIVE } from "./state.js";
+
+export function App({ ctl }: { ctl: Controller }) {
+  const [, setVersion] = useState(0);
+  useEffect(() => ctl.subscribe(() => setVersion((n) => n + 1)), [ctl]);
+  const { state, t } = ctl;
+  const heading = useRef<HTMLHeadingElement>(null);
+  const panel = useRef<HTMLElement>(null);
+  const foot = useRef<HTMLDivElement>(null);
+  const lastFocus = useRef<HTMLElement | null>(null);
+  const pending = useRef(false);
+  useEffect(() => {
+    if (state.open && ctl.focusRequest?.kind === "panel") {
+      ctl.focusRequest = null;
+      heading.current?.focus();
+      return;
+    }
+    // The focused control went away (Submit → the job, Apply → Revert): focus the first action instead
+    // of dropping the keyboard user back at the top of the page.
+    // While no action exists (applying), the heading holds the focus until one appears.
+    const root = panel.current?.getRootNode() as ShadowRoot | undefined;
+    if (!root || state.consent) return;
+    const lost = !!lastFocus.current && !lastFocus.current.isConnected && !root.activeElement;
+    const waiting = pending.current && (root.activeElement === heading.current || !root.activeElement);
+    if (!lost && !waiting) return;
+    const next = foot.current?.querySelector<HTMLElement>("button:not([disabled])");
+    pending.current = !next;
+    (next ?? heading.current)?.focus();
+  });
+  if (!state.open) return null;
+  return (
+    <>
+      <aside
+        ref={panel}
+        onFocusIn={(e) => {
+          lastFocus.current = e.target as HTMLElement;
+          if (e.target !== heading.current) pending.current = false;
+        }}
+        class="sp-panel"
+        role="complementary"
+        aria-labelledby="sp-title"
+        lang={state.lang}
+        data-wide={state.job && !ACTIVE.has(state.job.snapshot.status) && state.job.diff?.diff ? "" : undefined}
+        onKeyDown={(e) => {
+          if (e.key === "Escape" && !state.consent && !state.picking) {
+            e.preventDefault();
+            ctl.close();
+          }
+        }}
+      >
+        <div class="sp-head">
+          <h2 id="sp-title" ref={heading} tabIndex={-1}>
+            {t("panel.title")}
+          </h2>
+          <label>
+            <span class="sp-visually-hidden">{t("panel.language")}</span>
+            <select
+              value={state.lang}
+              onChange={(e) => ctl.setLang((e.currentTarget as HTMLSelectElement).value as Lang)}
+            >
+              {LANGS.map((lang) => (
+                <option key={lang.id} value={lang.id} lang={lang.id}>
+                  {lang.name}
+                </option>
+              ))}
+            </select>
+          </label>
+          <button
+            type="button"
+            class="sp-icon"
+            aria-label={t("panel.close")}
+            title={t("panel.close")}
+            onClick={() => ctl.close()}
+          >
+            ×
+          </button>
+        </div>
+        <div class="sp-body">
+          {state.disconnected && (
+            <p class="sp-note sp-error" role="alert">
+              {t("panel.disconnected")}
+            </p>
+          )}
+          {state.recovered.length > 0 && <Recovered ctl={ctl} />}
+          {state.sessionError && (
+            <p class="sp-note sp-error" role="alert">
+              {t("panel.sessionError", { message: state.sessionError })}
+            </p>
+          )}
+          {state.loading && !state.sessionError && <p class="sp-muted">{t("panel.loading")}</p>}
+          {state.notice && (
+            <div
+              class={`sp-note ${state.notice.tone === "error" ? "sp-error" : state.notice.tone === "ok" ? "sp-okbox" : ""}`}
+              role={state.notice.tone === "error" ? "alert" : "status"}
+            >
+              <span>{state.notice.text}</span>{" "}
+              <button type="button" class="sp-link" onClick={() => ctl.setNotice(null)}>
+                {t("action.dismiss")}
+              </button>
+            </div>
+          )}
+          {state.job ? (
+            <>
+              <JobPanel ctl={ctl} />
+              {state.drafts.length > 0 && (
+                <p class="sp-muted">{t("composer.waiting", { count: state.drafts.length })}</p>
+              )}
+            </>
+          ) : (
+            <Composer ctl={ctl} />
+          )}
+        </div>
+        {state.job ? (
+          <div class="sp-foot" ref={foot}>
+            <JobActions ctl={ctl} />
+          </div>
+        ) : (
+          !state.loading &&
+          !state.sessionError && (
+            <div class="sp-foot" ref={foot}>
+              <SubmitArea ctl={ctl} />
+            </div>
+          )
+        )}
+      </aside>
+      {state.consent && <ConsentDialog ctl={ctl} />}
+    </>
+  );
+}
+
+function Recovered({ ctl }: { ctl: Controller }) {
+  const { t } = ctl;
+  return (
+    <div class="sp-note sp-warn" role="status">
+      <p>
+        <strong>{t("recovered.title")}</strong>
+      </p>
+      <ul>
+        {ctl.state.recovered.map((report) => (
+          <li key={`${report.jobId}:${report.operation}`}>
+            {t(`recovered.${report.outcome}`, {
+              paths: (report.outcome === "needs-attention" ? report.unresolvedPaths : report.paths).join(", ") || "—",
+            })}
+          </li>
+        ))}
+      </ul>
+      <button type="button" class="sp-link" onClick={() => ctl.dismissRecovered()}>
+        {t("action.dismiss")}
+      </button>
+    </div>
+  );
+}

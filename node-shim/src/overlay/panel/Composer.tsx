@@ -1,0 +1,308 @@
+/**
+ * The composer: pick controls, one card per target (summary, source → Open in editor, labelled
+ * instruction box with its counter, remove), model and apply mode, repository health, Submit and
+ * Copy prompt. Every page-derived string is rendered as text.
+ */
+import { useEffect, useRef } from "preact/hooks";
+
+import type { ApplyMode } from "../../protocol.generated.js";
+import { hasKey } from "../i18n.js";
+import type { Controller } from "./controller.js";
+import type { Draft } from "./state.js";
+
+export function Composer({ ctl }: { ctl: Controller }) {
+  const { state, t } = ctl;
+  const max = ctl.limits.maxTargets;
+  return (
+    <section aria-labelledby="sp-composer-h" class="sp-col">
+      <PickBar ctl={ctl} />
+      <h3 id="sp-composer-h">
+        {t("composer.heading")}{" "}
+        <span class="sp-muted">
+          ({state.drafts.length}/{max})
+        </span>
+      </h3>
+      {state.drafts.length === 0 ? (
+        <p class="sp-muted">{t("composer.empty")}</p>
+      ) : (
+        <ol class="sp-cards">
+          {state.drafts.map((draft, i) => (
+            <Card key={draft.key} ctl={ctl} draft={draft} n={i + 1} />
+          ))}
+        </ol>
+      )}
+      {state.drafts.length >= max && <p class="sp-muted">{t("composer.max", { max })}</p>}
+    </section>
+  );
+}
+
+function PickBar({ ctl }: { ctl: Controller }) {
+  const { state, t } = ctl;
+  const full = state.drafts.length >= ctl.limits.maxTargets;
+  return (
+    <div class="sp-col">
+      <div class="sp-row" role="toolbar" aria-label={t("pick.toolbar")}>
+        <button
+          type="button"
+          class="sp-btn"
+          aria-pressed={state.picking === "element"}
+          disabled={full && state.picking !== "element"}
+          onClick={() => (state.picking === "element" ? ctl.stopPick() : ctl.startPick("element"))}
+        >
+          {t("action.pick")}
+        </button>
+        <button
+          type="button"
+          class="sp-btn"
+          aria-pressed={state.picking === "area"}
+          disabled={full && state.picking !== "area"}
+          onClick={() => (state.picking === "area" ? ctl.stopPick() : ctl.startPick("area"))}
+        >
+          {t("action.area")}
+        </button>
+        <button type="button" class="sp-btn" aria-pressed={state.paused} onClick={() => ctl.togglePause()}>
+          {state.paused ? t("action.resume") : t("action.pause")}
+        </button>
+        {state.hasSelection && !full && (
+          // mousedown would clear the page's selection before the click: keep it
+          <button
+            type="button"
+            class="sp-btn"
+            onMouseDown={(e) => e.preventDefault()}
+            onClick={() => ctl.targetSelection()}
+          >
+            {t("action.targetText")}
+          </button>
+        )}
+      </div>
+      <p class="sp-muted" aria-live="polite">
+        {state.picking === "element"
+          ? t("pick.hint")
+          : state.picking === "area"
+            ? t("pick.status.area")
+            : t("pick.shortcut", { shortcut: ctl.options.shortcut })}
+      </p>
+    </div>
+  );
+}
+
+function summary(draft: Draft): { title: string; text: string; attrs: string } {
+  const { target } = draft;
+  const tag = target.label.tag || target.info.tagName;
+  const title = target.label.component ? `<${tag}> · ${target.label.component}` : `<${tag}>`;
+  const text = (target.info.text ?? "").replace(/\s+/g, " ").trim().slice(0, 120);
+  const attrs = Object.entries(target.info.attributes ?? {})
+    .filter(([, v]) => v !== undefined && v !== "")
+    .slice(0, 4)
+    .map(([k, v]) => `${k}="${String(v).slice(0, 60)}"`)
+    .join(" ");
+  return { title, text, attrs };
+}
+
+function Card({ ctl, draft, n }: { ctl: Controller; draft: Draft; n: number }) {
+  const { t } = ctl;
+  const max = ctl.limits.maxInstructionChars;
+  const box = useRef<HTMLTextAreaElement>(null);
+  const id = `sp-instr-${draft.key}`;
+  const { title, text, attrs } = summary(draft);
+  const source = draft.target.source;
+  const region = draft.target.region;
+  useEffect(() => {
+    const request = ctl.focusRequest;
+    if (request?.kind === "instruction" && request.key === draft.key) {
+      ctl.focusRequest = null;
+      box.current?.focus();
+    }
+  });
+  const count = draft.instruction.length;
+  return (
+    <li>
+      <div class="sp-card" role="group" aria-labelledby={`sp-card-h-${draft.key}`}>
+        <div class="sp-card-head">
+          <span class="sp-num" aria-hidden="true">
+            {n}
+          </span>
+          <span id={`sp-card-h-${draft.key}`} class="sp-visually-hidden">
+            {t("composer.target", { n })}
+          </span>
+          <span class="sp-card-title sp-code">
+            {region && !draft.target.element && !source
+              ? t("composer.region", { width: Math.round(region.width), height: Math.round(region.height) })
+              : title}
+          </span>
+          <button
+            type="button"
+            class="sp-icon"
+            aria-label={t("action.remove", { n })}
+            title={t("action.remove", { n })}
+            onClick={() => ctl.remove(draft.key)}
+          >
+            ×
+          </button>
+        </div>
+        {text && <p class="sp-muted">“{text}”</p>}
+        {attrs && <p class="sp-code sp-muted">{attrs}</p>}
+        {draft.target.quote && (
+          <p class="sp-quote">
+            <span class="sp-visually-hidden">{t("composer.quote")}: </span>
+            {draft.target.quote}
+          </p>
+        )}
+        {source ? (
+          <div class="sp-row">
+            <span class="sp-code">{`${source.file}:${source.line}`}</span>
+            <button type="button" class="sp-btn" onClick={() => ctl.openInEditor(source)}>
+              {t("action.openInEditor")}
+            </button>
+          </div>
+        ) : (
+          <p class="sp-muted">{t("composer.sourceUnknown")}</p>
+        )}
+        {draft.detached && (
+          <p class="sp-note sp-warn" role="status">
+            {t("composer.detached")}
+          </p>
+        )}
+        <label class="sp-field" for={id}>
+          <span>{t("composer.instruction", { n })}</span>
+        </label>
+        <textarea
+          id={id}
+          ref={box}
+          value={draft.instruction}
+          aria-describedby={`${id}-count`}
+          onInput={(e) => ctl.setInstruction(draft.key, (e.currentTarget as HTMLTextAreaElement).value)}
+        />
+        <span id={`${id}-count`} class="sp-counter" data-over={count > max ? "" : undefined}>
+          {t("composer.counter", { count, max })}
+        </span>
+      </div>
+    </li>
+  );
+}
+
+/** Model, apply mode, repository health, and the Submit / Copy prompt actions (or why AI is off). */
+export function SubmitArea({ ctl }: { ctl: Controller }) {
+  const { state, t } = ctl;
+  const modeSelect = useRef<HTMLSelectElement>(null);
+  const hadConsent = useRef(false);
+  useEffect(() => {
+    if (hadConsent.current && !state.consent) modeSelect.current?.focus();
+    hadConsent.current = !!state.consent;
+  });
+  const session = state.session;
+  const ai = ctl.aiEnabled;
+  const health = state.health;
+  const blocked = health?.state === "blocked";
+  const modes = session?.applyModes ?? ["review"];
+  const anyProvider = state.providers.length > 0;
+  return (
+    <section class="sp-col" aria-label={t("action.submit")}>
+      {ai ? (
+        <div class="sp-row">
+          <label class="sp-field">
+            <span>{t("submit.model")}</span>
+            <select value={state.modelId} onChange={(e) => ctl.setModel((e.currentTarget as HTMLSelectElement).value)}>
+              {state.providers.map((provider) => (
+                <optgroup key={provider.id} label={provider.displayName}>
+                  {provider.models.map((model) => (
+                    <option key={model.id} value={model.id} disabled={!provider.available}>
+                      {provider.available ? model.displayName : t("submit.unavailable", { name: model.displayName })}
+                    </option>
+                  ))}
+                </optgroup>
+              ))}
+            </select>
+          </label>
+          {modes.length > 1 && (
+            <label class="sp-field">
+              <span>{t("submit.mode")}</span>
+              <select
+                ref={modeSelect}
+                value={state.applyMode}
+                onChange={(e) => ctl.setMode((e.currentTarget as HTMLSelectElement).value as ApplyMode)}
+              >
+                {modes.map((mode) => (
+                  <option key={mode} value={mode}>
+                    {t(`submit.mode.${mode}`)}
+                  </option>
+                ))}
+              </select>
+            </label>
+          )}
+        </div>
+      ) : (
+        <div class="sp-note sp-warn" role="status">
+          <p>{anyProvider ? t("ai.offKey") : t("ai.off")}</p>
+          <p class="sp-muted">{t("ai.howTo")}</p>
+        </div>
+      )}
+      {ai && <Health ctl={ctl} />}
+      <div class="sp-row">
+        {ai && !blocked && (
+          <button
+            type="button"
+            class="sp-btn sp-primary"
+            disabled={!!state.job || state.loading}
+            onClick={() => ctl.submit()}
+          >
+            {t("action.submit")}
+          </button>
+        )}
+        <button type="button" class="sp-btn" disabled={!state.drafts.length} onClick={() => ctl.copyPrompt()}>
+          {t("action.copyPrompt")}
+        </button>
+      </div>
+    </section>
+  );
+}
+
+function Health({ ctl }: { ctl: Controller }) {
+  const { state, t } = ctl;
+  const health = state.health;
+  if (state.healthError)
+    return (
+      <p class="sp-note sp-warn" role="status">
+        {t("health.unknown", { message: state.healthError })}
+      </p>
+    );
+  if (!health) return null;
+  if (health.state === "clean") {
+    return (
+      <p class="sp-muted" role="status">
+        <span class="sp-label">{t("health.heading")} </span>
+        {t("health.clean")}
+      </p>
+    );
+  }
+  if (health.state === "consent-required") {
+    return (
+      <div class="sp-note sp-warn" role="status">
+        <p>{t("health.consent", { ...health.counts })}</p>
+        {state.applyMode === "trusted-auto" ? (
+          <p class="sp-muted">{t("health.coveredByTrusted")}</p>
+        ) : (
+          <label class="sp-check">
+            <input
+              type="checkbox"
+              checked={state.includeLocal}
+              onChange={(e) => ctl.setIncludeLocal((e.currentTarget as HTMLInputElement).checked)}
+            />
+            <span>{t("health.include")}</span>
+          </label>
+        )}
+      </div>
+    );
+  }
+  return (
+    <div class="sp-note sp-error" role="alert">
+      <p>{t("health.blocked")}</p>
+      <ul>
+        {health.reasons.map((reason) => {
+          const key = `reason.${reason}`;
+          return <li key={reason}>{hasKey(key) ? t(key) : reason}</li>;
+        })}
+      </ul>
+    </div>
+  );
+}

@@ -1,0 +1,369 @@
+/**
+ * A job on the page: live timeline (status, tool activity, bounded model messages, checks, elapsed time)
+ * with Cancel; review (provider and model names, files with +/-, the full diff, checks) with Apply,
+ * Cancel and Back to edit; Revert after Apply; failures with their diagnostics, never shown as passed.
+ */
+import { useEffect, useState } from "preact/hooks";
+
+import type { CheckEvent, JobEventNotification, JobStatus } from "../../protocol.generated.js";
+import { hasKey } from "../i18n.js";
+import type { Controller } from "./controller.js";
+import { DiffView } from "./Diff.js";
+import { ACTIVE, RUNNING, formatElapsed, providerOfModel, timelineOf } from "./state.js";
+
+const MESSAGE_SHOWN = 1200;
+
+function tone(status: JobStatus): "ok" | "bad" | "warn" | undefined {
+  if (status === "applied" || status === "awaiting-review" || status === "reverted") return "ok";
+  if (status === "failed") return "bad";
+  if (status === "cancelled" || status === "closed") return "warn";
+  return undefined;
+}
+
+export function JobPanel({ ctl }: { ctl: Controller }) {
+  const { t } = ctl;
+  const job = ctl.state.job!;
+  const { snapshot } = job;
+  const status = snapshot.status;
+  const active = ACTIVE.has(status);
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    if (!active) return;
+    const timer = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(timer);
+  }, [active]);
+  const elapsed = (job.endedAt ?? (active ? now : Date.parse(snapshot.updatedAt) || now)) - job.startedAt;
+  const names = providerOfModel(ctl.state.providers, snapshot.modelProfileId);
+  const checks = job.events.filter((e): e is CheckEvent => e.kind === "check");
+  const fellBack = status === "awaiting-review" && snapshot.applyMode !== "review";
+
+  return (
+    <section class="sp-col" aria-labelledby="sp-job-h">
+      <div class="sp-row">
+        <h3 id="sp-job-h" style="margin:0">
+          {t("job.heading")}
+        </h3>
+        <span class="sp-status" data-tone={tone(status)} role="status">
+          {active && <span class="sp-spin" aria-hidden="true" />} {t(`job.status.${status}`)}
+        </span>
+        <span class="sp-muted">{t("job.elapsed", { time: formatElapsed(elapsed) })}</span>
+      </div>
+      {names && (
+        <p class="sp-muted">
+          {t("job.model", { provider: names.provider.displayName, model: names.model.displayName })}
+        </p>
+      )}
+      <p class="sp-muted">{t("job.mode", { mode: t(`submit.mode.${snapshot.applyMode}`) })}</p>
+
+      <Timeline ctl={ctl} events={job.events} open={active || status === "failed"} />
+
+      {job.actionError && <ActionError ctl={ctl} code={job.actionError.code} message={job.actionError.message} />}
+
+      {status === "failed" && (
+        <div class="sp-note sp-error" role="alert">
+          <p>{t("job.failedNote")}</p>
+          {snapshot.error && (
+            <p class="sp-code">{t("job.error", { code: snapshot.error.code, message: snapshot.error.message })}</p>
+          )}
+          {!snapshot.error && snapshot.message && <p class="sp-code">{snapshot.message}</p>}
+        </div>
+      )}
+      {status === "cancelled" && (
+        <p class="sp-note" role="status">
+          {t("job.cancelled")}
+        </p>
+      )}
+      {status === "applied" && (
+        <p class="sp-note sp-okbox" role="status">
+          {t("job.applied")}
+        </p>
+      )}
+      {status === "reverted" && (
+        <p class="sp-note sp-okbox" role="status">
+          {t("job.reverted")}
+        </p>
+      )}
+      {fellBack && snapshot.message && <p class="sp-note sp-warn">{`${t("job.fellBack")} ${snapshot.message}`}</p>}
+
+      {(status === "awaiting-review" ||
+        status === "applied" ||
+        status === "reverted" ||
+        (status === "failed" && (checks.length > 0 || snapshot.files.length > 0 || !!job.diff?.diff))) && (
+        <Review ctl={ctl} checks={checks} failed={status === "failed"} />
+      )}
+    </section>
+  );
+}
+
+/** The job's action buttons (the panel's footer, always in view). */
+export function JobActions({ ctl }: { ctl: Controller }) {
+  const { t } = ctl;
+  const job = ctl.state.job!;
+  const status = job.snapshot.status;
+  const active = ACTIVE.has(status);
+  return (
+    <>
+      <div class="sp-row" role="group" aria-label={t("job.heading")}>
+        {RUNNING.has(status) && (
+          <button
+            type="button"
+            class="sp-btn sp-danger"
+            aria-disabled={job.busy ? "true" : undefined}
+            onClick={() => ctl.cancel()}
+          >
+            {t("action.cancel")}
+          </button>
+        )}
+        {status === "awaiting-review" && (
+          <>
+            <button
+              type="button"
+              class="sp-btn sp-primary"
+              aria-disabled={job.busy ? "true" : undefined}
+              onClick={() => ctl.apply()}
+            >
+              {t("action.apply")}
+            </button>
+            <button
+              type="button"
+              class="sp-btn"
+              aria-disabled={job.busy ? "true" : undefined}
+              onClick={() => ctl.cancel()}
+            >
+              {t("action.cancel")}
+            </button>
+          </>
+        )}
+        {status === "applied" && (
+          <button
+            type="button"
+            class="sp-btn sp-primary"
+            aria-disabled={job.busy ? "true" : undefined}
+            onClick={() => ctl.revert()}
+          >
+            {t("action.revert")}
+          </button>
+        )}
+        {(status === "awaiting-review" || status === "failed" || status === "cancelled") && job.input && (
+          <button
+            type="button"
+            class="sp-btn"
+            aria-disabled={job.busy ? "true" : undefined}
+            onClick={() => ctl.closeJob(true)}
+          >
+            {t("action.backToEdit")}
+          </button>
+        )}
+        {!active && status !== "awaiting-review" && (
+          <button
+            type="button"
+            class="sp-btn"
+            aria-disabled={job.busy ? "true" : undefined}
+            onClick={() => ctl.closeJob(false)}
+            title={status === "applied" ? t("job.closeWarning") : undefined}
+          >
+            {status === "failed" || status === "cancelled" ? t("action.dismiss") : t("action.newEdit")}
+          </button>
+        )}
+      </div>
+      {status === "applied" && <p class="sp-muted">{t("job.closeWarning")}</p>}
+    </>
+  );
+}
+
+function ActionError({ ctl, code, message }: { ctl: Controller; code: string; message: string }) {
+  const { t } = ctl;
+  const text =
+    code === "APPLY_CONFLICT" || code === "REVERT_CONFLICT"
+      ? t(`conflict.${code}`, { message: message.replace(/[.\s]+$/, "") })
+      : code === "JOB_NOT_FOUND"
+        ? message
+        : t("conflict.other", { code, message });
+  return (
+    <p class="sp-note sp-error" role="alert">
+      {text}
+    </p>
+  );
+}
+
+function Timeline({ ctl, events, open }: { ctl: Controller; events: JobEventNotification[]; open: boolean }) {
+  const { t } = ctl;
+  const items = timelineOf(events);
+  return (
+    <details class="sp-col" open={open}>
+      <summary id="sp-timeline-h">
+        {t("job.timeline")} ({items.length})
+      </summary>
+      <div role="log" aria-labelledby="sp-timeline-h">
+        <ol class="sp-timeline" tabIndex={0} aria-labelledby="sp-timeline-h">
+          {items.map((event) => (
+            <li key={event.seq}>{describe(ctl, event)}</li>
+          ))}
+        </ol>
+      </div>
+    </details>
+  );
+}
+
+function describe(ctl: Controller, event: JobEventNotification) {
+  const { t } = ctl;
+  switch (event.kind) {
+    case "status":
+      return (
+        <>
+          <span class="sp-kind" aria-hidden="true">
+            ●
+          </span>
+          <span>
+            <strong>{t(`job.status.${event.status}`)}</strong>
+            {event.message && event.status !== "awaiting-review" ? ` — ${event.message.slice(0, MESSAGE_SHOWN)}` : ""}
+          </span>
+        </>
+      );
+    case "activity": {
+      const what = event.path ? `${event.tool} ${event.path}` : event.tool;
+      if (event.phase === "started") {
+        return (
+          <>
+            <span class="sp-kind" aria-hidden="true">
+              …
+            </span>
+            <span class="sp-code">{t("job.activity.started", { tool: what })}</span>
+          </>
+        );
+      }
+      const outcome = event.ok
+        ? t("job.activity.ok")
+        : event.errorCode
+          ? t("job.activity.error", { code: event.errorCode })
+          : t("job.activity.failed");
+      return (
+        <>
+          <span class="sp-kind" aria-hidden="true">
+            {event.ok ? "✓" : "✗"}
+          </span>
+          <span class="sp-code">
+            {what} · {t("job.ms", { ms: event.durationMs ?? 0 })} ·{" "}
+            <span class={event.ok ? "sp-add" : "sp-del"}>{outcome}</span>
+          </span>
+        </>
+      );
+    }
+    case "message":
+      return (
+        <>
+          <span class="sp-kind" aria-hidden="true">
+            ✎
+          </span>
+          <span class="sp-msg">
+            <span class="sp-visually-hidden">{t("job.message")}: </span>
+            {event.text.length > MESSAGE_SHOWN ? `${event.text.slice(0, MESSAGE_SHOWN)}…` : event.text}
+          </span>
+        </>
+      );
+    case "check":
+      return (
+        <>
+          <span class="sp-kind" aria-hidden="true">
+            {event.ok ? "✓" : "✗"}
+          </span>
+          <span>
+            {t("job.check", { name: event.name, status: t(`review.check.${event.status}`) })} ·{" "}
+            {t("job.ms", { ms: event.durationMs })}
+          </span>
+        </>
+      );
+    case "diff":
+      return (
+        <>
+          <span class="sp-kind" aria-hidden="true">
+            ±
+          </span>
+          <span>
+            {t("review.files")}: {event.files.length}
+          </span>
+        </>
+      );
+    case "error":
+      return (
+        <>
+          <span class="sp-kind" aria-hidden="true">
+            !
+          </span>
+          <span class="sp-del">{t("job.error", { code: event.error.code, message: event.error.message })}</span>
+        </>
+      );
+  }
+}
+
+function Review({ ctl, checks, failed }: { ctl: Controller; checks: CheckEvent[]; failed: boolean }) {
+  const { t } = ctl;
+  const job = ctl.state.job!;
+  const files = job.diff?.files ?? job.snapshot.files;
+  // The model's final text: the message of the first `awaiting-review` (later ones carry refusals).
+  const finalMessage = job.events.find((e) => e.kind === "status" && e.status === "awaiting-review" && e.message);
+  const finalText = finalMessage?.kind === "status" && job.snapshot.status !== "failed" ? finalMessage.message : undefined;
+  return (
+    <section class="sp-col" aria-labelledby="sp-review-h">
+      <h3 id="sp-review-h">{t("review.heading")}</h3>
+      {finalText && <p class="sp-msg sp-note">{finalText.slice(0, 4000)}</p>}
+      {failed && files.length > 0 && <p class="sp-muted">{t("job.failedDiff")}</p>}
+      {files.length > 0 && (
+        <div>
+          <h4 class="sp-label" style="margin:0 0 4px">
+            {t("review.files")}
+          </h4>
+          <ul class="sp-files">
+            {files.map((file) => (
+              <li key={file.path}>
+                <span class="sp-code">{file.path}</span>
+                <span class="sp-code">
+                  <span class="sp-add">+{file.added}</span> <span class="sp-del">−{file.removed}</span>
+                </span>
+              </li>
+            ))}
+          </ul>
+        </div>
+      )}
+      {job.diff &&
+        (job.diff.diff ? (
+          <DiffView diff={job.diff.diff} label={t("review.diff")} />
+        ) : (
+          !failed && <p class="sp-muted">{t("review.noDiff")}</p>
+        ))}
+      <div class="sp-col">
+        <h4 class="sp-label" style="margin:0">
+          {t("review.checks")}
+        </h4>
+        {checks.length === 0 ? (
+          <p class="sp-muted">{t("review.noChecks")}</p>
+        ) : (
+          <ul class="sp-files sp-col">
+            {checks.map((check) => (
+              <li key={check.seq} class="sp-col" style="align-items:stretch">
+                <div class="sp-row" style="justify-content:space-between">
+                  <span>
+                    <strong>{check.name}</strong>
+                    {check.required ? ` (${t("review.required")})` : ""}
+                  </span>
+                  <span
+                    class="sp-status"
+                    data-tone={check.status === "passed" ? "ok" : check.status === "skipped" ? "warn" : "bad"}
+                  >
+                    {hasKey(`review.check.${check.status}`) ? t(`review.check.${check.status}`) : check.status} ·{" "}
+                    {t("job.ms", { ms: check.durationMs })}
+                  </span>
+                </div>
+                {check.output && (
+                  <pre class="sp-output" tabIndex={0} aria-label={t("review.output", { name: check.name })}>
+                    {check.output}
+                  </pre>
+                )}
+              </li>
+            ))}
+          </ul>
+        )}
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,345 @@
+/**
+ * The panel's behaviour without its markup: opening and closing, the session (limits, AI on/off,
+ * recovered reports shown once), picking (PICKER's API: pick mode, area, Alt+click, selection, pause,
+ * badges), the composer's cards, model and mode with the trusted-auto consent, and the no-AI actions
+ * (Copy prompt, Open in editor). The job itself is `JobFlow` (jobs.ts); the state holder `Store`
+ * (store.ts). Components read `state` and call these methods; every change notifies the subscribers.
+ *
+ * Talks to the engine only through the page's client module (`ctx.client`); never logs or stores the
+ * token.
+ */
+import type { ApplyMode, RecoveryReport } from "../../protocol.generated.js";
+import { translator, type Lang } from "../i18n.js";
+import { createBadges, createPicker, pauseAnimations, targetFromSelection } from "../picker/index.js";
+import type { Badges, PickedTarget, Picker } from "../picker/types.js";
+import { JobFlow } from "./jobs.js";
+import { DEFAULT_LIMITS, buildAnnotation, type Draft, type SessionInfo, type State } from "./state.js";
+import { errorParts } from "./store.js";
+
+export class Controller extends JobFlow {
+  private picker: Picker | undefined;
+  private badges: Badges | undefined;
+  private pause: { resume(): void } | undefined;
+  private initialized: Promise<void> | undefined;
+  private selectionListener: (() => void) | undefined;
+
+  // ---- open / close -----------------------------------------------------------------------------
+
+  /** Open the panel; `focus` moves the keyboard focus into it (not when pick mode starts). */
+  open(focus = true): void {
+    if (!this.state.open) this.set({ open: true });
+    this.launcher()?.toggleAttribute("hidden", true);
+    if (focus) this.focusRequest = { kind: "panel" };
+    this.listenSelection(true);
+    this.init();
+    if (this.initialized) this.refreshHealth();
+  }
+
+  close(): void {
+    this.stopPick();
+    this.listenSelection(false);
+    this.set({ open: false });
+    if (!this.state.job) this.write("open", null);
+    const launcher = this.launcher();
+    if (launcher) {
+      launcher.removeAttribute("hidden");
+      launcher.focus({ preventScroll: true });
+    }
+  }
+
+  /** The loader's launcher button (hidden while the panel is open: the panel has its own close button). */
+  private launcher(): HTMLElement | null {
+    return (this.layer.getRootNode() as ShadowRoot).querySelector?.(".sp-launcher") ?? null;
+  }
+
+  toggle(): void {
+    if (this.state.open) this.close();
+    else this.open();
+  }
+
+  /** First open: session, providers, health, recovered reports, and the job a reload left. */
+  init(): Promise<void> {
+    return (this.initialized ??= this.load());
+  }
+
+  private async load(): Promise<void> {
+    this.set({ loading: true });
+    let session: SessionInfo;
+    try {
+      session = await this.fetchSession();
+    } catch (error) {
+      this.set({ loading: false, sessionError: errorParts(error).message });
+      this.initialized = undefined;
+      return;
+    }
+    const providers = await this.client.providers().then(
+      (r) => r.providers,
+      () => [],
+    );
+    const firstModel = providers.find((p) => p.available)?.models[0]?.id ?? providers[0]?.models[0]?.id ?? "";
+    const storedModel = this.read("model", localStorage);
+    const modelId = providers.some((p) => p.models.some((m) => m.id === storedModel)) ? storedModel! : firstModel;
+    this.set({
+      session,
+      providers,
+      modelId,
+      loading: false,
+      sessionError: null,
+      recovered: this.unseenReports(session.recovered),
+    });
+    await this.refreshHealth();
+    await this.restoreJob();
+  }
+
+  private async fetchSession(): Promise<SessionInfo> {
+    if (typeof this.client.session === "function") {
+      const s = await this.client.session();
+      return { ...s, limits: { ...DEFAULT_LIMITS, ...s.limits }, recovered: s.recovered ?? [] };
+    }
+    const { providers } = await this.client.providers();
+    return {
+      aiEnabled: providers.some((p) => p.available),
+      applyModes: ["review"],
+      limits: DEFAULT_LIMITS,
+      recovered: [],
+    };
+  }
+
+  /** Crash-repair reports not shown before on this browser (each is shown once). */
+  private unseenReports(reports: RecoveryReport[]): RecoveryReport[] {
+    const id = (r: RecoveryReport) => `${r.jobId}:${r.operation}:${r.outcome}`;
+    let seen: string[] = [];
+    try {
+      seen = JSON.parse(this.read("recovered", localStorage) ?? "[]") as string[];
+    } catch {
+      seen = [];
+    }
+    const fresh = reports.filter((r) => !seen.includes(id(r)));
+    if (fresh.length) this.write("recovered", JSON.stringify([...seen, ...fresh.map(id)].slice(-50)), localStorage);
+    return fresh;
+  }
+
+  dismissRecovered(): void {
+    this.set({ recovered: [] });
+  }
+
+  setLang(lang: Lang): void {
+    this.t = translator(lang);
+    this.write("lang", lang, localStorage);
+    this.set({ lang });
+  }
+
+  setNotice(notice: State["notice"]): void {
+    this.set({ notice });
+  }
+
+  // ---- picking ----------------------------------------------------------------------------------
+
+  private ensurePicker(): Picker {
+    if (!this.picker) {
+      this.picker = createPicker({
+        layer: this.layer,
+        onPick: (targets, { stay }) => {
+          this.addTargets(targets, !stay);
+          if (!stay) this.stopPick();
+        },
+        onExit: () => this.set({ picking: null }),
+        t: (key, vars) => (this.t as (k: string, v?: Record<string, string | number>) => string)(key, vars),
+      });
+      this.badges = createBadges(this.layer, (n) => this.markDetached(n));
+    }
+    return this.picker;
+  }
+
+  startPick(mode: "element" | "area" = "element"): void {
+    const picker = this.ensurePicker();
+    if (picker.active) picker.stop();
+    picker.start(mode);
+    this.set({ picking: mode });
+  }
+
+  stopPick(): void {
+    if (this.picker?.active) this.picker.stop();
+    if (this.state.picking) this.set({ picking: null });
+  }
+
+  togglePick(): void {
+    if (!this.state.open) this.open(false);
+    if (this.picker?.active) this.stopPick();
+    else this.startPick("element");
+  }
+
+  altPick(event: MouseEvent): void {
+    const target = this.ensurePicker().pickFromEvent(event);
+    if (!this.state.open) this.open(false);
+    if (target) this.addTargets([target]);
+  }
+
+  togglePause(): void {
+    if (this.pause) {
+      this.pause.resume();
+      this.pause = undefined;
+      this.set({ paused: false });
+    } else {
+      this.pause = pauseAnimations(document);
+      this.set({ paused: true });
+    }
+  }
+
+  private listenSelection(on: boolean): void {
+    if (on && !this.selectionListener) {
+      this.selectionListener = () => {
+        const selection = document.getSelection();
+        const has = !!selection && !selection.isCollapsed && selection.toString().trim() !== "";
+        if (has !== this.state.hasSelection) this.set({ hasSelection: has });
+      };
+      document.addEventListener("selectionchange", this.selectionListener);
+      this.selectionListener();
+    } else if (!on && this.selectionListener) {
+      document.removeEventListener("selectionchange", this.selectionListener);
+      this.selectionListener = undefined;
+    }
+  }
+
+  targetSelection(): void {
+    const target = targetFromSelection(document.getSelection());
+    if (target) this.addTargets([target]);
+  }
+
+  /** Add picked targets as cards (up to maxTargets); `focus` moves the focus to the first new card's box. */
+  addTargets(targets: PickedTarget[], focus = true): void {
+    const room = this.limits.maxTargets - this.state.drafts.length;
+    if (room <= 0) {
+      this.set({ notice: { tone: "error", text: this.t("composer.max", { max: this.limits.maxTargets }) } });
+      return;
+    }
+    const fresh = targets
+      .filter((t) => !t.element || !this.state.drafts.some((d) => d.target.element === t.element))
+      .slice(0, room)
+      .map((target): Draft => ({ key: this.nextKey++, target, instruction: "", detached: false }));
+    if (targets.length > room)
+      this.set({ notice: { tone: "error", text: this.t("composer.max", { max: this.limits.maxTargets }) } });
+    if (!fresh.length) return;
+    this.setDrafts([...this.state.drafts, ...fresh]);
+    if (focus) this.focusRequest = { kind: "instruction", key: fresh[0]!.key };
+    this.set({});
+  }
+
+  protected setDrafts(drafts: Draft[]): void {
+    this.set({ drafts });
+    this.syncBadges();
+  }
+
+  /** Badges: the composer's targets, or while the composer is empty, those of the current job. */
+  protected syncBadges(): void {
+    this.ensurePicker();
+    const { drafts, job } = this.state;
+    const targets = drafts.length || !job?.input ? drafts.map((d) => d.target) : job.input.targets.map((e) => e.target);
+    this.badges?.update(targets.map((target, i) => ({ n: i + 1, target })));
+  }
+
+  private markDetached(n: number): void {
+    const drafts = this.state.drafts.map((d, i) => (i + 1 === n ? { ...d, detached: true } : d));
+    this.set({ drafts });
+  }
+
+  setInstruction(key: number, instruction: string): void {
+    this.set({ drafts: this.state.drafts.map((d) => (d.key === key ? { ...d, instruction } : d)) });
+  }
+
+  remove(key: number): void {
+    this.setDrafts(this.state.drafts.filter((d) => d.key !== key));
+  }
+
+  clearDrafts(): void {
+    this.setDrafts([]);
+  }
+
+  // ---- submit options ---------------------------------------------------------------------------
+
+  setModel(modelId: string): void {
+    this.write("model", modelId, localStorage);
+    this.set({ modelId });
+    if (this.state.applyMode === "trusted-auto" && !this.hasConsent()) this.askConsent();
+  }
+
+  setIncludeLocal(includeLocal: boolean): void {
+    this.set({ includeLocal });
+  }
+
+  setMode(mode: ApplyMode): void {
+    this.set({ applyMode: mode });
+    if (mode === "trusted-auto" && !this.hasConsent()) this.askConsent();
+  }
+
+  /** The dialog's answer: `true` stores the consent for this provider (sessionStorage), else back to review. */
+  answerConsent(agree: boolean): void {
+    const consent = this.state.consent;
+    if (agree && consent) this.write(`consent:${consent.providerId}:trusted-auto`, "1");
+    this.set({ consent: null, applyMode: agree ? "trusted-auto" : "review" });
+  }
+
+  // ---- without AI -------------------------------------------------------------------------------
+
+  async copyPrompt(): Promise<void> {
+    const drafts = this.state.drafts;
+    if (!drafts.length) {
+      this.set({ notice: { tone: "error", text: this.t("composer.empty") } });
+      return;
+    }
+    const targets = drafts.map((d) => ({ target: d.target, instruction: d.instruction.trim() || "(no instruction)" }));
+    try {
+      const { text } = await this.client.renderPrompt(
+        buildAnnotation(targets, this.limits.maxInstructionChars, location.pathname + location.search),
+      );
+      await writeClipboard(text, this.layer);
+      this.set({ notice: { tone: "ok", text: this.t("composer.copied", { count: drafts.length }) } });
+    } catch (error) {
+      this.set({
+        notice: { tone: "error", text: this.t("composer.copyFailed", { message: errorParts(error).message }) },
+      });
+    }
+  }
+
+  async openInEditor(source: { file: string; line: number; column?: number }): Promise<void> {
+    const location = `${source.file}:${source.line}:${source.column ?? 1}`;
+    try {
+      const response = await fetch(`/__open-in-editor?file=${encodeURIComponent(location)}`);
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      this.set({ notice: { tone: "ok", text: this.t("composer.opened", { location }) } });
+    } catch (error) {
+      this.set({
+        notice: { tone: "error", text: this.t("composer.openFailed", { message: errorParts(error).message }) },
+      });
+    }
+  }
+
+  destroy(): void {
+    this.watchAbort?.abort();
+    this.picker?.destroy();
+    this.badges?.destroy();
+    this.pause?.resume();
+    this.listenSelection(false);
+  }
+}
+
+/** The Clipboard API, or a hidden textarea + execCommand where it is not available. */
+async function writeClipboard(text: string, layer: HTMLElement): Promise<void> {
+  if (navigator.clipboard?.writeText) {
+    try {
+      await navigator.clipboard.writeText(text);
+      return;
+    } catch {
+      /* permission refused: the old way */
+    }
+  }
+  const area = document.createElement("textarea");
+  area.value = text;
+  area.setAttribute("aria-hidden", "true");
+  area.style.cssText = "position:fixed;opacity:0;pointer-events:none;";
+  layer.appendChild(area);
+  area.select();
+  const ok = document.execCommand("copy");
+  area.remove();
+  if (!ok) throw new Error("the browser refused to copy");
+}

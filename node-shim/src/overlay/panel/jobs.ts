@@ -1,0 +1,369 @@
+/**
+ * A job on the page: Submit (the frozen input, the request with exactly the consents chosen), the live
+ * watch from the last `seq` held (reconnecting after a cut, "disconnected" meanwhile), reload restore
+ * (`job/list`, `job/events`, then the watch), Cancel, Apply, Revert, and closing the job (Back to edit
+ * puts its input back in the composer).
+ */
+import type { SpotPatchClient } from "../../client.js";
+import type { JobEventNotification, JobSnapshot } from "../../protocol.generated.js";
+import { ACTIVE, RUNNING, buildAnnotation, storableTarget, type Draft, type JobInput, type JobView } from "./state.js";
+import { Store, errorParts } from "./store.js";
+
+/** What a reload keeps of the job (sessionStorage `job`): no live elements. */
+interface StoredJob {
+  jobId: string;
+  input: JobInput | null;
+  lastSeq: number;
+}
+
+const RETRY_MS = 1000;
+
+/** The last event seq the panel holds (0 before the first): the next watch's `afterSeq`. */
+const lastSeen = (job: JobView): number => job.events.at(-1)?.seq ?? 0;
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
+  });
+
+export abstract class JobFlow extends Store {
+  protected watchAbort: AbortController | undefined;
+  protected nextKey = 1;
+  private submitting = false;
+
+  abstract open(focus?: boolean): void;
+  abstract stopPick(): void;
+  protected abstract setDrafts(drafts: Draft[]): void;
+  protected abstract syncBadges(): void;
+
+  /** Why Submit cannot run now (a message), or null. */
+  submitProblem(): string | null {
+    const { drafts, health, modelId } = this.state;
+    if (!drafts.length) return this.t("composer.empty");
+    if (drafts.some((d) => !d.instruction.trim())) return this.t("composer.needInstruction");
+    const long = drafts.findIndex((d) => d.instruction.length > this.limits.maxInstructionChars);
+    if (long >= 0) return this.t("composer.tooLong", { n: long + 1, max: this.limits.maxInstructionChars });
+    if (!modelId) return this.t("submit.noModel");
+    if (health?.state === "consent-required" && !this.state.includeLocal && this.state.applyMode !== "trusted-auto") {
+      return this.t("health.consent", { ...health.counts });
+    }
+    return null;
+  }
+
+  async submit(): Promise<void> {
+    if (this.submitting || this.state.job) return;
+    this.submitting = true;
+    try {
+      await this.submitNow();
+    } finally {
+      this.submitting = false;
+    }
+  }
+
+  protected async submitNow(): Promise<void> {
+    await this.refreshHealth();
+    if (this.state.health?.state === "blocked") return;
+    const problem = this.submitProblem();
+    if (problem) {
+      this.set({ notice: { tone: "error", text: problem } });
+      return;
+    }
+    const { applyMode, modelId } = this.state;
+    if (applyMode === "trusted-auto" && !this.hasConsent()) {
+      this.askConsent();
+      return;
+    }
+    // The job's frozen snapshot: later edits, re-picks or a language switch never reach it.
+    const input: JobInput = {
+      targets: this.state.drafts.map((d) => ({ target: d.target, instruction: d.instruction })),
+      modelProfileId: modelId,
+      applyMode,
+    };
+    const annotation = buildAnnotation(
+      input.targets,
+      this.limits.maxInstructionChars,
+      location.pathname + location.search,
+    );
+    const params: Parameters<SpotPatchClient["createJob"]>[0] = { annotation, modelProfileId: modelId, applyMode };
+    if (applyMode === "trusted-auto") params.trustedFastModeConsent = true;
+    else if (this.state.health?.state === "consent-required" && this.state.includeLocal)
+      params.localChangesConsent = true;
+    this.stopPick();
+    this.set({ notice: null });
+    let snapshot: JobSnapshot;
+    try {
+      snapshot = await this.client.createJob(params);
+    } catch (error) {
+      const { code, message } = errorParts(error);
+      this.set({ notice: { tone: "error", text: this.t("conflict.other", { code, message }) } });
+      if (code === "REPO_BLOCKED" || code === "CONSENT_REQUIRED") void this.refreshHealth();
+      return;
+    }
+    this.set({ drafts: [] });
+    this.startJob(snapshot, input, []);
+    this.syncBadges();
+  }
+
+  protected startJob(snapshot: JobSnapshot, input: JobInput | null, events: JobEventNotification[]): void {
+    const view: JobView = {
+      jobId: snapshot.jobId,
+      snapshot,
+      events,
+      input,
+      diff: null,
+      actionError: null,
+      busy: false,
+      startedAt: Date.parse(snapshot.createdAt) || Date.now(),
+      endedAt: null,
+    };
+    this.set({ job: view });
+    this.persistJob();
+    this.write("open", "1");
+    void this.follow(snapshot.jobId);
+  }
+
+  protected persistJob(): void {
+    const job = this.state.job;
+    if (!job) {
+      this.write("job", null);
+      return;
+    }
+    const input = job.input && {
+      ...job.input,
+      targets: job.input.targets.map((entry) => ({ ...entry, target: storableTarget(entry.target) })),
+    };
+    const stored: StoredJob = { jobId: job.jobId, input, lastSeq: job.snapshot.lastSeq };
+    this.write("job", JSON.stringify(stored));
+  }
+
+  /** After a reload: the job this tab was showing (job/list), its past events, then live ones from afterSeq. */
+  protected async restoreJob(): Promise<void> {
+    let stored: StoredJob | null = null;
+    try {
+      stored = JSON.parse(this.read("job") ?? "null") as StoredJob | null;
+    } catch {
+      stored = null;
+    }
+    if (!stored?.jobId) return;
+    let jobs: JobSnapshot[] = [];
+    try {
+      jobs = (await this.client.listJobs()).jobs;
+    } catch {
+      jobs = [];
+    }
+    const snapshot = jobs.find((j) => j.jobId === stored!.jobId);
+    if (snapshot && snapshot.status === "closed") {
+      this.write("job", null);
+      return;
+    }
+    if (!this.state.open) this.open(false);
+    if (snapshot) {
+      const past = await this.client.jobEvents(snapshot.jobId, 0).then(
+        (r) => r.events,
+        () => [],
+      );
+      const view: JobView = {
+        jobId: snapshot.jobId,
+        snapshot: { ...snapshot, lastSeq: Math.max(snapshot.lastSeq, past.at(-1)?.seq ?? 0) },
+        events: past,
+        input: stored.input,
+        diff: null,
+        actionError: null,
+        busy: false,
+        startedAt: Date.parse(snapshot.createdAt) || Date.now(),
+        endedAt: ACTIVE.has(snapshot.status) ? null : Date.parse(snapshot.updatedAt) || Date.now(),
+      };
+      this.set({ job: view });
+      this.write("open", "1");
+      await this.loadDiffIfReady();
+      void this.follow(snapshot.jobId);
+      return;
+    }
+    // Unknown to this engine (it restarted): the dev server replays the lost job's failure events.
+    const now = new Date().toISOString();
+    const placeholder: JobSnapshot = {
+      jobId: stored.jobId,
+      status: "running",
+      annotationId: "",
+      modelProfileId: stored.input?.modelProfileId ?? "",
+      applyMode: stored.input?.applyMode ?? "review",
+      createdAt: now,
+      updatedAt: now,
+      turns: 0,
+      toolCalls: 0,
+      lastSeq: stored.lastSeq,
+      files: [],
+    };
+    this.startJob(placeholder, stored.input, []);
+  }
+
+  /** Live events of the job (SSE) from the last seq seen; reconnects after a cut, stops when closed. */
+  protected async follow(jobId: string): Promise<void> {
+    this.watchAbort?.abort();
+    const abort = new AbortController();
+    this.watchAbort = abort;
+    const { signal } = abort;
+    while (!signal.aborted && this.state.job?.jobId === jobId) {
+      try {
+        for await (const event of this.client.watch(jobId, { afterSeq: lastSeen(this.state.job), signal })) {
+          if (signal.aborted) return;
+          this.onEvent(event);
+        }
+        if (signal.aborted || this.state.job?.snapshot.status === "closed") return;
+        await this.waitForServer(signal); // the stream ended without the job closing: the server went away
+      } catch (error) {
+        if (signal.aborted) return;
+        const { code, message } = errorParts(error);
+        if (code === "JOB_NOT_FOUND") {
+          this.jobLost(message);
+          return;
+        }
+        if (code === "NETWORK" || code === "SERVER_CLOSING" || code === "ENGINE_UNAVAILABLE")
+          await this.waitForServer(signal);
+        else await sleep(RETRY_MS, signal);
+      }
+    }
+  }
+
+  protected jobLost(message: string): void {
+    const job = this.state.job;
+    if (!job) return;
+    const snapshot: JobSnapshot = {
+      ...job.snapshot,
+      status: "failed",
+      error: { code: "INTERNAL", message, retryable: false },
+    };
+    this.setJob({
+      snapshot,
+      endedAt: Date.now(),
+      actionError: { code: "JOB_NOT_FOUND", message: this.t("job.lost", { message }) },
+    });
+    this.persistJob();
+  }
+
+  /** Show "disconnected" until the dev server answers again, then refresh what may have changed. */
+  protected async waitForServer(signal: AbortSignal): Promise<void> {
+    for (;;) {
+      try {
+        await this.client.health();
+        break;
+      } catch (error) {
+        if (signal.aborted) return;
+        if (errorParts(error).code !== "NETWORK") break; // it answers (maybe with an error): it is back
+        if (!this.state.disconnected) this.set({ disconnected: true });
+        await sleep(RETRY_MS, signal);
+        if (signal.aborted) return;
+      }
+    }
+    if (this.state.disconnected) {
+      this.set({ disconnected: false, notice: { tone: "ok", text: this.t("panel.reconnected") } });
+      void this.refreshHealth();
+    }
+  }
+
+  protected onEvent(event: JobEventNotification): void {
+    const job = this.state.job;
+    if (!job || event.jobId !== job.jobId || event.seq <= lastSeen(job)) return;
+    const snapshot: JobSnapshot = {
+      ...job.snapshot,
+      lastSeq: Math.max(job.snapshot.lastSeq, event.seq),
+      updatedAt: event.at,
+    };
+    if (event.kind === "status") {
+      snapshot.status = event.status;
+      if (event.message !== undefined) snapshot.message = event.message;
+    } else if (event.kind === "diff") snapshot.files = event.files;
+    else if (event.kind === "error") snapshot.error = event.error;
+    const ended = event.kind === "status" && !ACTIVE.has(event.status);
+    this.setJob({ snapshot, events: [...job.events, event], endedAt: ended ? Date.now() : job.endedAt });
+    this.persistJob();
+    if (
+      event.kind === "status" &&
+      (event.status === "awaiting-review" || event.status === "failed" || event.status === "applied")
+    ) {
+      void this.loadDiffIfReady();
+    }
+  }
+
+  protected async loadDiffIfReady(): Promise<void> {
+    const job = this.state.job;
+    if (!job || job.diff || job.snapshot.status === "closed") return;
+    const hasDiff = job.snapshot.files.length > 0 || job.events.some((e) => e.kind === "diff");
+    if (!hasDiff && job.snapshot.status !== "awaiting-review") return;
+    try {
+      const diff = await this.client.diff(job.jobId);
+      if (this.state.job?.jobId === job.jobId) this.setJob({ diff });
+    } catch {
+      /* no diff (closed or lost): the files list still shows */
+    }
+  }
+
+  /** Run one job action; a refusal is explained on the job, the job's own state comes from its events. */
+  protected async act(action: (jobId: string) => Promise<JobSnapshot>): Promise<JobSnapshot | null> {
+    const job = this.state.job;
+    if (!job || job.busy) return null;
+    this.setJob({ busy: true, actionError: null });
+    try {
+      const snapshot = await action(job.jobId);
+      if (this.state.job?.jobId === job.jobId) {
+        const merged = snapshot.lastSeq >= this.state.job.snapshot.lastSeq ? { ...snapshot } : this.state.job.snapshot;
+        this.setJob({ busy: false, snapshot: merged });
+      }
+      return snapshot;
+    } catch (error) {
+      this.setJob({ busy: false, actionError: errorParts(error) });
+      return null;
+    }
+  }
+
+  async cancel(): Promise<void> {
+    const job = this.state.job;
+    if (!job) return;
+    if (RUNNING.has(job.snapshot.status)) {
+      await this.act((id) => this.client.cancel(id));
+      return;
+    }
+    // In review, Cancel closes the job: nothing was applied.
+    if (job.snapshot.status === "awaiting-review") await this.act((id) => this.client.cancel(id));
+    await this.closeJob(false);
+  }
+
+  apply(): Promise<unknown> {
+    return this.act((id) => this.client.apply(id));
+  }
+
+  revert(): Promise<unknown> {
+    return this.act((id) => this.client.revert(id));
+  }
+
+  /** Close the job and return to the composer; `restore` puts the job's targets and instructions back. */
+  async closeJob(restore: boolean): Promise<void> {
+    const job = this.state.job;
+    if (!job) return;
+    if (ACTIVE.has(job.snapshot.status)) return;
+    if (job.snapshot.status !== "closed") {
+      const closed = await this.act((id) => this.client.close(id));
+      // A job the engine no longer knows (it restarted) is closed from the page's point of view.
+      if (!closed && this.state.job?.actionError?.code !== "JOB_NOT_FOUND") return;
+    }
+    this.watchAbort?.abort();
+    // Back to edit: the job's targets and instructions first, then any picked while it ran.
+    const restored: Draft[] =
+      restore && job.input
+        ? job.input.targets.map((entry) => ({
+            key: this.nextKey++,
+            target: entry.target,
+            instruction: entry.instruction,
+            detached: false,
+          }))
+        : [];
+    const drafts = [...restored, ...this.state.drafts].slice(0, this.limits.maxTargets);
+    if (restore && job.input) this.set({ modelId: job.input.modelProfileId, applyMode: job.input.applyMode });
+    this.set({ job: null });
+    this.persistJob();
+    this.setDrafts(drafts);
+    if (restore && drafts[0]) this.focusRequest = { kind: "instruction", key: drafts[0].key };
+    void this.refreshHealth();
+  }
+}

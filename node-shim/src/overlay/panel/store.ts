@@ -1,0 +1,124 @@
+/**
+ * The panel's state holder: the state, its subscribers, per-project storage, the session's limits,
+ * repository health and the trusted-auto consent lookup (sessionStorage only, per provider and mode).
+ * `JobFlow` (jobs.ts) and `Controller` (controller.ts) build on it.
+ */
+import type { SpotPatchClient } from "../../client.js";
+import { initialLang, translator, type Translate } from "../i18n.js";
+import { storageKey, type OverlayOptions } from "../types.js";
+import { DEFAULT_LIMITS, providerOfModel, type JobView, type SessionInfo, type State } from "./state.js";
+
+export type ClientWithSession = SpotPatchClient & { session?: () => Promise<SessionInfo> };
+
+/** `{code, message}` of anything thrown (a `SpotPatchError` carries both). */
+export function errorParts(error: unknown): { code: string; message: string } {
+  const e = error as { code?: unknown; message?: unknown };
+  return {
+    code: typeof e?.code === "string" ? e.code : "ERROR",
+    message: typeof e?.message === "string" ? e.message : String(error),
+  };
+}
+
+export abstract class Store {
+  state: State;
+  t: Translate;
+  private listeners = new Set<() => void>();
+  /** Focus requests for the view (e.g. a new card's instruction box). */
+  focusRequest: { kind: "instruction"; key: number } | { kind: "panel" } | null = null;
+
+  constructor(
+    readonly client: ClientWithSession,
+    readonly options: OverlayOptions,
+    readonly layer: HTMLElement,
+  ) {
+    const lang = initialLang(this.read("lang", localStorage));
+    this.t = translator(lang);
+    this.state = {
+      open: false,
+      lang,
+      loading: true,
+      session: null,
+      sessionError: null,
+      providers: [],
+      modelId: "",
+      applyMode: "review",
+      includeLocal: false,
+      health: null,
+      healthError: null,
+      drafts: [],
+      picking: null,
+      paused: false,
+      hasSelection: false,
+      job: null,
+      disconnected: false,
+      consent: null,
+      notice: null,
+      recovered: [],
+    };
+  }
+
+  subscribe(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  protected set(patch: Partial<State>): void {
+    this.state = { ...this.state, ...patch };
+    for (const listener of this.listeners) listener();
+  }
+
+  protected setJob(patch: Partial<JobView>): void {
+    if (!this.state.job) return;
+    this.set({ job: { ...this.state.job, ...patch } });
+  }
+
+  protected read(name: string, storage: Storage = sessionStorage): string | null {
+    try {
+      return storage.getItem(storageKey(this.options.projectKey, name));
+    } catch {
+      return null;
+    }
+  }
+
+  protected write(name: string, value: string | null, storage: Storage = sessionStorage): void {
+    try {
+      const key = storageKey(this.options.projectKey, name);
+      if (value === null) storage.removeItem(key);
+      else storage.setItem(key, value);
+    } catch {
+      /* storage disabled or full: this page only */
+    }
+  }
+
+  get limits() {
+    return this.state.session?.limits ?? DEFAULT_LIMITS;
+  }
+
+  get aiEnabled(): boolean {
+    return !!this.state.session?.aiEnabled && this.state.providers.some((p) => p.available);
+  }
+
+  async refreshHealth(): Promise<void> {
+    try {
+      const health = await this.client.health();
+      this.set({ health, healthError: null });
+    } catch (error) {
+      this.set({ healthError: errorParts(error).message });
+    }
+  }
+
+  protected consentKey(): string | null {
+    const found = providerOfModel(this.state.providers, this.state.modelId);
+    return found ? `consent:${found.provider.id}:trusted-auto` : null;
+  }
+
+  hasConsent(): boolean {
+    const key = this.consentKey();
+    return !!key && this.read(key) === "1";
+  }
+
+  protected askConsent(): void {
+    const found = providerOfModel(this.state.providers, this.state.modelId);
+    if (found) this.set({ consent: { providerId: found.provider.id, providerName: found.provider.displayName } });
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * The panel's own stylesheet (adopted by the shadow root, so no page rule reaches it and none of it
+ * reaches the page). Light and dark follow `prefers-color-scheme`; `prefers-reduced-motion` turns every
+ * transition and animation off. Focus is always visible.
+ */
+export const PANEL_CSS = `
+.sp-app { all: initial; display: contents; }
+.sp-app, .sp-app * { box-sizing: border-box; }
+.sp-panel, .sp-dialog {
+  --sp-bg: #ffffff; --sp-fg: #111827; --sp-muted: #4b5563; --sp-border: #d1d5db; --sp-soft: #f3f4f6;
+  --sp-accent: #4338ca; --sp-accent-fg: #ffffff; --sp-danger: #b91c1c; --sp-ok: #047857; --sp-warn: #92400e;
+  --sp-warn-bg: #fef3c7; --sp-danger-bg: #fee2e2; --sp-ok-bg: #d1fae5; --sp-focus: #f59e0b;
+  color-scheme: light;
+  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", "PingFang SC", "Microsoft YaHei", sans-serif;
+  color: var(--sp-fg); text-align: left; letter-spacing: normal; text-transform: none; white-space: normal;
+}
+@media (prefers-color-scheme: dark) {
+  .sp-panel, .sp-dialog {
+    --sp-bg: #111827; --sp-fg: #f3f4f6; --sp-muted: #d1d5db; --sp-border: #374151; --sp-soft: #1f2937;
+    --sp-accent: #818cf8; --sp-accent-fg: #111827; --sp-danger: #fca5a5; --sp-ok: #6ee7b7; --sp-warn: #fcd34d;
+    --sp-warn-bg: #3b2f0b; --sp-danger-bg: #3f1212; --sp-ok-bg: #063b2c; --sp-focus: #fbbf24;
+    color-scheme: dark;
+  }
+}
+.sp-panel {
+  position: fixed; top: 12px; right: 12px; bottom: 12px; width: min(440px, calc(100vw - 24px));
+  display: flex; flex-direction: column; background: var(--sp-bg); border: 1px solid var(--sp-border);
+  border-radius: 12px; box-shadow: 0 12px 40px rgba(0,0,0,.3); overflow: hidden; z-index: 2;
+  transition: opacity .15s ease, transform .15s ease;
+}
+.sp-panel[data-wide] { width: min(720px, calc(100vw - 24px)); }
+details > summary { cursor: pointer; font-weight: 600; font-size: 13px; }
+.sp-head { display: flex; align-items: center; gap: 8px; padding: 10px 12px; border-bottom: 1px solid var(--sp-border); }
+.sp-head h2 { font-size: 16px; margin: 0; flex: 1; font-weight: 700; }
+.sp-body { flex: 1; overflow: auto; padding: 12px; display: flex; flex-direction: column; gap: 12px; }
+.sp-foot { padding: 10px 12px; border-top: 1px solid var(--sp-border); display: flex; flex-wrap: wrap; gap: 8px; align-items: center; }
+.sp-panel h3 { font-size: 14px; margin: 0 0 6px; font-weight: 700; }
+.sp-panel p { margin: 0; }
+.sp-muted { color: var(--sp-muted); font-size: 13px; }
+.sp-row { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; }
+.sp-col { display: flex; flex-direction: column; gap: 6px; }
+button, select, textarea, input { font: inherit; color: inherit; }
+.sp-btn {
+  display: inline-flex; align-items: center; gap: 4px; padding: 6px 12px; border-radius: 8px; cursor: pointer;
+  border: 1px solid var(--sp-border); background: var(--sp-soft); color: var(--sp-fg); min-height: 32px;
+}
+.sp-btn:hover { filter: brightness(0.96); }
+.sp-btn[disabled], .sp-btn[aria-disabled="true"] { opacity: .55; cursor: not-allowed; }
+.sp-btn[aria-pressed="true"] { background: var(--sp-accent); color: var(--sp-accent-fg); border-color: var(--sp-accent); }
+.sp-primary { background: var(--sp-accent); color: var(--sp-accent-fg); border-color: var(--sp-accent); font-weight: 600; }
+.sp-danger { color: var(--sp-danger); }
+.sp-link { background: none; border: none; padding: 0 2px; color: var(--sp-accent); text-decoration: underline; cursor: pointer; min-height: 0; }
+.sp-icon { background: none; border: 1px solid transparent; border-radius: 6px; padding: 2px 8px; cursor: pointer; font-size: 18px; line-height: 1; }
+:focus-visible { outline: 3px solid var(--sp-focus) !important; outline-offset: 2px; }
+select, textarea, input[type="text"] {
+  background: var(--sp-bg); border: 1px solid var(--sp-border); border-radius: 6px; padding: 6px 8px; max-width: 100%;
+}
+textarea { width: 100%; min-height: 64px; resize: vertical; }
+label { cursor: pointer; }
+.sp-field { display: flex; flex-direction: column; gap: 4px; }
+.sp-field > span, .sp-label { font-weight: 600; font-size: 13px; }
+.sp-cards { list-style: none; margin: 0; padding: 0; display: flex; flex-direction: column; gap: 10px; }
+.sp-card { border: 1px solid var(--sp-border); border-radius: 10px; padding: 10px; display: flex; flex-direction: column; gap: 6px; }
+.sp-card-head { display: flex; align-items: center; gap: 8px; }
+.sp-num { display: inline-flex; align-items: center; justify-content: center; min-width: 22px; height: 22px; border-radius: 11px;
+  background: var(--sp-accent); color: var(--sp-accent-fg); font-weight: 700; font-size: 12px; padding: 0 6px; }
+.sp-card-title { flex: 1; font-weight: 600; overflow-wrap: anywhere; }
+.sp-code { font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; overflow-wrap: anywhere; }
+.sp-quote { border-left: 3px solid var(--sp-accent); padding-left: 8px; white-space: pre-wrap; overflow-wrap: anywhere; }
+.sp-note { padding: 8px 10px; border-radius: 8px; background: var(--sp-soft); overflow-wrap: anywhere; }
+.sp-warn { background: var(--sp-warn-bg); color: var(--sp-fg); }
+.sp-error { background: var(--sp-danger-bg); color: var(--sp-fg); }
+.sp-okbox { background: var(--sp-ok-bg); color: var(--sp-fg); }
+.sp-counter { font-size: 12px; color: var(--sp-muted); align-self: flex-end; }
+.sp-counter[data-over] { color: var(--sp-danger); font-weight: 700; }
+.sp-timeline { list-style: none; margin: 0; padding: 0; display: flex; flex-direction: column; gap: 4px; max-height: 40vh; overflow: auto; }
+.sp-timeline li { display: flex; gap: 8px; font-size: 13px; padding: 2px 0; overflow-wrap: anywhere; }
+.sp-timeline .sp-kind { flex: none; width: 1.2em; text-align: center; }
+.sp-msg { white-space: pre-wrap; max-height: 10em; overflow: auto; }
+.sp-status { display: inline-block; padding: 1px 8px; border-radius: 999px; font-size: 12px; font-weight: 600; background: var(--sp-soft); }
+.sp-status[data-tone="ok"] { background: var(--sp-ok-bg); color: var(--sp-ok); }
+.sp-status[data-tone="bad"] { background: var(--sp-danger-bg); color: var(--sp-danger); }
+.sp-status[data-tone="warn"] { background: var(--sp-warn-bg); color: var(--sp-warn); }
+.sp-files { list-style: none; margin: 0; padding: 0; }
+.sp-files li { display: flex; gap: 8px; justify-content: space-between; font-size: 13px; }
+.sp-add { color: var(--sp-ok); } .sp-del { color: var(--sp-danger); }
+.sp-output { margin: 4px 0 0; padding: 6px 8px; max-height: 12em; overflow: auto; white-space: pre-wrap; overflow-wrap: anywhere;
+  background: var(--sp-soft); border-radius: 6px; font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+.sp-diff { position: relative; max-height: 50vh; overflow: auto; border: 1px solid var(--sp-border); border-radius: 8px; font-size: 12px; }
+.sp-diff .d2h-wrapper { text-align: left; }
+.sp-diff .d2h-file-wrapper { margin-bottom: 0; border-radius: 0; }
+.sp-diff .d2h-file-header { position: sticky; top: 0; left: 0; z-index: 2; }
+.sp-diff .d2h-file-diff { overflow: visible; } /* one scroller (.sp-diff, focusable) for both directions */
+.sp-overlay-bg { position: fixed; inset: 0; background: rgba(0,0,0,.45); z-index: 10; }
+.sp-dialog {
+  position: fixed; z-index: 11; top: 50%; left: 50%; transform: translate(-50%, -50%); width: min(480px, calc(100vw - 24px));
+  max-height: calc(100vh - 24px); overflow: auto; background: var(--sp-bg); border: 1px solid var(--sp-border);
+  border-radius: 12px; padding: 16px; box-shadow: 0 16px 48px rgba(0,0,0,.4); display: flex; flex-direction: column; gap: 10px;
+}
+.sp-dialog h2 { margin: 0; font-size: 17px; }
+.sp-dialog ul { margin: 0; padding-left: 20px; display: flex; flex-direction: column; gap: 4px; }
+.sp-check { display: flex; gap: 8px; align-items: flex-start; }
+.sp-check input { margin-top: 3px; width: 16px; height: 16px; }
+.sp-visually-hidden { position: absolute !important; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+.sp-layer { position: fixed; inset: 0; pointer-events: none; z-index: 1; }
+.sp-spin { display: inline-block; width: 10px; height: 10px; border: 2px solid currentColor; border-right-color: transparent; border-radius: 50%; animation: sp-spin 0.8s linear infinite; }
+@keyframes sp-spin { to { transform: rotate(360deg); } }
+@media (prefers-reduced-motion: reduce) {
+  .sp-app *, .sp-app *::before, .sp-app *::after { animation: none !important; transition: none !important; scroll-behavior: auto !important; }
+}
+`;
