@@ -90,19 +90,19 @@ async function hover(page, selector, within) {
   return p;
 }
 
-/** What the highlight shows: `{label, visible}` (read from the overlay's shadow root). */
+/** What the highlight shows: `{label, visible}` (the picker's canvas says what it drew in data-label). */
 const highlight = (page) =>
   page.evaluate(() => {
-    const root = document.querySelector("spotpatch-overlay").shadowRoot;
-    const label = root.querySelector('[data-spotpatch-picker="highlight-label"]');
-    return { label: label?.getAttribute("data-text") ?? "", visible: !!label && label.style.display !== "none" && label.style.opacity !== "0" };
+    const canvas = document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-picker="highlight"]');
+    const label = canvas?.getAttribute("data-label") ?? "";
+    return { label, visible: !!canvas && canvas.style.display !== "none" && label !== "" };
   });
 
 async function waitLabel(page, text) {
   await page.waitForFunction(
     (text) => {
-      const label = document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-picker="highlight-label"]');
-      return label && label.style.display !== "none" && label.style.opacity !== "0" && (label.getAttribute("data-text") ?? "").includes(text);
+      const canvas = document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-picker="highlight"]');
+      return canvas && canvas.style.display !== "none" && (canvas.getAttribute("data-label") ?? "").includes(text);
     },
     text,
     { timeout: 5000 },
@@ -274,9 +274,9 @@ test("same-origin iframe: hovered with the frame's offset, picked, its page neve
   // The highlight box sits on the button in the top page's coordinates.
   const [box, target] = await Promise.all([
     page.evaluate(() => {
-      const fill = document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-picker="highlight"] [data-part="fill"]');
-      const m = /translate\(([-\d.]+)px, ([-\d.]+)px\) scale\(([-\d.]+), ([-\d.]+)\)/.exec(fill.style.transform);
-      return { x: Number(m[1]), y: Number(m[2]), width: Number(m[3]) };
+      const canvas = document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-picker="highlight"]');
+      const [x, y, width] = canvas.getAttribute("data-box").split(",").map(Number);
+      return { x, y, width };
     }),
     page.evaluate(() => {
       const f = document.getElementById("frame");
@@ -315,6 +315,9 @@ test("cross-origin iframe: hovered and picked as the <iframe> itself; its page n
   assert.ok(xframe, "the cross-origin frame loaded");
   await xframe.waitForFunction(() => typeof window.__frameClicks === "number");
   await page.keyboard.press("p");
+  // The shield takes the frame's input from the next frame drawn (the browser routes input to a
+  // cross-origin frame by what was last drawn).
+  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
   await hover(page, "#xframe");
   await waitLabel(page, "iframe · src/Lab.tsx:30");
   await page.mouse.down();
@@ -379,7 +382,7 @@ test("open shadow roots, SVG and hostile content: picked, bounded, text only", a
   assert.equal(hostile.info.tagName, "div");
   assert.equal(await page.evaluate(() => window.__xss), undefined, "no payload ran");
   const label = await page.evaluate(() => {
-    const el = document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-picker="highlight-label"]');
+    const el = document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-picker="highlight"]');
     return { tag: el.localName, children: el.querySelectorAll("*").length };
   });
   assert.deepEqual(label, { tag: "canvas", children: 0 }, "the label is pixels drawn with fillText: no element from the page's strings");

@@ -124,8 +124,6 @@ export function createPicker(options: PickerOptions): Picker {
   let frozen = false;
   let hovered: Element | null = null;
   let hoveredText = "";
-  /** The next render writes the label at once (keyboard moves, freeze, start), not when the hover rests. */
-  let labelNow = false;
   let pointer: { x: number; y: number } | null = null;
   let frame = 0;
   let drag: { x: number; y: number; rect: Box | null } | null = null;
@@ -161,8 +159,7 @@ export function createPicker(options: PickerOptions): Picker {
       const r = viewportRect(hovered);
       // A frozen element that got hidden (a closed :hover menu) keeps its last box; it stays pickable.
       if (r.width > 0 || r.height > 0 || !frozen) {
-        highlight.show(r, hoveredText, frozen, labelNow);
-        labelNow = false;
+        highlight.show(r, hoveredText, frozen);
       }
     } else highlight.hide();
   }
@@ -308,7 +305,6 @@ export function createPicker(options: PickerOptions): Picker {
   /** A keyboard move: the hover stays where the keys put it until the mouse moves again. */
   function moveTo(el: Element): void {
     pointer = null;
-    labelNow = true;
     setHover(el);
     safe(() => el.scrollIntoView({ block: "nearest", inline: "nearest" }), undefined);
     schedule();
@@ -326,7 +322,6 @@ export function createPicker(options: PickerOptions): Picker {
       pickElement(hovered, e.shiftKey);
     } else if (k === "f" || k === "F") {
       frozen = !frozen;
-      labelNow = true;
       if (hovered) setHover(hovered);
       schedule();
     } else if (k === "ArrowUp" || k === "ArrowDown" || k === "ArrowLeft" || k === "ArrowRight") {
@@ -409,7 +404,6 @@ export function createPicker(options: PickerOptions): Picker {
       for (const doc of sameOriginDocuments()) attach(doc.defaultView);
       addShields();
       if (m === "element") {
-        labelNow = true;
         setHover(initialElement(hitAt));
         schedule();
       }
