@@ -7,7 +7,7 @@
  * Pick mode (start() … Esc / stop() / a pick without Shift):
  * - Hover: one `elementFromPoint` (descending into open shadow roots and same-origin iframes) and one
  *   rect read per animation frame, whatever the number of mouse events; the label (tag · component ·
- *   file:line, or "source unknown") is set with textContent only.
+ *   file:line, or "source unknown") is drawn with fillText on the picker's canvas: text only, never parsed.
  * - Every pointer, mouse, touch and click event is swallowed in the capture phase on `window` (and on
  *   each same-origin iframe's window), so the page's handlers never see them; events aimed at the
  *   overlay itself (its host element) pass. Wheel events pass, so the page still scrolls.
