@@ -528,6 +528,138 @@ test("badges follow scroll and disappear (onDetached once) when their element le
   await page.close();
 });
 
+/** Counts requestAnimationFrame callbacks from now on (window.__raf). */
+const countFrames = (page) =>
+  page.evaluate(() => {
+    window.__raf = 0;
+    const raf = window.requestAnimationFrame.bind(window);
+    window.requestAnimationFrame = (cb) => raf((ts) => {
+      window.__raf++;
+      cb(ts);
+    });
+  });
+
+/** The listeners on window, by type (DevTools protocol). */
+async function windowListeners(page) {
+  const cdp = await page.context().newCDPSession(page);
+  const { result } = await cdp.send("Runtime.evaluate", { expression: "window" });
+  const { listeners } = await cdp.send("DOMDebugger.getEventListeners", { objectId: result.objectId });
+  await cdp.detach();
+  return listeners.map((l) => l.type);
+}
+
+const badgeOf = (page, n) =>
+  page.evaluate((n) => {
+    const b = document.querySelector("spotpatch-overlay").shadowRoot.querySelector(`[data-spotpatch-badge="${n}"]`);
+    return b ? { display: b.style.display, transform: b.style.transform } : null;
+  }, n);
+
+test("badges cost nothing while nothing moves: no animation frame idle, one batch per scroll; hidden: no listeners", async () => {
+  const page = await openLab();
+  await page.keyboard.press("p");
+  await hover(page, "#title");
+  await waitLabel(page, "h2");
+  await page.keyboard.press("Shift+Enter");
+  await hover(page, "#counter");
+  await waitLabel(page, "button");
+  await page.keyboard.press("Enter");
+  await waitPicks(page, 2);
+  await page.waitForFunction(() => !document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-picker="highlight"]')?.checkVisibility());
+  await page.evaluate(() => document.body.style.setProperty("height", "3000px"));
+  await page.waitForTimeout(300);
+  await countFrames(page);
+  await page.waitForTimeout(1000);
+  assert.equal(await page.evaluate(() => window.__raf), 0, "idle badges run no animation frame");
+  const before = await badgeOf(page, 1);
+  await page.evaluate(() => scrollTo(0, 40));
+  await page.waitForFunction((t) => {
+    const b = document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-badge="1"]');
+    return b.style.transform !== t;
+  }, before.transform);
+  await page.waitForTimeout(500);
+  const afterScroll = await page.evaluate(() => window.__raf);
+  assert.ok(afterScroll >= 1 && afterScroll <= 3, `one scroll, a frame or two: ${afterScroll}`);
+  await page.waitForTimeout(1000);
+  assert.equal(await page.evaluate(() => window.__raf), afterScroll, "idle again after the scroll");
+  // A layout change (an element inserted above): the badge follows without polling.
+  const moved = (await badgeOf(page, 1)).transform;
+  await page.evaluate(() => document.getElementById("card").before(Object.assign(document.createElement("div"), { style: "height: 50px" })));
+  await page.waitForFunction((t) => document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-badge="1"]').style.transform !== t, moved);
+
+  // Hidden (the panel closed): no badge shown, no scroll/resize listener, no frame even when scrolling.
+  const listening = await windowListeners(page);
+  assert.ok(listening.includes("scroll") && listening.includes("resize"), listening.join());
+  await page.keyboard.press("b");
+  await page.waitForFunction(() => document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-badge="1"]').style.display === "none");
+  const hidden = await windowListeners(page);
+  for (const type of ["scroll", "resize", "transitionend", "animationend"]) assert.ok(!hidden.includes(type), `${type} listener left: ${hidden.join()}`);
+  await countFrames(page);
+  await page.evaluate(() => scrollTo(0, 120));
+  await page.waitForTimeout(1000);
+  assert.equal(await page.evaluate(() => window.__raf), 0, "hidden badges run no animation frame");
+  // Shown again: where their elements are now.
+  await page.keyboard.press("b");
+  await page.waitForFunction(() => document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-badge="1"]').style.display === "flex");
+  const title = await page.evaluate(() => Element.prototype.getBoundingClientRect.call(document.getElementById("title")).top);
+  const shown = await badgeOf(page, 1);
+  const y = Number(/, ([-\d.]+)px\)/.exec(shown.transform)[1]);
+  assert.ok(Math.abs(y - Math.max(0, title - 11)) < 1.5, `badge at its element again: ${y} vs ${title - 11}`);
+  await page.close();
+});
+
+test("a target replaced by a re-render (HMR) is re-found: same object, new source line, no 'left the page'", async () => {
+  const page = await openLab();
+  await page.keyboard.press("p");
+  await hover(page, "#title");
+  await waitLabel(page, "h2 · src/Card.tsx:4");
+  await page.keyboard.press("Enter");
+  await waitPicks(page, 1);
+  await page.waitForFunction(() => document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-badge="1"]')?.style.display === "flex");
+  // What a framework's hot update does: a new node for the same JSX, one line lower, a sibling above it.
+  await page.evaluate(() => {
+    const old = document.getElementById("title");
+    const fresh = document.createElement("h2");
+    fresh.id = "title";
+    fresh.setAttribute("data-spotpatch-loc", "src/Card.tsx:5:7");
+    fresh.textContent = "Card title";
+    const spacer = Object.assign(document.createElement("div"), { style: "height: 40px" });
+    spacer.setAttribute("data-spotpatch-loc", "src/Card.tsx:4:7");
+    old.replaceWith(spacer, fresh);
+  });
+  await page.waitForFunction(() => window.__rebound.length === 1);
+  await page.waitForTimeout(800); // past the re-find window: still no onDetached
+  assert.deepEqual(await page.evaluate(() => window.__rebound), [{ n: 1, location: "src/Card.tsx:5", same: true }]);
+  assert.deepEqual(await page.evaluate(() => window.__detached), []);
+  const badge = await badgeOf(page, 1);
+  assert.equal(badge.display, "flex");
+  const top = await page.evaluate(() => Element.prototype.getBoundingClientRect.call(document.getElementById("title")).top);
+  const y = Number(/, ([-\d.]+)px\)/.exec(badge.transform)[1]);
+  assert.ok(Math.abs(y - Math.max(0, top - 11)) < 1.5, `badge on the new node: ${y} vs ${top - 11}`);
+  // Really gone (no node of that tag and file any more): onDetached once, after the re-find window.
+  await page.evaluate(() => document.getElementById("title").remove());
+  await page.waitForFunction(() => window.__detached.length === 1);
+  assert.deepEqual(await page.evaluate(() => window.__detached), [1]);
+  assert.equal(await badgeOf(page, 1), null);
+  await page.close();
+});
+
+test("keyboard start on an empty viewport centre: never <html>/<body>; the first located element, and the hint says so", async () => {
+  const context = await browser.newContext({ locale: "en-US", viewport: { width: 1100, height: 2400 } });
+  const page = await newPage(context);
+  await page.goto(`${base}/`);
+  await page.waitForFunction(() => document.querySelector("spotpatch-overlay") && Array.isArray(window.__picks));
+  const centre = await page.evaluate(() => document.elementFromPoint(innerWidth / 2, innerHeight / 2)?.localName);
+  assert.ok(["html", "body"].includes(centre), `the centre is empty page here: ${centre}`);
+  await page.keyboard.press("p");
+  await waitLabel(page, "button · src/Lab.tsx:10");
+  const hint = await page.evaluate(() => document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-picker="picker-hint"]').textContent);
+  assert.match(hint, /started on the first element with a source location/);
+  await page.keyboard.press("Enter");
+  await waitPicks(page, 1);
+  assert.deepEqual((await picks(page))[0].ids, ["counter"]);
+  await context.close();
+});
+
 test("cost: in pick mode, at most one elementFromPoint and one rect read per animation frame (5,000 elements)", async () => {
   const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
   const page = await newPage(context);
