@@ -15,7 +15,9 @@
  *   ArrowLeft / ArrowRight previous / next sibling; Enter picks (Shift+Enter picks and stays); F freezes
  *   the hover (the highlight stays on the element while the mouse goes elsewhere; arrows still walk) and
  *   F again unfreezes. Starting pick mode highlights `document.activeElement` (through open shadow roots)
- *   or, when nothing is focused, the element at the viewport centre: picking needs no mouse.
+ *   or, when nothing is focused, the element at the viewport centre: picking needs no mouse. Never
+ *   `<html>`/`<body>`/`<head>`: when the centre is empty page, the first visible element with a source
+ *   location, else the first visible focusable element, and the hint says so.
  * - Area mode (`start("area")`): drag a rectangle; the located elements (`data-spotpatch-loc`) whose box
  *   lies inside it become targets (outermost only, document order, ≤ 50), or one region target when none
  *   is located; a click without a drag picks the element under it.
@@ -61,7 +63,7 @@ import {
   viewportRect,
 } from "./dom.js";
 import { Highlight, labelText } from "./highlight.js";
-import { initialElement, typingInOverlay, walk } from "./navigate.js";
+import { initialElement, startElement, typingInOverlay, walk } from "./navigate.js";
 import { areaTargets } from "./selection.js";
 import type { PickedTarget, Picker, PickerOptions } from "./types.js";
 
@@ -77,6 +79,8 @@ export const HINT_KEYS: Record<string, string> = {
   "pick.status.area": "Drag over an area of the page.",
   "pick.label.unknown": "source unknown",
   "pick.frozen": "frozen",
+  "pick.start.located": "Nothing at the centre of the page: started on the first element with a source location.",
+  "pick.start.focusable": "Nothing at the centre of the page: started on the first focusable element.",
 };
 
 /** Events swallowed in pick mode (capture phase, window). Wheel and keys are not here. */
@@ -404,7 +408,9 @@ export function createPicker(options: PickerOptions): Picker {
       for (const doc of sameOriginDocuments()) attach(doc.defaultView);
       addShields();
       if (m === "element") {
-        setHover(initialElement(hitAt));
+        const { el, from } = startElement(hitAt);
+        if (from === "located" || from === "focusable") highlight.setHint(`${t("pick.hint")} ${t(`pick.start.${from}`)}`);
+        setHover(el);
         schedule();
       }
     },
