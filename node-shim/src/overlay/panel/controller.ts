@@ -22,6 +22,8 @@ export class Controller extends JobFlow {
   private pause: { resume(): void } | undefined;
   private initialized: Promise<void> | undefined;
   private selectionListener: (() => void) | undefined;
+  /** The loader's top-layer keeper (OverlayContext.keepOnTop): on while the panel is open. */
+  keepOnTop: ((on: boolean) => void) | undefined;
 
   // ---- open / close -----------------------------------------------------------------------------
 
@@ -31,13 +33,20 @@ export class Controller extends JobFlow {
     this.launcher()?.toggleAttribute("hidden", true);
     if (focus) this.focusRequest = { kind: "panel" };
     this.listenSelection(true);
+    this.keepOnTop?.(true);
+    const again = !!this.initialized;
     this.init();
-    if (this.initialized) this.refreshHealth();
+    if (again && this.initialized) {
+      void this.refreshHealth();
+      // A job started meanwhile in another tab (or left by a closed one) is shown on each open.
+      if (!this.state.job) void this.initialized.then(() => (this.state.job ? undefined : this.restoreJob()));
+    } else if (this.initialized) this.refreshHealth();
   }
 
   close(): void {
     this.stopPick();
     this.listenSelection(false);
+    this.keepOnTop?.(false);
     this.set({ open: false });
     if (!this.state.job) this.write("open", null);
     const launcher = this.launcher();
