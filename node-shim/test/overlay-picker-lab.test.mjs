@@ -643,6 +643,31 @@ test("a target replaced by a re-render (HMR) is re-found: same object, new sourc
   await page.close();
 });
 
+test("a removed list item is not re-found as the next item of the same markup: onDetached, no re-bind", async () => {
+  const page = await openLab();
+  await page.evaluate(() => {
+    const list = document.createElement("ul");
+    list.id = "list";
+    for (const text of ["first item", "second item"]) {
+      const li = document.createElement("li");
+      li.setAttribute("data-spotpatch-loc", "src/List.tsx:3:5");
+      li.textContent = text;
+      list.append(li);
+    }
+    document.getElementById("card").before(list);
+  });
+  await page.keyboard.press("p");
+  await hover(page, "#list > li:first-child");
+  await waitLabel(page, "li · src/List.tsx:3");
+  await page.keyboard.press("Enter");
+  await waitPicks(page, 1);
+  await page.evaluate(() => document.querySelector("#list > li").remove());
+  await page.waitForFunction(() => window.__detached.length === 1);
+  assert.deepEqual(await page.evaluate(() => window.__rebound), []);
+  assert.deepEqual(await page.evaluate(() => window.__detached), [1]);
+  await page.close();
+});
+
 test("keyboard start on an empty viewport centre: never <html>/<body>; the first located element, and the hint says so", async () => {
   const context = await browser.newContext({ locale: "en-US", viewport: { width: 1100, height: 2400 } });
   const page = await newPage(context);

@@ -10,7 +10,8 @@
  * A badge whose element leaves the DOM is first re-found, since a framework re-render (HMR) often
  * replaces the node rather than moving it: the element now at the recorded selector, or the only element
  * with the same tag and the same source file (own `data-spotpatch-loc`) and text. A match (same tag, same
- * file) re-binds the badge; the target object is updated in place (element, info, source, label) and
+ * file; at the same line and column only with the same text, else it is a sibling instance of the same
+ * markup, e.g. the next list item) re-binds the badge; the target object is updated in place (element, info, source, label) and
  * `onRebound(n, target)` is called. When nothing matches within REFIND_MS, the badge disappears and
  * `onDetached(n)` is called once. Region targets are pinned to their document coordinates.
  */
@@ -251,7 +252,11 @@ function refind(t: PickedTarget): Element | null {
     if (!file) return true;
     const loc = nearestLocated(el);
     if (!loc || loc.loc.file !== file) return false;
-    return t.sourceFrom !== "element" || loc.own;
+    if (t.sourceFrom === "element" && !loc.own) return false;
+    // Same place in the code but other text: another instance of the same markup (a list item that
+    // moved up when the picked one was removed), not the picked element re-rendered.
+    const samePlace = loc.loc.line === t.source?.line && loc.loc.column === t.source?.column;
+    return !samePlace || boundedText(el) === t.info.text;
   };
   const bySelector = t.info.selector ? atSelector(d, t.info.selector) : null;
   if (fits(bySelector)) return bySelector;
