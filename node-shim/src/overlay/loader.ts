@@ -151,7 +151,7 @@ function stopKeys(host: HTMLElement): void {
  * - a page that removes the host (a script that cleans up unknown children of `<html>`) gets it back, a
  *   few times; then one console warning, and it is put back only when the shortcut is used.
  * Standing cost while the panel is closed: one `toggle` listener (capture) on the document and one
- * MutationObserver on `<html>`'s direct children. While the panel is open (`watch(true)`), one more
+ * MutationObserver on `<html>`'s direct children (also on a modal dialog's parent while the host is in it). While the panel is open (`watch(true)`), one more
  * MutationObserver on `open` attributes (dialogs opened where `toggle` is not fired for them).
  * Without the Popover API, only the moves and re-attachment apply (the host is then a fixed element).
  */
@@ -182,7 +182,9 @@ class TopLayer {
 
   watch(on: boolean): void {
     if (on && !this.openObserver) {
-      this.openObserver = new MutationObserver(() => this.place(true));
+      this.openObserver = new MutationObserver((records) => {
+        if (records.some((r) => r.target instanceof HTMLDialogElement)) this.place(true);
+      });
       this.openObserver.observe(document.body ?? document.documentElement, {
         attributes: true,
         attributeFilter: ["open"],
@@ -201,8 +203,10 @@ class TopLayer {
       const at = this.modals.indexOf(target);
       if (at >= 0) this.modals.splice(at, 1);
       if (isModal(target)) this.modals.push(target);
+      this.place(target.open);
+    } else if (target.hasAttribute("popover") && (event as ToggleEvent).newState === "open") {
+      this.place(true); // a <details> toggle or a popover closing changes nothing here
     }
-    this.place(true);
   }
 
   private onChildren(): void {
@@ -239,7 +243,16 @@ class TopLayer {
     const moving = host.parentNode !== parent;
     if (!moving && !raise && host.isConnected) return;
     const focused = host.shadowRoot?.activeElement as HTMLElement | null | undefined;
-    if (moving) parent.appendChild(host);
+    if (moving) {
+      parent.appendChild(host);
+      // Removing the dialog (not just closing it) removes the host too: watch the dialog's parent as well.
+      if (parent !== document.documentElement && parent.parentNode) {
+        this.childObserver.observe(parent.parentNode, { childList: true });
+      } else if (!this.warned) {
+        this.childObserver.disconnect(); // back on <html>: its children only again
+        this.childObserver.observe(document.documentElement, { childList: true });
+      }
+    }
     else if (this.popover && host.matches(":popover-open")) host.hidePopover();
     this.show();
     if (focused && focused.isConnected && host.shadowRoot?.activeElement !== focused) focused.focus({ preventScroll: true });
