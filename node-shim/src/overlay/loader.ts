@@ -76,6 +76,12 @@ function matchesShortcut(event: KeyboardEvent, shortcut: Shortcut): boolean {
 
 export function startLoader({ client, load, options }: LoaderArgs): void {
   if (document.querySelector("spotpatch-overlay")) return; // a second injection (e.g. a full reload race)
+  // A same-origin iframe served by the same dev server: the top page's overlay already picks inside it.
+  try {
+    if (window.top !== window && window.top?.document.querySelector("spotpatch-overlay")) return;
+  } catch {
+    /* a cross-origin parent: this frame is its own page */
+  }
   const host = document.createElement("spotpatch-overlay");
   host.setAttribute("style", HOST_STYLE);
   const root = host.attachShadow({ mode: "open" });

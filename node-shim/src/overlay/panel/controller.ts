@@ -34,6 +34,7 @@ export class Controller extends JobFlow {
     if (focus) this.focusRequest = { kind: "panel" };
     this.listenSelection(true);
     this.keepOnTop?.(true);
+    this.badges?.setVisible(true);
     const again = !!this.initialized;
     this.init();
     if (again && this.initialized) {
@@ -47,6 +48,7 @@ export class Controller extends JobFlow {
     this.stopPick();
     this.listenSelection(false);
     this.keepOnTop?.(false);
+    this.badges?.setVisible(false); // closed costs nothing: no badge, no scroll/resize listener
     this.set({ open: false });
     if (!this.state.job) this.write("open", null);
     const launcher = this.launcher();
@@ -155,7 +157,12 @@ export class Controller extends JobFlow {
         onExit: () => this.set({ picking: null }),
         t: (key, vars) => (this.t as (k: string, v?: Record<string, string | number>) => string)(key, vars),
       });
-      this.badges = createBadges(this.layer, (n) => this.markDetached(n));
+      this.badges = createBadges(
+        this.layer,
+        (n) => this.markDetached(n),
+        // A target re-found after a re-render (HMR) was updated in place: redraw its card (new source line).
+        (n) => this.set({ drafts: this.state.drafts.map((d, i) => (i + 1 === n ? { ...d, detached: false } : d)) }),
+      );
     }
     return this.picker;
   }
