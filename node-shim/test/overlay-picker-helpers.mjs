@@ -1,12 +1,12 @@
-// Helpers of the picker's browser tests through the real overlay (issue 13): the hover label as a person
-// sees it (read from the overlay's shadow root), and a mouse drag.
+// Helpers of the picker's browser tests through the real overlay (issue 13): the hover label a person sees
+// (drawn on the picker's canvas, which says what it drew in `data-label`), and a mouse drag.
 import { HOST } from "./browser-support.mjs";
 
 /** The highlight label's text while it is shown ("" when hidden or still being written). */
 export function hoverLabel(page) {
   return page.evaluate((host) => {
-    const label = document.querySelector(host)?.shadowRoot?.querySelector('[data-spotpatch-picker="highlight-label"]');
-    return label && label.style.display !== "none" && label.style.opacity !== "0" ? label.getAttribute("data-text") ?? "" : "";
+    const canvas = document.querySelector(host)?.shadowRoot?.querySelector('[data-spotpatch-picker="highlight"]');
+    return canvas && canvas.style.display !== "none" ? canvas.getAttribute("data-label") ?? "" : "";
   }, HOST);
 }
 
@@ -15,8 +15,8 @@ export async function waitLabel(page, text, timeout = 10_000) {
   try {
     await page.waitForFunction(
       ([host, text]) => {
-        const label = document.querySelector(host)?.shadowRoot?.querySelector('[data-spotpatch-picker="highlight-label"]');
-        return !!label && label.style.display !== "none" && label.style.opacity !== "0" && (label.getAttribute("data-text") ?? "").includes(text);
+        const canvas = document.querySelector(host)?.shadowRoot?.querySelector('[data-spotpatch-picker="highlight"]');
+        return !!canvas && canvas.style.display !== "none" && (canvas.getAttribute("data-label") ?? "").includes(text);
       },
       [HOST, text],
       { timeout },

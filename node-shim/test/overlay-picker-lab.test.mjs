@@ -90,19 +90,19 @@ async function hover(page, selector, within) {
   return p;
 }
 
-/** What the highlight shows: `{label, visible}` (read from the overlay's shadow root). */
+/** What the highlight shows: `{label, visible}` (the picker's canvas says what it drew in data-label). */
 const highlight = (page) =>
   page.evaluate(() => {
-    const root = document.querySelector("spotpatch-overlay").shadowRoot;
-    const label = root.querySelector('[data-spotpatch-picker="highlight-label"]');
-    return { label: label?.getAttribute("data-text") ?? "", visible: !!label && label.style.display !== "none" && label.style.opacity !== "0" };
+    const canvas = document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-picker="highlight"]');
+    const label = canvas?.getAttribute("data-label") ?? "";
+    return { label, visible: !!canvas && canvas.style.display !== "none" && label !== "" };
   });
 
 async function waitLabel(page, text) {
   await page.waitForFunction(
     (text) => {
-      const label = document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-picker="highlight-label"]');
-      return label && label.style.display !== "none" && label.style.opacity !== "0" && (label.getAttribute("data-text") ?? "").includes(text);
+      const canvas = document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-picker="highlight"]');
+      return canvas && canvas.style.display !== "none" && (canvas.getAttribute("data-label") ?? "").includes(text);
     },
     text,
     { timeout: 5000 },
@@ -274,9 +274,9 @@ test("same-origin iframe: hovered with the frame's offset, picked, its page neve
   // The highlight box sits on the button in the top page's coordinates.
   const [box, target] = await Promise.all([
     page.evaluate(() => {
-      const fill = document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-picker="highlight"] [data-part="fill"]');
-      const m = /translate\(([-\d.]+)px, ([-\d.]+)px\) scale\(([-\d.]+), ([-\d.]+)\)/.exec(fill.style.transform);
-      return { x: Number(m[1]), y: Number(m[2]), width: Number(m[3]) };
+      const canvas = document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-picker="highlight"]');
+      const [x, y, width] = canvas.getAttribute("data-box").split(",").map(Number);
+      return { x, y, width };
     }),
     page.evaluate(() => {
       const f = document.getElementById("frame");
@@ -315,6 +315,9 @@ test("cross-origin iframe: hovered and picked as the <iframe> itself; its page n
   assert.ok(xframe, "the cross-origin frame loaded");
   await xframe.waitForFunction(() => typeof window.__frameClicks === "number");
   await page.keyboard.press("p");
+  // The shield takes the frame's input from the next frame drawn (the browser routes input to a
+  // cross-origin frame by what was last drawn).
+  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
   await hover(page, "#xframe");
   await waitLabel(page, "iframe · src/Lab.tsx:30");
   await page.mouse.down();
@@ -379,7 +382,7 @@ test("open shadow roots, SVG and hostile content: picked, bounded, text only", a
   assert.equal(hostile.info.tagName, "div");
   assert.equal(await page.evaluate(() => window.__xss), undefined, "no payload ran");
   const label = await page.evaluate(() => {
-    const el = document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-picker="highlight-label"]');
+    const el = document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-picker="highlight"]');
     return { tag: el.localName, children: el.querySelectorAll("*").length };
   });
   assert.deepEqual(label, { tag: "canvas", children: 0 }, "the label is pixels drawn with fillText: no element from the page's strings");
@@ -523,6 +526,163 @@ test("badges follow scroll and disappear (onDetached once) when their element le
   assert.equal(await badge(1), null);
   assert.ok(await badge(2));
   await page.close();
+});
+
+/** Counts requestAnimationFrame callbacks from now on (window.__raf). */
+const countFrames = (page) =>
+  page.evaluate(() => {
+    window.__raf = 0;
+    const raf = window.requestAnimationFrame.bind(window);
+    window.requestAnimationFrame = (cb) => raf((ts) => {
+      window.__raf++;
+      cb(ts);
+    });
+  });
+
+/** The listeners on window, by type (DevTools protocol). */
+async function windowListeners(page) {
+  const cdp = await page.context().newCDPSession(page);
+  const { result } = await cdp.send("Runtime.evaluate", { expression: "window" });
+  const { listeners } = await cdp.send("DOMDebugger.getEventListeners", { objectId: result.objectId });
+  await cdp.detach();
+  return listeners.map((l) => l.type);
+}
+
+const badgeOf = (page, n) =>
+  page.evaluate((n) => {
+    const b = document.querySelector("spotpatch-overlay").shadowRoot.querySelector(`[data-spotpatch-badge="${n}"]`);
+    return b ? { display: b.style.display, transform: b.style.transform } : null;
+  }, n);
+
+test("badges cost nothing while nothing moves: no animation frame idle, one batch per scroll; hidden: no listeners", async () => {
+  const page = await openLab();
+  await page.keyboard.press("p");
+  await hover(page, "#title");
+  await waitLabel(page, "h2");
+  await page.keyboard.press("Shift+Enter");
+  await hover(page, "#counter");
+  await waitLabel(page, "button");
+  await page.keyboard.press("Enter");
+  await waitPicks(page, 2);
+  await page.waitForFunction(() => !document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-picker="highlight"]')?.checkVisibility());
+  await page.evaluate(() => document.body.style.setProperty("height", "3000px"));
+  await page.waitForTimeout(300);
+  await countFrames(page);
+  await page.waitForTimeout(1000);
+  assert.equal(await page.evaluate(() => window.__raf), 0, "idle badges run no animation frame");
+  const before = await badgeOf(page, 1);
+  await page.evaluate(() => scrollTo(0, 40));
+  await page.waitForFunction((t) => {
+    const b = document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-badge="1"]');
+    return b.style.transform !== t;
+  }, before.transform);
+  await page.waitForTimeout(500);
+  const afterScroll = await page.evaluate(() => window.__raf);
+  assert.ok(afterScroll >= 1 && afterScroll <= 3, `one scroll, a frame or two: ${afterScroll}`);
+  await page.waitForTimeout(1000);
+  assert.equal(await page.evaluate(() => window.__raf), afterScroll, "idle again after the scroll");
+  // A layout change (an element inserted above): the badge follows without polling.
+  const moved = (await badgeOf(page, 1)).transform;
+  await page.evaluate(() => document.getElementById("card").before(Object.assign(document.createElement("div"), { style: "height: 50px" })));
+  await page.waitForFunction((t) => document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-badge="1"]').style.transform !== t, moved);
+
+  // Hidden (the panel closed): no badge shown, no scroll/resize listener, no frame even when scrolling.
+  const listening = await windowListeners(page);
+  assert.ok(listening.includes("scroll") && listening.includes("resize"), listening.join());
+  await page.keyboard.press("b");
+  await page.waitForFunction(() => document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-badge="1"]').style.display === "none");
+  const hidden = await windowListeners(page);
+  for (const type of ["scroll", "resize", "transitionend", "animationend"]) assert.ok(!hidden.includes(type), `${type} listener left: ${hidden.join()}`);
+  await countFrames(page);
+  await page.evaluate(() => scrollTo(0, 120));
+  await page.waitForTimeout(1000);
+  assert.equal(await page.evaluate(() => window.__raf), 0, "hidden badges run no animation frame");
+  // Shown again: where their elements are now.
+  await page.keyboard.press("b");
+  await page.waitForFunction(() => document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-badge="1"]').style.display === "flex");
+  const title = await page.evaluate(() => Element.prototype.getBoundingClientRect.call(document.getElementById("title")).top);
+  const shown = await badgeOf(page, 1);
+  const y = Number(/, ([-\d.]+)px\)/.exec(shown.transform)[1]);
+  assert.ok(Math.abs(y - Math.max(0, title - 11)) < 1.5, `badge at its element again: ${y} vs ${title - 11}`);
+  await page.close();
+});
+
+test("a target replaced by a re-render (HMR) is re-found: same object, new source line, no 'left the page'", async () => {
+  const page = await openLab();
+  await page.keyboard.press("p");
+  await hover(page, "#title");
+  await waitLabel(page, "h2 · src/Card.tsx:4");
+  await page.keyboard.press("Enter");
+  await waitPicks(page, 1);
+  await page.waitForFunction(() => document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-badge="1"]')?.style.display === "flex");
+  // What a framework's hot update does: a new node for the same JSX, one line lower, a sibling above it.
+  await page.evaluate(() => {
+    const old = document.getElementById("title");
+    const fresh = document.createElement("h2");
+    fresh.id = "title";
+    fresh.setAttribute("data-spotpatch-loc", "src/Card.tsx:5:7");
+    fresh.textContent = "Card title";
+    const spacer = Object.assign(document.createElement("div"), { style: "height: 40px" });
+    spacer.setAttribute("data-spotpatch-loc", "src/Card.tsx:4:7");
+    old.replaceWith(spacer, fresh);
+  });
+  await page.waitForFunction(() => window.__rebound.length === 1);
+  await page.waitForTimeout(800); // past the re-find window: still no onDetached
+  assert.deepEqual(await page.evaluate(() => window.__rebound), [{ n: 1, location: "src/Card.tsx:5", same: true }]);
+  assert.deepEqual(await page.evaluate(() => window.__detached), []);
+  const badge = await badgeOf(page, 1);
+  assert.equal(badge.display, "flex");
+  const top = await page.evaluate(() => Element.prototype.getBoundingClientRect.call(document.getElementById("title")).top);
+  const y = Number(/, ([-\d.]+)px\)/.exec(badge.transform)[1]);
+  assert.ok(Math.abs(y - Math.max(0, top - 11)) < 1.5, `badge on the new node: ${y} vs ${top - 11}`);
+  // Really gone (no node of that tag and file any more): onDetached once, after the re-find window.
+  await page.evaluate(() => document.getElementById("title").remove());
+  await page.waitForFunction(() => window.__detached.length === 1);
+  assert.deepEqual(await page.evaluate(() => window.__detached), [1]);
+  assert.equal(await badgeOf(page, 1), null);
+  await page.close();
+});
+
+test("a removed list item is not re-found as the next item of the same markup: onDetached, no re-bind", async () => {
+  const page = await openLab();
+  await page.evaluate(() => {
+    const list = document.createElement("ul");
+    list.id = "list";
+    for (const text of ["first item", "second item"]) {
+      const li = document.createElement("li");
+      li.setAttribute("data-spotpatch-loc", "src/List.tsx:3:5");
+      li.textContent = text;
+      list.append(li);
+    }
+    document.getElementById("card").before(list);
+  });
+  await page.keyboard.press("p");
+  await hover(page, "#list > li:first-child");
+  await waitLabel(page, "li · src/List.tsx:3");
+  await page.keyboard.press("Enter");
+  await waitPicks(page, 1);
+  await page.evaluate(() => document.querySelector("#list > li").remove());
+  await page.waitForFunction(() => window.__detached.length === 1);
+  assert.deepEqual(await page.evaluate(() => window.__rebound), []);
+  assert.deepEqual(await page.evaluate(() => window.__detached), [1]);
+  await page.close();
+});
+
+test("keyboard start on an empty viewport centre: never <html>/<body>; the first located element, and the hint says so", async () => {
+  const context = await browser.newContext({ locale: "en-US", viewport: { width: 1100, height: 2400 } });
+  const page = await newPage(context);
+  await page.goto(`${base}/`);
+  await page.waitForFunction(() => document.querySelector("spotpatch-overlay") && Array.isArray(window.__picks));
+  const centre = await page.evaluate(() => document.elementFromPoint(innerWidth / 2, innerHeight / 2)?.localName);
+  assert.ok(["html", "body"].includes(centre), `the centre is empty page here: ${centre}`);
+  await page.keyboard.press("p");
+  await waitLabel(page, "button · src/Lab.tsx:10");
+  const hint = await page.evaluate(() => document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-picker="picker-hint"]').textContent);
+  assert.match(hint, /started on the first element with a source location/);
+  await page.keyboard.press("Enter");
+  await waitPicks(page, 1);
+  assert.deepEqual((await picks(page))[0].ids, ["counter"]);
+  await context.close();
 });
 
 test("cost: in pick mode, at most one elementFromPoint and one rect read per animation frame (5,000 elements)", async () => {

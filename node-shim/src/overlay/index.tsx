@@ -27,6 +27,7 @@ export function mountOverlay(ctx: OverlayContext): OverlayHandle {
   mount.className = "sp-app";
   root.append(layer, mount);
   const ctl = new Controller(ctx.client, ctx.options, layer);
+  ctl.keepOnTop = ctx.keepOnTop;
   render(<App ctl={ctl} />, mount);
   return {
     open: () => ctl.open(),

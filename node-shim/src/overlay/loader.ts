@@ -13,7 +13,10 @@ import { storageKey } from "./types.js";
 const HOST_STYLE =
   "all: initial !important; position: fixed !important; top: 0 !important; left: 0 !important; " +
   "width: 0 !important; height: 0 !important; z-index: 2147483647 !important; display: block !important; " +
-  "visibility: visible !important; opacity: 1 !important; transform: none !important; pointer-events: auto !important;";
+  "visibility: visible !important; opacity: 1 !important; transform: none !important; pointer-events: auto !important; " +
+  // The user-agent styles of a shown popover (the host is one: see `TopLayer`), neutralised.
+  "right: auto !important; bottom: auto !important; margin: 0 !important; border: 0 !important; " +
+  "padding: 0 !important; background: transparent !important; overflow: visible !important;";
 
 const LAUNCHER_CSS = `
 .sp-launcher { all: initial; position: fixed; z-index: 2147483647; width: 44px; height: 44px; border-radius: 50%;
@@ -73,15 +76,24 @@ function matchesShortcut(event: KeyboardEvent, shortcut: Shortcut): boolean {
 
 export function startLoader({ client, load, options }: LoaderArgs): void {
   if (document.querySelector("spotpatch-overlay")) return; // a second injection (e.g. a full reload race)
+  // A same-origin iframe served by the same dev server: the top page's overlay already picks inside it.
+  try {
+    if (window.top !== window && window.top?.document.querySelector("spotpatch-overlay")) return;
+  } catch {
+    /* a cross-origin parent: this frame is its own page */
+  }
   const host = document.createElement("spotpatch-overlay");
   host.setAttribute("style", HOST_STYLE);
   const root = host.attachShadow({ mode: "open" });
   document.documentElement.appendChild(host);
+  const top = new TopLayer(host);
+  stopKeys(host);
 
   let handle: Promise<OverlayHandle> | undefined;
   const overlay = (): Promise<OverlayHandle> =>
-    (handle ??= load().then((module) => module.mountOverlay({ client, host, options })));
+    (handle ??= load().then((module) => module.mountOverlay({ client, host, options, keepOnTop: (on) => top.watch(on) })));
   const run = (action: (h: OverlayHandle) => void) => {
+    top.ensure();
     overlay().then(action, (error: unknown) => {
       handle = undefined;
       console.error("SpotPatch: the overlay failed to load:", error);
@@ -120,6 +132,154 @@ export function startLoader({ client, load, options }: LoaderArgs): void {
     if (sessionStorage.getItem(storageKey(options.projectKey, "open")) === "1") run((h) => h.open());
   } catch {
     /* storage disabled: the panel opens on demand */
+  }
+}
+
+/**
+ * Keys typed in the overlay stay in the overlay: the page's key handlers on `document` or `window` (a
+ * "/" search hotkey, say) would otherwise see them with the host as their target and act on them. The
+ * events still reach the overlay's own handlers (they run before the host's) and the loader's shortcut
+ * listener (window, capture phase, before any of this).
+ */
+function stopKeys(host: HTMLElement): void {
+  const stop = (event: Event) => event.stopPropagation();
+  for (const type of ["keydown", "keyup", "keypress", "beforeinput", "input", "compositionstart", "compositionend"])
+    host.addEventListener(type, stop);
+}
+
+/**
+ * Keeps the host on top of the page and out of its containing blocks:
+ * - the host is a manual popover shown at once, so it lives in the top layer: a `transform`, `filter`,
+ *   `contain: paint` or `will-change` on `<html>` cannot make its fixed children scroll with the page;
+ * - a page's popover or dialog opened later goes above it: on their `toggle` event the host is shown
+ *   again (back on top). A modal dialog also makes everything outside itself inert, the host included,
+ *   so while one is open the host is moved inside that dialog (and back to `<html>` when it closes);
+ * - a page that removes the host (a script that cleans up unknown children of `<html>`) gets it back, a
+ *   few times; then one console warning, and it is put back only when the shortcut is used.
+ * Standing cost while the panel is closed: one `toggle` listener (capture) on the document and one
+ * MutationObserver on `<html>`'s direct children (also on a modal dialog's parent while the host is in it). While the panel is open (`watch(true)`), one more
+ * MutationObserver on `open` attributes (dialogs opened where `toggle` is not fired for them).
+ * Without the Popover API, only the moves and re-attachment apply (the host is then a fixed element).
+ */
+class TopLayer {
+  private readonly popover = typeof HTMLElement.prototype.showPopover === "function";
+  private readonly modals: HTMLDialogElement[] = [];
+  private removals = 0;
+  private warned = false;
+  private readonly childObserver: MutationObserver;
+  private openObserver: MutationObserver | undefined;
+
+  constructor(private readonly host: HTMLElement) {
+    if (this.popover) host.setAttribute("popover", "manual");
+    this.show();
+    document.addEventListener("toggle", (event) => this.onToggle(event), true);
+    this.childObserver = new MutationObserver(() => this.onChildren());
+    this.childObserver.observe(document.documentElement, { childList: true });
+  }
+
+  /** Before each use (shortcut, launcher): attached, inside the open modal dialog if any, on top. */
+  ensure(): void {
+    if (!this.host.isConnected) {
+      this.removals = 0;
+      if (this.warned) this.childObserver.observe(document.documentElement, { childList: true });
+    }
+    this.place(false);
+  }
+
+  watch(on: boolean): void {
+    if (on && !this.openObserver) {
+      this.openObserver = new MutationObserver((records) => {
+        if (records.some((r) => r.target instanceof HTMLDialogElement)) this.place(true);
+      });
+      this.openObserver.observe(document.body ?? document.documentElement, {
+        attributes: true,
+        attributeFilter: ["open"],
+        subtree: true,
+      });
+    } else if (!on && this.openObserver) {
+      this.openObserver.disconnect();
+      this.openObserver = undefined;
+    }
+  }
+
+  private onToggle(event: Event): void {
+    const target = event.target;
+    if (target === this.host || !(target instanceof Element)) return;
+    if (target instanceof HTMLDialogElement) {
+      const at = this.modals.indexOf(target);
+      if (at >= 0) this.modals.splice(at, 1);
+      if (isModal(target)) this.modals.push(target);
+      this.place(target.open);
+    } else if (target.hasAttribute("popover") && (event as ToggleEvent).newState === "open") {
+      this.place(true); // a <details> toggle or a popover closing changes nothing here
+    }
+  }
+
+  private onChildren(): void {
+    if (this.host.isConnected) return;
+    // A dialog the host sat in may have been removed with it: then <html> is its place again.
+    this.removals += 1;
+    if (this.removals <= 3) {
+      this.place(false);
+      return;
+    }
+    this.childObserver.disconnect(); // never a remove/re-attach loop with the page
+    if (!this.warned) {
+      this.warned = true;
+      console.warn("SpotPatch: the page keeps removing the overlay; it comes back with the shortcut.");
+    }
+  }
+
+  /** The topmost open modal dialog (the host must be inside it to stay usable), else `<html>`. */
+  private parent(): Element {
+    for (let i = this.modals.length - 1; i >= 0; i -= 1) {
+      const dialog = this.modals[i]!;
+      if (dialog.isConnected && isModal(dialog)) return dialog;
+      this.modals.splice(i, 1);
+    }
+    const open = document.querySelectorAll("dialog[open]");
+    for (let i = open.length - 1; i >= 0; i -= 1) if (isModal(open[i] as HTMLDialogElement)) return open[i]!;
+    return document.documentElement;
+  }
+
+  /** Move the host where it belongs; `raise`: show it again so it is above what the page just opened. */
+  private place(raise: boolean): void {
+    const host = this.host;
+    const parent = this.parent();
+    const moving = host.parentNode !== parent;
+    if (!moving && !raise && host.isConnected) return;
+    const focused = host.shadowRoot?.activeElement as HTMLElement | null | undefined;
+    if (moving) {
+      parent.appendChild(host);
+      // Removing the dialog (not just closing it) removes the host too: watch the dialog's parent as well.
+      if (parent !== document.documentElement && parent.parentNode) {
+        this.childObserver.observe(parent.parentNode, { childList: true });
+      } else if (!this.warned) {
+        this.childObserver.disconnect(); // back on <html>: its children only again
+        this.childObserver.observe(document.documentElement, { childList: true });
+      }
+    }
+    else if (this.popover && host.matches(":popover-open")) host.hidePopover();
+    this.show();
+    if (focused && focused.isConnected && host.shadowRoot?.activeElement !== focused) focused.focus({ preventScroll: true });
+  }
+
+  private show(): void {
+    if (!this.popover || !this.host.isConnected) return;
+    try {
+      if (!this.host.matches(":popover-open")) this.host.showPopover();
+    } catch {
+      /* not shown (e.g. in a document being torn down): it stays a fixed element */
+    }
+  }
+}
+
+function isModal(dialog: HTMLDialogElement): boolean {
+  if (!dialog.open) return false;
+  try {
+    return dialog.matches(":modal");
+  } catch {
+    return false; // no :modal support: treated as non-modal
   }
 }
 

@@ -39,6 +39,8 @@ export interface OverlayContext {
   /** `<spotpatch-overlay>`, with its open shadow root. */
   host: HTMLElement;
   options: OverlayOptions;
+  /** The loader's top-layer keeper: `true` while the panel is open (it then also watches `open` attributes). */
+  keepOnTop?(on: boolean): void;
 }
 
 /** Storage keys (per project; `localStorage` only for the launcher place and language, never consent). */

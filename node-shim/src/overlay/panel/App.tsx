@@ -54,7 +54,9 @@ export function App({ ctl }: { ctl: Controller }) {
         lang={state.lang}
         data-wide={state.job && !ACTIVE.has(state.job.snapshot.status) && state.job.diff?.diff ? "" : undefined}
         onKeyDown={(e) => {
-          if (e.key === "Escape" && !state.consent && !state.picking) {
+          // Esc closes (drafts are kept), except while an input method is composing: there it cancels the
+          // composition only.
+          if (e.key === "Escape" && !e.isComposing && e.keyCode !== 229 && !state.consent && !state.picking) {
             e.preventDefault();
             ctl.close();
           }

@@ -12,6 +12,7 @@ const FOCUSABLE =
 /** Keep Tab and Shift+Tab inside `root`; Esc calls `onEscape`. Returns the keydown handler. */
 export function trapFocus(root: HTMLElement | null, event: KeyboardEvent, onEscape: () => void): void {
   if (event.key === "Escape") {
+    if (event.isComposing || event.keyCode === 229) return; // the input method's own Esc
     event.preventDefault();
     event.stopPropagation();
     onEscape();

@@ -22,6 +22,8 @@ export class Controller extends JobFlow {
   private pause: { resume(): void } | undefined;
   private initialized: Promise<void> | undefined;
   private selectionListener: (() => void) | undefined;
+  /** The loader's top-layer keeper (OverlayContext.keepOnTop): on while the panel is open. */
+  keepOnTop: ((on: boolean) => void) | undefined;
 
   // ---- open / close -----------------------------------------------------------------------------
 
@@ -31,13 +33,22 @@ export class Controller extends JobFlow {
     this.launcher()?.toggleAttribute("hidden", true);
     if (focus) this.focusRequest = { kind: "panel" };
     this.listenSelection(true);
+    this.keepOnTop?.(true);
+    this.badges?.setVisible(true);
+    const again = !!this.initialized;
     this.init();
-    if (this.initialized) this.refreshHealth();
+    if (again && this.initialized) {
+      void this.refreshHealth();
+      // A job started meanwhile in another tab (or left by a closed one) is shown on each open.
+      if (!this.state.job) void this.initialized.then(() => (this.state.job ? undefined : this.restoreJob()));
+    } else if (this.initialized) this.refreshHealth();
   }
 
   close(): void {
     this.stopPick();
     this.listenSelection(false);
+    this.keepOnTop?.(false);
+    this.badges?.setVisible(false); // closed costs nothing: no badge, no scroll/resize listener
     this.set({ open: false });
     if (!this.state.job) this.write("open", null);
     const launcher = this.launcher();
@@ -146,7 +157,12 @@ export class Controller extends JobFlow {
         onExit: () => this.set({ picking: null }),
         t: (key, vars) => (this.t as (k: string, v?: Record<string, string | number>) => string)(key, vars),
       });
-      this.badges = createBadges(this.layer, (n) => this.markDetached(n));
+      this.badges = createBadges(
+        this.layer,
+        (n) => this.markDetached(n),
+        // A target re-found after a re-render (HMR) was updated in place: redraw its card (new source line).
+        (n) => this.set({ drafts: this.state.drafts.map((d, i) => (i + 1 === n ? { ...d, detached: false } : d)) }),
+      );
     }
     return this.picker;
   }

@@ -27,6 +27,16 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     signal?.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
   });
 
+/** Statuses of a job another tab may have left: running, awaiting review, applied (still revertable). */
+const OPEN_STATUSES = new Set([...ACTIVE, "awaiting-review", "applied"]);
+
+/** The project's newest job still open (see OPEN_STATUSES), if any. */
+function openJob(jobs: JobSnapshot[]): JobSnapshot | undefined {
+  return jobs
+    .filter((j) => OPEN_STATUSES.has(j.status))
+    .sort((a, b) => Date.parse(b.createdAt) - Date.parse(a.createdAt))[0];
+}
+
 export abstract class JobFlow extends Store {
   protected watchAbort: AbortController | undefined;
   protected nextKey = 1;
@@ -98,6 +108,11 @@ export abstract class JobFlow extends Store {
       const { code, message } = errorParts(error);
       this.set({ notice: { tone: "error", text: this.t("conflict.other", { code, message }) } });
       if (code === "REPO_BLOCKED" || code === "CONSENT_REQUIRED") void this.refreshHealth();
+      if (code === "JOB_CONFLICT") {
+        // Another job holds the project (maybe from a closed tab): show it, with its Cancel.
+        const other = await this.client.listJobs().then((r) => openJob(r.jobs), () => undefined);
+        if (other && !this.state.job) await this.adopt(other, null);
+      }
       return;
     }
     this.set({ drafts: [] });
@@ -137,7 +152,12 @@ export abstract class JobFlow extends Store {
     this.write("job", JSON.stringify(stored));
   }
 
-  /** After a reload: the job this tab was showing (job/list), its past events, then live ones from afterSeq. */
+  /**
+   * After a reload: the job this tab was showing (job/list), its past events, then live ones from afterSeq.
+   * Without one (a new tab, or the tab that started a job was closed): the project's newest job that is
+   * still running, awaiting review or applied (revertable), shown the same way (the engine is the source
+   * of truth), so it can be watched, cancelled, applied or reverted from here.
+   */
   protected async restoreJob(): Promise<void> {
     let stored: StoredJob | null = null;
     try {
@@ -145,42 +165,31 @@ export abstract class JobFlow extends Store {
     } catch {
       stored = null;
     }
-    if (!stored?.jobId) return;
     let jobs: JobSnapshot[] = [];
     try {
       jobs = (await this.client.listJobs()).jobs;
     } catch {
       jobs = [];
     }
+    if (this.state.job) return; // a Submit won the race meanwhile
+    if (!stored?.jobId) {
+      const other = openJob(jobs);
+      if (other) await this.adopt(other, null);
+      return;
+    }
     const snapshot = jobs.find((j) => j.jobId === stored!.jobId);
     if (snapshot && snapshot.status === "closed") {
       this.write("job", null);
+      const other = openJob(jobs);
+      if (other) await this.adopt(other, null);
       return;
     }
-    if (!this.state.open) this.open(false);
     if (snapshot) {
-      const past = await this.client.jobEvents(snapshot.jobId, 0).then(
-        (r) => r.events,
-        () => [],
-      );
-      const view: JobView = {
-        jobId: snapshot.jobId,
-        snapshot: { ...snapshot, lastSeq: Math.max(snapshot.lastSeq, past.at(-1)?.seq ?? 0) },
-        events: past,
-        input: stored.input,
-        diff: null,
-        actionError: null,
-        busy: false,
-        startedAt: Date.parse(snapshot.createdAt) || Date.now(),
-        endedAt: ACTIVE.has(snapshot.status) ? null : Date.parse(snapshot.updatedAt) || Date.now(),
-      };
-      this.set({ job: view });
-      this.write("open", "1");
-      await this.loadDiffIfReady();
-      void this.follow(snapshot.jobId);
+      await this.adopt(snapshot, stored.input);
       return;
     }
     // Unknown to this engine (it restarted): the dev server replays the lost job's failure events.
+    if (!this.state.open) this.open(false);
     const now = new Date().toISOString();
     const placeholder: JobSnapshot = {
       jobId: stored.jobId,
@@ -196,6 +205,32 @@ export abstract class JobFlow extends Store {
       files: [],
     };
     this.startJob(placeholder, stored.input, []);
+  }
+
+  /** Show `snapshot` (a job of this project) with its past events, then follow it. */
+  protected async adopt(snapshot: JobSnapshot, input: JobInput | null): Promise<void> {
+    if (!this.state.open) this.open(false);
+    const past = await this.client.jobEvents(snapshot.jobId, 0).then(
+      (r) => r.events,
+      () => [],
+    );
+    if (this.state.job) return;
+    const view: JobView = {
+      jobId: snapshot.jobId,
+      snapshot: { ...snapshot, lastSeq: Math.max(snapshot.lastSeq, past.at(-1)?.seq ?? 0) },
+      events: past,
+      input,
+      diff: null,
+      actionError: null,
+      busy: false,
+      startedAt: Date.parse(snapshot.createdAt) || Date.now(),
+      endedAt: ACTIVE.has(snapshot.status) ? null : Date.parse(snapshot.updatedAt) || Date.now(),
+    };
+    this.set({ job: view });
+    this.persistJob();
+    this.write("open", "1");
+    await this.loadDiffIfReady();
+    void this.follow(snapshot.jobId);
   }
 
   /** Live events of the job (SSE) from the last seq seen; reconnects after a cut, stops when closed. */

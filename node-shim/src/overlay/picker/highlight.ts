@@ -1,7 +1,7 @@
 /**
- * The picker's drawing inside the overlay layer: the hover box, its text-only label, the hint bar and
- * the area rectangle. Plain DOM with inline styles (the layer lives in the overlay's shadow root, so
- * page styles never reach it); every page-derived string goes through `textContent`.
+ * The picker's drawing inside the overlay layer: the hover box, its label and the area rectangle on one
+ * viewport canvas, and the hint bar. The layer lives in the overlay's shadow root, so page styles never
+ * reach it; page-derived strings are drawn with fillText or set with `textContent`, never parsed.
  */
 import type { Box } from "./dom.js";
 import type { PickedTarget } from "./types.js";
@@ -10,7 +10,6 @@ const ACCENT = "#2563eb";
 const FROZEN = "#b45309";
 const LABEL_W = 480;
 const LABEL_H = 20;
-const LABEL_DELAY = 60;
 
 function div(doc: Document, style: string, part: string): HTMLDivElement {
   const el = doc.createElement("div");
@@ -21,82 +20,28 @@ function div(doc: Document, style: string, part: string): HTMLDivElement {
 }
 
 /**
- * A rectangle drawn with transforms only: five 1×1 px solid layers (fill and four edges) scaled and
- * translated into place. Moving or resizing it changes nothing but compositor transforms, so the browser
- * neither repaints nor re-layerizes the page under it each frame (a box with a real size and border did:
- * on a 5,000-element page that was most of the hover's cost).
+ * Everything that moves with the pointer (hover box, label, area rectangle) is drawn into ONE canvas the
+ * size of the viewport that never moves: a frame changes its pixels only, so Chromium neither repaints
+ * nor re-layerizes the page. Measured on 2,500 clipped cells: DOM boxes moved by transforms cost 5-9 ms of
+ * `Layerize` per move, a text node 6-16 ms of `Paint` per label; the canvas costs < 0.5 ms. The label is
+ * drawn with fillText (text only by construction); `data-label` / `data-box` on the canvas say what is
+ * drawn (tests, devtools). The panel's cards carry the text for assistive technology (aria-hidden here).
  */
-class Rectangle {
-  readonly el: HTMLDivElement;
-  private readonly parts: HTMLDivElement[];
-  private shown = false;
-  private color = "";
-
-  constructor(doc: Document, part: string, fill: string) {
-    this.el = div(doc, "position:fixed;left:0;top:0;width:0;height:0;pointer-events:none;z-index:2147483646;display:none;", part);
-    this.el.setAttribute("aria-hidden", "true");
-    this.parts = ["fill", "top", "right", "bottom", "left"].map((name) => {
-      const p = doc.createElement("div");
-      p.setAttribute("data-part", name);
-      p.style.cssText =
-        "position:absolute;left:0;top:0;width:1px;height:1px;transform-origin:0 0;will-change:transform;contain:strict;" +
-        (name === "fill" ? `background:${fill};` : "");
-      this.el.append(p);
-      return p;
-    });
-  }
-
-  show(r: Box, color: string, edge = 2): void {
-    if (!this.shown) {
-      this.shown = true;
-      this.el.style.display = "block";
-    }
-    if (color !== this.color) {
-      this.color = color;
-      for (const p of this.parts.slice(1)) p.style.background = color;
-    }
-    const w = Math.max(r.width, edge);
-    const h = Math.max(r.height, edge);
-    const [fill, top, right, bottom, left] = this.parts as [HTMLDivElement, HTMLDivElement, HTMLDivElement, HTMLDivElement, HTMLDivElement];
-    fill.style.transform = `translate(${r.x}px, ${r.y}px) scale(${w}, ${h})`;
-    top.style.transform = `translate(${r.x}px, ${r.y}px) scale(${w}, ${edge})`;
-    bottom.style.transform = `translate(${r.x}px, ${r.y + h - edge}px) scale(${w}, ${edge})`;
-    left.style.transform = `translate(${r.x}px, ${r.y}px) scale(${edge}, ${h})`;
-    right.style.transform = `translate(${r.x + w - edge}px, ${r.y}px) scale(${edge}, ${h})`;
-  }
-
-  hide(): void {
-    if (!this.shown) return;
-    this.shown = false;
-    this.el.style.display = "none";
-  }
-}
-
 export class Highlight {
-  private readonly box: Rectangle;
-  private readonly areaBox: Rectangle;
-  readonly label: HTMLCanvasElement;
+  readonly canvas: HTMLCanvasElement;
   readonly hint: HTMLDivElement;
-  private last = "";
-  private labelShown = false;
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  private box: { r: Box; text: string; color: string } | null = null;
+  private area: Box | null = null;
+  private shown = false;
+  private size = "";
 
   constructor(layer: HTMLElement) {
     const doc = layer.ownerDocument;
-    this.box = new Rectangle(doc, "highlight", "rgba(37,99,235,.12)");
-    this.areaBox = new Rectangle(doc, "area", "rgba(37,99,235,.10)");
-    // The label is a <canvas> drawn with fillText: text only by construction, its own compositing layer,
-    // and a new text changes only its pixels. (A text node re-laid out in the shadow root made Chromium
-    // repaint the whole page: 6-16 ms per label on a 5,000-element page, measured with tracing.) The
-    // text is also kept in `data-text` (tests, devtools); the panel's cards carry it for assistive
-    // technology, so the canvas is aria-hidden.
-    this.label = doc.createElement("canvas");
-    this.label.setAttribute("part", "highlight-label");
-    this.label.setAttribute("data-spotpatch-picker", "highlight-label");
-    this.label.setAttribute("aria-hidden", "true");
-    this.label.style.cssText =
-      "position:fixed;left:0;top:0;pointer-events:none;z-index:2147483646;will-change:transform,opacity;" +
-      `display:none;width:${LABEL_W}px;height:${LABEL_H}px;`;
+    this.canvas = doc.createElement("canvas");
+    this.canvas.setAttribute("part", "highlight");
+    this.canvas.setAttribute("data-spotpatch-picker", "highlight");
+    this.canvas.setAttribute("aria-hidden", "true");
+    this.canvas.style.cssText = "position:fixed;left:0;top:0;pointer-events:none;z-index:2147483646;display:none;";
     // A compact reminder of the keys at the bottom left, clear of the panel's column on the right (the
     // panel holds the accessible hint text, so this one is hidden from assistive technology).
     this.hint = div(
@@ -107,53 +52,22 @@ export class Highlight {
       "picker-hint",
     );
     this.hint.setAttribute("aria-hidden", "true");
-    layer.append(this.box.el, this.label, this.areaBox.el, this.hint);
+    layer.append(this.canvas, this.hint);
   }
 
-  /**
-   * Draw the box at `r` (top viewport coordinates) with `text` as its label; `frozen` changes the colour.
-   * Per frame only transforms change (compositor work). A new label text is written when the hover rests
-   * (LABEL_DELAY ms without another change) or at once with `now` (keyboard moves, freeze): laying out
-   * text while the mouse sweeps a large page costs a page paint per frame.
-   */
-  show(r: Box, text: string, frozen: boolean, now = false): void {
-    const color = frozen ? FROZEN : ACCENT;
-    this.box.show(r, color);
-    const l = this.label.style;
-    if (!this.labelShown) {
-      this.labelShown = true;
-      l.display = "block";
-    }
-    // Above the box when there is room, else inside its top edge; kept within the viewport. Left-aligned
-    // on the box; near the right edge, right-aligned on the box's right side instead.
-    const above = r.y - LABEL_H - 2;
-    const y = above >= 0 ? above : Math.min(Math.max(r.y + 2, 0), innerHeight - LABEL_H);
-    const right = r.x + LABEL_W > innerWidth;
-    const x = right ? Math.max(Math.min(r.x + r.width, innerWidth) - LABEL_W, 0) : Math.max(r.x, 0);
-    l.transform = `translate(${x}px, ${y}px)`;
-    const key = `${text}\u0000${color}\u0000${right}`;
-    if (key === this.last) return;
-    this.last = key;
-    clearTimeout(this.timer);
-    const write = () => {
-      drawLabel(this.label, text, color, right);
-      l.opacity = "1";
-    };
-    if (now) write();
-    else {
-      l.opacity = "0";
-      this.timer = setTimeout(write, LABEL_DELAY);
-    }
+  /** Draw the box at `r` (top viewport coordinates) with `text` as its label; `frozen` changes the colour. */
+  show(r: Box, text: string, frozen: boolean): void {
+    this.box = { r, text, color: frozen ? FROZEN : ACCENT };
+    if (this.canvas.getAttribute("data-label") !== text) this.canvas.setAttribute("data-label", text);
+    this.canvas.setAttribute("data-box", `${r.x},${r.y},${r.width},${r.height}`);
+    this.draw();
   }
 
   hide(): void {
-    clearTimeout(this.timer);
-    this.last = "";
-    this.box.hide();
-    if (this.labelShown) {
-      this.labelShown = false;
-      this.label.style.display = "none";
-    }
+    if (!this.box) return;
+    this.box = null;
+    this.canvas.setAttribute("data-label", "");
+    this.draw();
   }
 
   setHint(text: string | null): void {
@@ -162,31 +76,76 @@ export class Highlight {
   }
 
   showArea(r: Box | null): void {
-    if (r) this.areaBox.show(r, ACCENT);
-    else this.areaBox.hide();
+    if (!r && !this.area) return;
+    this.area = r;
+    this.draw();
   }
 
   destroy(): void {
-    clearTimeout(this.timer);
-    this.box.el.remove();
-    this.label.remove();
+    this.canvas.remove();
     this.hint.remove();
-    this.areaBox.el.remove();
+  }
+
+  private draw(): void {
+    const c = this.canvas;
+    if (!this.box && !this.area) {
+      if (this.shown) {
+        this.shown = false;
+        c.style.display = "none";
+        c.width = 0; // no viewport-sized bitmap kept while nothing is drawn
+        c.height = 0;
+        this.size = "";
+      }
+      return;
+    }
+    const dpr = Math.min(Math.max(window.devicePixelRatio || 1, 1), 3);
+    const w = innerWidth;
+    const h = innerHeight;
+    const size = `${w}x${h}@${dpr}`;
+    if (size !== this.size) {
+      this.size = size;
+      c.width = Math.round(w * dpr);
+      c.height = Math.round(h * dpr);
+      c.style.width = `${w}px`;
+      c.style.height = `${h}px`;
+    }
+    if (!this.shown) {
+      this.shown = true;
+      c.style.display = "block";
+    }
+    const ctx = c.getContext("2d");
+    if (!ctx) return;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, w, h);
+    if (this.area) {
+      const a = this.area;
+      ctx.fillStyle = "rgba(37,99,235,.10)";
+      ctx.fillRect(a.x, a.y, a.width, a.height);
+      ctx.setLineDash([6, 4]);
+      ctx.lineWidth = 2;
+      ctx.strokeStyle = ACCENT;
+      ctx.strokeRect(a.x + 1, a.y + 1, Math.max(a.width - 2, 0), Math.max(a.height - 2, 0));
+      ctx.setLineDash([]);
+    }
+    if (this.box) {
+      const { r, text, color } = this.box;
+      const bw = Math.max(r.width, 2);
+      const bh = Math.max(r.height, 2);
+      ctx.fillStyle = "rgba(37,99,235,.12)";
+      ctx.fillRect(r.x, r.y, bw, bh);
+      ctx.lineWidth = 2;
+      ctx.strokeStyle = color;
+      if (color === FROZEN) ctx.setLineDash([5, 3]);
+      ctx.strokeRect(r.x + 1, r.y + 1, bw - 2, bh - 2);
+      ctx.setLineDash([]);
+      drawLabel(ctx, r, text, color, w, h);
+    }
   }
 }
 
-/** Draw `text` on its coloured pill into the label canvas (device pixels; ellipsis when too long). */
-function drawLabel(canvas: HTMLCanvasElement, text: string, color: string, right: boolean): void {
-  const dpr = Math.min(Math.max(window.devicePixelRatio || 1, 1), 4);
-  if (canvas.width !== LABEL_W * dpr) {
-    canvas.width = LABEL_W * dpr;
-    canvas.height = LABEL_H * dpr;
-  }
-  canvas.setAttribute("data-text", text);
-  const ctx = canvas.getContext("2d");
-  if (!ctx) return;
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.clearRect(0, 0, LABEL_W, LABEL_H);
+/** The label: `text` on a pill above the box (inside its top edge when there is no room), kept in the
+ * viewport; cut with an ellipsis at LABEL_W. */
+function drawLabel(ctx: CanvasRenderingContext2D, r: Box, text: string, color: string, vw: number, vh: number): void {
   ctx.font = "12px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace";
   const pad = 6;
   let shown = text;
@@ -201,15 +160,18 @@ function drawLabel(canvas: HTMLCanvasElement, text: string, color: string, right
     shown = `${text.slice(0, lo)}…`;
   }
   const w = Math.ceil(ctx.measureText(shown).width) + 2 * pad;
-  const x = right ? LABEL_W - w : 0;
+  const above = r.y - LABEL_H - 2;
+  const y = above >= 0 ? above : Math.min(Math.max(r.y + 2, 0), vh - LABEL_H);
+  // Left-aligned on the box; near the right edge, right-aligned on the box's right side instead.
+  const x = r.x + w > vw ? Math.max(Math.min(r.x + r.width, vw) - w, 0) : Math.max(r.x, 0);
   ctx.fillStyle = color;
   ctx.beginPath();
-  if (typeof ctx.roundRect === "function") ctx.roundRect(x, 0, w, LABEL_H, 3);
-  else ctx.rect(x, 0, w, LABEL_H);
+  if (typeof ctx.roundRect === "function") ctx.roundRect(x, y, w, LABEL_H, 3);
+  else ctx.rect(x, y, w, LABEL_H);
   ctx.fill();
   ctx.fillStyle = "#fff";
   ctx.textBaseline = "middle";
-  ctx.fillText(shown, x + pad, LABEL_H / 2 + 0.5);
+  ctx.fillText(shown, x + pad, y + LABEL_H / 2 + 0.5);
 }
 
 /** The label text: `tag · Component · file:line` (or "source unknown"). */

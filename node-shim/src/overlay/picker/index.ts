@@ -7,7 +7,7 @@
  * Pick mode (start() … Esc / stop() / a pick without Shift):
  * - Hover: one `elementFromPoint` (descending into open shadow roots and same-origin iframes) and one
  *   rect read per animation frame, whatever the number of mouse events; the label (tag · component ·
- *   file:line, or "source unknown") is set with textContent only.
+ *   file:line, or "source unknown") is drawn with fillText on the picker's canvas: text only, never parsed.
  * - Every pointer, mouse, touch and click event is swallowed in the capture phase on `window` (and on
  *   each same-origin iframe's window), so the page's handlers never see them; events aimed at the
  *   overlay itself (its host element) pass. Wheel events pass, so the page still scrolls.
@@ -15,7 +15,9 @@
  *   ArrowLeft / ArrowRight previous / next sibling; Enter picks (Shift+Enter picks and stays); F freezes
  *   the hover (the highlight stays on the element while the mouse goes elsewhere; arrows still walk) and
  *   F again unfreezes. Starting pick mode highlights `document.activeElement` (through open shadow roots)
- *   or, when nothing is focused, the element at the viewport centre: picking needs no mouse.
+ *   or, when nothing is focused, the element at the viewport centre: picking needs no mouse. Never
+ *   `<html>`/`<body>`/`<head>`: when the centre is empty page, the first visible element with a source
+ *   location, else the first visible focusable element, and the hint says so.
  * - Area mode (`start("area")`): drag a rectangle; the located elements (`data-spotpatch-loc`) whose box
  *   lies inside it become targets (outermost only, document order, ≤ 50), or one region target when none
  *   is located; a click without a drag picks the element under it.
@@ -61,7 +63,7 @@ import {
   viewportRect,
 } from "./dom.js";
 import { Highlight, labelText } from "./highlight.js";
-import { initialElement, typingInOverlay, walk } from "./navigate.js";
+import { initialElement, startElement, typingInOverlay, walk } from "./navigate.js";
 import { areaTargets } from "./selection.js";
 import type { PickedTarget, Picker, PickerOptions } from "./types.js";
 
@@ -77,6 +79,8 @@ export const HINT_KEYS: Record<string, string> = {
   "pick.status.area": "Drag over an area of the page.",
   "pick.label.unknown": "source unknown",
   "pick.frozen": "frozen",
+  "pick.start.located": "Nothing at the centre of the page: started on the first element with a source location.",
+  "pick.start.focusable": "Nothing at the centre of the page: started on the first focusable element.",
 };
 
 /** Events swallowed in pick mode (capture phase, window). Wheel and keys are not here. */
@@ -124,8 +128,6 @@ export function createPicker(options: PickerOptions): Picker {
   let frozen = false;
   let hovered: Element | null = null;
   let hoveredText = "";
-  /** The next render writes the label at once (keyboard moves, freeze, start), not when the hover rests. */
-  let labelNow = false;
   let pointer: { x: number; y: number } | null = null;
   let frame = 0;
   let drag: { x: number; y: number; rect: Box | null } | null = null;
@@ -161,8 +163,7 @@ export function createPicker(options: PickerOptions): Picker {
       const r = viewportRect(hovered);
       // A frozen element that got hidden (a closed :hover menu) keeps its last box; it stays pickable.
       if (r.width > 0 || r.height > 0 || !frozen) {
-        highlight.show(r, hoveredText, frozen, labelNow);
-        labelNow = false;
+        highlight.show(r, hoveredText, frozen);
       }
     } else highlight.hide();
   }
@@ -308,7 +309,6 @@ export function createPicker(options: PickerOptions): Picker {
   /** A keyboard move: the hover stays where the keys put it until the mouse moves again. */
   function moveTo(el: Element): void {
     pointer = null;
-    labelNow = true;
     setHover(el);
     safe(() => el.scrollIntoView({ block: "nearest", inline: "nearest" }), undefined);
     schedule();
@@ -326,7 +326,6 @@ export function createPicker(options: PickerOptions): Picker {
       pickElement(hovered, e.shiftKey);
     } else if (k === "f" || k === "F") {
       frozen = !frozen;
-      labelNow = true;
       if (hovered) setHover(hovered);
       schedule();
     } else if (k === "ArrowUp" || k === "ArrowDown" || k === "ArrowLeft" || k === "ArrowRight") {
@@ -409,8 +408,9 @@ export function createPicker(options: PickerOptions): Picker {
       for (const doc of sameOriginDocuments()) attach(doc.defaultView);
       addShields();
       if (m === "element") {
-        labelNow = true;
-        setHover(initialElement(hitAt));
+        const { el, from } = startElement(hitAt);
+        if (from === "located" || from === "focusable") highlight.setHint(`${t("pick.hint")} ${t(`pick.start.${from}`)}`);
+        setHover(el);
         schedule();
       }
     },

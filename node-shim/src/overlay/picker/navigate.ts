@@ -4,6 +4,7 @@
  */
 import {
   HOST_TAG,
+  LOC_ATTRIBUTE,
   composedParent,
   firstChildEl,
   frameDocument,
@@ -14,7 +15,9 @@ import {
   openShadow,
   ownerDoc,
   prevEl,
+  queryAll,
   safe,
+  viewportRect,
 } from "./dom.js";
 
 /** True when a key event aimed at the overlay belongs to a text control there (the instruction box, a
@@ -32,21 +35,57 @@ export function typingInOverlay(e: KeyboardEvent): boolean {
   );
 }
 
-/** Where keyboard picking starts: the focused element (through open shadow roots) or the viewport centre. */
-export function initialElement(hit: (x: number, y: number) => Element | null): Element | null {
+/** How keyboard picking found its first element: the focus, the viewport centre, or (the centre being
+ * empty page) the first visible located element, else the first visible focusable element. */
+export type StartedFrom = "focus" | "centre" | "located" | "focusable" | "none";
+
+const NEVER_START = ["html", "body", "head"];
+const FOCUSABLE = 'a[href], button, input, select, textarea, summary, [tabindex]:not([tabindex="-1"]), [contenteditable="true"]';
+const MAX_SCAN = 2000;
+
+/** Where keyboard picking starts: the focused element (through open shadow roots), else the element at
+ * the viewport centre; never `<html>`, `<body>` or `<head>` (an empty centre): then the first visible
+ * element with a source location, else the first visible focusable element. */
+export function startElement(hit: (x: number, y: number) => Element | null): { el: Element | null; from: StartedFrom } {
   let el: Element | null = document.activeElement;
   for (let i = 0; el && i < 16; i++) {
     const inner = openShadow(el)?.activeElement ?? null;
     if (!inner) break;
     el = inner;
   }
-  if (el && !isOverlay(el) && el !== document.body && el !== document.documentElement) {
+  if (el && !isOverlay(el) && !NEVER_START.includes(localName(el))) {
     // A focused same-origin iframe: its own focused element.
     const inner = frameDocument(el)?.activeElement;
-    if (inner && inner !== inner.ownerDocument.body) return inner;
-    return el;
+    if (inner && !NEVER_START.includes(localName(inner))) return { el: inner, from: "focus" };
+    return { el, from: "focus" };
   }
-  return hit(innerWidth / 2, innerHeight / 2);
+  const centre = hit(innerWidth / 2, innerHeight / 2);
+  if (centre && !isOverlay(centre) && !NEVER_START.includes(localName(centre))) return { el: centre, from: "centre" };
+  const located = firstVisible(`[${LOC_ATTRIBUTE}]`);
+  if (located) return { el: located, from: "located" };
+  const focusable = firstVisible(FOCUSABLE);
+  if (focusable) return { el: focusable, from: "focusable" };
+  return { el: null, from: "none" };
+}
+
+/** The element keyboard picking starts on (startElement without saying how). */
+export function initialElement(hit: (x: number, y: number) => Element | null): Element | null {
+  return startElement(hit).el;
+}
+
+/** The first element (document order, top document, ≤ MAX_SCAN looked at) matching `selector` with a box
+ * inside the viewport. */
+function firstVisible(selector: string): Element | null {
+  const list = queryAll(document, selector);
+  for (let i = 0; i < list.length && i < MAX_SCAN; i++) {
+    const el = list[i]!;
+    if (isOverlay(el) || NEVER_START.includes(localName(el))) continue;
+    const r = viewportRect(el);
+    if (r.width > 0 && r.height > 0 && r.x < innerWidth && r.y < innerHeight && r.x + r.width > 0 && r.y + r.height > 0) {
+      return el;
+    }
+  }
+  return null;
 }
 
 /** The element an arrow key moves to from `el` (composed tree: shadow roots and same-origin iframes). */

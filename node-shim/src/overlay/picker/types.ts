@@ -42,5 +42,7 @@ export interface Picker {
 
 export interface Badges {
   update(list: { n: number; target: PickedTarget }[]): void;
+  /** false: hide the badges and drop every listener and observer (the panel closed); true: show them again. */
+  setVisible(visible: boolean): void;
   destroy(): void;
 }

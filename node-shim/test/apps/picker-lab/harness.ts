@@ -1,6 +1,7 @@
 // Mounts the picker alone (no panel) the way the overlay does: a <spotpatch-overlay> host with an open
 // shadow root and a layer. Keys (outside pick mode): P starts pick mode, A starts area mode, K pauses or
-// resumes animations, S targets the selected text. Results go to window.__picks / #out (text only).
+// resumes animations, S targets the selected text, B hides or shows the badges (as the panel does on
+// close / open). Results go to window.__picks / #out (text only).
 import { createBadges, createPicker, pauseAnimations, targetFromSelection, type PickedTarget } from "spotpatch-picker";
 
 const host = document.createElement("spotpatch-overlay");
@@ -11,13 +12,26 @@ shadow.append(layer);
 document.documentElement.append(host);
 
 type Out = { stay: boolean; targets: Omit<PickedTarget, "element">[]; ids: (string | null)[] };
-const w = window as unknown as { __picks: Out[]; __exits: number; __detached: number[]; __paused: boolean; __picker: unknown };
+const w = window as unknown as {
+  __picks: Out[];
+  __exits: number;
+  __detached: number[];
+  __rebound: { n: number; location: string | null; same: boolean }[];
+  __paused: boolean;
+  __picker: unknown;
+};
 w.__picks = [];
 w.__exits = 0;
 w.__detached = [];
+w.__rebound = [];
 w.__paused = false;
 const all: PickedTarget[] = [];
-const badges = createBadges(layer, (n) => w.__detached.push(n));
+const badges = createBadges(
+  layer,
+  (n) => w.__detached.push(n),
+  (n, target) => w.__rebound.push({ n, location: target.label.location ?? null, same: all[n - 1] === target }),
+);
+let badgesShown = true;
 const out = document.getElementById("out")!;
 
 function record(targets: PickedTarget[], stay: boolean): void {
@@ -50,6 +64,9 @@ window.addEventListener("keydown", (e) => {
       paused = null;
     } else paused = pauseAnimations();
     w.__paused = !!paused;
+  } else if (e.key === "b") {
+    badgesShown = !badgesShown;
+    badges.setVisible(badgesShown);
   } else if (e.key === "s") {
     const target = targetFromSelection(getSelection());
     if (target) record([target], false);
