@@ -36,6 +36,7 @@ __all__ = [
     "lstat_path",
     "new_file_mode",
     "new_tmp_name",
+    "part_name",
     "prune_empty_parents",
     "put_back",
     "read_image",
@@ -326,14 +327,21 @@ def replace_image(
 
 
 def _write_tmp_at(directory: int, tmp_name: str, image: Image) -> None:
-    fd = os.open(tmp_name, _TMP_FLAGS, 0o600, dir_fd=directory)
+    """Write ``image`` under :func:`part_name` (``fdatasync``'d), then rename it to ``tmp_name`` without
+    replacing: a file under ``tmp_name`` is never a write cut short — it holds a whole image of ours, or
+    what came out of an exchange or move (which recovery never deletes unless it is a journalled image)."""
+    part = part_name(tmp_name)
+    fd = os.open(part, _TMP_FLAGS, 0o600, dir_fd=directory)
     try:
         try:
             _write_all(fd, image)
+            _fdatasync(fd)
         finally:
             os.close(fd)
+        if not _move_no_replace(part, tmp_name, directory):
+            raise FileNotFoundError(errno.ENOENT, "the temp file vanished")
     except BaseException:
-        _unlink_at(tmp_name, directory)
+        _unlink_at(part, directory)
         raise
 
 
@@ -564,7 +572,7 @@ def _write_image_by_path(root: Path, rel: str, image: Image, tmp_name: str) -> N
             pass
         _prune_empty_dirs(root, Path(parent))
         return
-    replace_via_temp(os.path.join(parent, tmp_name), target, _TMP_FLAGS, lambda fd: _write_all(fd, image))
+    replace_via_temp(os.path.join(parent, part_name(tmp_name)), target, _TMP_FLAGS, lambda fd: _write_all(fd, image))
 
 
 def set_mode(root: Path, rel: str, mode: int) -> None:
@@ -592,32 +600,38 @@ def set_mode(root: Path, rel: str, mode: int) -> None:
         _close_all(fds)
 
 
-def remove_tmp(root: Path, rel: str, tmp_name: str) -> None:
-    """Remove the temp file ``tmp_name`` beside ``root/rel`` if it is a regular file reached without
-    crossing a symlink (POSIX: ``unlink`` relative to the directory's ``O_NOFOLLOW`` descriptor). Never raises."""
+def remove_tmp(root: Path, rel: str, tmp_name: str, *, part: bool = False) -> bool:
+    """Remove the temp file ``tmp_name`` (with ``part``: its :func:`part_name`) beside ``root/rel`` if it is
+    a regular file reached without crossing a symlink (POSIX: ``unlink`` relative to the directory's
+    ``O_NOFOLLOW`` descriptor). True when a file was removed. Never raises."""
     if not TMP_NAME.match(tmp_name):
-        return
+        return False
+    if part:
+        tmp_name = part_name(tmp_name)
     parts = _parts(rel)
     if not parts:
-        return
+        return False
     if not _DIR_FD:
         tmp_rel = "/".join([*parts[:-1], tmp_name])
-        if isinstance(lstat_path(root, tmp_rel), os.stat_result):
-            unlink_quietly(os.path.join(root, *parts[:-1], tmp_name))
-        return
+        if not isinstance(lstat_path(root, tmp_rel), os.stat_result):
+            return False
+        unlink_quietly(os.path.join(root, *parts[:-1], tmp_name))
+        return True
     try:
         fds = _open_parents(root, parts, create=False)
     except OSError:
-        return
+        return False
     if fds is None:
-        return
+        return False
     try:
         try:
             st = os.stat(tmp_name, dir_fd=fds[-1], follow_symlinks=False)
         except OSError:
-            return
-        if stat.S_ISREG(st.st_mode):
-            _unlink_at(tmp_name, fds[-1])
+            return False
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        _unlink_at(tmp_name, fds[-1])
+        return True
     finally:
         _close_all(fds)
 
@@ -789,6 +803,16 @@ def unlink_quietly(path: Path | str) -> None:
     except OSError:
         pass
 
+
+
+def part_name(tmp_name: str) -> str:
+    """The name a temp file is written under before it becomes ``tmp_name`` (``.spotpatch-<hex>.part``):
+    only this name can hold a write cut short, and nothing is ever exchanged or moved into it."""
+    return tmp_name.removesuffix(".tmp") + ".part"
+
+
+def _fdatasync(fd: int) -> None:
+    (getattr(os, "fdatasync", None) or os.fsync)(fd)
 
 
 def new_tmp_name() -> str:

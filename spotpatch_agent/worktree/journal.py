@@ -445,7 +445,7 @@ def set_fault_hook(hook: Callable[[str], None] | None) -> Callable[[str], None] 
 def fault_point(operation: str, step: str) -> None:
     """A named step boundary of a journalled write or of its recovery (tests only; inert in production:
     one global and one environment lookup). The boundaries of a write are :func:`write_steps`; recovery's
-    are ``recover:file-<k>:<tmp-removed|put-back|written|exchanged|placed|moved|unlinked>`` and
+    are ``recover:file-<k>:<part-removed|tmp-removed|put-back|written|exchanged|placed|moved|unlinked>`` and
     ``recover:journal:removed``; an undo's ``<operation>:undo-<k>:<step>``.
 
     When a hook is set (:func:`set_fault_hook`) it is called with ``<operation>:<step>``. When

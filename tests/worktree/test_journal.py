@@ -21,6 +21,7 @@ from spotpatch_agent.worktree.images import (
     Outcome,
     new_file_mode,
     new_tmp_name,
+    part_name,
     read_image,
     replace_image,
     write_image,
@@ -202,8 +203,8 @@ async def test_recovery_restores_permission_bits_and_removes_only_named_temp_fil
     plan = apply_plan(root)
     crash_after(root, plan, 1)
     os.chmod(root / "a.txt", 0o644)  # the mode only, bytes still the post-image
-    stray = root / "src" / plan.writes[1].tmp  # a temp file the killed write left
-    stray.write_bytes(b"BE")  # cut short while writing the post-image
+    stray = root / "src" / part_name(plan.writes[1].tmp)  # a temp file the killed write left
+    stray.write_bytes(b"BE")  # cut short while writing the post-image (always under the .part name)
     mine = root / ".spotpatch-0123456789abcdef.tmp"  # not named by the journal: not ours to delete
     mine.write_bytes(b"keep")
     [report] = await recover_pending(root)
