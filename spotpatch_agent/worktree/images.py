@@ -45,6 +45,7 @@ __all__ = [
     "replace_image",
     "replace_via_temp",
     "safe_path",
+    "same_image",
     "set_mode",
     "unlink_quietly",
     "write_fully",
@@ -349,7 +350,7 @@ def _exchange_at(directory: int, name: str, old: Image, new: Image, tmp_name: st
     try:
         swapped = _swap(tmp_name, name, directory)
         if swapped is None:  # no exchange here: re-check, then rename over (the documented window)
-            if _image_sha(_image_at(directory, name)) != old.sha256:
+            if not same_image(_image_at(directory, name), old):
                 _unlink_at(tmp_name, directory)
                 return Outcome.CHANGED
             os.rename(tmp_name, name, src_dir_fd=directory, dst_dir_fd=directory)
@@ -363,7 +364,7 @@ def _exchange_at(directory: int, name: str, old: Image, new: Image, tmp_name: st
         _unlink_at(tmp_name, directory)
         return Outcome.CHANGED
     step("exchanged")
-    if _image_sha(_image_at(directory, tmp_name)) == old.sha256:
+    if same_image(_image_at(directory, tmp_name), old):
         _unlink_at(tmp_name, directory)  # verified: the old bytes (also in the journal)
         step("unlinked")
         return Outcome.WRITTEN
@@ -398,7 +399,7 @@ def _delete_at(fds: list[int], parts: list[str], old: Image, tmp_name: str, step
     if not _move_no_replace(name, tmp_name, directory):
         return Outcome.CHANGED if old.data is not None else Outcome.WRITTEN  # already absent
     step("moved")
-    if _image_sha(_image_at(directory, tmp_name)) == old.sha256:
+    if same_image(_image_at(directory, tmp_name), old):
         _unlink_at(tmp_name, directory)
         _prune_empty_dirs_at(fds, parts)
         step("unlinked")
@@ -458,6 +459,15 @@ def _image_at(directory: int, name: str) -> Image | str:
     return _read_fd(fd, st)
 
 
+def same_image(found: Image | str, expected: Image) -> bool:
+    """Whether ``found`` (a :func:`read_image` result) is ``expected``: the same bytes (SHA-256) and, when both
+    are known, the same permission bits — a ``chmod`` (e.g. of the executable bit git tracks) is a change
+    of the user's as much as a save is."""
+    if isinstance(found, str) or found.sha256 != expected.sha256:
+        return False
+    return found.mode is None or expected.mode is None or stat.S_IMODE(found.mode) == stat.S_IMODE(expected.mode)
+
+
 def _image_sha(image: Image | str) -> str | None:
     return image if isinstance(image, str) else image.sha256
 
@@ -465,7 +475,7 @@ def _image_sha(image: Image | str) -> str | None:
 def _replace_by_path(root: Path, rel: str, old: Image, new: Image, tmp_name: str, step: Step) -> Outcome:
     """:func:`replace_image` where descriptors cannot name directories (Windows): re-hash, then the
     path-based write (a save between the two is replaced: no exchange exists there)."""
-    if file_hash(root, rel) != old.sha256:
+    if not same_image(read_image(root, rel), old):
         return Outcome.CHANGED
     _write_image_by_path(root, rel, new, tmp_name)
     for name in WRITE_STEPS[write_kind(old, new)]:

@@ -57,9 +57,11 @@ from spotpatch_agent.worktree.images import (
     Outcome,
     Step,
     file_hash,
+    read_image,
     replace_image,
     replace_via_temp,
     safe_path,
+    same_image,
     write_fully,
     write_kind,
 )
@@ -333,7 +335,7 @@ def _write_sync(
     after: dict[str, str | None] = {}
     try:
         for number, item in enumerate(plan.writes, start=1):
-            if file_hash(root, item.path) != item.pre.sha256:
+            if not same_image(read_image(root, item.path), item.pre):  # bytes and permission bits
                 failure = f"{item.path} changed while it was being {verb}"
                 break
             done.append(item)  # the undo looks at what the path holds, so a half-done write is safe to list

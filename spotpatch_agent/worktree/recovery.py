@@ -198,7 +198,9 @@ def _recover_path(root: Path, write: PathWrite, operation: Operation, *, repair:
     if current.sha256 != other.sha256:
         return False
     try:
-        return replace_image(root, write.path, other, target, write.tmp, step=step) is Outcome.WRITTEN
+        # Judged by its bytes (a mode left by the killed write is fixed, as above): mode None is not compared.
+        found = Image(other.data, None)
+        return replace_image(root, write.path, found, target, write.tmp, step=step) is Outcome.WRITTEN
     except OSError:
         return False
 

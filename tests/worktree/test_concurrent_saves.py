@@ -74,16 +74,10 @@ def recorded(run: Callable[[], object]) -> list[str]:
     return seen
 
 
-@pytest.mark.parametrize(("style", "exchange"), [("in-place", True), ("rename", True), ("in-place", False)])
-@pytest.mark.parametrize("operation", ["apply", "revert"])
-async def test_a_save_at_every_step_boundary_is_kept_and_the_conflict_reported(
-    make_job, monkeypatch: pytest.MonkeyPatch, operation: str, style: str, exchange: bool  # noqa: F811
-) -> None:
-    if not exchange:  # no renameat2: hard links place and move files, a re-hash guards the rename over
-        monkeypatch.setattr(images_module, "_renameat2", False)
-    job: Job = await make_job()
-    root = job.root
-    original = files(root)
+async def recorded_steps(job: Job, operation: str) -> tuple[list[str], list[str]]:
+    """The step boundaries (``<step>``, without the operation) of ``operation`` on ``job`` without a race,
+    and the touched paths in journal order; the tree is back at its start afterwards (applied, reverted)."""
+    original = files(job.root)
     steps: dict[str, list[str]] = {}
 
     def hook_into(operation_: str) -> Callable[[str], None]:
@@ -96,13 +90,25 @@ async def test_a_save_at_every_step_boundary_is_kept_and_the_conflict_reported(
         await job.revert(applied)
     finally:
         set_fault_hook(previous)
-    paths = applied.paths
-    assert files(root) == original
+    assert files(job.root) == original
+    return steps[operation], applied.paths
+
+
+@pytest.mark.parametrize(("style", "exchange"), [("in-place", True), ("rename", True), ("in-place", False)])
+@pytest.mark.parametrize("operation", ["apply", "revert"])
+async def test_a_save_at_every_step_boundary_is_kept_and_the_conflict_reported(
+    make_job, monkeypatch: pytest.MonkeyPatch, operation: str, style: str, exchange: bool  # noqa: F811
+) -> None:
+    if not exchange:  # no renameat2: hard links place and move files, a re-hash guards the rename over
+        monkeypatch.setattr(images_module, "_renameat2", False)
+    job: Job = await make_job()
+    root = job.root
+    original = files(root)
+    boundaries, paths = await recorded_steps(job, operation)
     await job.apply()
     applied_tree = files(root)
     reset(root, original, paths)
 
-    boundaries = steps[operation]
     assert boundaries[0] == "journal:synced" and boundaries[-1] == "journal:removed"
     cases = 0
     for step in boundaries:
