@@ -380,7 +380,7 @@ def _exchange_at(directory: int, name: str, old: Image, new: Image, tmp_name: st
 
 def _place_at(directory: int, name: str, tmp_name: str, step: Step) -> Outcome:
     try:
-        if not _move_no_replace(tmp_name, name, directory):
+        if not _move_no_replace(tmp_name, name, directory, unlink_src=False):
             raise FileNotFoundError(errno.ENOENT, "the temp file vanished")
     except FileExistsError:  # created meanwhile: the user's file stays
         _unlink_at(tmp_name, directory)
@@ -396,7 +396,7 @@ def _place_at(directory: int, name: str, tmp_name: str, step: Step) -> Outcome:
 
 def _delete_at(fds: list[int], parts: list[str], old: Image, tmp_name: str, step: Step) -> Outcome:
     directory, name = fds[-1], parts[-1]
-    if not _move_no_replace(name, tmp_name, directory):
+    if not _take_aside(name, tmp_name, directory):
         return Outcome.CHANGED if old.data is not None else Outcome.WRITTEN  # already absent
     step("moved")
     if same_image(_image_at(directory, tmp_name), old):
@@ -412,10 +412,35 @@ def _delete_at(fds: list[int], parts: list[str], old: Image, tmp_name: str, step
     return Outcome.CHANGED
 
 
-def _move_no_replace(src: str, dst: str, directory: int) -> bool:
+def _take_aside(name: str, tmp_name: str, directory: int) -> bool:
+    """Move the user's file ``name`` to this write's own fresh temp name (a delete), in one atomic step
+    whatever the system: ``renameat2(RENAME_NOREPLACE)``, else a look that ``tmp_name`` is free and a
+    plain rename. Never a hard link and an unlink of ``name``: a save renamed over ``name`` between the two
+    would be unlinked unseen (breaker 12 F3); a rename takes whatever ``name`` holds at that instant into
+    the temp name, where the caller checks it. False when ``name`` is absent. Raises ``OSError``."""
+    done = _rename2(name, tmp_name, directory, _NOREPLACE)
+    if done is not None:
+        return done
+    try:
+        os.stat(tmp_name, dir_fd=directory, follow_symlinks=False)
+    except FileNotFoundError:
+        pass
+    else:
+        raise FileExistsError(errno.EEXIST, "the temp name exists")
+    try:
+        os.rename(name, tmp_name, src_dir_fd=directory, dst_dir_fd=directory)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _move_no_replace(src: str, dst: str, directory: int, *, unlink_src: bool = True) -> bool:
     """Rename ``src`` to ``dst`` (both relative to ``directory``) unless ``dst`` exists (``FileExistsError``):
-    ``renameat2(RENAME_NOREPLACE)``, else a hard link and an unlink (for a moment both names), else — no
-    hard links on this file system — a look and a rename. False when ``src`` is absent. Raises ``OSError``."""
+    ``renameat2(RENAME_NOREPLACE)``, else a hard link and an unlink of ``src`` (for a moment both names;
+    ``unlink_src=False`` leaves ``src`` for the caller to unlink after its step boundary), else — no hard
+    links on this file system — a look and a rename. ``src`` is always a name of ours (a temp name), never
+    the user's: an unlink of ``src`` can only drop our own second name. False when ``src`` is absent.
+    Raises ``OSError``."""
     done = _rename2(src, dst, directory, _NOREPLACE)
     if done is not None:
         return done
@@ -436,7 +461,8 @@ def _move_no_replace(src: str, dst: str, directory: int) -> bool:
             os.rename(src, dst, src_dir_fd=directory, dst_dir_fd=directory)
             return True
         raise FileExistsError(errno.EEXIST, "exists") from None
-    _unlink_at(src, directory)
+    if unlink_src:
+        _unlink_at(src, directory)
     return True
 
 
