@@ -34,6 +34,7 @@ __all__ = [
     "Step",
     "file_hash",
     "lstat_path",
+    "missing_parents",
     "new_file_mode",
     "new_tmp_name",
     "part_name",
@@ -287,7 +288,7 @@ def _no_step(_name: str) -> None:
 
 
 def replace_image(
-    root: Path, rel: str, old: Image, new: Image, tmp_name: str, *, step: Step | None = None
+    root: Path, rel: str, old: Image, new: Image, tmp_name: str, *, step: Step | None = None, prune: int | None = None
 ) -> Outcome:
     """Replace ``old`` by ``new`` at ``root/rel`` atomically, discarding nothing that was not ``old``.
 
@@ -298,7 +299,9 @@ def replace_image(
     link): a file created meanwhile stays (``CHANGED``). ``delete``: the path is renamed to the temp name
     (never replacing), its bytes checked, then unlinked (empty parent directories removed, as ``git
     apply`` does) — or renamed back. So each file is wholly old or wholly new at any instant, and a save
-    racing the write is never lost. Where there is no exchange (not Linux, or a file system without it)
+    racing the write is never lost. ``prune`` bounds the parent directories a delete removes when empty:
+    ``None`` every one (a file the diff deletes, as ``git apply``), ``k`` only the lowest ``k`` (those the
+    write being undone had made: a user's own empty directory is never removed). Where there is no exchange (not Linux, or a file system without it)
     the path is re-hashed and the temp file renamed over it: a save between the two is replaced.
 
     ``step(name)`` runs after each step that changed the disk (:data:`WRITE_STEPS`; ``put-back`` after an
@@ -307,7 +310,7 @@ def replace_image(
     temp file is removed unless it may hold bytes that are not ours)."""
     step = step or _no_step
     if not _DIR_FD:
-        return _replace_by_path(root, rel, old, new, tmp_name, step)
+        return _replace_by_path(root, rel, old, new, tmp_name, step, prune)
     parts = _parts(rel)
     if not parts:
         raise IsADirectoryError("no file name")
@@ -317,7 +320,7 @@ def replace_image(
     try:
         directory, name = fds[-1], parts[-1]
         if new.data is None:
-            return _delete_at(fds, parts, old, tmp_name, step)
+            return _delete_at(fds, parts, old, tmp_name, step, prune)
         _write_tmp_at(directory, tmp_name, new)
         step("written")
         if old.data is None:
@@ -394,14 +397,14 @@ def _place_at(directory: int, name: str, tmp_name: str, step: Step) -> Outcome:
     return Outcome.WRITTEN
 
 
-def _delete_at(fds: list[int], parts: list[str], old: Image, tmp_name: str, step: Step) -> Outcome:
+def _delete_at(fds: list[int], parts: list[str], old: Image, tmp_name: str, step: Step, prune: int | None) -> Outcome:
     directory, name = fds[-1], parts[-1]
     if not _take_aside(name, tmp_name, directory):
         return Outcome.CHANGED if old.data is not None else Outcome.WRITTEN  # already absent
     step("moved")
     if same_image(_image_at(directory, tmp_name), old):
         _unlink_at(tmp_name, directory)
-        _prune_empty_dirs_at(fds, parts)
+        _prune_empty_dirs_at(fds, parts, prune)
         step("unlinked")
         return Outcome.WRITTEN
     try:
@@ -498,12 +501,14 @@ def _image_sha(image: Image | str) -> str | None:
     return image if isinstance(image, str) else image.sha256
 
 
-def _replace_by_path(root: Path, rel: str, old: Image, new: Image, tmp_name: str, step: Step) -> Outcome:
+def _replace_by_path(
+    root: Path, rel: str, old: Image, new: Image, tmp_name: str, step: Step, prune: int | None = None
+) -> Outcome:
     """:func:`replace_image` where descriptors cannot name directories (Windows): re-hash, then the
     path-based write (a save between the two is replaced: no exchange exists there)."""
     if not same_image(read_image(root, rel), old):
         return Outcome.CHANGED
-    _write_image_by_path(root, rel, new, tmp_name)
+    _write_image_by_path(root, rel, new, tmp_name, prune)
     for name in WRITE_STEPS[write_kind(old, new)]:
         step(name)
     return Outcome.WRITTEN
@@ -520,18 +525,20 @@ def read_tmp(root: Path, rel: str, tmp_name: str) -> Image | str:
     return read_image(root, "/".join([*parts[:-1], tmp_name]))
 
 
-def prune_empty_parents(root: Path, rel: str) -> None:
+def prune_empty_parents(root: Path, rel: str, limit: int | None = None) -> None:
     """Remove the empty parent directories of ``root/rel`` bottom-up, starting from the deepest one that
     exists (a kill may have removed the lower ones already); never ``root``, no symlink followed, stops at
-    the first that is not empty. Never raises."""
+    the first that is not empty. ``limit``: only among the lowest ``limit`` parents (those a write made;
+    ``None``: all). Never raises."""
     parents = _parts(rel)[:-1]
-    if not parents:
+    keep = 0 if limit is None else max(len(parents) - limit, 0)  # parents[:keep]: never removed
+    if len(parents) <= keep:
         return
     if not _DIR_FD:
-        deepest = Path(root, *parents)
-        while deepest != Path(root) and not deepest.is_dir():
+        deepest, stop = Path(root, *parents), Path(root, *parents[:keep])
+        while deepest != stop and not deepest.is_dir():
             deepest = deepest.parent
-        _prune_empty_dirs(root, deepest)
+        _prune_empty_dirs(stop, deepest)
         return
     try:
         fds = [os.open(root, _ROOT_FLAGS)]
@@ -543,13 +550,34 @@ def prune_empty_parents(root: Path, rel: str) -> None:
                 fds.append(os.open(part, _DIR_FLAGS, dir_fd=fds[-1]))
             except OSError:
                 break
-        for index in range(len(fds) - 2, -1, -1):  # parents[index] is opened as fds[index + 1]
+        for index in range(len(fds) - 2, keep - 1, -1):  # parents[index] is opened as fds[index + 1]
             try:
                 os.rmdir(parents[index], dir_fd=fds[index])
             except OSError:
                 return
     finally:
         _close_all(fds)
+
+
+def missing_parents(root: Path, rel: str) -> int:
+    """How many parent directories of ``root/rel`` do not exist (those a write of it would make): the
+    ``prune`` limit of removing it again (:func:`replace_image`). A symlink or file on the way counts as
+    existing (nothing would be made, nothing is ever removed through it)."""
+    parents = _parts(rel)[:-1]
+    for depth in range(1, len(parents) + 1):
+        if not _exists(root, parents[:depth]):
+            return len(parents) - depth + 1
+    return 0
+
+
+def _exists(root: Path, parts: list[str]) -> bool:
+    try:
+        os.lstat(os.path.join(root, *parts))
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def put_back(root: Path, rel: str, tmp_name: str) -> bool:
@@ -585,7 +613,7 @@ def _write_all(fd: int, image: Image) -> None:
         os.fchmod(fd, image.mode if image.mode is not None else new_file_mode())
 
 
-def _write_image_by_path(root: Path, rel: str, image: Image, tmp_name: str) -> None:
+def _write_image_by_path(root: Path, rel: str, image: Image, tmp_name: str, prune: int | None = None) -> None:
     """:func:`write_image` where descriptors cannot name directories (Windows): ``lstat`` per parent."""
     parts = _parts(rel)
     parent = os.fspath(root)
@@ -606,7 +634,7 @@ def _write_image_by_path(root: Path, rel: str, image: Image, tmp_name: str) -> N
             os.unlink(target)
         except FileNotFoundError:
             pass
-        _prune_empty_dirs(root, Path(parent))
+        prune_empty_parents(root, rel, prune)
         return
     replace_via_temp(os.path.join(parent, part_name(tmp_name)), target, _TMP_FLAGS, lambda fd: _write_all(fd, image))
 
@@ -745,10 +773,12 @@ def _unlink_at(name: str, directory: int) -> None:
         pass
 
 
-def _prune_empty_dirs_at(fds: list[int], parts: list[str]) -> None:
+def _prune_empty_dirs_at(fds: list[int], parts: list[str], limit: int | None = None) -> None:
     """Remove the now empty parent directories of ``parts[-1]`` bottom-up (``rmdir`` relative to each
-    one's parent descriptor, which never follows a symlink); stops at the first that is not empty."""
-    for index in range(len(parts) - 2, -1, -1):
+    one's parent descriptor, which never follows a symlink), at most ``limit`` (``None``: no limit);
+    stops at the first that is not empty."""
+    lowest = 0 if limit is None else max(len(parts) - 1 - limit, 0)
+    for index in range(len(parts) - 2, lowest - 1, -1):
         try:
             os.rmdir(parts[index], dir_fd=fds[index])
         except OSError:

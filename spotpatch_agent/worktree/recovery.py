@@ -193,14 +193,15 @@ def _recover_path(root: Path, write: PathWrite, operation: Operation, *, repair:
             except OSError:
                 return False
         if target.data is None:
-            prune_empty_parents(root, write.path)  # a directory a killed create had made
+            prune_empty_parents(root, write.path, write.dirs)  # a directory a killed create had made
         return True
     if current.sha256 != other.sha256:
         return False
     try:
         # Judged by its bytes (a mode left by the killed write is fixed, as above): mode None is not compared.
         found = Image(other.data, None)
-        return replace_image(root, write.path, found, target, write.tmp, step=step) is Outcome.WRITTEN
+        return replace_image(root, write.path, found, target, write.tmp, step=step, prune=write.dirs) \
+            is Outcome.WRITTEN
     except OSError:
         return False
 
