@@ -46,6 +46,7 @@ from spotpatch_agent.worktree.images import (
     NOT_REGULAR,
     Image,
     file_hash,
+    missing_parents,
     new_file_mode,
     new_tmp_name,
     read_image,
@@ -109,6 +110,9 @@ class AppliedChange:
     post_hashes: dict[str, str | None] = field(default_factory=dict)
     job_id: str = ""
     baseline_images: dict[str, Image] = field(default_factory=dict, repr=False)
+    #: path → how many of its parent directories Apply made for a new file (Revert removes only those, when
+    #: empty: a user's own empty directory is never removed). A path missing here: none.
+    created_dirs: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -369,8 +373,7 @@ async def apply_change(
         )
         if done is not None:
             writes, after = done
-            return AppliedChange(diff=diff, paths=paths, baseline_hashes=dict(baseline_hashes), post_hashes=after,
-                                 job_id=job_id, baseline_images={w.path: w.pre for w in writes})
+            return _applied(diff, paths, baseline_hashes, after, job_id, writes)
     else:
         state, current = await anyio.to_thread.run_sync(_state_and_images, root, recorded)
     layout, recheck = await _finish_guard(root, state, expected_head, ErrorCode.APPLY_CONFLICT, "apply")
@@ -394,12 +397,24 @@ async def apply_change(
             f"not applied; the job's result for {list_paths(unreproducible)} cannot be reproduced in this working tree "
             "(its objects are gone or checkout attributes changed); nothing was changed, create the job again",
         )
-    writes = [PathWrite(p, current[p], posts[p], new_tmp_name()) for p in paths]  # type: ignore[arg-type]
+    writes = _apply_writes(root, paths, current, posts)  # type: ignore[arg-type]
     plan = WritePlan(job_id, "apply", expected_head, writes)
     after = await write_journalled(root, plan, journal or DiskJournal(layout.git_dir), ErrorCode.APPLY_CONFLICT,
                                    before=recheck)
+    return _applied(diff, paths, baseline_hashes, after, job_id, writes)
+
+
+def _apply_writes(root: Path, paths: list[str], current: dict[str, Image], posts: dict[str, Image]) -> list[PathWrite]:
+    """Apply's journal entries; a new file records the parent directories its write will make (``dirs``)."""
+    return [PathWrite(p, current[p], posts[p], new_tmp_name(),
+                      missing_parents(root, p) if current[p].data is None else None) for p in paths]
+
+
+def _applied(diff: str, paths: list[str], baseline_hashes: dict[str, str | None], after: dict[str, str | None],
+             job_id: str, writes: list[PathWrite]) -> AppliedChange:
     return AppliedChange(diff=diff, paths=paths, baseline_hashes=dict(baseline_hashes), post_hashes=after,
-                         job_id=job_id, baseline_images={w.path: w.pre for w in writes})
+                         job_id=job_id, baseline_images={w.path: w.pre for w in writes},
+                         created_dirs={w.path: w.dirs for w in writes if w.pre.data is None and w.dirs})
 
 
 def _apply_in_thread(
@@ -424,7 +439,7 @@ def _apply_in_thread(
     posts = _exact_posts(paths, sections, current, baseline_hashes, result_hashes)
     if None in posts.values():
         return state, current, None
-    writes = [PathWrite(p, current[p], posts[p], new_tmp_name()) for p in paths]  # type: ignore[arg-type]
+    writes = _apply_writes(root, paths, current, posts)  # type: ignore[arg-type]
     plan = WritePlan(job_id, "apply", expected_head, writes)
     after = write_journalled_sync(root, plan, journal or DiskJournal(state.layout.git_dir), ErrorCode.APPLY_CONFLICT,
                                   before=recheck)
@@ -557,7 +572,7 @@ async def revert_change(
                 f"not reverted; the change no longer reverses cleanly ({why}); resolve by hand",
             )
     targets = await _baseline_images(root, applied, paths)
-    plan = _revert_plan(paths, current, targets, applied, expected_head, job_id)
+    plan = _revert_plan(root, paths, current, targets, applied, expected_head, job_id)
     await write_journalled(root, plan, journal or DiskJournal(layout.git_dir), ErrorCode.REVERT_CONFLICT, before=recheck)
 
 
@@ -572,7 +587,8 @@ def _revert_in_thread(
         return state, current, False
     assert state is not None
     _check_post_images(paths, current, applied)
-    plan = _revert_plan(paths, current, {p: applied.baseline_images[p] for p in paths}, applied, expected_head, job_id)
+    plan = _revert_plan(root, paths, current, {p: applied.baseline_images[p] for p in paths}, applied, expected_head,
+                        job_id)
     write_journalled_sync(root, plan, journal or DiskJournal(state.layout.git_dir), ErrorCode.REVERT_CONFLICT,
                           before=recheck)
     return state, current, True
@@ -588,6 +604,7 @@ def _check_post_images(paths: list[str], current: dict[str, Image | str], applie
 
 
 def _revert_plan(
+    root: Path,
     paths: list[str],
     current: dict[str, Image | str],
     targets: dict[str, Image],
@@ -607,7 +624,10 @@ def _revert_plan(
     for path in paths:
         pre = current[path]
         assert isinstance(pre, Image)  # equal to a post-apply hash, so regular or absent
-        writes.append(PathWrite(path, pre, targets[path], new_tmp_name()))
+        # Removing a file Apply created: only the directories Apply made for it; re-creating one Apply
+        # deleted: the directories this write makes (its undo or recovery removes only those).
+        dirs = applied.created_dirs.get(path, 0) if pre.data is not None else missing_parents(root, path)
+        writes.append(PathWrite(path, pre, targets[path], new_tmp_name(), dirs))
     return WritePlan(job_id, "revert", expected_head, writes)
 
 

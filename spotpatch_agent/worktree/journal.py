@@ -16,8 +16,8 @@ half-written apply." Protocol of one write (:func:`write_journalled`, called by
     end       journal removed (only once every path is verified; a failed roll-back keeps it)
 
 Journal file (one write, then ``fdatasync``): line 1 is a JSON header ``{format, version, jobId, operation, head,
-entries: [{path, tmp, pre, post}]}`` where ``pre``/``post`` are ``null`` (absent) or ``{sha256, mode,
-offset, length}``; after that newline come the image bytes (each distinct image once), which ``offset``
+entries: [{path, tmp, pre, post, dirs}]}`` where ``pre``/``post`` are ``null`` (absent) or ``{sha256,
+mode, offset, length}`` and ``dirs`` is :attr:`PathWrite.dirs` (``null``: every empty parent; missing: none); after that newline come the image bytes (each distinct image once), which ``offset``
 and ``length`` (bytes) address. The directory is the *per-worktree* git dir, not the common one: a
 journal concerns one working tree. Mode ``0700``/``0600``: it holds source bytes, only while a write is
 in flight or until the next start after a crash.
@@ -57,9 +57,11 @@ from spotpatch_agent.worktree.images import (
     Outcome,
     Step,
     file_hash,
+    read_image,
     replace_image,
     replace_via_temp,
     safe_path,
+    same_image,
     write_fully,
     write_kind,
 )
@@ -105,12 +107,18 @@ _JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 @dataclass(frozen=True)
 class PathWrite:
-    """One touched path (relative POSIX): its image before (``pre``) and after (``post``) the write."""
+    """One touched path (relative POSIX): its image before (``pre``) and after (``post``) the write.
+
+    ``dirs``: when the path ends absent on either side (a delete, or the undo or recovery of a create),
+    how many of its lowest parent directories may then be removed when empty — ``None`` every one (a file
+    the diff deletes, as ``git apply``), ``k`` the ``k`` an Apply or Revert made for it (a user's own
+    empty directory is never removed)."""
 
     path: str
     pre: Image
     post: Image
     tmp: str
+    dirs: int | None = None
 
 
 @dataclass(frozen=True)
@@ -152,7 +160,8 @@ def encode_plan(plan: WritePlan) -> bytes:
         offset, length = offsets[digest]
         return {"sha256": digest, "mode": image.mode, "offset": offset, "length": length}
 
-    entries = [{"path": w.path, "tmp": w.tmp, "pre": ref(w.pre), "post": ref(w.post)} for w in plan.writes]
+    entries = [{"path": w.path, "tmp": w.tmp, "pre": ref(w.pre), "post": ref(w.post), "dirs": w.dirs}
+               for w in plan.writes]
     header = {"format": _FORMAT, "version": _VERSION, "jobId": plan.job_id, "operation": plan.operation,
               "head": plan.head, "entries": entries}
     return json.dumps(header, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n" + b"".join(blobs)
@@ -215,7 +224,9 @@ def _decode_plan(raw: bytes) -> WritePlan:
         if path in seen:
             raise ValueError("a path appears twice in the journal")
         seen.add(path)
-        writes.append(PathWrite(path, image(entry.get("pre")), image(entry.get("post")), tmp))
+        dirs = entry.get("dirs", 0)  # absent (an older journal): remove no directory
+        writes.append(PathWrite(path, image(entry.get("pre")), image(entry.get("post")), tmp,
+                                None if dirs is None else number(dirs)))
     return WritePlan(job_id, operation, head, writes)
 
 
@@ -333,13 +344,13 @@ def _write_sync(
     after: dict[str, str | None] = {}
     try:
         for number, item in enumerate(plan.writes, start=1):
-            if file_hash(root, item.path) != item.pre.sha256:
+            if not same_image(read_image(root, item.path), item.pre):  # bytes and permission bits
                 failure = f"{item.path} changed while it was being {verb}"
                 break
             done.append(item)  # the undo looks at what the path holds, so a half-done write is safe to list
             try:
                 outcome = replace_image(root, item.path, item.pre, item.post, item.tmp,
-                                        step=_stepper(op, f"file-{number}"))
+                                        step=_stepper(op, f"file-{number}"), prune=item.dirs)
             except OSError as exc:
                 failure = f"{item.path} could not be written ({_reason(exc)})"
                 break
@@ -401,7 +412,7 @@ def _undo(root: Path, done: list[PathWrite], op: str = "apply") -> tuple[bool, l
             continue
         try:
             outcome = replace_image(root, item.path, item.post, item.pre, item.tmp,
-                                    step=_stepper(op, f"undo-{number}"))
+                                    step=_stepper(op, f"undo-{number}"), prune=item.dirs)
         except OSError:
             restored = False
             continue
@@ -445,7 +456,7 @@ def set_fault_hook(hook: Callable[[str], None] | None) -> Callable[[str], None] 
 def fault_point(operation: str, step: str) -> None:
     """A named step boundary of a journalled write or of its recovery (tests only; inert in production:
     one global and one environment lookup). The boundaries of a write are :func:`write_steps`; recovery's
-    are ``recover:file-<k>:<tmp-removed|put-back|written|exchanged|placed|moved|unlinked>`` and
+    are ``recover:file-<k>:<part-removed|tmp-removed|put-back|written|exchanged|placed|moved|unlinked>`` and
     ``recover:journal:removed``; an undo's ``<operation>:undo-<k>:<step>``.
 
     When a hook is set (:func:`set_fault_hook`) it is called with ``<operation>:<step>``. When

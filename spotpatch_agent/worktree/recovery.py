@@ -9,10 +9,12 @@ restart no job exists that could revert a rolled-forward Apply; the baseline sta
 and is what the user's tree was before they clicked.
 
 Per path it is a state machine over what a kill can leave (:func:`_recover_path`): the path holds its
-pre-image, its post-image or neither; its temp file is absent, a whole image, a prefix of one (a write cut
-short) or a save the killed write had swapped out. Every step is idempotent, so a recovery killed at any
-point is finished by the next: a temp file is deleted only when it holds one of the path's two images or
-a prefix of one; a temp file holding other bytes is put back at the path; the path is then written from
+pre-image, its post-image or neither; its ``.part`` file (a write cut short: nothing is ever exchanged
+into that name) is present or not; its temp file is absent, a whole image or what a killed exchange or
+move took out of the path (possibly a save). Every step is idempotent, so a recovery killed at any
+point is finished by the next: the ``.part`` file is deleted; a temp file is deleted only when it is
+byte-identical to one of the path's two images, which the journal holds; a temp file holding other bytes
+(even a prefix of an image, or nothing) is put back at the path; the path is then written from
 the journal's bytes. A path holding neither image (edited after the crash), and every path when HEAD
 moved, is left untouched and reported (``needs-attention``), and the journal — every image — is then kept
 aside in ``<git-dir>/spotpatch/quarantine/`` instead of deleted. Nothing outside the journal is touched;
@@ -153,12 +155,15 @@ def _recover_path(root: Path, write: PathWrite, operation: Operation, *, repair:
     left; False (reported ``needs-attention``) when it holds bytes that are neither image, a temp file
     holds such bytes, or ``repair`` is false (HEAD moved: no file is written, only our own temp files go).
 
-    Every step is idempotent and leaves a state this function handles: a temp file is deleted only when
-    its bytes are one of the two images or a prefix of one (a write cut short), which the journal holds;
-    a temp file holding other bytes is put back at the path when the path holds an image (the killed
-    write had swapped it out), else left where it is."""
+    Every step is idempotent and leaves a state this function handles: the ``.part`` file (only ever a
+    write of ours cut short) is deleted; a temp file is deleted only when it is byte-identical to one of
+    the two images, which the journal holds (never guessed from a prefix: a save can be one); a temp file
+    holding other bytes is put back at the path when the path holds an image (the killed write had
+    swapped it out), else left where it is."""
     target, other = (write.pre, write.post) if operation == "apply" else (write.post, write.pre)
     images = (write.pre, write.post)
+    if remove_tmp(root, write.path, write.tmp, part=True):  # a write cut short: only ever our bytes
+        step("part-removed")
     tmp = read_tmp(root, write.path, write.tmp)
     if isinstance(tmp, str):
         return False  # not a regular file under our temp name: not ours to touch
@@ -188,19 +193,26 @@ def _recover_path(root: Path, write: PathWrite, operation: Operation, *, repair:
             except OSError:
                 return False
         if target.data is None:
-            prune_empty_parents(root, write.path)  # a directory a killed create had made
+            prune_empty_parents(root, write.path, write.dirs)  # a directory a killed create had made
         return True
     if current.sha256 != other.sha256:
         return False
     try:
-        return replace_image(root, write.path, other, target, write.tmp, step=step) is Outcome.WRITTEN
+        # Judged by its bytes (a mode left by the killed write is fixed, as above): mode None is not compared.
+        found = Image(other.data, None)
+        return replace_image(root, write.path, found, target, write.tmp, step=step, prune=write.dirs) \
+            is Outcome.WRITTEN
     except OSError:
         return False
 
 
 def _ours(data: bytes, images: tuple[Image, ...]) -> bool:
-    """Whether temp-file bytes are one of the journalled images or a prefix of one (a write cut short)."""
-    return any(image.data is not None and image.data.startswith(data) for image in images) or data == b""
+    """Whether temp-file bytes are byte-identical to one of the journalled images (which the journal keeps).
+
+    Never guessed from a prefix: a write cut short is only ever under the ``.part`` name; the temp name
+    holds a whole image of ours or what came out of an exchange or move — possibly a user's save that is a
+    prefix of an image, or empty, which must be kept."""
+    return any(image.data is not None and image.data == data for image in images)
 
 
 def _keep_aside(root: Path, directory: Path, name: str, unresolved: list[str]) -> None:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import anyio
 
-from spotpatch_agent.worktree.images import ABSENT, Image, new_file_mode, new_tmp_name, read_image
+from spotpatch_agent.worktree.images import ABSENT, Image, new_file_mode, new_tmp_name, part_name, read_image
 from spotpatch_agent.worktree.journal import PathWrite, WritePlan, encode_plan, journal_dir, write_steps
 from spotpatch_agent.worktree.recovery import recover_pending
 from tests.conftest import git, make_repo
@@ -65,9 +65,13 @@ def build(root: Path, count: int, operation: str) -> Scenario:
     return Scenario(root, plan, files(root), repo_bits(root))
 
 
+def part_rel(w: PathWrite) -> str:
+    return "/".join([*w.path.split("/")[:-1], part_name(w.tmp)])
+
+
 def reset(sc: Scenario) -> None:
     for w in sc.plan.writes:
-        for rel in (tmp_rel(w), w.path):
+        for rel in (tmp_rel(w), part_rel(w), w.path):
             (sc.root / rel).unlink(missing_ok=True)
         start = sc.start.get(w.path)
         if isinstance(start, bytes):
@@ -88,7 +92,7 @@ def check_killed(sc: Scenario) -> tuple[int, bool]:
         value = now.get(w.path)
         assert value in (w.pre.data, w.post.data), f"{w.path} is neither wholly old nor wholly new"
         new += value == w.post.data and w.pre.data != w.post.data
-    temps = {tmp_rel(w) for w in sc.plan.writes}
+    temps = {tmp_rel(w) for w in sc.plan.writes} | {part_rel(w) for w in sc.plan.writes}  # .part: a write cut short
     touched = {w.path for w in sc.plan.writes}
     others = {k: v for k, v in now.items() if k not in temps and k not in touched and v != "dir"}
     assert others == {k: v for k, v in sc.start.items() if k not in touched and v != "dir"}, "another path changed"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spotpatch_agent.protocol.errors import ErrorCode
-from spotpatch_agent.worktree.images import ABSENT, Image, new_file_mode, new_tmp_name, read_image
+from spotpatch_agent.worktree.images import ABSENT, Image, missing_parents, new_file_mode, new_tmp_name, read_image
 from spotpatch_agent.worktree.changes import NULL_JOURNAL
 from spotpatch_agent.worktree.journal import (
     FAULT_ENV,
@@ -64,7 +64,7 @@ def apply_plan(root: Path, job_id: str = "job_1") -> WritePlan:
         pre = read_image(root, rel)
         assert isinstance(pre, Image)
         post = ABSENT if data is None else Image(data, pre.mode if pre.data is not None else new_file_mode())
-        writes.append(PathWrite(rel, pre, post, new_tmp_name()))
+        writes.append(PathWrite(rel, pre, post, new_tmp_name(), missing_parents(root, rel) if pre.data is None else None))
     return WritePlan(job_id, "apply", git(root, "rev-parse", "HEAD").strip(), writes)
 
 
@@ -74,7 +74,9 @@ def scenario(root: Path, operation: str) -> Scenario:
     if operation == "revert":
         write_journalled_sync(root, plan, NULL_JOURNAL, ErrorCode.APPLY_CONFLICT)
         plan = WritePlan(plan.job_id, "revert", plan.head,
-                         [PathWrite(w.path, w.post, w.pre, new_tmp_name()) for w in plan.writes])
+                         [PathWrite(w.path, w.post, w.pre, new_tmp_name(),
+                                    w.dirs or 0 if w.post.data is not None else missing_parents(root, w.path))
+                          for w in plan.writes])
     return Scenario(root, plan, files(root), repo_bits(root))
 
 

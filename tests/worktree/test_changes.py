@@ -29,7 +29,7 @@ from spotpatch_agent.worktree.isolation import (
     remove_worktree,
     result_diff,
 )
-from spotpatch_agent.worktree.journal import WritePlan, journal_dir
+from spotpatch_agent.worktree.journal import WritePlan, journal_dir, set_fault_hook
 from spotpatch_agent.worktree.recovery import recover_pending
 from tests.conftest import git
 from tests.worktree._util import files, sha, snapshot
@@ -605,3 +605,46 @@ async def test_a_save_between_the_recheck_and_the_exchange_is_kept_and_reported(
     assert {k: v for k, v in left.items() if k != "a.txt"} == {  # nothing else changed, no temp file
         k: v for k, v in before["files"].items() if k != "a.txt"}
     assert journal_files(job.root) == []
+
+
+@pytest.mark.parametrize("existing", ["src/new dir", "src/new dir/deeper"], ids=["parent", "with-a-child-dir"])
+async def test_revert_keeps_a_users_empty_directory_that_existed_before_apply(make_job, existing: str) -> None:
+    """Breaker 12 F5: Revert removes only the directories Apply made. ``src/new dir`` is the user's own (an
+    untracked, empty ``logs/``-like directory) before Apply creates ``NEW`` in it: Apply + Revert must give
+    back the tree before Apply, that directory included."""
+    job = await make_job()
+    (job.root / existing).mkdir(parents=True)
+    before = files(job.root)
+    applied = await job.apply()
+    assert applied.created_dirs == {}  # Apply made no directory for NEW
+    await job.revert(applied)
+    assert files(job.root) == before
+
+
+async def test_revert_removes_the_directories_apply_made(make_job) -> None:
+    job = await make_job()
+    before = files(job.root)
+    applied = await job.apply()
+    assert applied.created_dirs == {NEW: 1}
+    await job.revert(applied)
+    assert files(job.root) == before  # "src/new dir" made by Apply is gone again, "src" stays
+
+
+async def test_an_undone_apply_keeps_a_users_empty_directory(make_job) -> None:
+    """The undo of a refused Apply removes a created file's directories only when Apply made them."""
+    job = await make_job()
+    (job.root / "src" / "new dir").mkdir()
+    before = files(job.root)
+
+    def save_last(point: str) -> None:
+        if point.endswith(":unlinked") and (job.root / NEW).exists():
+            (job.root / "a.txt").write_text("saved by the user\n")  # a race: the Apply is undone
+
+    previous = set_fault_hook(save_last)
+    try:
+        with pytest.raises(SpotPatchError):
+            await job.apply()
+    finally:
+        set_fault_hook(previous)
+    assert (job.root / "src" / "new dir").is_dir()
+    assert {k: v for k, v in files(job.root).items() if k != "a.txt"} == {k: v for k, v in before.items() if k != "a.txt"}

@@ -74,16 +74,10 @@ def recorded(run: Callable[[], object]) -> list[str]:
     return seen
 
 
-@pytest.mark.parametrize(("style", "exchange"), [("in-place", True), ("rename", True), ("in-place", False)])
-@pytest.mark.parametrize("operation", ["apply", "revert"])
-async def test_a_save_at_every_step_boundary_is_kept_and_the_conflict_reported(
-    make_job, monkeypatch: pytest.MonkeyPatch, operation: str, style: str, exchange: bool  # noqa: F811
-) -> None:
-    if not exchange:  # no renameat2: hard links place and move files, a re-hash guards the rename over
-        monkeypatch.setattr(images_module, "_renameat2", False)
-    job: Job = await make_job()
-    root = job.root
-    original = files(root)
+async def recorded_steps(job: Job, operation: str) -> tuple[list[str], list[str]]:
+    """The step boundaries (``<step>``, without the operation) of ``operation`` on ``job`` without a race,
+    and the touched paths in journal order; the tree is back at its start afterwards (applied, reverted)."""
+    original = files(job.root)
     steps: dict[str, list[str]] = {}
 
     def hook_into(operation_: str) -> Callable[[str], None]:
@@ -96,13 +90,25 @@ async def test_a_save_at_every_step_boundary_is_kept_and_the_conflict_reported(
         await job.revert(applied)
     finally:
         set_fault_hook(previous)
-    paths = applied.paths
-    assert files(root) == original
+    assert files(job.root) == original
+    return steps[operation], applied.paths
+
+
+@pytest.mark.parametrize(("style", "exchange"), [("in-place", True), ("rename", True), ("in-place", False)])
+@pytest.mark.parametrize("operation", ["apply", "revert"])
+async def test_a_save_at_every_step_boundary_is_kept_and_the_conflict_reported(
+    make_job, monkeypatch: pytest.MonkeyPatch, operation: str, style: str, exchange: bool  # noqa: F811
+) -> None:
+    if not exchange:  # no renameat2: hard links place and move files, a re-hash guards the rename over
+        monkeypatch.setattr(images_module, "_renameat2", False)
+    job: Job = await make_job()
+    root = job.root
+    original = files(root)
+    boundaries, paths = await recorded_steps(job, operation)
     await job.apply()
     applied_tree = files(root)
     reset(root, original, paths)
 
-    boundaries = steps[operation]
     assert boundaries[0] == "journal:synced" and boundaries[-1] == "journal:removed"
     cases = 0
     for step in boundaries:
@@ -144,3 +150,44 @@ async def test_a_save_at_every_step_boundary_is_kept_and_the_conflict_reported(
             assert not jdir.exists() or list(jdir.iterdir()) == [], where
             cases += 1
     assert cases >= 20
+
+
+@pytest.mark.parametrize("hard_links", [True, False], ids=["hard-links", "no-hard-links"])
+async def test_a_rename_save_landing_as_a_delete_moves_the_file_aside_is_kept(
+    make_job, monkeypatch: pytest.MonkeyPatch, hard_links: bool  # noqa: F811
+) -> None:
+    """Without ``renameat2`` a delete once moved the file aside by ``link(name, tmp)`` + ``unlink(name)``: a
+    save renamed over the name between the two was unlinked and Apply reported success (breaker 12 F3).
+    Here the save lands right after whichever call moved ``old.txt`` aside: it must stay, and the conflict
+    be reported."""
+    monkeypatch.setattr(images_module, "_renameat2", False)
+    job: Job = await make_job()
+    root = job.root
+    original = files(root)
+    fired: list[str] = []
+    real_link, real_rename = os.link, os.rename
+
+    def save_after(call: str, src: object) -> None:
+        if src == "old.txt" and not fired:
+            fired.append(call)
+            save(root, "old.txt", "rename")
+
+    def link(src: str, dst: str, *args: object, **kwargs: object) -> None:
+        if not hard_links:
+            raise PermissionError(1, "no hard links on this file system")
+        real_link(src, dst, *args, **kwargs)  # type: ignore[arg-type]
+        save_after("link", src)
+
+    def rename(src: str, dst: str, *args: object, **kwargs: object) -> None:
+        real_rename(src, dst, *args, **kwargs)  # type: ignore[arg-type]
+        save_after("rename", src)
+
+    monkeypatch.setattr(images_module.os, "link", link)
+    monkeypatch.setattr(images_module.os, "rename", rename)
+    with pytest.raises(SpotPatchError) as caught:
+        await job.apply()
+    monkeypatch.undo()
+    assert fired, "the delete never moved old.txt aside"
+    assert caught.value.code is ErrorCode.APPLY_CONFLICT and "old.txt" in caught.value.message
+    assert (root / "old.txt").read_bytes() == USER
+    assert files(root) == {**original, "old.txt": USER}  # every other path back, no temp file left

@@ -21,6 +21,7 @@ from spotpatch_agent.worktree.images import (
     Outcome,
     new_file_mode,
     new_tmp_name,
+    part_name,
     read_image,
     replace_image,
     write_image,
@@ -83,12 +84,16 @@ def jdir(root: Path) -> Path:
 async def test_journal_format_round_trips_and_stores_each_image_once(repo_factory) -> None:
     root = repo_factory(FILES)
     plan = apply_plan(root)
-    twin = WritePlan("job_2", "revert", plan.head, [*plan.writes, PathWrite("c.txt", ABSENT, Image(b"ALPHA\n", 0o644), new_tmp_name())])
+    twin = WritePlan("job_2", "revert", plan.head, [*plan.writes, PathWrite("c.txt", ABSENT, Image(b"ALPHA\n", 0o644), new_tmp_name()),
+                                                    PathWrite("d/e/f.txt", ABSENT, Image(b"f\n", 0o644), new_tmp_name(), 2)])
     raw = encode_plan(twin)
     header, _, data = raw.partition(b"\n")
     assert data.count(b"ALPHA\n") == 1  # deduplicated by hash
     assert b"alpha" not in header  # bytes never in the JSON header
     assert decode_plan(raw) == twin
+    # a journal without "dirs" (an older engine's) removes no directory: dirs 0, never "every empty parent"
+    older = decode_plan(raw.replace(b',"dirs":null', b"").replace(b',"dirs":2', b""))
+    assert {w.dirs for w in older.writes} == {0}
 
 
 @pytest.mark.parametrize("tamper", ["image", "path", "format", "tmp"])
@@ -202,8 +207,8 @@ async def test_recovery_restores_permission_bits_and_removes_only_named_temp_fil
     plan = apply_plan(root)
     crash_after(root, plan, 1)
     os.chmod(root / "a.txt", 0o644)  # the mode only, bytes still the post-image
-    stray = root / "src" / plan.writes[1].tmp  # a temp file the killed write left
-    stray.write_bytes(b"BE")  # cut short while writing the post-image
+    stray = root / "src" / part_name(plan.writes[1].tmp)  # a temp file the killed write left
+    stray.write_bytes(b"BE")  # cut short while writing the post-image (always under the .part name)
     mine = root / ".spotpatch-0123456789abcdef.tmp"  # not named by the journal: not ours to delete
     mine.write_bytes(b"keep")
     [report] = await recover_pending(root)

@@ -1,8 +1,10 @@
 """Crash recovery over every state a kill (or a kill during a recovery) can leave per path (issue 12 defect 2;
 docs/security.md §7 "Crash safety"): the journal names the path; the path holds its pre-image, its
-post-image or the user's bytes; its temp file is absent, holds either image, a prefix of either (a write
-cut short) or the user's bytes (a save a killed write had swapped out). For every combination, for each
-kind of path (modified text, modified binary, deleted, created in a new directory), for Apply and Revert:
+post-image or the user's bytes; its temp file is absent, holds either image or the user's bytes (a save a
+killed write had swapped out) — also a save that is a prefix of an image or empty (breaker 12 F1: such a
+save was once taken for a write cut short and deleted); a write cut short (a prefix of either image) is
+under the ``.part`` name. For every combination, for each kind of path (modified text, modified binary,
+deleted, created in a new directory), for Apply and Revert:
 
 - the user's bytes are on disk afterwards (at the path, or — when the path holds bytes of its own — at
   the temp name), and the no-change image is never lost (at the path, or in the journal kept aside);
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from spotpatch_agent.worktree.images import Image
+from spotpatch_agent.worktree.images import Image, part_name
 from spotpatch_agent.worktree.journal import DiskJournal, PathWrite, journal_dir
 from spotpatch_agent.worktree.recovery import recover_pending
 from tests.conftest import git, make_repo
@@ -29,16 +31,31 @@ pytestmark = pytest.mark.anyio
 
 USER = b"the user's own bytes\n"
 PATH_STATES = ["pre", "post", "user"]
-TMP_STATES = ["absent", "pre", "post", "pre-prefix", "post-prefix", "user"]
+TMP_STATES = ["absent", "pre", "post", "pre-part", "post-part", "user", "user-prefix", "user-empty"]
 
 
 def bytes_for(w: PathWrite, state: str) -> bytes | None:
     if state == "user":
         return USER
+    if state == "user-empty":
+        return b""
+    if state == "user-prefix":  # e.g. the last lines deleted and saved
+        whole = w.pre.data or w.post.data
+        assert whole
+        return whole[: len(whole) // 2]
     image: Image = w.pre if state.startswith("pre") else w.post
-    if image.data is None or not state.endswith("prefix"):
+    if image.data is None or not state.endswith("part"):
         return image.data
     return image.data[: len(image.data) // 2]
+
+
+def tmp_state_rel(w: PathWrite, state: str) -> str:
+    """Where a temp-file state lives: a write cut short under the ``.part`` name, the rest under the temp name."""
+    return part_rel(w) if state.endswith("-part") else tmp_rel(w)
+
+
+def part_rel(w: PathWrite) -> str:
+    return "/".join([*w.path.split("/")[:-1], part_name(w.tmp)])
 
 
 def put(root: Path, rel: str, data: bytes | None) -> None:
@@ -73,7 +90,8 @@ async def test_recovery_of_every_path_and_temp_file_state(tmp_path: Path, operat
     for index, w in enumerate(sc.plan.writes):
         for path_state in PATH_STATES:
             for tmp_state in TMP_STATES:
-                if tmp_state != "user" and bytes_for(w, tmp_state) in (None, b"") and tmp_state != "absent":
+                if not tmp_state.startswith("user") and bytes_for(w, tmp_state) in (None, b"") \
+                        and tmp_state != "absent":
                     continue  # an absent image has no temp-file form
                 reset(sc)
                 if head_moved:
@@ -81,17 +99,19 @@ async def test_recovery_of_every_path_and_temp_file_state(tmp_path: Path, operat
                 DiskJournal(sc.root / ".git").begin(sc.plan)
                 put(sc.root, w.path, bytes_for(w, path_state))
                 if tmp_state != "absent":
-                    put(sc.root, tmp_rel(w), bytes_for(w, tmp_state))
+                    put(sc.root, tmp_state_rel(w, tmp_state), bytes_for(w, tmp_state))
                 where = f"{w.path}: path {path_state}, temp {tmp_state}"
                 user_at_path = path_state == "user"
-                user_in_tmp = tmp_state == "user"
+                user_in_tmp = tmp_state.startswith("user")
+                saved = bytes_for(w, tmp_state)
 
                 [report] = await recover_pending(sc.root)
                 after = files(sc.root)
                 if user_at_path:
                     assert after.get(w.path) == USER, where
-                if user_in_tmp:
-                    assert USER in (after.get(w.path), after.get(tmp_rel(w))), where
+                if user_in_tmp:  # the save is never deleted, whatever its bytes
+                    assert saved in (after.get(w.path), after.get(tmp_rel(w))), where
+                assert part_rel(w) not in after, where  # a write cut short is always ours: removed
                 assert_no_image_lost(sc.root, sc.plan, which=(target_of,))
                 resolvable = not head_moved and not user_at_path and not user_in_tmp
                 if resolvable:
@@ -113,4 +133,4 @@ async def test_recovery_of_every_path_and_temp_file_state(tmp_path: Path, operat
                 if head_moved:
                     sc.plan = type(sc.plan)(sc.plan.job_id, sc.plan.operation, git(sc.root, "rev-parse", "HEAD").strip(),
                                             sc.plan.writes)
-    assert cases >= 50
+    assert cases >= 80
