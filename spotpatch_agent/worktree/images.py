@@ -267,7 +267,7 @@ class Outcome(enum.Enum):
 #: (``written``, ``exchanged``, ``placed``, ``moved``, ``put-back``, ``unlinked``).
 Step = Callable[[str], None]
 
-#: The steps of one :func:`replace_image` that succeeds, by kind of write (DESIGN.md §8; the fault-injection
+#: The steps of one :func:`replace_image` that succeeds, by kind of write (docs/security.md §7; the fault-injection
 #: tests kill the engine after each).
 WRITE_STEPS = {
     "modify": ("written", "exchanged", "unlinked"),

@@ -1,4 +1,5 @@
-"""Repair of the crash journals a killed Apply or Revert left, at the next engine start (DESIGN.md §8).
+"""Repair of the crash journals a killed Apply or Revert left, at the next engine start
+(docs/security.md §7, "Crash safety").
 
 "Apply and revert must survive a crash midway: leave a journal so the next start can tell and repair a
 half-written apply." The journal and the write are :mod:`~spotpatch_agent.worktree.journal`; this module
@@ -69,7 +70,7 @@ log = logging.getLogger("spotpatch.worktree")
 
 
 async def recover_pending(root: Path, *, git_dir: Path | None = None) -> list[RecoveryReport]:
-    """Repair every half-written Apply/Revert of ``root`` left by a crashed engine (DESIGN.md §8).
+    """Repair every half-written Apply/Revert of ``root`` left by a crashed engine (docs/security.md §7).
 
     ``git_dir``: the working tree's git dir when known (saves one git call). For each journal: when HEAD
     still equals the journal's, every touched path holding its pre- or post-image is brought to the

@@ -1,5 +1,5 @@
 /**
- * The trusted-auto consent dialog (DESIGN.md-level contract in docs/node-shim.md): every consequence in
+ * The trusted-auto consent dialog (its contract is in docs/node-shim.md): every consequence in
  * plain words, a checkbox, focus trapped inside, Esc closes (= no consent, back to review).
  */
 import { useEffect, useRef, useState } from "preact/hooks";
