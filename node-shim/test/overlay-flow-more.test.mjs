@@ -253,3 +253,23 @@ test("an Apply cut by an engine crash: after the restart the crash-repair report
     .waitFor({ timeout: 20_000 });
   assert.equal(await report.count(), 0, "shown once");
 });
+
+test("a 'no target yet' complaint goes away once a target is picked, and a language switch drops a notice", async (t) => {
+  const { page } = await openDemo(t);
+  await openPanel(page);
+  const panel = panelOf(page);
+  const complaint = panel.getByRole("alert").filter({ hasText: "No target yet" });
+  await panel.getByRole("button", { name: "Submit" }).click();
+  await complaint.waitFor();
+  await page.getByRole("button", { name: "Save", exact: true }).click({ modifiers: ["Alt"] });
+  await panel.getByRole("group", { name: "Target 1" }).waitFor();
+  await complaint.waitFor({ state: "detached" });
+  // A notice is written in the language it was raised in: switching drops it rather than leave English text.
+  await panel.getByRole("button", { name: "Remove target 1" }).click();
+  await panel.getByRole("group", { name: "Target 1" }).waitFor({ state: "detached" });
+  await panel.getByRole("button", { name: "Submit" }).click();
+  await complaint.waitFor();
+  await panel.getByRole("combobox").first().selectOption("zh-CN");
+  await panel.getByRole("button", { name: "提交" }).waitFor();
+  assert.equal(await panel.getByRole("alert").count(), 0, "no stale English notice after the switch");
+});

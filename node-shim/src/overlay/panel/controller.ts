@@ -137,7 +137,7 @@ export class Controller extends JobFlow {
   setLang(lang: Lang): void {
     this.t = translator(lang);
     this.write("lang", lang, localStorage);
-    this.set({ lang });
+    this.set({ lang, notice: null }); // a notice was written in the old language
   }
 
   setNotice(notice: State["notice"]): void {
@@ -236,6 +236,8 @@ export class Controller extends JobFlow {
     if (targets.length > room)
       this.set({ notice: { tone: "error", text: this.t("composer.max", { max: this.limits.maxTargets }) } });
     if (!fresh.length) return;
+    // A new target answers an earlier complaint ("no target yet", a failed copy…): drop it.
+    if (this.state.notice?.tone === "error" && targets.length <= room) this.set({ notice: null });
     this.setDrafts([...this.state.drafts, ...fresh]);
     if (focus) this.focusRequest = { kind: "instruction", key: fresh[0]!.key };
     this.set({});

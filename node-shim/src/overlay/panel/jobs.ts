@@ -311,7 +311,7 @@ export abstract class JobFlow extends Store {
     } else if (event.kind === "diff") snapshot.files = event.files;
     else if (event.kind === "error") snapshot.error = event.error;
     const ended = event.kind === "status" && !ACTIVE.has(event.status);
-    this.setJob({ snapshot, events: [...job.events, event], endedAt: ended ? Date.now() : job.endedAt });
+    this.setJob({ snapshot, events: [...job.events, event], endedAt: job.endedAt ?? (ended ? Date.now() : null) });  // frozen at review or the end
     this.persistJob();
     if (
       event.kind === "status" &&
