@@ -38,8 +38,10 @@ test("(F3) a job left running by a closed tab shows in a new tab with Cancel; af
   await page.close();
 
   const page2 = await secondPage(context, url);
-  await openPanel(page2);
+  // Not openPanel(): the panel opens on the other tab's running job, not on the composer it waits for.
+  await page2.getByRole("button", { name: "SpotPatch", exact: true }).click();
   const panel = panelOf(page2);
+  await panel.waitFor();
   await panel.getByRole("button", { name: "Cancel" }).click({ timeout: 15_000 });
   await panel.getByText("Cancelled. Nothing was applied.").waitFor({ timeout: 15_000 });
   await snap(page2, "F3-adopted-cancelled");
