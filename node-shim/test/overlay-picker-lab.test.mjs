@@ -341,7 +341,13 @@ test("cross-origin iframe: hovered and picked as the <iframe> itself; its page n
   // The shield takes the frame's input from the next frame drawn (the browser routes input to a
   // cross-origin frame by what was last drawn).
   await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
-  await page.mouse.click(origin.x + button.x, origin.y + button.y);
+  // Hover first and wait for the label: the shield has been drawn, so the browser routes the click to the
+  // top page, not to the cross-origin frame (a click sent at once was lost on a busy machine).
+  await page.mouse.move(origin.x + button.x, origin.y + button.y);
+  await waitLabel(page, "iframe · src/Lab.tsx:30");
+  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+  await page.mouse.down();
+  await page.mouse.up();
   await waitPicks(page, 2);
   assert.equal(await xframe.evaluate(() => window.__frameClicks), 0);
   assert.equal(await page.evaluate(() => document.querySelector("spotpatch-overlay").shadowRoot.querySelectorAll('[data-spotpatch-picker="frame-shield"]').length), 0, "shields gone with pick mode");
