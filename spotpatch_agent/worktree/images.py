@@ -172,22 +172,7 @@ def read_image(root: Path, rel: str) -> Image | str:
     if fds is None:
         return ABSENT
     try:
-        directory, name = fds[-1], parts[-1]
-        try:
-            st = os.stat(name, dir_fd=directory, follow_symlinks=False)
-        except FileNotFoundError:
-            return ABSENT
-        except OSError:
-            return NOT_REGULAR
-        if not stat.S_ISREG(st.st_mode):
-            return NOT_REGULAR
-        try:
-            fd = os.open(name, _READ_FLAGS | _NONBLOCK, dir_fd=directory)
-        except FileNotFoundError:
-            return ABSENT
-        except OSError:
-            return NOT_REGULAR
-        return _read_fd(fd, st)
+        return _image_at(fds[-1], parts[-1])
     finally:
         _close_all(fds)
 
