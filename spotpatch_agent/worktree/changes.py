@@ -40,7 +40,7 @@ import anyio
 
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
-from spotpatch_agent.worktree.git import describe, run_git
+from spotpatch_agent.worktree.git import describe, parse_cat_file_batch, run_git
 from spotpatch_agent.worktree.images import (
     ABSENT,
     NOT_REGULAR,
@@ -199,22 +199,7 @@ async def _raw_blobs(cwd: Path, oids: list[str]) -> dict[str, bytes]:
         return {}
     out = await run_git(["cat-file", "--batch"], cwd=cwd, input="".join(f"{o}\n" for o in wanted).encode(),
                         check=False, read_only=True)
-    blobs: dict[str, bytes] = {}
-    data, pos = out.stdout, 0
-    while pos < len(data):
-        end = data.find(b"\n", pos)
-        if end < 0:
-            break
-        fields = data[pos:end].split(b" ")
-        pos = end + 1
-        if len(fields) != 3 or fields[1] != b"blob":
-            if len(fields) == 3:  # another object type: skip its body
-                pos += int(fields[2]) + 1
-            continue
-        size = int(fields[2])
-        blobs[fields[0].decode("ascii")] = data[pos : pos + size]
-        pos += size + 1
-    return blobs
+    return parse_cat_file_batch(out.stdout)
 
 
 # ---------------------------------------------------------------- shared guards and helpers

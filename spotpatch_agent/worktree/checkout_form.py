@@ -30,7 +30,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from spotpatch_agent.worktree.git import run_git
+from spotpatch_agent.worktree.git import parse_cat_file_batch, run_git
 from spotpatch_agent.worktree.isolation import Worktree
 
 __all__ = [
@@ -66,21 +66,7 @@ async def raw_blobs(wt: Worktree, oids: Sequence[str]) -> dict[str, bytes]:
         return {}
     out = await run_git(["cat-file", "--batch"], cwd=wt.path, input="".join(f"{o}\n" for o in wanted).encode(),
                         read_only=True, redact=[wt.path])
-    blobs: dict[str, bytes] = {}
-    data, pos = out.stdout, 0
-    while pos < len(data):
-        end = data.find(b"\n", pos)
-        if end < 0:
-            break
-        fields = data[pos:end].split(b" ")
-        pos = end + 1
-        if len(fields) != 3 or not fields[2].isdigit():
-            continue  # "<oid> missing"
-        size = int(fields[2])
-        if fields[1] == b"blob":
-            blobs[fields[0].decode("ascii")] = data[pos : pos + size]
-        pos += size + 1
-    return blobs
+    return parse_cat_file_batch(out.stdout)
 
 
 async def conversion_attributes(

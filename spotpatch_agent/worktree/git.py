@@ -247,3 +247,23 @@ def describe(result: GitResult, cwd: Path, *redact: Path) -> str:
     """git's stderr of ``result``, decoded, sanitized against ``cwd`` and ``redact``, bounded."""
     text = result.stderr.decode("utf-8", "replace")
     return sanitize(text, cwd, *redact) or "no diagnostics"
+
+
+def parse_cat_file_batch(data: bytes) -> dict[str, bytes]:
+    """``oid → bytes`` of each blob in ``git cat-file --batch`` output (``<oid> missing`` lines and
+    other object types skipped)."""
+    blobs: dict[str, bytes] = {}
+    pos = 0
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        if end < 0:
+            break
+        fields = data[pos:end].split(b" ")
+        pos = end + 1
+        if len(fields) != 3 or not fields[2].isdigit():
+            continue  # "<oid> missing"
+        size = int(fields[2])
+        if fields[1] == b"blob":
+            blobs[fields[0].decode("ascii")] = data[pos : pos + size]
+        pos += size + 1
+    return blobs
