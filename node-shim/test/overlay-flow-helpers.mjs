@@ -83,3 +83,12 @@ export async function tabTo(page, want, { back = false, max = 40 } = {}) {
 
 /** A screenshot under test-artifacts/ (looked at by a person; not asserted). */
 export const snap = (page, name) => shot(page, `overlay-flow-${name}`);
+
+/** Open the panel, pick Save and the price, write the two demo instructions, click Submit. */
+export async function submitDemoJob(page) {
+  await openPanel(page);
+  await pickSaveAndPrice(page);
+  await page.getByRole("textbox", { name: "Instruction for target 1" }).fill(SAVE_INSTRUCTION);
+  await page.getByRole("textbox", { name: "Instruction for target 2" }).fill(PRICE_INSTRUCTION);
+  await panelOf(page).getByRole("button", { name: "Submit" }).click();
+}

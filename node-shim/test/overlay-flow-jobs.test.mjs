@@ -16,15 +16,8 @@ import {
   panelOf,
   pickSaveAndPrice,
   snap,
+  submitDemoJob,
 } from "./overlay-flow-helpers.mjs";
-
-async function submitDemoJob(page) {
-  await openPanel(page);
-  await pickSaveAndPrice(page);
-  await page.getByRole("textbox", { name: "Instruction for target 1" }).fill(SAVE_INSTRUCTION);
-  await page.getByRole("textbox", { name: "Instruction for target 2" }).fill(PRICE_INSTRUCTION);
-  await panelOf(page).getByRole("button", { name: "Submit" }).click();
-}
 
 test("(d) Cancel mid-job: the run stops, nothing is applied, Back to edit restores targets and instructions", async (t) => {
   const { page, project } = await openDemo(t, { script: "stall-demo" });

@@ -18,15 +18,8 @@ import {
   panelOf,
   pickSaveAndPrice,
   snap,
+  submitDemoJob,
 } from "./overlay-flow-helpers.mjs";
-
-async function submitDemoJob(page) {
-  await openPanel(page);
-  await pickSaveAndPrice(page);
-  await page.getByRole("textbox", { name: "Instruction for target 1" }).fill(SAVE_INSTRUCTION);
-  await page.getByRole("textbox", { name: "Instruction for target 2" }).fill(PRICE_INSTRUCTION);
-  await panelOf(page).getByRole("button", { name: "Submit" }).click();
-}
 
 test("Alt+click picks an element directly; the page never sees that click", async (t) => {
   const { page } = await openDemo(t);
