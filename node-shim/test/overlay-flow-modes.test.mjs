@@ -142,8 +142,10 @@ test("(c) trusted-auto: consent dialog, applied without review, Revert works; a 
   await page2.goto(url);
   await openPanel(page2);
   await panelOf(page2).getByRole("combobox", { name: "Apply mode" }).selectOption("trusted-auto");
-  await page2.getByRole("dialog", { name: "Use trusted-auto with Scripted?" }).waitFor();
+  const dialog2 = page2.getByRole("dialog", { name: "Use trusted-auto with Scripted?" });
+  await dialog2.waitFor();
   await page2.keyboard.press("Escape");
+  await dialog2.waitFor({ state: "detached" });
   assert.equal(await panelOf(page2).getByRole("combobox", { name: "Apply mode" }).inputValue(), "review");
   assert.deepEqual([...page.errors, ...page2.errors], []);
 });

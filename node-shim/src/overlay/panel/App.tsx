@@ -56,10 +56,12 @@ export function App({ ctl }: { ctl: Controller }) {
         onKeyDown={(e) => {
           // Esc closes (drafts are kept), except while an input method is composing: there it cancels the
           // composition only.
-          if (e.key === "Escape" && !e.isComposing && e.keyCode !== 229 && !state.consent && !state.picking) {
-            e.preventDefault();
-            ctl.close();
-          }
+          if (e.key !== "Escape" || e.isComposing || e.keyCode === 229 || state.picking) return;
+          e.preventDefault();
+          // While the consent dialog is open, Esc anywhere in the panel means "no consent" (also in the
+          // moment before focus has moved into the dialog).
+          if (state.consent) ctl.answerConsent(false);
+          else ctl.close();
         }}
       >
         <div class="sp-head">
