@@ -70,14 +70,31 @@ export interface CancelRequestParams {
 export interface Capabilities {
   aiEnabled: boolean;
   applyModes: ApplyMode[];
+  checksSandbox?: ChecksSandbox;
   tools: string[];
+}
+/**
+ * Whether this engine can confine check processes (``session/get``, ``initialize`` capabilities):
+ * ``state`` ``confined`` (checks run in ``mechanism``, e.g. ``bubblewrap``) or ``unavailable``
+ * (``reason`` says why and how to fix it); ``policy`` is the trusted config's ``sandbox``.
+ */
+export interface ChecksSandbox {
+  mechanism?: string;
+  policy: "required" | "warn";
+  reason?: string;
+  state: "confined" | "unavailable";
 }
 export interface CheckConfig {
   args?: string[];
   command: string;
   id: string;
   name: string;
+  network?: boolean;
   passEnv?: "NODE_OPTIONS"[];
+  /**
+   * @maxItems 32
+   */
+  readPaths?: string[];
   required?: boolean;
   timeoutSec?: number | null;
 }
@@ -94,9 +111,11 @@ export interface CheckEvent {
   jobId: string;
   kind: "check";
   name: string;
+  network?: boolean;
   ok: boolean;
   output?: string;
   required: boolean;
+  sandbox?: "confined" | "unconfined";
   seq: number;
   status: "passed" | "failed" | "timed-out" | "skipped";
 }
@@ -179,6 +198,7 @@ export interface TrustedConfig {
   limits?: Limits;
   modes?: Modes;
   providers?: ProviderProfile[];
+  sandbox?: "required" | "warn";
 }
 /**
  * Every key optional; an absent key takes its default, a given one must be 1..hard cap.
@@ -314,8 +334,28 @@ export interface Target {
   index: number;
   instruction: string;
   source?: SourceLocation | null;
+  /**
+   * @maxItems 5
+   */
+  usageChain?:
+    | []
+    | [UsageSite]
+    | [UsageSite, UsageSite]
+    | [UsageSite, UsageSite, UsageSite]
+    | [UsageSite, UsageSite, UsageSite, UsageSite]
+    | [UsageSite, UsageSite, UsageSite, UsageSite, UsageSite];
 }
 export interface SourceLocation {
+  column?: number;
+  component?: string | null;
+  file: string;
+  line: number;
+}
+/**
+ * Where an enclosing component instance is used: ``component`` is the used component's name (when
+ * known), ``file:line:column`` the start of its usage tag (project-relative, never ``node_modules``).
+ */
+export interface UsageSite {
   column?: number;
   component?: string | null;
   file: string;
@@ -425,6 +465,7 @@ export interface RepoHealth {
 export interface SessionGetResult {
   aiEnabled: boolean;
   applyModes: ApplyMode[];
+  checksSandbox?: ChecksSandbox;
   limits: SessionLimits;
   recovered: RecoveryReport[];
 }

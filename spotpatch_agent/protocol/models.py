@@ -80,6 +80,10 @@ class CheckConfig(InModel):
     timeout_sec: int | None = Field(default=None, ge=1)
     #: Extra engine variables the check receives (DESIGN.md §9 allowlist); only ``NODE_OPTIONS`` may be listed.
     pass_env: list[Literal["NODE_OPTIONS"]] = Field(default_factory=list)
+    #: Per-check opt-out of the sandbox's network rule (trusted config only): the check may use the network.
+    network: StrictBool = False
+    #: Per-check extra paths the sandboxed check may read (absolute, or ``~/…``); secret stores are refused.
+    read_paths: list[str] = Field(default_factory=list, max_length=32)
 
     @field_validator("pass_env", mode="before")
     @classmethod
@@ -155,6 +159,9 @@ class TrustedConfig(InModel):
     checks: list[CheckConfig] = Field(default_factory=list)
     limits: Limits = Field(default_factory=Limits)
     modes: Modes = Field(default_factory=Modes)
+    #: When checks cannot be confined (no sandbox on this platform): ``required`` (default) fails the job
+    #: closed before the check runs; ``warn`` runs it unconfined and every surface says so.
+    sandbox: Literal["required", "warn"] = "required"
 
     @model_validator(mode="after")
     def _unique_ids(self) -> TrustedConfig:
@@ -214,10 +221,23 @@ class ElementInfo(InModel):
         return v
 
 
+class UsageSite(InModel):
+    """Where an enclosing component instance is used: ``component`` is the used component's name (when
+    known), ``file:line:column`` the start of its usage tag (project-relative, never ``node_modules``)."""
+
+    component: str | None = Field(default=None, max_length=200)
+    file: str = Field(min_length=1, max_length=1024)
+    line: int = Field(ge=1)
+    column: int = Field(default=1, ge=1)
+
+
 class Target(InModel):
     index: int = Field(ge=1)
     instruction: str = Field(min_length=1, max_length=LIMITS["maxInstructionChars"][1])
     source: SourceLocation | None = None
+    #: The component usage chain of the picked element, innermost first: the usage site of the component
+    #: that renders the element, then of the component using that one, … up to the page (at most 5).
+    usage_chain: list[UsageSite] = Field(default_factory=list, max_length=5)
     element: ElementInfo
 
 
@@ -269,10 +289,23 @@ class ServerInfo(WireModel):
     version: str
 
 
+class ChecksSandbox(WireModel):
+    """Whether this engine can confine check processes (``session/get``, ``initialize`` capabilities):
+    ``state`` ``confined`` (checks run in ``mechanism``, e.g. ``bubblewrap``) or ``unavailable``
+    (``reason`` says why and how to fix it); ``policy`` is the trusted config's ``sandbox``."""
+
+    state: Literal["confined", "unavailable"]
+    mechanism: str | None = None
+    policy: Literal["required", "warn"]
+    reason: str | None = None
+
+
 class Capabilities(WireModel):
     ai_enabled: bool
     apply_modes: list[ApplyMode]
     tools: list[str]
+    #: Whether checks run confined (absent when the project configures no checks).
+    checks_sandbox: ChecksSandbox | None = None
 
 
 class RecoveryReport(WireModel):
@@ -312,6 +345,8 @@ class SessionGetResult(WireModel):
     apply_modes: list[ApplyMode]
     limits: SessionLimits
     recovered: list[RecoveryReport]
+    #: Whether checks run confined (absent when the project configures no checks).
+    checks_sandbox: ChecksSandbox | None = None
 
 
 class EmptyParams(InModel):
@@ -462,6 +497,11 @@ class CheckEvent(_Event):
     #: The check's output: cleaned and bounded by ``checkOutputMaxBytes``, then redacted and cut to
     #: 4000 characters in the event.
     output: str | None = None
+    #: How the check ran: ``confined`` (in the sandbox) or ``unconfined`` (``sandbox: "warn"`` and no
+    #: sandbox available); absent when it did not run (``skipped``).
+    sandbox: Literal["confined", "unconfined"] | None = None
+    #: True when the check ran with network access (its trusted ``network: true``); absent when skipped.
+    network: bool | None = None
 
 
 class DiffEvent(_Event):
