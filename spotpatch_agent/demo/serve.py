@@ -30,7 +30,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from types import FrameType
 
-from spotpatch_agent.demo.runner import DEMO_KEY_ENV, _config, make_demo_project
+from spotpatch_agent.demo.runner import DEMO_KEY_ENV, _config, _sandbox_choice, make_demo_project
 from spotpatch_agent.demo.script import replaying_demo_turns
 from spotpatch_agent.protocol.models import Limits
 
@@ -111,18 +111,21 @@ def _run(stack: ExitStack, tmp: Path, node: str, host: str, port: int) -> int:
 
     from spotpatch_agent.demo.typecheck import prepare_typecheck
 
-    typecheck = prepare_typecheck(project, Limits())
-    print(typecheck.message, flush=True)
-    check = typecheck.check
+    sandbox, note = _sandbox_choice(scripted)  # how the check runs: confined, or said plainly (issue 14)
+    print(note, flush=True)
+    typecheck = prepare_typecheck(project, Limits(), sandbox=sandbox) if sandbox is not None else None
+    if typecheck is not None:
+        print(typecheck.message, flush=True)
+    check = typecheck.check if typecheck is not None else None
     _link_node_modules(NODE_SHIM / "node_modules", project / "node_modules")
     if scripted:
         from spotpatch_agent.provider.scripted import ScriptedProviderServer
 
         server = stack.enter_context(ScriptedProviderServer(replaying_demo_turns(check_id=check.id if check else None)))
         os.environ[DEMO_KEY_ENV] = "sk-demo-" + secrets.token_hex(12)  # the engine inherits it through Vite
-        config = _config(server.base_url, DEMO_KEY_ENV, "scripted-demo", check)
+        config = _config(server.base_url, DEMO_KEY_ENV, "scripted-demo", check, sandbox or "required")
     else:
-        config = _config(base, "OPENAI_API_KEY", model, check)
+        config = _config(base, "OPENAI_API_KEY", model, check, sandbox or "required")
     config_file = tmp / "spotpatch-config.json"
     config_file.write_text(json.dumps(config.dump()), "utf-8")
 
