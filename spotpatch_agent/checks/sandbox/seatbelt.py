@@ -32,7 +32,7 @@ _MACH_SERVICES = (
     "com.apple.cfprefsd.agent", "com.apple.coreservices.launchservicesd", "com.apple.lsd.mapdb",
     "com.apple.fonts", "com.apple.FontObjectsServer", "com.apple.timed", "com.apple.analyticsd",
     "com.apple.system.DirectoryService.libinfo_v1", "com.apple.bsd.dirhelper",
-    "com.apple.dnssd.service" ,
+    "com.apple.dnssd.service",
 )
 
 
@@ -57,7 +57,8 @@ def seatbelt_profile(plan: SandboxPlan) -> str:
     rules = [
         "(version 1)",
         "(deny default)",
-        "(allow process-exec process-fork process-info* signal (target same-sandbox))",
+        "(allow process-exec process-fork process-info*)",
+        "(allow signal (target same-sandbox))",
         "(allow sysctl-read)",
         "(allow ipc-posix-shm ipc-posix-sem)",
         "(allow pseudo-tty)",
