@@ -207,3 +207,19 @@ async def test_a_network_check_reaches_the_local_listener_and_says_so(victim: Vi
     secret = CheckConfig.model_validate({**attack_check("read-ssh-key"), "network": True})
     denied = await run_check_process(secret, worktree, Limits(), project_root=victim.project)
     assert "ATTEMPT read-ssh-key: DENIED" in denied.output and victim.canary not in denied.output
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_attempts_are_real_unconfined_they_succeed(victim: Victim, worktree: Path, anyio_backend: str,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite is not vacuous: with no sandbox (``sandbox: "warn"`` on a machine made unavailable — the
+    engine's behaviour before issue 14) the same script reads the key, reaches the listener and writes into
+    the user's checkout."""
+    monkeypatch.setenv("SPOTPATCH_SIMULATE_NO_SANDBOX", "1")
+    for name in ("read-ssh-key", "connect-local-listener", "write-working-tree", "create-in-home"):
+        run = await run_check_process(CheckConfig.model_validate(attack_check(name)), worktree, Limits(),
+                                      project_root=victim.project, sandbox="warn")
+        assert run.sandbox == "unconfined" and f"ATTEMPT {name}: SUCCEEDED" in run.output, run.output
+    assert victim.accepted() == 1 and "pwned" in (victim.project / "src/App.tsx").read_text()
+    assert (victim.home / "pwned.txt").exists()
