@@ -1,9 +1,11 @@
-"""Project checks (DESIGN.md §9): the host-side runner and the ``checks suggest`` discovery helper.
+"""Project checks (DESIGN.md §9): the host-side runner, its sandbox and the ``checks suggest`` helper.
 
 Public surface::
 
-    run_check_process(check, cwd, limits, *, project_root=None) -> CheckRun      (async)
-    CheckRun(check_id, name, required, status, exit_code, signal, duration_ms, output, truncated).ok
+    run_check_process(check, cwd, limits, *, project_root=None, sandbox="required") -> CheckRun   (async;
+        runs confined by ``checks.sandbox``; raises ``runner.SandboxUnavailable`` for "required" without one)
+    CheckRun(check_id, name, required, status, exit_code, signal, duration_ms, output, truncated,
+             sandbox, network).ok
     check_env(pass_env=()) -> dict[str, str]
     check_timeout(check, limits) -> int                                          (seconds)
     suggest_checks(root) -> Suggestion(checks, notes).config_json()
