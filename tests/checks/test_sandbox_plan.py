@@ -40,8 +40,9 @@ def test_plan_hides_home_and_checkout_and_shows_only_toolchains(layout: dict[str
     plan = plan_for(layout, read_paths=["~/.local"])
     assert home in plan.hidden and project in plan.hidden and plan.writable == (layout["worktree"],)
     shown = set(plan.read_only)
-    assert {home / ".nvm", home / "tools", home / ".cache/ms-playwright", project / "node_modules",
+    assert {home / ".nvm", home / "tools/bin", home / ".cache/ms-playwright", project / "node_modules",
             project / ".venv", home / ".local"} <= shown
+    assert home / "tools" not in shown  # a PATH entry's prefix, but never a whole top-level home directory
     assert not any(p == home / ".ssh" or home / ".ssh" in p.parents for p in shown)
     # A secret store inside a shown path is masked again; other jobs' worktrees are masked too.
     assert home / ".local/share/keyrings" in plan.masked and project / "node_modules/.spotpatch" in plan.masked

@@ -39,6 +39,7 @@ SECRET_STORES = (
     ".local/share/keyrings", ".local/share/kwalletd", ".mozilla", ".config/google-chrome", ".config/chromium",
     ".config/BraveSoftware", ".config/microsoft-edge", ".config/vivaldi", ".config/opera",
     ".bash_history", ".zsh_history", ".python_history", ".node_repl_history", ".psql_history",
+    ".local/share/fish", ".local/share/recently-used.xbel",
     # macOS
     "Library/Keychains", "Library/Cookies", "Library/Safari", "Library/Application Support/Google/Chrome",
     "Library/Application Support/Firefox", "Library/Application Support/BraveSoftware",
@@ -186,7 +187,9 @@ def build_plan(*, cwd: Path, temp_dir: Path, network: bool, env: Mapping[str, st
                 if is_hidden(p):
                     show(p)
                     pre = _prefix(p)
-                    if pre != p and pre not in hidden:
+                    # An install prefix, but never a whole top-level home directory (``~/.local/bin``
+                    # shows ``~/.local/bin``, not all of ``~/.local``; ``~/.nvm/versions/…/bin`` its version).
+                    if pre != p and pre not in hidden and os.path.dirname(pre) not in home_dirs:
                         show(pre)
     if command is not None:
         for p in {os.path.normpath(command), os.path.realpath(command)}:
