@@ -196,7 +196,7 @@ def build_plan(*, cwd: Path, temp_dir: Path, network: bool, env: Mapping[str, st
             directory = os.path.dirname(p)
             if is_hidden(directory):
                 pre = _prefix(directory)
-                show(pre if pre not in hidden else directory)
+                show(pre if pre not in hidden and os.path.dirname(pre) not in home_dirs else directory)
     if root is not None:
         for rel in PROJECT_TOOL_DIRS:
             show(os.path.join(root, rel))
