@@ -9,6 +9,12 @@ stage; both get the same :class:`CheckRun`. Rules:
   ``FORCE_COLOR=0``, ``NO_COLOR=1`` — never a provider key, session token or other credential;
 - its own process group (POSIX), killed on exit, timeout and cancellation, so no orphan stays
   (a process that leaves the group with ``setsid`` is outside it: docs/security.md);
+- confined (docs/security.md §4, *Check sandbox*): on a platform with a sandbox the process runs inside
+  it (:mod:`spotpatch_agent.checks.sandbox`: no network unless the check's trusted ``network``, read-only
+  filesystem but the worktree and a private temp dir (its ``TMPDIR``, removed after the run), the user's
+  home and checkout hidden but the toolchains, ``node_modules`` and ``readPaths``, its own pid namespace).
+  Where none is available the trusted config's ``sandbox`` decides: ``required`` (default) raises
+  :class:`SandboxUnavailable` and nothing runs; ``warn`` runs it unconfined (``CheckRun.sandbox``);
 - timeout: the check's ``timeoutSec``, else the ``checkTimeoutSec`` limit, never above that limit's cap;
 - stdout and stderr merged, bounded to ``checkOutputMaxBytes``, decoded leniently, ANSI and control
   characters stripped, the worktree and project root made relative, ``$HOME`` shown as ``~``, and any
@@ -23,21 +29,28 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 from anyio.abc import Process
 
+from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.policy.redact import REDACTOR
 from spotpatch_agent.process import NEW_SESSION, kill_tree
 from spotpatch_agent.protocol.limits import LIMITS
+from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import CheckConfig, Limits
+
+if TYPE_CHECKING:
+    from spotpatch_agent.checks.sandbox import Confinement
 
 #: Variables copied from the engine's environment (plus every ``LC_*``); everything else is dropped.
 CHECK_ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "TMPDIR", "SYSTEMROOT", "WINDIR", "TEMP", "TMP")
@@ -58,6 +71,15 @@ _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 CheckStatus = Literal["passed", "failed", "timed-out"]
+SandboxPolicy = Literal["required", "warn"]
+
+
+class SandboxUnavailable(JobFailure):
+    """``sandbox: "required"`` and this machine cannot confine checks: the check did not run (``CHECK_FAILED``,
+    the message names the reason and the fix)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.CHECK_FAILED, message)
 
 
 @dataclass(frozen=True)
@@ -75,6 +97,18 @@ class CheckRun:
     duration_ms: int
     output: str
     truncated: bool
+    #: ``confined`` (ran in the sandbox) or ``unconfined`` (``sandbox: "warn"`` on a machine without one).
+    sandbox: Literal["confined", "unconfined"] = "confined"
+    #: Whether the check could reach the network: its trusted ``network: true``, or it ran unconfined.
+    network: bool = False
+
+    def sandbox_note(self) -> str:
+        """One sentence for the model and the CLI: how the check ran."""
+        if self.sandbox == "unconfined":
+            return ("WARNING: this check ran UNCONFINED (no sandbox on this machine; the trusted config has "
+                    'sandbox: "warn"): it could read your files and secrets and use the network.')
+        return ("Ran confined (sandbox): " + ("network allowed by the trusted config" if self.network else "no network")
+                + ", writes only in the worktree and a private temp dir, your home and checkout hidden.")
 
     @property
     def ok(self) -> bool:
@@ -188,14 +222,22 @@ async def _collect(process: Process, limit: int, into: list[bytes]) -> bool:
 
 
 async def run_check_process(check: CheckConfig, cwd: Path, limits: Limits, *,
-                            project_root: Path | None = None) -> CheckRun:
+                            project_root: Path | None = None, sandbox: SandboxPolicy = "required") -> CheckRun:
     """Run ``check`` in ``cwd`` (the job worktree) under ``limits`` and return its :class:`CheckRun`.
 
-    ``project_root`` (the user's checkout), when given, is made relative in the output like ``cwd``.
-    Raises only the caller's cancellation (after killing the process tree)."""
+    ``project_root`` (the user's checkout), when given, is hidden from the confined check (the worktree is
+    its copy) and made relative in the output like ``cwd``. ``sandbox``: the trusted config's policy for a
+    machine without confinement. Raises :class:`SandboxUnavailable` (nothing ran) for ``required`` there,
+    else only the caller's cancellation (after killing the process tree)."""
+    from spotpatch_agent.checks.sandbox import detect, unavailable_message
+
+    detection = await detect()
+    if detection.confinement is None and sandbox != "warn":
+        raise SandboxUnavailable(unavailable_message(detection))
     max_bytes = limits.get("checkOutputMaxBytes")
     timeout = check_timeout(check, limits)
     started = time.perf_counter()
+    confined = detection.confinement is not None
 
     def finish(status: CheckStatus, exit_code: int | None, sig: int | None, raw: bytes, cut: bool) -> CheckRun:
         output, truncated = clean_output(raw, max_bytes=max_bytes, truncated=cut,
@@ -203,18 +245,54 @@ async def run_check_process(check: CheckConfig, cwd: Path, limits: Limits, *,
                                          home=os.environ.get("HOME") or Path.home())
         return CheckRun(check_id=check.id, name=check.name, required=check.required, status=status,
                         exit_code=exit_code, signal=sig, duration_ms=int((time.perf_counter() - started) * 1000),
-                        output=output, truncated=truncated)
+                        output=output, truncated=truncated, sandbox="confined" if confined else "unconfined",
+                        network=check.network or not confined)
 
     protect_engine_environ()
+    env = check_env(check.pass_env)
+    argv = [check.command, *check.args]
+    temp_dir: Path | None = None
     try:
-        process = await anyio.open_process(
-            [check.command, *check.args], cwd=cwd, env=check_env(check.pass_env), stdin=subprocess.DEVNULL,
-            stderr=subprocess.STDOUT, start_new_session=NEW_SESSION,
-        )
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        return finish("failed", None, None, f"the command could not be started: {reason}".encode(), False)
+        if detection.confinement is not None:
+            argv, temp_dir = _confine(detection.confinement, check, cwd, env, project_root)
+            if not argv:
+                return finish("failed", None, None, b"the command could not be started: not found or not executable",
+                              False)
+        try:
+            process = await anyio.open_process(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                               stderr=subprocess.STDOUT, start_new_session=NEW_SESSION)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            return finish("failed", None, None, f"the command could not be started: {reason}".encode(), False)
+        return await _supervise(process, timeout, max_bytes, finish, signal_codes=temp_dir is not None)
+    finally:
+        if temp_dir is not None:
+            shutil.rmtree(temp_dir, ignore_errors=True)
 
+
+def _confine(confinement: Confinement, check: CheckConfig, cwd: Path, env: dict[str, str],
+             project_root: Path | None) -> tuple[list[str], Path | None]:
+    """The sandboxed argv (empty when the command cannot be found) and the check's private temp dir;
+    sets the check's ``TMPDIR`` in ``env``."""
+    from spotpatch_agent.checks.sandbox import build_plan
+    from spotpatch_agent.checks.sandbox.plan import resolve_command
+
+    command = resolve_command(check.command, cwd, env)
+    if command is None:
+        return [], None
+    temp_dir = Path(tempfile.mkdtemp(prefix="spotpatch-check-"))
+    plan = build_plan(cwd=cwd, temp_dir=temp_dir, network=check.network, env=env, project_root=project_root,
+                      command=command, read_paths=check.read_paths)
+    env["TMPDIR"] = confinement.tmpdir(plan)
+    return confinement.wrap(plan, [str(command), *check.args]), temp_dir
+
+
+async def _supervise(process: Process, timeout: int, max_bytes: int,
+                     finish: Callable[[CheckStatus, int | None, int | None, bytes, bool], CheckRun], *,
+                     signal_codes: bool = False) -> CheckRun:
+    """Wait for ``process`` under ``timeout`` s while draining its output, kill its tree, return the run.
+    ``signal_codes``: an exit code 129–192 means death by signal ``code - 128`` (bwrap reports its
+    command's death that way, like a shell)."""
     chunks: list[bytes] = []
     cut = False
     drained = anyio.Event()
@@ -250,4 +328,6 @@ async def run_check_process(check: CheckConfig, cwd: Path, limits: Limits, *,
         return finish("timed-out", None, None, raw, cut)
     if code is not None and code < 0:
         return finish("failed", None, -code, raw, cut)
+    if signal_codes and code is not None and 128 < code <= 128 + 64:
+        return finish("failed", None, code - 128, raw, cut)
     return finish("passed" if code == 0 else "failed", code, None, raw, cut)

@@ -178,6 +178,7 @@ async def run_final_checks(
     fingerprint: Callable[[], Awaitable[str]],
     on_result: Callable[[FinalCheck], None],
     project_root: Path | None = None,
+    sandbox: str = "required",
 ) -> list[FinalCheck]:
     """The check stage of DESIGN.md §9, in config order; ``on_result`` is called for each result as it is
     known (the job emits a ``check`` event).
@@ -188,7 +189,9 @@ async def run_final_checks(
     with a fresh result (the host never runs it). ``fingerprint()`` is awaited before and after every host
     run. Raises ``JobFailure(CHECK_FAILED)`` when a host-run check changed the worktree (its writes are
     never collected: the diff was taken before this stage). A failed required check is a result, not an
-    exception: see :func:`checks_failure`. Cancellation kills the running check."""
+    exception: see :func:`checks_failure`. ``sandbox``: the trusted config's policy (checks/runner.py); raises
+    ``SandboxUnavailable`` (``CHECK_FAILED``) when it is ``required`` and nothing can confine the check.
+    Cancellation kills the running check."""
     # Imported here, not at the top: engine.service imports this module and must stay light (cold start).
     from spotpatch_agent.checks.runner import run_check_process
 
@@ -199,7 +202,8 @@ async def run_final_checks(
             result = FinalCheck(run=run, reused=True)
         elif check.required:
             before = await fingerprint()
-            run = await run_check_process(check, cwd, limits, project_root=project_root)
+            run = await run_check_process(check, cwd, limits, project_root=project_root,
+                                          sandbox="warn" if sandbox == "warn" else "required")
             result = FinalCheck(run=run, reused=False)
             if await fingerprint() != before:
                 on_result(result)

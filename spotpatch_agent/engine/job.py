@@ -60,6 +60,8 @@ class Job:
     events: JobEventLog
     #: The trusted config's checks, frozen at creation (DESIGN.md §4); the only commands run_check can run.
     checks: tuple[CheckConfig, ...] = ()
+    #: The trusted config's ``sandbox`` policy for checks on a machine that cannot confine them (issue 14).
+    sandbox: str = "required"
     #: The explicit capability probe had passed for this model when the job was created (auto gate, §10).
     capability_probed: bool = False
     #: The project's warm worktree pool (worktree/pool.py): the job's worktree comes from it and goes back.
@@ -124,6 +126,7 @@ async def run_job(job: Job, adapter: ProviderAdapter, *, apply: AutoApply | None
         with job.cancel_scope:
             try:
                 with anyio.fail_after(job.limits.get("jobTimeoutSec")):
+                    await _require_sandbox(job)
                     worktree = await create_worktree(
                         job.root, job.job_id, limits=job.limits,
                         include_local_changes=gates.includes_local_changes(
@@ -212,7 +215,7 @@ async def _decide(
              if version == executor.version and cid not in wrote}
     job.check_results = await gates.run_final_checks(
         job.checks, cwd=worktree.path, limits=job.limits, fresh=fresh, fingerprint=executor.fingerprint,
-        on_result=partial(_emit_check, job), project_root=job.root,
+        on_result=partial(_emit_check, job), project_root=job.root, sandbox=job.sandbox,
     )
     failure = gates.checks_failure(job.checks, job.check_results)
     if failure is not None:
@@ -243,7 +246,21 @@ def _apply_unless_blocked(
 def _emit_check(job: Job, result: gates.FinalCheck) -> None:
     run = result.run
     job.events.emit("check", check_id=run.check_id, name=run.name, status=run.status, ok=run.ok,
-                    duration_ms=run.duration_ms, required=run.required, output=run.output or None)
+                    duration_ms=run.duration_ms, required=run.required, output=run.output or None,
+                    sandbox=run.sandbox, network=run.network)
+
+
+async def _require_sandbox(job: Job) -> None:
+    """Fail the job before any work (``CHECK_FAILED``, the reason and the fix) when it would run checks,
+    they must run confined (``sandbox: "required"``) and this machine cannot confine them (issue 14)."""
+    if not _job_checks(job) or job.sandbox == "warn":
+        return
+    from spotpatch_agent.checks.runner import SandboxUnavailable
+    from spotpatch_agent.checks.sandbox import detect, unavailable_message
+
+    detection = await detect()
+    if detection.confinement is None:
+        raise SandboxUnavailable(unavailable_message(detection))
 
 
 def _job_checks(job: Job) -> tuple[CheckConfig, ...]:
@@ -254,7 +271,8 @@ def _job_checks(job: Job) -> tuple[CheckConfig, ...]:
 def _make_executor(job: Job, worktree: Worktree) -> ToolExecutor:
     checks = _job_checks(job)
     tools = job_tools(registered=TOOL_DEFS, has_checks=bool(checks))
-    return ToolExecutor(worktree.path, job.limits, tools=tools, checks=checks)
+    return ToolExecutor(worktree.path, job.limits, tools=tools, checks=checks, sandbox=job.sandbox,
+                        project_root=job.root)
 
 
 async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor) -> None:

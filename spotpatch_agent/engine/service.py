@@ -27,6 +27,7 @@ from spotpatch_agent.policy.redact import REDACTOR, redact_cut, shorten_paths
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import (
     Capabilities,
+    ChecksSandbox,
     DiffResult,
     InitializeParams,
     InitializeResult,
@@ -169,7 +170,8 @@ class EngineService:
                 ai_enabled=self.ai_enabled(), apply_modes=offered_modes(self._config.modes), tools=list(
                 # The tools a job of this config offers; names as registered in tools/registry.py (not
                 # imported here: cold start).
-                job_tools(registered=("apply_patch", "run_check"), has_checks=bool(self._config.checks)))),
+                job_tools(registered=("apply_patch", "run_check"), has_checks=bool(self._config.checks))),
+                checks_sandbox=self._checks_sandbox()),
         )
 
     async def configure(self, root: Path, config: TrustedConfig) -> list[RecoveryReport]:
@@ -197,6 +199,10 @@ class EngineService:
         swept = await sweep_orphans(self._root)
         if swept:
             log.info("removed %d orphaned SpotPatch worktree(s) from an earlier run", swept)
+        if config.checks:  # one cached trial run of the check sandbox (checks/sandbox), a few ms
+            from spotpatch_agent.checks.sandbox import detect
+
+            await detect()
         if (await repo_health(self._root, config.limits)).state != "blocked":
             await self._open_pool()  # after the sweep, which would remove a pooled worktree of this process
         return recovered
@@ -243,7 +249,15 @@ class EngineService:
             ai_enabled=self.ai_enabled(), apply_modes=offered_modes(self._config.modes),
             limits=SessionLimits(max_targets=limits.get("maxTargets"),
                                  max_instruction_chars=limits.get("maxInstructionChars")),
-            recovered=list(self._recovered))
+            recovered=list(self._recovered), checks_sandbox=self._checks_sandbox())
+
+    def _checks_sandbox(self) -> ChecksSandbox | None:
+        """Whether checks run confined (``initialize``, ``session/get``); ``None`` without configured checks."""
+        if not self._config.checks:
+            return None
+        from spotpatch_agent.checks.sandbox import status
+
+        return status(self._config.sandbox)
 
     async def prompt_render(self, params: PromptRenderParams) -> PromptRenderResult:
         return render_prompt(params.annotation)
@@ -288,6 +302,7 @@ class EngineService:
             job_id = "job_" + secrets.token_hex(8)
             job = Job(job_id=job_id, params=params, root=root, head_oid=head, provider=provider, model=model,
                       limits=limits, events=JobEventLog(job_id, self._emit), checks=tuple(self._config.checks),
+                      sandbox=self._config.sandbox,
                       capability_probed=self._probe_passed(provider, model), pool=self._pool, health=health)
             self._jobs[job_id] = job
             job.set_status("preparing")

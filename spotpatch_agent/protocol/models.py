@@ -95,6 +95,17 @@ class CheckConfig(InModel):
             raise ValueError("passEnv: a variable is listed twice")
         return v
 
+    @field_validator("read_paths")
+    @classmethod
+    def _no_secret_stores(cls, v: list[str]) -> list[str]:
+        from spotpatch_agent.checks.sandbox.plan import read_path_problem  # the sandbox's own rule, loaded here
+
+        for raw in v:
+            problem = read_path_problem(raw)
+            if problem is not None:
+                raise ValueError(f"readPaths: {raw[:200]!r} {problem}")
+        return v
+
 
 def _limit(name: str) -> Any:
     """A ``Limits`` field: absent or null takes the default; the schema shows default, 1 and the hard cap."""

@@ -90,15 +90,20 @@ class ToolExecutor:
 
     ``tools``: names offered to the model in this job (default: every registered tool); a call to any
     other name is answered as an unknown tool. Raises ``KeyError`` for a name that is not registered.
-    ``checks``: the job's trusted checks, the only commands ``run_check`` may run (exposed as ``ctx.checks``).
+    ``checks``: the job's trusted checks, the only commands ``run_check`` may run (exposed as ``ctx.checks``);
+    ``sandbox`` the trusted config's policy for them and ``project_root`` the user's checkout the confined
+    check must not see (``ctx.check_sandbox``, ``ctx.project_root``: checks/runner.py).
     """
 
     def __init__(self, root: Path, limits: Limits, *, tools: Iterable[str] | None = None,
-                 checks: Sequence[CheckConfig] = ()) -> None:
+                 checks: Sequence[CheckConfig] = (), sandbox: str = "required",
+                 project_root: Path | None = None) -> None:
         names = list(TOOL_DEFS) if tools is None else list(tools)
         self._tools: dict[str, ToolDef] = {name: TOOL_DEFS[name] for name in names}
         self._ctx = WorktreeContext(Path(root), limits)
         self._ctx.checks = tuple(checks)  # type: ignore[attr-defined] - read by tools/run_check.py only
+        self._ctx.check_sandbox = sandbox  # type: ignore[attr-defined] - read by tools/run_check.py only
+        self._ctx.project_root = project_root  # type: ignore[attr-defined] - read by tools/run_check.py only
         self._gate = _Gate()
         # run_check enforces its own (longer) check timeout; this outer deadline only backs it up.
         check_deadline = max((c.timeout_sec or limits.get("checkTimeoutSec") for c in checks),

@@ -13,7 +13,8 @@ A check is a bounded process that may write: the tool is registered as a write (
 executor runs it alone and bumps the worktree version after it (caches are dropped). Timeout, non-zero
 exit or a signal is a failed result (``ok=False``, ``code=None``, retryable: the model may fix the code and
 run it again); the model cannot turn it into success. A command that cannot be started is a trusted-config
-error the model cannot fix: the job fails with ``CHECK_FAILED``.
+error the model cannot fix: the job fails with ``CHECK_FAILED``; so does a check that must run confined
+(``sandbox: "required"``) on a machine without a sandbox (:class:`~spotpatch_agent.checks.runner.SandboxUnavailable`).
 """
 
 from __future__ import annotations
@@ -34,9 +35,12 @@ class RunCheckArgs(ToolArgs):
 
 
 def format_check_run(run: CheckRun, timeout_sec: int) -> str:
-    """The model-facing text: ``Check <id> (<name>) PASSED|FAILED: <outcome>, <ms> ms.`` then the output."""
+    """The model-facing text: ``Check <id> (<name>) PASSED|FAILED: <outcome>, <ms> ms.``, how it ran
+    (:meth:`CheckRun.sandbox_note`: confined, with or without network, or the UNCONFINED warning), then the
+    output (a denied read or connection shows there as the tool's own error)."""
     outcome = f"timed out after {timeout_sec} s" if run.status == "timed-out" else run.outcome()
     head = f"Check {run.check_id} ({run.name}) {'PASSED' if run.ok else 'FAILED'}: {outcome}, {run.duration_ms} ms."
+    head += "\n" + run.sandbox_note()
     return head + ("\nOutput:\n" + run.output if run.output else "\n(no output)")
 
 
@@ -50,7 +54,8 @@ async def _run_check(ctx: WorktreeContext, args: RunCheckArgs) -> ToolResult:
             arguments_guidance(RUN_CHECK, [f"checkId must be one of the configured checks: {ids}."]),
         )
     try:
-        run = await run_check_process(check, ctx.root, ctx.limits)
+        run = await run_check_process(check, ctx.root, ctx.limits, project_root=getattr(ctx, "project_root", None),
+                                      sandbox=getattr(ctx, "check_sandbox", "required"))
     finally:
         ctx.bump()  # a check may rewrite files: no cached listing or read survives it
     if not run.started:

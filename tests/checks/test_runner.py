@@ -57,10 +57,31 @@ async def wait_gone(pid: int, within: float = 5.0) -> bool:
     return gone(pid)
 
 
+def host_pids(token: str) -> list[int]:
+    """Host pids whose command line holds ``token`` (a confined check's own pids are of its pid namespace)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if token.encode() in (entry / "cmdline").read_bytes() and not gone(int(entry.name)):
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+async def wait_token_gone(token: str, within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline and host_pids(token):
+        await anyio.sleep(0.05)
+    return not host_pids(token)
+
+
 def spawner(pidfile: Path) -> str:
-    """A script that starts a sleeping grandchild (same process group), records its pid, then sleeps."""
+    """A script that starts a sleeping grandchild (same process group), records its pid, then sleeps. The
+    grandchild's command line holds ``pidfile.name`` (the pid it writes is of the sandbox's pid namespace)."""
     return ("import subprocess, sys, time\n"
-            "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+            f"p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', {pidfile.name!r}])\n"
             f"open({str(pidfile)!r}, 'w').write(str(p.pid))\n"
             "print('started', flush=True)\n"
             "time.sleep(60)\n")
@@ -91,13 +112,13 @@ async def test_a_check_killed_by_a_signal_fails_with_that_signal(tmp_path: Path,
 
 
 async def test_timeout_kills_the_whole_process_tree(tmp_path: Path) -> None:
-    pidfile = tmp_path / "grandchild.pid"
+    pidfile = tmp_path / f"grandchild-{os.getpid()}-{time.monotonic_ns()}.pid"
     started = time.monotonic()
     result = await run(spawner(pidfile), tmp_path, timeout_sec=1)
     assert time.monotonic() - started < 10
     assert result.status == "timed-out" and not result.ok
     assert (result.exit_code, result.signal) == (None, None) and result.output == "started\n"
-    assert await wait_gone(int(pidfile.read_text())), "the grandchild outlived the timeout"
+    assert pidfile.read_text() and await wait_token_gone(pidfile.name), "the grandchild outlived the timeout"
 
 
 async def test_check_timeout_limit_applies_when_the_check_has_none(tmp_path: Path) -> None:
@@ -106,7 +127,7 @@ async def test_check_timeout_limit_applies_when_the_check_has_none(tmp_path: Pat
 
 
 async def test_cancellation_leaves_no_orphan(tmp_path: Path) -> None:
-    pidfile = tmp_path / "grandchild.pid"
+    pidfile = tmp_path / f"grandchild-{os.getpid()}-{time.monotonic_ns()}.pid"
     results: list[CheckRun] = []
     async with anyio.create_task_group() as tg:
         async def go() -> None:
@@ -116,9 +137,10 @@ async def test_cancellation_leaves_no_orphan(tmp_path: Path) -> None:
         with anyio.fail_after(10):
             while not pidfile.exists() or not pidfile.read_text():
                 await anyio.sleep(0.02)
+        assert host_pids(pidfile.name)  # the grandchild runs (proves the token finds it)
         tg.cancel_scope.cancel()
     assert results == []  # cancelled, not reported as a result
-    assert await wait_gone(int(pidfile.read_text())), "the grandchild outlived the cancellation"
+    assert await wait_token_gone(pidfile.name), "the grandchild outlived the cancellation"
 
 
 async def test_huge_output_is_bounded_and_never_blocks(tmp_path: Path) -> None:

@@ -57,17 +57,52 @@ def py_check(check_id: str, code: str, *, required: bool = True, **extra: Any) -
             "required": required, **extra}
 
 
-def counting_check(check_id: str, counter: Path, *, fail_if: str | None = None, required: bool = True) -> dict:
-    """A check that appends one line to ``counter`` (outside the worktree) per run and prints ``ran``;
-    it fails when ``src/App.tsx`` contains ``fail_if``."""
-    code = f"open({str(counter)!r}, 'a').write('run\\n'); print('ran')"
+#: counter directory → (its bound datagram socket, the runs received so far)
+_COUNTERS: dict[Path, list[Any]] = {}
+
+
+def count_run_code(counter: Path) -> str:
+    """Python that tells ``counter`` (see :func:`counting_check`) one more run happened."""
+    sock = str(counter / "s")
+    return f"import socket; socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b'run', {sock!r})"
+
+
+def counting_check(check_id: str, counter: Path, *, fail_if: str | None = None, required: bool = True,
+                   code: str = "print('ran')") -> dict:
+    """A check that reports one datagram per run to ``counter`` and runs ``code``; it fails when
+    ``src/App.tsx`` contains ``fail_if``. It runs confined like any check: the host cannot see a file it
+    writes outside the worktree, so it sends the datagram to a socket in ``counter``, a directory the host
+    binds and lists in the check's ``readPaths`` (a read-only view still lets a Unix socket be written to)."""
+    counter_socket(counter)
+    full = count_run_code(counter) + "\n" + code
     if fail_if is not None:
-        code += f"; import sys; sys.exit(1 if {fail_if!r} in open('src/App.tsx').read() else 0)"
-    return py_check(check_id, code, required=required)
+        full += f"\nimport sys; sys.exit(1 if {fail_if!r} in open('src/App.tsx').read() else 0)"
+    return py_check(check_id, full, required=required, readPaths=[str(counter)])
+
+
+def counter_socket(counter: Path) -> None:
+    import socket
+
+    if counter in _COUNTERS:
+        return
+    counter.mkdir(parents=True, exist_ok=True)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(counter / "s"))
+    sock.setblocking(False)
+    _COUNTERS[counter] = [sock, 0]
 
 
 def runs(counter: Path) -> int:
-    return counter.read_text().count("run") if counter.exists() else 0
+    """How many runs ``counter`` has heard of (all datagrams sent before this call)."""
+    entry = _COUNTERS.get(counter)
+    if entry is None:
+        return 0
+    while True:
+        try:
+            entry[0].recv(16)
+        except BlockingIOError:
+            return entry[1]
+        entry[1] += 1
 
 
 def new_repo(template: Path, dest: Path) -> Path:
@@ -101,6 +136,7 @@ class JobRun:
 async def run_one_job(
     root: Path, turns: Sequence[Any], *, checks: Sequence[dict] = (), modes: dict | None = None,
     request: dict | None = None, before_job: Callable[[EngineService], Awaitable[None]] | None = None,
+    sandbox: str | None = None,
 ) -> JobRun:
     """Configure an engine on ``root``, create one job (``request`` adds e.g. ``applyMode``), wait for its run
     to end (including an automatic Apply) and return what the client would see."""
@@ -109,7 +145,7 @@ async def run_one_job(
         config = TrustedConfig.model_validate({"providers": [{
             "id": "p", "displayName": "P", "baseUrl": server.base_url, "apiKeyEnv": KEY_ENV,
             "models": [{"id": "m", "model": "scripted-model", "displayName": "M"}]}],
-            "checks": list(checks), "modes": modes or {}})
+            "checks": list(checks), "modes": modes or {}, **({"sandbox": sandbox} if sandbox else {})})
         service = EngineService(send_event=events.append)
         async with service.running():
             await service.configure(root, config)

@@ -120,10 +120,9 @@ async def test_any_later_check_run_makes_an_earlier_result_stale(root: Path, tmp
 @pytest.mark.anyio
 async def test_a_model_run_that_wrote_files_is_never_reused(root: Path, tmp_path: Path) -> None:
     counter = tmp_path / "gen.count"
-    code = (f"open({str(counter)!r}, 'a').write('run\\n'); import os\n"
-            "if not os.path.exists('src/gen.ts'): open('src/gen.ts', 'w').write('export const g = 1;\\n')")
+    code = "import os\nif not os.path.exists('src/gen.ts'): open('src/gen.ts', 'w').write('export const g = 1;\\n')"
     turns = [edit("w"), run_check("c", "gen"), DONE]
-    result = await run_one_job(root, turns, checks=[py_check("gen", code)])
+    result = await run_one_job(root, turns, checks=[counting_check("gen", counter, code=code)])
     # The model's run produced src/gen.ts (a tool side effect, part of the reviewed change); its result
     # described the tree before that write, so the host ran it again on the final tree, which it left alone.
     assert result.snap is not None and result.snap.status == "awaiting-review", result.snap

@@ -1,0 +1,220 @@
+"""What a confined check may see and touch, independent of the mechanism (docs/security.md §4, *Check sandbox*).
+
+:func:`build_plan` turns one check, its working directory, the project root and the check's environment into
+a :class:`SandboxPlan`; a mechanism (``bwrap.py``, ``seatbelt.py``) turns the plan into its own argv. The
+rules (issue 14):
+
+- the whole filesystem is readable but **read-only**, except ``writable`` (the job worktree) and the
+  check's private temp dir;
+- ``hidden`` directories are replaced by an empty read-only view: the user's home (``$HOME`` and the
+  account's home from the password database) and the project root (the user's checkout: the job's
+  baseline is the worktree's copy of it);
+- ``read_only`` paths are shown again inside a hidden one: the toolchains' installs and package-manager
+  caches in the home (:data:`TOOLCHAIN_DIRS`, every ``PATH`` entry under a hidden directory and the
+  resolved check command), the project's ``node_modules`` and ``.venv``, and the check's ``readPaths``;
+- ``masked`` paths are hidden again inside a shown one: every secret store (:data:`SECRET_STORES`) below a
+  ``read_only`` path, the project's ``node_modules/.spotpatch`` (other jobs' worktrees and the pool);
+- ``network``: the check's trusted ``network`` flag.
+
+:func:`read_path_problem` is the trusted-config rule for ``readPaths`` (models.py calls it).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+__all__ = ["SECRET_STORES", "TOOLCHAIN_DIRS", "SandboxPlan", "build_plan", "expand_read_path",
+           "read_path_problem", "resolve_command"]
+
+#: Secret stores under a home directory (relative POSIX paths): never readable by a check, refused in
+#: ``readPaths``, and masked inside any path the sandbox shows.
+SECRET_STORES = (
+    ".ssh", ".aws", ".azure", ".config/gcloud", ".kube", ".docker", ".gnupg", ".pki", ".password-store",
+    ".netrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", ".git-credentials", ".gem/credentials",
+    ".cargo/credentials", ".cargo/credentials.toml", ".terraform.d", ".vault-token", ".config/git/credentials",
+    ".config/gh", ".config/hub", ".config/op", ".1password", ".config/configstore",
+    ".local/share/keyrings", ".local/share/kwalletd", ".mozilla", ".config/google-chrome", ".config/chromium",
+    ".config/BraveSoftware", ".config/microsoft-edge", ".config/vivaldi", ".config/opera",
+    ".bash_history", ".zsh_history", ".python_history", ".node_repl_history", ".psql_history",
+    # macOS
+    "Library/Keychains", "Library/Cookies", "Library/Safari", "Library/Application Support/Google/Chrome",
+    "Library/Application Support/Firefox", "Library/Application Support/BraveSoftware",
+    "Library/Application Support/Microsoft Edge", "Library/Application Support/com.apple.TCC",
+)
+#: Toolchain installs and package-manager caches under a home directory, shown read-only when present:
+#: version managers (nvm, fnm, volta, asdf, mise, pyenv, rbenv, nodenv, rustup), user installs (pip
+#: ``--user``, pipx, pnpm's global dir), and the npm/yarn/pnpm/bun/Playwright/Cypress caches.
+TOOLCHAIN_DIRS = (
+    ".nvm", ".fnm", ".volta", ".asdf", ".local/share/mise", ".local/share/fnm", ".local/share/nvm",
+    ".pyenv", ".rbenv", ".nodenv", ".rustup", ".cargo/bin", ".deno", ".bun", ".yarn", ".npm",
+    ".pnpm-store", ".local/share/pnpm", ".local/bin", ".local/lib", ".local/share/pipx", ".local/pipx",
+    ".cache/yarn", ".cache/pnpm", ".cache/node", ".cache/ms-playwright", ".cache/Cypress", ".cache/spotpatch",
+    "Library/pnpm", "Library/Caches/Yarn", "Library/Caches/ms-playwright", "Library/Caches/Cypress",
+)
+#: Dependency directories of the project shown read-only to a check (its tools: ``node_modules/.bin``, a
+#: Python virtual environment); never written, so a check cannot plant code the dev server runs later.
+PROJECT_TOOL_DIRS = ("node_modules", ".venv")
+#: Inside the project's ``node_modules``: the worktrees of this and other jobs (docs/configuration.md).
+WORKTREE_BASE = "node_modules/.spotpatch"
+
+
+@dataclass(frozen=True)
+class SandboxPlan:
+    """Absolute host paths (see the module docstring). ``cwd`` is the check's working directory (inside
+    ``writable``); ``temp_dir`` the private temp dir (Linux: mounted as ``/tmp``; macOS: ``TMPDIR``)."""
+
+    cwd: Path
+    temp_dir: Path
+    network: bool
+    writable: tuple[Path, ...] = ()
+    hidden: tuple[Path, ...] = ()
+    read_only: tuple[Path, ...] = ()
+    masked: tuple[Path, ...] = ()
+    homes: tuple[Path, ...] = field(default=())
+
+
+def _under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def homes() -> tuple[Path, ...]:
+    """The user's home directories: ``$HOME`` and the account's home (they differ under ``sudo -E`` or a
+    test's temporary ``HOME``). Only existing absolute directories other than ``/``."""
+    found: list[Path] = []
+    candidates = [os.environ.get("HOME") or ""]
+    try:
+        import pwd  # POSIX only
+
+        candidates.append(pwd.getpwuid(os.getuid()).pw_dir)
+    except (ImportError, KeyError, AttributeError):
+        pass
+    for raw in candidates:
+        if not raw or not os.path.isabs(raw):
+            continue
+        path = Path(os.path.realpath(raw))
+        if path != Path("/") and path.is_dir() and path not in found:
+            found.append(path)
+    return tuple(found)
+
+
+def expand_read_path(raw: str, home: str | None = None) -> Path:
+    """``~/x`` → ``<home>/x`` (``home``: default ``$HOME``); an absolute path as is."""
+    if raw == "~" or raw.startswith("~/"):
+        base = home if home is not None else (os.environ.get("HOME") or str(Path.home()))
+        return Path(base) / raw[2:] if raw != "~" else Path(base)
+    return Path(raw)
+
+
+def read_path_problem(raw: str) -> str | None:
+    """Why ``raw`` cannot be a ``readPaths`` entry, or ``None``: it must be absolute or ``~/…``, without
+    ``..`` or NUL, not ``/`` or a whole home directory, and not a secret store or inside one."""
+    if "\x00" in raw or not raw:
+        return "must be a non-empty path"
+    if not (raw.startswith("/") or raw.startswith("~/")):
+        return "must be absolute or start with ~/"
+    parts = PurePosixPath(raw[2:] if raw.startswith("~/") else raw).parts
+    if ".." in parts:
+        return "must not contain .."
+    if raw.startswith("~/"):
+        if not [p for p in parts if p not in (".", "")]:
+            return "must not be your whole home directory"
+    else:
+        path = Path(os.path.normpath(raw))
+        if path == Path("/"):
+            return "must not be /"
+        if path in homes() or path.parent == Path("/home") or path == Path("/root"):
+            return "must not be a whole home directory"
+    # A secret store anywhere on the path (``~/.ssh``, ``/home/other/.aws/config``, ``/mnt/backup/.gnupg``).
+    names = [p for p in parts if p not in (".", "", "/")]
+    for i in range(len(names)):
+        tail = "/".join(names[i:])
+        for store in SECRET_STORES:
+            if tail == store or tail.startswith(store + "/"):
+                return f"is a secret store (~/{store}): checks never read it"
+    return None
+
+
+def resolve_command(command: str, cwd: Path, env: Mapping[str, str]) -> Path | None:
+    """The executable a check's ``command`` names, as ``subprocess`` would find it: a path with a slash
+    relative to ``cwd``, a bare name on the check's ``PATH`` (absolute entries only). ``None``: not found."""
+    import shutil
+
+    if os.sep in command or (os.altsep and os.altsep in command):
+        path = Path(command) if os.path.isabs(command) else cwd / command
+        return path if path.is_file() and os.access(path, os.X_OK) else None
+    found = shutil.which(command, path=env.get("PATH", ""))
+    return Path(found) if found else None
+
+
+def _prefix(path: Path) -> Path:
+    """The install prefix of an executable's directory: ``…/bin`` → ``…``, else the directory itself."""
+    return path.parent if path.name in ("bin", "shims", "sbin") else path
+
+
+def build_plan(*, cwd: Path, temp_dir: Path, network: bool, env: Mapping[str, str],
+               project_root: Path | None = None, command: Path | None = None,
+               read_paths: Iterable[str] = ()) -> SandboxPlan:
+    """The plan for one check run (see the module docstring). ``command``: the resolved executable;
+    ``read_paths``: the check's trusted ``readPaths`` (already validated)."""
+    cwd = Path(os.path.realpath(cwd))
+    home_dirs = homes()
+    hidden: list[Path] = list(home_dirs)
+    root = Path(os.path.realpath(project_root)) if project_root is not None else None
+    if root is not None and root != cwd and not _under(root, cwd):
+        hidden.append(root)
+
+    def is_hidden(path: Path) -> bool:
+        return any(_under(path, h) for h in hidden)
+
+    shown: list[Path] = []
+
+    def show(path: Path) -> None:
+        path = Path(os.path.normpath(path))
+        if path.exists() and is_hidden(path) and not _under(path, cwd) and not any(_under(path, s) for s in shown):
+            shown[:] = [s for s in shown if not _under(s, path)] + [path]
+
+    for home in home_dirs:
+        for rel in TOOLCHAIN_DIRS:
+            show(home / rel)
+    for entry in env.get("PATH", "").split(os.pathsep):
+        if entry and os.path.isabs(entry):
+            real = Path(os.path.realpath(entry))
+            for p in {Path(os.path.normpath(entry)), real}:
+                if is_hidden(p):
+                    show(p)
+                    if _prefix(p) != p and _prefix(p) not in home_dirs and _prefix(p) not in hidden:
+                        show(_prefix(p))
+    if command is not None:
+        for p in (command, Path(os.path.realpath(command))):
+            directory = p.parent
+            if is_hidden(directory):
+                pre = _prefix(directory)
+                show(pre if pre not in home_dirs and pre not in hidden else directory)
+    if root is not None:
+        for rel in PROJECT_TOOL_DIRS:
+            show(root / rel)
+    home_for_tilde = os.environ.get("HOME")
+    for raw in read_paths:
+        path = Path(os.path.realpath(expand_read_path(raw, home_for_tilde)))
+        if path.exists() and not _under(path, cwd):
+            shown[:] = [s for s in shown if not _under(s, path)]
+            if not any(_under(path, s) for s in shown):
+                shown.append(path)
+
+    masked: list[Path] = []
+    for base in shown:
+        for home in home_dirs:
+            for rel in SECRET_STORES:
+                store = home / rel
+                if _under(store, base) and os.path.lexists(store):
+                    masked.append(store)
+    if root is not None:
+        pool = root / WORKTREE_BASE
+        if pool.is_dir() and any(_under(pool, s) for s in shown):
+            masked.append(pool)
+    return SandboxPlan(cwd=cwd, temp_dir=temp_dir, network=network, writable=(cwd,), hidden=tuple(hidden),
+                       read_only=tuple(sorted(shown, key=lambda p: len(p.parts))), masked=tuple(masked),
+                       homes=home_dirs)

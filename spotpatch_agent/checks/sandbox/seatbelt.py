@@ -1,0 +1,89 @@
+"""macOS: a check confined by ``sandbox-exec`` and a Seatbelt profile (docs/security.md §4).
+
+**Untested here**: written with care for macOS (SBPL, last matching rule wins) but never run by this
+project's CI, which is Linux. :func:`seatbelt_profile` renders the plan as one profile:
+
+- ``(deny default)``, then process, sysctl, POSIX shm, the pseudo-terminals and a small set of Mach
+  services a toolchain needs (no keychain: ``com.apple.SecurityServer`` and ``securityd`` are not listed);
+- every file readable, then the hidden paths (homes, the project root) denied, the read-only paths allowed
+  again, the masks (secret stores, other jobs' worktrees) denied again;
+- writes only to the worktree, the private temp dir (the check's ``TMPDIR``) and ``/dev/null``-like devices;
+- network: denied unless the plan allows it (then outbound and inbound; local Unix sockets stay denied
+  outside the allowed paths).
+
+What macOS does not give here: no own pid namespace (a process that leaves the check's session survives
+it; the process group is still killed), and other processes' ``ps`` listings stay visible (their
+environments do not: macOS does not expose another process's environment without ``task_for_pid``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from spotpatch_agent.checks.sandbox.plan import SandboxPlan
+
+SANDBOX_EXEC = "/usr/bin/sandbox-exec"
+
+#: Mach services a Node/Python toolchain looks up (name resolution, logging, notifications, fonts, time).
+_MACH_SERVICES = (
+    "com.apple.system.opendirectoryd.libinfo", "com.apple.system.logger", "com.apple.system.notification_center",
+    "com.apple.logd", "com.apple.diagnosticd", "com.apple.trustd.agent", "com.apple.cfprefsd.daemon",
+    "com.apple.cfprefsd.agent", "com.apple.coreservices.launchservicesd", "com.apple.lsd.mapdb",
+    "com.apple.fonts", "com.apple.FontObjectsServer", "com.apple.timed", "com.apple.analyticsd",
+    "com.apple.system.DirectoryService.libinfo_v1", "com.apple.bsd.dirhelper",
+    "com.apple.dnssd.service" ,
+)
+
+
+def _quote(path: Path | str) -> str:
+    """An SBPL string literal: backslashes and double quotes escaped; NUL and newlines refused."""
+    text = str(path)
+    if any(c in text for c in "\x00\n\r"):
+        raise ValueError("a sandbox path holds a control character")
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _subpaths(paths: list[Path]) -> str:
+    spellings: list[str] = []
+    for p in paths:
+        for variant in {str(p), os.path.realpath(p)}:  # /tmp vs /private/tmp, /var vs /private/var
+            spellings.append(f"(subpath {_quote(variant)})")
+    return " ".join(spellings)
+
+
+def seatbelt_profile(plan: SandboxPlan) -> str:
+    """The SBPL profile text for ``plan``."""
+    rules = [
+        "(version 1)",
+        "(deny default)",
+        "(allow process-exec process-fork process-info* signal (target same-sandbox))",
+        "(allow sysctl-read)",
+        "(allow ipc-posix-shm ipc-posix-sem)",
+        "(allow pseudo-tty)",
+        "(allow mach-lookup " + " ".join(f'(global-name "{s}")' for s in _MACH_SERVICES) + ")",
+        "(allow file-read*)",
+    ]
+    if plan.hidden:
+        rules.append(f"(deny file-read* {_subpaths(list(plan.hidden))})")
+        # Path traversal to a shown path needs the parents' metadata (stat, getcwd), not their listing.
+        rules.append("(allow file-read-metadata " + _subpaths(list(plan.hidden)) + ")")
+    if plan.read_only:
+        rules.append(f"(allow file-read* {_subpaths(list(plan.read_only))})")
+    if plan.masked:
+        rules.append(f"(deny file-read* file-write* {_subpaths(list(plan.masked))})")
+    writable = [*plan.writable, plan.temp_dir]
+    rules.append(f"(allow file-read* file-write* {_subpaths(writable)})")
+    rules.append('(allow file-write-data (literal "/dev/null") (literal "/dev/zero") (literal "/dev/dtracehelper") '
+                 '(regex #"^/dev/tty") (regex #"^/dev/fd/"))')
+    if plan.network:
+        rules.append("(allow network-outbound network-inbound network-bind system-socket)")
+        rules.append('(allow mach-lookup (global-name "com.apple.SystemConfiguration.configd") '
+                     '(global-name "com.apple.SystemConfiguration.DNSConfiguration") '
+                     '(global-name "com.apple.networkd") (global-name "com.apple.nsurlsessiond"))')
+    return "\n".join(rules) + "\n"
+
+
+def seatbelt_argv(plan: SandboxPlan, argv: list[str]) -> list[str]:
+    """``sandbox-exec -p <profile> -- argv…`` (``argv[0]`` absolute)."""
+    return [SANDBOX_EXEC, "-p", seatbelt_profile(plan), "--", *argv]
