@@ -19,8 +19,8 @@ import {
   snap,
 } from "./overlay-flow-helpers.mjs";
 
-/** The engine's test-only switch: the sandbox is reported unavailable (spotpatch_agent/checks/sandbox.py). */
-const SANDBOX_OFF_ENV = "SPOTPATCH_TEST_SANDBOX_UNAVAILABLE";
+/** The engine's test-only switch: the sandbox is reported unavailable (spotpatch_agent/checks/sandbox/__init__.py). */
+const SANDBOX_OFF_ENV = "SPOTPATCH_SIMULATE_NO_SANDBOX";
 
 /** Make the sandbox unavailable for the engines this test starts (they inherit this process's environment). */
 function sandboxUnavailable(t) {
@@ -36,10 +36,10 @@ async function submitFromOpenPanel(page) {
   await panelOf(page).getByRole("button", { name: "Submit" }).click();
 }
 
-/** The review's entry of check `name` (its list item inside the Review region). */
-const reviewCheck = (page, name) =>
+/** The review's entry of check `name` (its list item inside the Review region, "审阅" in Chinese). */
+const reviewCheck = (page, name, review = "Review") =>
   panelOf(page)
-    .getByRole("region", { name: "Review" })
+    .getByRole("region", { name: review })
     .getByRole("listitem")
     .filter({ has: page.getByText(name, { exact: true }) });
 
@@ -82,6 +82,7 @@ test("confined: the health area says checks run in the sandbox; the review and t
   await lint.getByText("sandboxed", { exact: true }).waitFor();
   assert.equal(await panel.getByText(/without the sandbox|network access/).count(), 0);
   await (await timelineCheck(page, "Lint")).getByText("sandboxed", { exact: true }).waitFor();
+  await lint.scrollIntoViewIfNeeded();
   await snap(page, "sandbox-1-confined-review");
   await assertAxeClean(page);
   await assertNoAbsolutePath(page, project);
@@ -122,12 +123,13 @@ test('sandbox "warn" and no sandbox: the health area warns before Submit, the re
     .filter({ hasText: "1 check(s) ran without the sandbox: as you, with your network, home directory and files" })
     .waitFor();
   await (await timelineCheck(page, "Lint")).getByText("ran without the sandbox").waitFor();
+  await lint.scrollIntoViewIfNeeded();
   await snap(page, "sandbox-3-warn-review");
   assert.equal(await sidewaysOverflow(page), 0, "the review's marks fit");
   await assertAxeClean(page);
 
   await panel.getByRole("combobox", { name: "Language" }).selectOption("zh-CN");
-  await reviewCheck(page, "Lint").getByText("在沙箱之外运行").waitFor();
+  await reviewCheck(page, "Lint", "审阅").getByText("在沙箱之外运行").waitFor();
   await snap(page, "sandbox-3-warn-review-zh-CN");
   await assertNoAbsolutePath(page, project);
 });
@@ -154,7 +156,7 @@ test('sandbox "required" (the default) and no sandbox: the page says checks cann
     .filter({ hasText: /^\s*Failed$/ })
     .waitFor({ timeout: 30_000 });
   const failure = panel.getByRole("alert").filter({ hasText: "The job failed. What the engine reported:" });
-  await failure.getByText(/sandbox/i).waitFor();
+  await failure.getByText(/^CHECK_FAILED: Checks cannot run: they must run confined/).waitFor();
   assert.equal(await panel.getByRole("button", { name: "Apply" }).count(), 0);
   assert.equal(await panel.getByText(/^passed · \d+ ms$/).count(), 0, "no check is shown as passed");
   await snap(page, "sandbox-5-required-failed");
@@ -173,6 +175,7 @@ test("a check configured with network: true is marked as having run with network
   await lint.getByText("ran with network access").waitFor();
   await lint.getByText("sandboxed", { exact: true }).waitFor();
   await (await timelineCheck(page, "Lint")).getByText("ran with network access").waitFor();
+  await lint.scrollIntoViewIfNeeded();
   await snap(page, "sandbox-6-network-review");
   await assertAxeClean(page);
 });
