@@ -318,9 +318,11 @@ async def test_run_check_env_is_minimal_and_output_clean_and_bounded(root, monke
 
 @pytest.mark.anyio
 async def test_run_check_timeout_kills_the_whole_process_group(root, monkeypatch, tmp_path) -> None:
-    pidfile = tmp_path / "child.pid"
+    # The check runs confined in its own pid namespace: its child's pid means nothing here, so the child is
+    # found on the host by a unique token in its command line.
+    token = f"spotpatch-loop-child-{os.getpid()}-{time.monotonic_ns()}"
     script = ("import subprocess,sys,time; "
-              f"p=subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)']); open({str(pidfile)!r},'w').write(str(p.pid)); "
+              f"p=subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)',{token!r}]); "
               "print('started', flush=True); time.sleep(60)")
     checks = [{"id": "slow", "name": "Slow", "command": sys.executable, "args": ["-c", script], "timeoutSec": 1,
                "required": False}]  # required, the host would run it again at validation and fail the job
@@ -331,13 +333,20 @@ async def test_run_check_timeout_kills_the_whole_process_group(root, monkeypatch
     assert time.monotonic() - started < 30
     out = tool_messages(server, 1)[0]["content"]
     assert out.startswith("Check slow (Slow) FAILED: timed out after 1 s") and "started" in out
-    child = int(pidfile.read_text())
-    for _ in range(50):  # the killed child is reaped by init shortly after
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
-            break
-        if Path(f"/proc/{child}/stat").exists() and Path(f"/proc/{child}/stat").read_text().split()[2] == "Z":
+
+    def alive() -> list[str]:
+        found = []
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and token.encode() in (entry / "cmdline").read_bytes() \
+                        and (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                    found.append(entry.name)
+            except OSError:
+                pass
+        return found
+
+    for _ in range(50):  # the killed child is reaped shortly after
+        if not alive():
             break
         time.sleep(0.1)
     else:

@@ -56,13 +56,11 @@ def bwrap_argv(bwrap: str, plan: SandboxPlan, argv: list[str]) -> list[str]:
         args += ["--ro-bind", resolv, resolv]
     args += ["--bind", str(plan.temp_dir), str(SANDBOX_TMP)]
 
-    covered = [SANDBOX_TMP]  # what is already invisible: the host's /tmp is behind the private one
+    # Each hidden path gets its own empty view, also one already behind the private /tmp or a hidden home:
+    # made read-only below, so a write there fails instead of landing in a scratch directory.
     emptied: list[Path] = []
     for hidden in sorted(plan.hidden, key=lambda p: len(p.parts)):
-        if any(_under(hidden, c) for c in covered):
-            continue
         args += ["--perms", "0755", "--tmpfs", str(hidden)]
-        covered.append(hidden)
         emptied.append(hidden)
     for path in plan.read_only:
         args += ["--ro-bind", str(path), str(path)]
