@@ -41,7 +41,30 @@ def format_event(event: dict[str, Any], *, speaker: str = "model") -> str | None
     if kind == "error":
         err = event.get("error") or {}
         return f"[{event['seq']:>3}] error {err.get('code')}: {err.get('message')}"
+    if kind == "check":
+        return f"[{event['seq']:>3}] check {event['checkId']}: {event['status']}, {event['durationMs']} ms{check_how(event)}"
     return None
+
+
+def check_how(event: dict[str, Any]) -> str:
+    """How a ``check`` event's check ran, for a terminal line: `` (confined, no network)``,
+    `` (confined, WITH NETWORK)`` or `` — RAN UNCONFINED (no sandbox here; sandbox: "warn")``; empty when skipped."""
+    if event.get("sandbox") == "unconfined":
+        return ' — RAN UNCONFINED (no sandbox here; sandbox: "warn")'
+    if event.get("sandbox") == "confined":
+        return " (confined, WITH NETWORK)" if event.get("network") else " (confined, no network)"
+    return ""
+
+
+def sandbox_banner(box: Any) -> str | None:
+    """A prominent line about the check sandbox for the terminal (``ChecksSandbox`` or None), or None when
+    checks run confined (or none are configured)."""
+    if box is None or box.state == "confined":
+        return None
+    if box.policy == "warn":
+        return ("WARNING: checks will run UNCONFINED — they can read your files and secrets and use the network. "
+                f"{box.reason}.")
+    return f"NOTE: checks cannot run here, so jobs that would run them fail: {box.reason}."
 
 
 def print_event(out: TextIO, *, speaker: str = "model") -> Any:
@@ -115,6 +138,10 @@ def run_command(args: argparse.Namespace) -> int:
         async with service.running():
             try:
                 await service.configure(project, config)
+                banner = sandbox_banner((await service.session_get()).checks_sandbox)
+                if banner:
+                    print(banner, file=sys.stderr, flush=True)
+                    print(banner, flush=True)
                 if model_id is None or not service.ai_enabled():
                     print(render_prompt(annotation).text)
                     print(provider_help(config, args.config or project / CONFIG_FILE), file=sys.stderr)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need into .venv (Python deps; node-shim deps once it exists; Debian's chromium for
-# the browser tests, with apt-get as root or through passwordless sudo) and runs every test.
+# the browser tests and bubblewrap for the check sandbox, with apt-get as root or through passwordless sudo)
+# and runs every test.
 # Usage: bash tests/run.sh [extra pytest args]. Exit code: pytest's, except that "no tests ran" (5) fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +40,27 @@ if [ -f node-shim/package.json ]; then
     "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
     [ -x "$SPOTPATCH_CHROMIUM" ] || no_chromium "apt-get installed chromium but $SPOTPATCH_CHROMIUM is still missing"
   fi
+fi
+# Checks run confined (docs/security.md §4, *Check sandbox*): on Linux that is Debian's bubblewrap, installed
+# like chromium above. Without it every test that runs a check would fail closed (sandbox: "required").
+if [ "$(uname -s)" = Linux ] && [ ! -x /usr/bin/bwrap ]; then
+  no_bwrap() {
+    echo "tests/run.sh: checks run in a sandbox and need bubblewrap at /usr/bin/bwrap: $1." >&2
+    echo "  Install Debian's package (apt-get install bubblewrap) as root." >&2
+    exit 1
+  }
+  command -v apt-get >/dev/null || no_bwrap "no apt-get on this system"
+  if [ "$(id -u)" -eq 0 ]; then
+    as_root=()
+  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+    as_root=(sudo -n)
+  else
+    no_bwrap "not root, and sudo is unavailable or needs a password"
+  fi
+  echo "tests/run.sh: installing Debian's bubblewrap for the check sandbox (apt-get install bubblewrap)…" >&2
+  "${as_root[@]}" apt-get update -qq
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null
+  [ -x /usr/bin/bwrap ] || no_bwrap "apt-get installed bubblewrap but /usr/bin/bwrap is still missing"
 fi
 set +e
 node_rc=0

@@ -148,6 +148,11 @@ test("invalid plugin options fail when spotpatch() is called, naming the problem
   assert.throws(() => spotpatch({ command: "a", python: "b" }), /either command or python/);
   assert.throws(() => spotpatch({ limits: { maxTurns: "5" } }), /trusted config \/limits\/maxTurns/);
   assert.throws(() => spotpatch({ providers: [{ id: "x" }] }), /trusted config \/providers\/0/);
+  assert.throws(() => spotpatch({ sandbox: "off" }), /trusted config \/sandbox/);
+  // The check sandbox's keys reach the engine's trusted config unfiltered (issue 14).
+  const { resolveOptions } = await import("../dist/options.js");
+  const checks = [{ id: "t", name: "T", command: "tsc", network: true, readPaths: ["~/.cache/tools"] }];
+  assert.deepEqual(resolveOptions({ sandbox: "warn", checks }).config, { sandbox: "warn", checks });
   const plugins = spotpatch({ modes: { auto: false } });
   assert.deepEqual(plugins.map((p) => [p.name, p.apply, p.enforce]), [
     ["spotpatch:server", "serve", undefined],

@@ -36,7 +36,7 @@ from spotpatch_agent.protocol.models import (
     SpotAnnotation,
     TrustedConfig,
 )
-from spotpatch_agent.run_cli import print_event
+from spotpatch_agent.run_cli import check_how, print_event
 
 APP_DIR = Path(__file__).with_name("app")
 DEMO_KEY_ENV = "SPOTPATCH_DEMO_API_KEY"
@@ -56,18 +56,19 @@ def make_demo_project(dest: Path) -> Path:
 CHECK_OUTPUT_LINES = 20
 
 
-def _config(base_url: str, key_env: str, model: str, check: CheckConfig | None = None) -> TrustedConfig:
+def _config(base_url: str, key_env: str, model: str, check: CheckConfig | None = None,
+            sandbox: str = "required") -> TrustedConfig:
     return TrustedConfig.model_validate({"providers": [{
         "id": "demo", "displayName": "Demo provider", "api": "chat", "baseUrl": base_url, "apiKeyEnv": key_env,
         "models": [{"id": "demo-model", "model": model, "displayName": model}],
-    }], "checks": [check.dump()] if check is not None else []})
+    }], "checks": [check.dump()] if check is not None else [], "sandbox": sandbox})
 
 
 def _format_check(event: dict[str, Any]) -> str:
     """A check event as the demo's result shows it: name, status, duration, then the output (bounded)."""
     required = "required" if event.get("required", True) else "optional"
     head = (f"  {event['name']} [{event['checkId']}, {required}]: {event['status'].upper()} "
-            f"in {event['durationMs']} ms")
+            f"in {event['durationMs']} ms{check_how(event)}")
     lines = (event.get("output") or "").splitlines()
     body = [f"    | {line}" for line in lines[:CHECK_OUTPUT_LINES]] or ["    | (no output)"]
     if len(lines) > CHECK_OUTPUT_LINES:
@@ -107,20 +108,43 @@ def run_demo(*, keep: bool = False) -> int:
         print(f"Demo project: a fresh git copy of the bundled Vite + React app{' (kept at ' + str(project) + ')' if keep else ''}.")
         for t in DEMO_TARGETS:
             print(f"  target {t['index']}: {t['source']['file']}:{t['source']['line']} <{t['element']['tagName']}> — {t['instruction']}")
-        typecheck = prepare_typecheck(project, Limits())
-        print(typecheck.message)
-        check = typecheck.check
+        sandbox, note = _sandbox_choice(scripted)
+        print(note)
+        typecheck = prepare_typecheck(project, Limits(), sandbox=sandbox) if sandbox is not None else None
+        if typecheck is not None:
+            print(typecheck.message)
+        check = typecheck.check if typecheck is not None else None
         if scripted:
             server = stack.enter_context(ScriptedProviderServer(demo_turns(check_id=check.id if check else None)))
             os.environ[DEMO_KEY_ENV] = "sk-demo-" + secrets.token_hex(12)
-            config = _config(server.base_url, DEMO_KEY_ENV, "scripted-demo", check)
+            config = _config(server.base_url, DEMO_KEY_ENV, "scripted-demo", check, sandbox or "required")
         else:
-            config = _config(base, "OPENAI_API_KEY", model, check)
+            config = _config(base, "OPENAI_API_KEY", model, check, sandbox or "required")
         _show(project / TOUCHED, "before")
         code = anyio.run(_drive, project, config, original, scripted, "scripted provider" if scripted else "model")
         took = f" ({time.monotonic() - started:.1f} s)"
         print(f"\nDemo finished: diff produced, applied, reverted and verified{took}." if code == 0 else f"\nDemo FAILED{took}.")
         return code
+
+
+def _sandbox_choice(scripted: bool) -> tuple[str | None, str]:
+    """How the demo's check runs (issue 14): ``(policy, what to tell the user)``; policy ``None`` skips it.
+
+    Confined when this machine can confine checks. Otherwise the scripted conversation (fixed: no model
+    writes code) runs it unconfined under ``sandbox: "warn"`` and says so; with a real model the check is
+    skipped, since the demo never runs model-written code unconfined."""
+    from spotpatch_agent.checks.sandbox import detect
+
+    found = anyio.run(detect)
+    if found.confinement is not None:
+        return "required", (f"Checks run confined ({found.mechanism}): no network, writes only in the job's worktree "
+                            "and a private temp dir, your home directory and the checkout hidden.")
+    if scripted:
+        return "warn", (f"WARNING: checks cannot be confined on this machine ({found.reason}). The scripted demo runs "
+                        'its typecheck check UNCONFINED (sandbox: "warn"); no model writes code here. Install the '
+                        "sandbox to see it confined.")
+    return None, (f"typecheck check skipped: checks cannot be confined on this machine ({found.reason}), and the "
+                  "demo does not run model-written code unconfined. Install the sandbox to see the check.")
 
 
 async def _drive(project: Path, config: TrustedConfig, original: bytes, scripted: bool, speaker: str) -> int:
@@ -133,7 +157,8 @@ async def _drive(project: Path, config: TrustedConfig, original: bytes, scripted
     def send(event: dict[str, Any]) -> None:
         if event.get("kind") == "check":
             checks.append(event)
-            print(f"[{event['seq']:>3}] check {event['checkId']}: {event['status']}, {event['durationMs']} ms", flush=True)
+            print(f"[{event['seq']:>3}] check {event['checkId']}: {event['status']}, {event['durationMs']} ms"
+                  f"{check_how(event)}", flush=True)
         else:
             printer(event)
 

@@ -22,11 +22,12 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import anyio
 
-from spotpatch_agent.checks.runner import CheckRun, run_check_process
+from spotpatch_agent.checks.runner import CheckRun, SandboxUnavailable, run_check_process
 from spotpatch_agent.checks.suggest import suggest_checks
 from spotpatch_agent.policy.redact import redact_cut
 from spotpatch_agent.protocol.models import CheckConfig, Limits
@@ -136,9 +137,10 @@ def _home_relative(path: Path) -> str:
         return str(path)
 
 
-def prepare_typecheck(project: Path, limits: Limits) -> TypecheckSetup:
-    """Install TypeScript into the demo ``project`` and prove the check passes on the unchanged app.
-    Never raises for npm, the registry or TypeScript: a problem becomes a skip with its reason."""
+def prepare_typecheck(project: Path, limits: Limits, *, sandbox: str = "required") -> TypecheckSetup:
+    """Install TypeScript into the demo ``project`` and prove the check passes on the unchanged app (run
+    like the job runs it: confined, or unconfined when ``sandbox`` is ``warn`` and no sandbox exists).
+    Never raises for npm, the registry, TypeScript or a missing sandbox: a problem becomes a skip with its reason."""
     if shutil.which("npm") is None:
         return TypecheckSetup(None, "typecheck check skipped: npm is not on PATH (install Node.js to see it).")
     try:
@@ -149,10 +151,15 @@ def prepare_typecheck(project: Path, limits: Limits) -> TypecheckSetup:
         return TypecheckSetup(None, f"typecheck check skipped: {reason}. The demo runs without checks.")
     suggested = [c for c in suggest_checks(project).checks if c["id"] == "typecheck"]
     check = CheckConfig.model_validate({**suggested[0], "timeoutSec": 120})
-    baseline = anyio.run(run_check_process, check, project, limits)
+    try:
+        baseline = anyio.run(partial(run_check_process, check, project, limits,
+                                     sandbox="warn" if sandbox == "warn" else "required"))
+    except SandboxUnavailable as exc:
+        return TypecheckSetup(None, f"typecheck check skipped: {exc.message}")
     if not baseline.ok:
         return TypecheckSetup(None, f"typecheck check skipped: it already fails on the unchanged app "
                                     f"({baseline.outcome()}):\n{baseline.output}", baseline)
     version = DEMO_NODE_PACKAGES[0].rsplit("@", 1)[1]
+    how = "confined" if baseline.sandbox == "confined" else "UNCONFINED"
     return TypecheckSetup(check, f"typecheck check: {' '.join([check.command, *check.args])} (TypeScript {version}); "
-                                 f"passes on the unchanged app in {baseline.duration_ms} ms.", baseline)
+                                 f"passes on the unchanged app in {baseline.duration_ms} ms ({how}).", baseline)
