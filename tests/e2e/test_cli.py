@@ -119,8 +119,9 @@ def test_demo_runs_the_typecheck_check_and_shows_name_status_duration_and_output
     assert "typecheck check: npm run --silent typecheck" in out and "passes on the unchanged app" in out
     assert "turn 4: run_check → ok" in out and "check typecheck: passed" in out
     section = out.split("--- checks (the job's final results) ---", 1)[1]
-    assert re.search(r"Type check \[typecheck, required\]: PASSED in \d+ ms\n    \| fake tsc --noEmit: 0 errors in \.\n",
-                     section), section
+    assert re.search(r"Type check \[typecheck, required\]: PASSED in \d+ ms \(confined, no network\)\n"
+                     r"    \| fake tsc --noEmit: 0 errors in \.\n", section), section
+    assert "Checks run confined (bubblewrap)" in out and "check typecheck: passed" in out
     assert "/tmp" not in section and "Restored byte for byte" in out
 
 
@@ -130,7 +131,7 @@ def test_demo_shows_a_failing_typecheck_with_its_output_and_fails(_demo_never_ca
     res = cli("demo")
     assert res.returncode == 1, res.stdout + res.stderr
     section = res.stdout.split("--- checks (the job's final results) ---", 1)[1]
-    assert re.search(r"Type check \[typecheck, required\]: FAILED in \d+ ms\n"
+    assert re.search(r"Type check \[typecheck, required\]: FAILED in \d+ ms \(confined, no network\)\n"
                      r"    \| src/components/ProductCard.tsx\(12,1\): error TS9999: fake\n", section), section
     assert "\x1b" not in res.stdout and "status: applied" not in res.stdout and "Demo FAILED" in res.stdout
 
@@ -143,3 +144,50 @@ def test_checks_suggest_on_the_demo_app_proposes_its_typecheck_script(tmp_path: 
                                                   "args": ["run", "--silent", "typecheck"], "required": True}]}
     assert "Skipped script 'dev'" in res.stderr and "Skipped script 'build'" in res.stderr
     assert git(project, "status", "--porcelain") == ""
+
+
+# ---------------------------------------------------------------- checks without a sandbox (issue 14)
+
+
+def _run_with_check(tmp_path: Path, **config: object) -> subprocess.CompletedProcess[str]:
+    import sys
+
+    project = make_demo_project(tmp_path / "app")
+    check = {"id": "unit", "name": "Unit", "command": sys.executable, "args": ["-c", "print('unit ok')"]}
+    with ScriptedProviderServer(demo_turns(check_id="unit")) as server:
+        cfg = tmp_path / "spotpatch.config.json"
+        cfg.write_text(json.dumps({"providers": [{
+            "id": "s", "displayName": "S", "baseUrl": server.base_url, "apiKeyEnv": "SP_RUN_KEY",
+            "models": [{"id": "m", "model": "scripted-model", "displayName": "M"}]}], "checks": [check], **config}))
+        return cli("run", "--project", str(project), "--config", str(cfg),
+                   "--target", "src/components/ProductCard.tsx:12:7", "--instruction", "Make the Save button primary",
+                   "--target", "src/components/ProductCard.tsx:11:7", "--instruction", "Two decimals",
+                   env={"SP_RUN_KEY": "sk-run-key-123456", "SPOTPATCH_SIMULATE_NO_SANDBOX": "1"})
+
+
+def test_run_warns_prominently_when_checks_run_unconfined(tmp_path: Path) -> None:
+    res = _run_with_check(tmp_path, sandbox="warn")
+    assert res.returncode == 0, res.stdout + res.stderr
+    for stream in (res.stdout, res.stderr):
+        assert "WARNING: checks will run UNCONFINED" in stream and 'sandbox: "warn"' in stream
+    assert re.search(r"check unit: passed, \d+ ms — RAN UNCONFINED", res.stdout), res.stdout
+
+
+def test_run_with_sandbox_required_and_none_available_fails_with_the_reason_and_the_fix(tmp_path: Path) -> None:
+    res = _run_with_check(tmp_path)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "NOTE: checks cannot run here" in res.stderr
+    assert re.search(r"Job failed: CHECK_FAILED: Checks cannot run: they must run confined \(sandbox: \"required\"\)",
+                     res.stdout), res.stdout
+    assert '"sandbox": "warn"' in res.stdout and "check unit:" not in res.stdout
+
+
+@needs_npm
+def test_demo_without_a_sandbox_says_so_and_runs_its_scripted_check_unconfined(
+        _demo_never_calls_the_registry: Path) -> None:
+    seed_fake_typescript(_demo_never_calls_the_registry, FAKE_TSC_PASS)
+    res = cli("demo", env={"SPOTPATCH_SIMULATE_NO_SANDBOX": "1"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "WARNING: checks cannot be confined on this machine" in res.stdout
+    assert 'runs its typecheck check UNCONFINED (sandbox: "warn")' in res.stdout
+    assert re.search(r"Type check \[typecheck, required\]: PASSED in \d+ ms — RAN UNCONFINED", res.stdout), res.stdout
