@@ -76,10 +76,6 @@ class SandboxPlan:
     homes: tuple[Path, ...] = field(default=())
 
 
-def _under(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
-
-
 def homes() -> tuple[Path, ...]:
     """The user's home directories: ``$HOME`` and the account's home (they differ under ``sudo -E`` or a
     test's temporary ``HOME``). Only existing absolute directories other than ``/``."""
@@ -149,9 +145,14 @@ def resolve_command(command: str, cwd: Path, env: Mapping[str, str]) -> Path | N
     return Path(found) if found else None
 
 
-def _prefix(path: Path) -> Path:
+def _prefix(path: str) -> str:
     """The install prefix of an executable's directory: ``…/bin`` → ``…``, else the directory itself."""
-    return path.parent if path.name in ("bin", "shims", "sbin") else path
+    return os.path.dirname(path) if os.path.basename(path) in ("bin", "shims", "sbin") else path
+
+
+def _under(path: str, root: str) -> bool:
+    """``path`` is ``root`` or below it (normalised absolute strings: pathlib is ~10x slower here)."""
+    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def build_plan(*, cwd: Path, temp_dir: Path, network: bool, env: Mapping[str, str],
@@ -159,62 +160,65 @@ def build_plan(*, cwd: Path, temp_dir: Path, network: bool, env: Mapping[str, st
                read_paths: Iterable[str] = ()) -> SandboxPlan:
     """The plan for one check run (see the module docstring). ``command``: the resolved executable;
     ``read_paths``: the check's trusted ``readPaths`` (already validated)."""
-    cwd = Path(os.path.realpath(cwd))
-    home_dirs = homes()
-    hidden: list[Path] = list(home_dirs)
-    root = Path(os.path.realpath(project_root)) if project_root is not None else None
-    if root is not None and root != cwd and not _under(root, cwd):
+    work = os.path.realpath(cwd)
+    home_dirs = [str(h) for h in homes()]
+    hidden = list(home_dirs)
+    root = os.path.realpath(project_root) if project_root is not None else None
+    if root is not None and not _under(root, work):  # the checkout, unless the check runs in it (demo baseline)
         hidden.append(root)
+    shown: list[str] = []
 
-    def is_hidden(path: Path) -> bool:
+    def is_hidden(path: str) -> bool:
         return any(_under(path, h) for h in hidden)
 
-    shown: list[Path] = []
-
-    def show(path: Path) -> None:
-        path = Path(os.path.normpath(path))
-        if path.exists() and is_hidden(path) and not _under(path, cwd) and not any(_under(path, s) for s in shown):
+    def show(path: str) -> None:
+        path = os.path.normpath(path)
+        if (is_hidden(path) and not _under(path, work) and not any(_under(path, s) for s in shown)
+                and os.path.exists(path)):
             shown[:] = [s for s in shown if not _under(s, path)] + [path]
 
     for home in home_dirs:
         for rel in TOOLCHAIN_DIRS:
-            show(home / rel)
+            show(os.path.join(home, rel))
     for entry in env.get("PATH", "").split(os.pathsep):
         if entry and os.path.isabs(entry):
-            real = Path(os.path.realpath(entry))
-            for p in {Path(os.path.normpath(entry)), real}:
+            for p in {os.path.normpath(entry), os.path.realpath(entry)}:
                 if is_hidden(p):
                     show(p)
-                    if _prefix(p) != p and _prefix(p) not in home_dirs and _prefix(p) not in hidden:
-                        show(_prefix(p))
+                    pre = _prefix(p)
+                    if pre != p and pre not in hidden:
+                        show(pre)
     if command is not None:
-        for p in (command, Path(os.path.realpath(command))):
-            directory = p.parent
+        for p in {os.path.normpath(command), os.path.realpath(command)}:
+            directory = os.path.dirname(p)
             if is_hidden(directory):
                 pre = _prefix(directory)
-                show(pre if pre not in home_dirs and pre not in hidden else directory)
+                show(pre if pre not in hidden else directory)
     if root is not None:
         for rel in PROJECT_TOOL_DIRS:
-            show(root / rel)
+            show(os.path.join(root, rel))
     home_for_tilde = os.environ.get("HOME")
     for raw in read_paths:
-        path = Path(os.path.realpath(expand_read_path(raw, home_for_tilde)))
-        if path.exists() and not _under(path, cwd):
+        path = os.path.realpath(expand_read_path(raw, home_for_tilde))
+        if os.path.exists(path) and not _under(path, work):
             shown[:] = [s for s in shown if not _under(s, path)]
             if not any(_under(path, s) for s in shown):
                 shown.append(path)
 
-    masked: list[Path] = []
+    masked: list[str] = []
     for base in shown:
         for home in home_dirs:
+            if not (_under(base, home) or _under(home, base)):
+                continue
             for rel in SECRET_STORES:
-                store = home / rel
+                store = os.path.join(home, rel)
                 if _under(store, base) and os.path.lexists(store):
                     masked.append(store)
     if root is not None:
-        pool = root / WORKTREE_BASE
-        if pool.is_dir() and any(_under(pool, s) for s in shown):
+        pool = os.path.join(root, WORKTREE_BASE)
+        if any(_under(pool, s) for s in shown) and os.path.isdir(pool):
             masked.append(pool)
-    return SandboxPlan(cwd=cwd, temp_dir=temp_dir, network=network, writable=(cwd,), hidden=tuple(hidden),
-                       read_only=tuple(sorted(shown, key=lambda p: len(p.parts))), masked=tuple(masked),
-                       homes=home_dirs)
+    return SandboxPlan(cwd=Path(work), temp_dir=temp_dir, network=network, writable=(Path(work),),
+                       hidden=tuple(Path(h) for h in hidden),
+                       read_only=tuple(Path(p) for p in sorted(shown, key=lambda p: p.count("/"))),
+                       masked=tuple(Path(m) for m in masked), homes=tuple(Path(h) for h in home_dirs))
