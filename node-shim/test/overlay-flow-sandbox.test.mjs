@@ -134,9 +134,9 @@ test('sandbox "warn" and no sandbox: the health area warns before Submit, the re
   await assertNoAbsolutePath(page, project);
 });
 
-test('sandbox "required" (the default) and no sandbox: the page says checks cannot run, and the job fails with the reason', async (t) => {
+test('sandbox "required" (the default) and no sandbox: the page says checks cannot run, and the job fails with the reason (dark)', async (t) => {
   sandboxUnavailable(t);
-  const { page, project } = await openDemo(t);
+  const { page, project } = await openDemo(t, { contextOptions: { colorScheme: "dark" } });
   await openPanel(page);
   const panel = panelOf(page);
   const alert = panel.getByRole("alert").filter({ hasText: "Checks cannot run here" });
