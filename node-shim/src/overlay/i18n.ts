@@ -84,6 +84,17 @@ const en = {
   "health.blocked": "SpotPatch cannot start a job in this repository:",
   "health.unknown": "Repository state unknown: {message}",
 
+  "sandbox.heading": "Checks:",
+  "sandbox.confined": "run in a sandbox ({mechanism}): no network, writes only in the job's own copy.",
+  "sandbox.confinedPlain": "run in a sandbox: no network, writes only in the job's own copy.",
+  "sandbox.warnTitle": "Checks will run without the sandbox",
+  "sandbox.warnBody":
+    "The sandbox is not available here and your config allows that (sandbox: \"warn\"): checks run code the model can change, as you, with your network, home directory and files, before you review the change.",
+  "sandbox.requiredTitle": "Checks cannot run here",
+  "sandbox.requiredBody":
+    "The sandbox is not available here and your config requires it (sandbox: \"required\"), so no check runs: a job with a required check fails.",
+  "sandbox.reason": "Why: {reason}",
+
   "reason.not-a-git-repository": "the project is not a git repository",
   "reason.not-top-level": "the project is not the top level of its git repository",
   "reason.head-unresolvable": "git HEAD cannot be resolved (no commit yet?)",
@@ -164,6 +175,11 @@ const en = {
   "review.required": "required",
   "review.output": "Output of {name}",
   "review.noDiff": "The diff is empty.",
+  "review.unconfined":
+    "{count} check(s) ran without the sandbox: as you, with your network, home directory and files, on code the model could change.",
+  "check.sandboxed": "sandboxed",
+  "check.unconfined": "ran without the sandbox",
+  "check.network": "ran with network access",
 
   "conflict.APPLY_CONFLICT":
     "Apply refused: {message}. Your files changed since the job started (or git is busy), so nothing was written. Resolve it by hand (commit or undo your edits to these files), then Apply again or start a new job.",
@@ -251,6 +267,17 @@ const zh: Record<MessageKey, string> = {
   "health.blocked": "SpotPatch 无法在此仓库中启动任务：",
   "health.unknown": "仓库状态未知：{message}",
 
+  "sandbox.heading": "检查：",
+  "sandbox.confined": "在沙箱中运行（{mechanism}）：无网络，只能写入任务自己的副本。",
+  "sandbox.confinedPlain": "在沙箱中运行：无网络，只能写入任务自己的副本。",
+  "sandbox.warnTitle": "检查将在沙箱之外运行",
+  "sandbox.warnBody":
+    "此处无法使用沙箱，而你的配置允许这样做（sandbox: \"warn\"）：检查会以你的身份运行模型可以修改的代码，可以访问你的网络、主目录和文件，并且发生在你审阅改动之前。",
+  "sandbox.requiredTitle": "检查无法在此运行",
+  "sandbox.requiredBody":
+    "此处无法使用沙箱，而你的配置要求使用沙箱（sandbox: \"required\"），因此不会运行任何检查：带有必需检查的任务会失败。",
+  "sandbox.reason": "原因：{reason}",
+
   "reason.not-a-git-repository": "项目不是 git 仓库",
   "reason.not-top-level": "项目不是其 git 仓库的顶层目录",
   "reason.head-unresolvable": "无法解析 git HEAD（还没有提交？）",
@@ -329,6 +356,10 @@ const zh: Record<MessageKey, string> = {
   "review.required": "必需",
   "review.output": "{name} 的输出",
   "review.noDiff": "差异为空。",
+  "review.unconfined": "有 {count} 个检查在沙箱之外运行：以你的身份运行模型可以修改的代码，可以访问你的网络、主目录和文件。",
+  "check.sandboxed": "已在沙箱中运行",
+  "check.unconfined": "在沙箱之外运行",
+  "check.network": "运行时可访问网络",
 
   "conflict.APPLY_CONFLICT":
     "应用被拒绝：{message}。任务开始后你的文件发生了变化（或 git 正忙），因此没有写入任何内容。请手动解决（提交或撤回你对这些文件的修改），然后再次应用或开始新任务。",

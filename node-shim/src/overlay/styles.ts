@@ -71,6 +71,11 @@ label { cursor: pointer; }
 .sp-warn { background: var(--sp-warn-bg); color: var(--sp-fg); }
 .sp-error { background: var(--sp-danger-bg); color: var(--sp-fg); }
 .sp-okbox { background: var(--sp-ok-bg); color: var(--sp-fg); }
+.sp-flag { border-left: 4px solid var(--sp-warn); display: flex; flex-direction: column; gap: 4px; }
+.sp-flag[data-tone="bad"] { border-left-color: var(--sp-danger); }
+p.sp-flag { display: block; }
+.sp-flag-icon { font-weight: 700; }
+.sp-marks { display: inline-flex; flex-wrap: wrap; gap: 4px; align-items: center; vertical-align: baseline; font-weight: 400; }
 .sp-counter { font-size: 12px; color: var(--sp-muted); align-self: flex-end; }
 .sp-counter[data-over] { color: var(--sp-danger); font-weight: 700; }
 .sp-timeline { list-style: none; margin: 0; padding: 0; display: flex; flex-direction: column; gap: 4px; max-height: 40vh; overflow: auto; }

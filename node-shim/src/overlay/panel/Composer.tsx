@@ -8,6 +8,7 @@ import { useEffect, useRef } from "preact/hooks";
 import type { ApplyMode } from "../../protocol.generated.js";
 import { hasKey } from "../i18n.js";
 import type { Controller } from "./controller.js";
+import { ChecksSandboxNote } from "./Sandbox.js";
 import type { Draft } from "./state.js";
 
 export function Composer({ ctl }: { ctl: Controller }) {
@@ -238,6 +239,7 @@ export function SubmitArea({ ctl }: { ctl: Controller }) {
         </div>
       )}
       {ai && <Health ctl={ctl} />}
+      {ai && <ChecksSandboxNote ctl={ctl} />}
       <div class="sp-row">
         {ai && !blocked && (
           <button

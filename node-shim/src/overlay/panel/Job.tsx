@@ -9,6 +9,7 @@ import type { CheckEvent, JobEventNotification, JobStatus } from "../../protocol
 import { hasKey } from "../i18n.js";
 import type { Controller } from "./controller.js";
 import { DiffView } from "./Diff.js";
+import { CheckSandboxMarks, UnconfinedChecksNote } from "./Sandbox.js";
 import { ACTIVE, RUNNING, formatElapsed, providerOfModel, timelineOf } from "./state.js";
 
 const MESSAGE_SHOWN = 1200;
@@ -269,7 +270,7 @@ function describe(ctl: Controller, event: JobEventNotification) {
           </span>
           <span>
             {t("job.check", { name: event.name, status: t(`review.check.${event.status}`) })} ·{" "}
-            {t("job.ms", { ms: event.durationMs })}
+            {t("job.ms", { ms: event.durationMs })} <CheckSandboxMarks ctl={ctl} check={event} />
           </span>
         </>
       );
@@ -338,13 +339,16 @@ function Review({ ctl, checks, failed }: { ctl: Controller; checks: CheckEvent[]
         {checks.length === 0 ? (
           <p class="sp-muted">{t("review.noChecks")}</p>
         ) : (
+          <>
+          <UnconfinedChecksNote ctl={ctl} checks={checks} />
           <ul class="sp-files sp-col">
             {checks.map((check) => (
               <li key={check.seq} class="sp-col" style="align-items:stretch">
                 <div class="sp-row" style="justify-content:space-between">
                   <span>
                     <strong>{check.name}</strong>
-                    {check.required ? ` (${t("review.required")})` : ""}
+                    {check.required ? ` (${t("review.required")})` : ""}{" "}
+                    <CheckSandboxMarks ctl={ctl} check={check} />
                   </span>
                   <span
                     class="sp-status"
@@ -362,6 +366,7 @@ function Review({ ctl, checks, failed }: { ctl: Controller; checks: CheckEvent[]
               </li>
             ))}
           </ul>
+          </>
         )}
       </div>
     </section>

@@ -5,6 +5,7 @@
  */
 import type {
   ApplyMode,
+  ChecksSandbox,
   DiffResult,
   ElementInfo,
   JobEventNotification,
@@ -25,6 +26,8 @@ export interface SessionInfo {
   applyModes: ApplyMode[];
   limits: { maxTargets: number; maxInstructionChars: number };
   recovered: RecoveryReport[];
+  /** Whether checks run confined here (absent: the project has no checks, or an older engine). */
+  checksSandbox?: ChecksSandbox;
 }
 
 /** The engine's defaults and model caps (docs/protocol.md: targets 1..8, instructions 1..2000 chars). */
