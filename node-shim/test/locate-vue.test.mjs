@@ -2,7 +2,8 @@
 // (src/overlay/picker/chain-vue.ts). Unit tests drive the transform with Vue's real SFC compiler; the
 // browser tests serve real apps with `vite dev` + @vitejs/plugin-vue in Debian's Chromium:
 //   - acceptance 1: the official `vue-ts` template, every element from a .vue file located exactly;
-//   - acceptance 2: test/apps/vue-nested (App → ProductPage → Card → Button): the inner button's chain;
+//   - acceptance 2: test/apps/vue-nested (App → ProductPage → Card → Button, and a Wrapper whose root is
+//     Button): the inner buttons' chains;
 //   - fallthrough attributes never overwrite a root element's location, and no Vue warning appears
 //     (fragment root, `inheritAttrs: false`);
 //   - acceptance 4: the app in a subfolder of the git repository (paths relative to the git top level);
@@ -209,18 +210,27 @@ test("acceptance 1, vue-ts template: every element rendered from a .vue file car
 
 test("acceptance 2, nested components: the inner button's chain is Button@Card, Card@ProductPage, ProductPage@App; fallthrough never overwrites a location; no Vue warning", async (t) => {
   const { page, project } = await openApp(t, { app: "vue-nested", script: null });
-  await page.locator("button.btn").waitFor();
+  await page.locator("article.card button").waitFor();
   const loc = (selector) => page.locator(selector).getAttribute("data-spotpatch-loc");
-  assert.equal(await loc("button.btn"), "src/components/Button.vue:6:3");
+  assert.equal(await loc("article.card button"), "src/components/Button.vue:6:3");
   // the Card's root element receives the page's class / data-kind (fallthrough) but keeps its own location
   assert.equal(await loc("article.card"), "src/components/Card.vue:8:3");
   assert.equal(await page.locator("article.card").getAttribute("data-kind"), "product");
   assert.match(await page.locator("article.card").getAttribute("class"), /\bfrom-page\b/);
   assert.equal(await loc("div.plain"), "src/components/Plain.vue:6:3");
 
-  assert.deepEqual(await chainOf(page, "button.btn"), [
+  assert.deepEqual(await chainOf(page, "article.card button"), [
     { file: "src/components/Card.vue", line: 11, column: 5, component: "Button" },
-    { file: "src/pages/ProductPage.vue", line: 12, column: 5, component: "Card" },
+    { file: "src/pages/ProductPage.vue", line: 13, column: 5, component: "Card" },
+    { file: "src/App.vue", line: 7, column: 5, component: "ProductPage" },
+  ]);
+  // Wrapper's root is <Button>: the page's attributes fall through two levels onto the <button>, whose
+  // location stays Button.vue's; the chain names both usages
+  assert.equal(await loc("button.wrapped"), "src/components/Button.vue:6:3");
+  assert.equal(await page.locator("button.wrapped").getAttribute("data-kind"), "wrapper");
+  assert.deepEqual(await chainOf(page, "button.wrapped"), [
+    { file: "src/components/Wrapper.vue", line: 7, column: 3, component: "Button" },
+    { file: "src/pages/ProductPage.vue", line: 16, column: 5, component: "Wrapper" },
     { file: "src/App.vue", line: 7, column: 5, component: "ProductPage" },
   ]);
   // an element without its own component: the chain starts at the component that rendered it
@@ -259,14 +269,14 @@ test("acceptance 4, monorepo: a Vue app in packages/web of the repository gets p
   t.after(() => context.close());
   const page = await newPage(context);
   await page.goto(`${url}/`);
-  await page.locator("button.btn").waitFor();
-  assert.equal(await page.locator("button.btn").getAttribute("data-spotpatch-loc"), "packages/web/src/components/Button.vue:6:3");
+  await page.locator("article.card button").waitFor();
+  assert.equal(await page.locator("article.card button").getAttribute("data-spotpatch-loc"), "packages/web/src/components/Button.vue:6:3");
   const r = await measureLocations(page, project.root, { exclude: [OUTSIDE_APP] });
   assert.ok(r.total >= 10, formatMeasurement(r));
   assert.equal(r.exact, r.total, formatMeasurement(r));
-  assert.deepEqual((await chainOf(page, "button.btn")).map((s) => `${s.component}@${s.file}:${s.line}:${s.column}`), [
+  assert.deepEqual((await chainOf(page, "article.card button")).map((s) => `${s.component}@${s.file}:${s.line}:${s.column}`), [
     "Button@packages/web/src/components/Card.vue:11:5",
-    "Card@packages/web/src/pages/ProductPage.vue:12:5",
+    "Card@packages/web/src/pages/ProductPage.vue:13:5",
     "ProductPage@packages/web/src/App.vue:7:5",
   ]);
   assert.deepEqual(page.errors, []);
@@ -274,7 +284,7 @@ test("acceptance 4, monorepo: a Vue app in packages/web of the repository gets p
 
 test("HMR: an edit that shifts Card.vue's lines re-renders with exact locations and chain, and they stay exact after a reload", async (t) => {
   const { page, project } = await openApp(t, { app: "vue-nested", script: null });
-  await page.locator("button.btn").waitFor();
+  await page.locator("article.card button").waitFor();
   const file = path.join(project.root, "src/components/Card.vue");
   // template only (two blank lines before the root): plugin-vue re-renders without remounting
   writeFileSync(file, readFileSync(file, "utf8").replace("<template>\n", "<template>\n\n\n"));
@@ -284,15 +294,15 @@ test("HMR: an edit that shifts Card.vue's lines re-renders with exact locations 
     assert.equal(r.exact, r.total, formatMeasurement(r));
   };
   await exactNow();
-  assert.deepEqual((await chainOf(page, "button.btn"))[0], { file: "src/components/Card.vue", line: 13, column: 5, component: "Button" });
+  assert.deepEqual((await chainOf(page, "article.card button"))[0], { file: "src/components/Card.vue", line: 13, column: 5, component: "Button" });
   // script + template edit (a full component reload), then a page reload
   writeFileSync(file, readFileSync(file, "utf8").replace('<script setup lang="ts">\n', '<script setup lang="ts">\n// one\n// two\n'));
   await page.waitForFunction(() => document.querySelector("article.card")?.getAttribute("data-spotpatch-loc") === "src/components/Card.vue:12:3");
   await exactNow();
   await page.reload();
-  await page.locator("button.btn").waitFor();
+  await page.locator("article.card button").waitFor();
   await exactNow();
-  assert.deepEqual((await chainOf(page, "button.btn"))[0], { file: "src/components/Card.vue", line: 15, column: 5, component: "Button" });
+  assert.deepEqual((await chainOf(page, "article.card button"))[0], { file: "src/components/Card.vue", line: 15, column: 5, component: "Button" });
   assert.deepEqual(page.errors, []);
 });
 
