@@ -46,7 +46,10 @@ const BUILT_IN = /^(?:Teleport|Suspense|KeepAlive|Transition|TransitionGroup|Bas
 
 /** What `@vue/compiler-sfc` gives us (only the parts we use). */
 interface SfcCompiler {
-  parse(source: string, options: { filename: string; sourceMap: boolean; templateParseOptions?: unknown; ignoreEmpty?: boolean }): {
+  parse(
+    source: string,
+    options: { filename: string; sourceMap: boolean; templateParseOptions?: object; ignoreEmpty?: boolean },
+  ): {
     descriptor: { template: SfcTemplate | null };
     errors: unknown[];
   };
@@ -190,7 +193,9 @@ export function injectVueLocations(code: string, relFile: string, opts: InjectVu
       filename: opts.sourceName ?? relFile,
       sourceMap: false,
       ignoreEmpty: true,
-      ...(opts.templateParseOptions ? { templateParseOptions: opts.templateParseOptions } : {}),
+      // Tags and attributes are all we read: `prefixIdentifiers: false` spares a Babel parse of every
+      // expression (the parse is then about 4x faster); it changes no element/component decision.
+      templateParseOptions: { ...(opts.templateParseOptions as object | undefined), prefixIdentifiers: false },
     });
   } catch {
     return null;
