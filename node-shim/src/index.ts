@@ -22,6 +22,7 @@ export type { OverlayOptions } from "./overlay/types.js";
 export type * from "./protocol.generated.js";
 export { PROTOCOL_VERSION } from "./protocol.generated.js";
 export { spotpatchLocate } from "./locate.js";
+export { spotpatchLocateVue } from "./locate-vue.js";
 export { VIRTUAL_CLIENT_ID } from "./plugin.js";
 
 /** The SpotPatch plugins (`[spotpatch:server, spotpatch:locate, spotpatch:locate-vue]`). Throws on invalid options. */
