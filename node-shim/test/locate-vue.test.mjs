@@ -236,6 +236,25 @@ test("acceptance 2, nested components: the inner button's chain is Button@Card, 
   // an element without its own component: the chain starts at the component that rendered it
   assert.deepEqual((await chainOf(page, "article.card p")).map((s) => s.component), ["Card", "ProductPage"]);
   assert.deepEqual(await chainOf(page, "main.shell"), [], "the root app is used by no template");
+  // hand-made instances: only project-relative sites, ≤ 5, a cycle or a throwing getter ends quietly
+  const forged = await page.evaluate(() => {
+    // the mark is read from the handler's source text, so each forged handler is compiled with its site in it
+    const mark = (site) => new Function(`return 'spotpatch-use:${encodeURIComponent(site)}'`);
+    const inst = (name, hook, parent = null) => ({ type: { __name: name }, vnode: { props: { onVnodeBeforeMount: hook } }, parent });
+    let top = null;
+    for (let i = 8; i >= 1; i--) top = inst(`L${i}`, mark(`src/L${i}.vue:${i}:1`), top);
+    const bad = inst("Abs", mark("/etc/passwd:1:1"), inst("Up", mark("../x.vue:1:1"), inst("Dep", mark("node_modules/a/B.vue:1:1"), inst("Ok", [() => 0, mark("src/Ok.vue:2:3")]))));
+    const cyclic = inst("C", mark("src/C.vue:1:1"));
+    cyclic.parent = cyclic;
+    const hostile = {};
+    Object.defineProperty(hostile, "vnode", { get() { throw new Error("no"); } });
+    const on = (i) => { const el = document.createElement("div"); el.__vueParentComponent = i; return window.SpotpatchVueChain.vueUsageChain(el); };
+    return { deep: on(top).map((s) => s.component), bad: on(bad), cyclic: on(cyclic), hostile: on(hostile) };
+  });
+  assert.deepEqual(forged.deep, ["L1", "L2", "L3", "L4", "L5"]);
+  assert.deepEqual(forged.bad, [{ file: "src/Ok.vue", line: 2, column: 3, component: "Ok" }]);
+  assert.deepEqual(forged.cyclic, [{ file: "src/C.vue", line: 1, column: 1, component: "C" }]);
+  assert.deepEqual(forged.hostile, []);
   // no usage mark reaches the DOM
   assert.equal(await page.evaluate(() => document.body.innerHTML.includes("spotpatch-use")), false);
 
