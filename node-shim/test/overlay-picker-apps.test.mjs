@@ -1,8 +1,8 @@
 // Issue 13, acceptance 2: the same picking and job flow (pick, instruction, Submit, review, Apply,
 // Revert) through the real overlay on a plain HTML page (test/apps/plain, no framework) and on the
-// official `vue-ts` and `svelte-ts` Vite templates (copied from create-vite at test time). On the plain
-// page and in Svelte, source locations are unknown: the label and the card say so, and the job still
-// runs; in Vue (issue 15) the picked element carries its `.vue` location. The scripted provider plays the app's edit (test/scripted_provider.py APP_EDITS).
+// official `vue-ts` and `svelte-ts` Vite templates (copied from create-vite at test time). Source
+// locations there are unknown (the locator stamps JSX only): the label and the card say so, and the job
+// still runs. The scripted provider plays the app's edit (test/scripted_provider.py APP_EDITS).
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -17,7 +17,7 @@ import { waitLabel } from "./overlay-picker-helpers.mjs";
  * the review's diff shows `added`, Apply (`applied(page)` waits for the page's change through Vite),
  * Revert (`reverted(page)`), and the file's bytes are back.
  */
-async function jobFlow(t, { app, file, target, label, source = /Source location unknown/, added, applied, reverted, untouched }) {
+async function jobFlow(t, { app, file, target, label, cardSource = /Source location unknown/, added, applied, reverted, untouched }) {
   const { page, project } = await openApp(t, { app, script: app });
   await page.setViewportSize({ width: 1280, height: 800 });
   await target(page).waitFor();
@@ -32,7 +32,7 @@ async function jobFlow(t, { app, file, target, label, source = /Source location 
   await target(page).click();
   const card = panel.getByRole("group", { name: "Target 1" });
   await card.waitFor();
-  await card.getByText(source).waitFor();
+  await card.getByText(cardSource).waitFor();
   await untouched(page); // the app's own click handler never ran
   await panel.getByRole("button", { name: "Pick elements", pressed: false }).waitFor();
 
@@ -122,7 +122,7 @@ test("vue-ts template: pick the counter (component HelloWorld, located by spotpa
     file: "src/components/HelloWorld.vue",
     target: (page) => page.getByRole("button", { name: /Count is 0|Clicks: 0/ }),
     label: "button · HelloWorld · src/components/HelloWorld.vue:21",
-    source: "src/components/HelloWorld.vue:21",
+    cardSource: "src/components/HelloWorld.vue:21",
     added: "Clicks: {{ count }}",
     untouched: async (page) => page.getByRole("button", { name: "Count is 0" }).waitFor(),
     applied: (page) => page.getByRole("button", { name: "Clicks: 0" }).waitFor(),
