@@ -17,7 +17,7 @@ import { waitLabel } from "./overlay-picker-helpers.mjs";
  * the review's diff shows `added`, Apply (`applied(page)` waits for the page's change through Vite),
  * Revert (`reverted(page)`), and the file's bytes are back.
  */
-async function jobFlow(t, { app, file, target, label, added, applied, reverted, untouched }) {
+async function jobFlow(t, { app, file, target, label, cardSource = /Source location unknown/, added, applied, reverted, untouched }) {
   const { page, project } = await openApp(t, { app, script: app });
   await page.setViewportSize({ width: 1280, height: 800 });
   await target(page).waitFor();
@@ -32,7 +32,7 @@ async function jobFlow(t, { app, file, target, label, added, applied, reverted, 
   await target(page).click();
   const card = panel.getByRole("group", { name: "Target 1" });
   await card.waitFor();
-  await card.getByText(/Source location unknown/).waitFor();
+  await card.getByText(cardSource).waitFor();
   await untouched(page); // the app's own click handler never ran
   await panel.getByRole("button", { name: "Pick elements", pressed: false }).waitFor();
 
@@ -116,12 +116,13 @@ test("plain HTML page: a CSS :hover menu item is picked with F; Pause/Resume ani
   await shot(page, "picker-plain-iframe");
 });
 
-test("vue-ts template: pick the counter (component HelloWorld, source unknown), Submit, review, Apply (HMR), Revert", async (t) => {
+test("vue-ts template: pick the counter (component HelloWorld, located by spotpatch:locate-vue), Submit, review, Apply (HMR), Revert", async (t) => {
   await jobFlow(t, {
     app: "vue-ts",
     file: "src/components/HelloWorld.vue",
     target: (page) => page.getByRole("button", { name: /Count is 0|Clicks: 0/ }),
-    label: "button · HelloWorld · source unknown",
+    label: "button · HelloWorld · src/components/HelloWorld.vue:21",
+    cardSource: "src/components/HelloWorld.vue:21",
     added: "Clicks: {{ count }}",
     untouched: async (page) => page.getByRole("button", { name: "Count is 0" }).waitFor(),
     applied: (page) => page.getByRole("button", { name: "Clicks: 0" }).waitFor(),

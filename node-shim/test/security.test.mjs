@@ -157,6 +157,7 @@ test("invalid plugin options fail when spotpatch() is called, naming the problem
   assert.deepEqual(plugins.map((p) => [p.name, p.apply, p.enforce]), [
     ["spotpatch:server", "serve", undefined],
     ["spotpatch:locate", "serve", "pre"],
+    ["spotpatch:locate-vue", "serve", "pre"],
   ]);
 });
 
