@@ -62,6 +62,9 @@ class Job:
     checks: tuple[CheckConfig, ...] = ()
     #: The explicit capability probe had passed for this model when the job was created (auto gate, §10).
     capability_probed: bool = False
+    #: Tool calling was proven for this model profile before the job (the probe or an earlier job's inline
+    #: proof): only the wording of a first turn without a tool call depends on it.
+    tool_calling_known: bool = False
     #: The project's warm worktree pool (worktree/pool.py): the job's worktree comes from it and goes back.
     pool: WorktreePool | None = None
     #: job/create's repository health, moments old: create_worktree skips its own first check (the
@@ -264,12 +267,14 @@ async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor)
         tool_timeout_sec=limits.get("toolTimeoutSec"),
         check_timeout_sec=max((c.timeout_sec or limits.get("checkTimeoutSec") for c in job.checks),
                               default=limits.get("checkTimeoutSec")),
+        max_repeated_failed_calls=limits.get("maxRepeatedFailedCalls"), max_output_tokens=job.model.output_cap,
     )
     task = agent_task(job.params.annotation, max_turns=budget.max_turns, max_tool_calls=budget.max_tool_calls,
                       trusted_auto=job.params.apply_mode == "trusted-auto")
     await run_loop(
         adapter=adapter, model=job.model.model, system=SYSTEM_PROMPT, task=task, tools=tool_specs(executor.tool_names),
         executor=executor, budget=budget, events=job.events, stats=job.stats,
+        tool_calling_known=job.tool_calling_known,
     )
 
 
