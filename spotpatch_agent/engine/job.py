@@ -30,6 +30,7 @@ from spotpatch_agent.protocol.models import (
     RepoHealth,
     CheckConfig,
     JobSnapshot,
+    SpotAnnotation,
     Limits,
     ModelProfile,
     ProviderProfile,
@@ -257,7 +258,21 @@ def _job_checks(job: Job) -> tuple[CheckConfig, ...]:
 def _make_executor(job: Job, worktree: Worktree) -> ToolExecutor:
     checks = _job_checks(job)
     tools = job_tools(registered=TOOL_DEFS, has_checks=bool(checks))
-    return ToolExecutor(worktree.path, job.limits, tools=tools, checks=checks)
+    return ToolExecutor(worktree.path, job.limits, tools=tools, checks=checks, focus=target_lines(job.params.annotation))
+
+
+def target_lines(annotation: SpotAnnotation) -> dict[str, tuple[int, ...]]:
+    """The offered source lines of the annotation's targets per relative path (unusable paths left out)."""
+    from spotpatch_agent.policy.paths import PathDenied, normalize_rel_path
+
+    lines: dict[str, set[int]] = {}
+    for target in annotation.targets:
+        if target.source is not None:
+            try:
+                lines.setdefault(normalize_rel_path(target.source.file), set()).add(target.source.line)
+            except PathDenied:
+                continue
+    return {path: tuple(sorted(found)) for path, found in lines.items()}
 
 
 async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor) -> None:

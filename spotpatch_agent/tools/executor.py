@@ -91,13 +91,14 @@ class ToolExecutor:
     ``tools``: names offered to the model in this job (default: every registered tool); a call to any
     other name is answered as an unknown tool. Raises ``KeyError`` for a name that is not registered.
     ``checks``: the job's trusted checks, the only commands ``run_check`` may run (exposed as ``ctx.checks``).
+    ``focus``: the targets' offered lines per relative path (``read_file`` without a range starts near them).
     """
 
     def __init__(self, root: Path, limits: Limits, *, tools: Iterable[str] | None = None,
-                 checks: Sequence[CheckConfig] = ()) -> None:
+                 checks: Sequence[CheckConfig] = (), focus: dict[str, tuple[int, ...]] | None = None) -> None:
         names = list(TOOL_DEFS) if tools is None else list(tools)
         self._tools: dict[str, ToolDef] = {name: TOOL_DEFS[name] for name in names}
-        self._ctx = WorktreeContext(Path(root), limits)
+        self._ctx = WorktreeContext(Path(root), limits, focus=focus)
         self._ctx.checks = tuple(checks)  # type: ignore[attr-defined] - read by tools/run_check.py only
         self._gate = _Gate()
         # run_check enforces its own (longer) check timeout; this outer deadline only backs it up.

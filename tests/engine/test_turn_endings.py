@@ -204,3 +204,22 @@ async def test_prose_from_an_unproven_model_keeps_the_no_tool_calling_message(ro
     snap, _, _, _, _ = await run_job(root, [{"text": "Open src/App.tsx.", "finishReason": "stop"}], monkeypatch)
     assert snap.error is not None and snap.error.code == "MODEL_TOOL_CALL_UNSUPPORTED"
     assert "cannot edit code through SpotPatch" in snap.error.message and "chose not to" not in snap.error.message
+
+
+# ---------------------------------------------------------------- part 4: reading the target's file
+
+
+@pytest.mark.anyio
+async def test_a_rangeless_read_of_the_target_file_in_a_job_shows_the_target_line(tmp_path, monkeypatch) -> None:
+    long_file = "".join(f"const row{n} = {n};\n" for n in range(1, 1501))
+    root = make_repo(tmp_path / "repo", {"src/Rows.tsx": long_file, ".gitignore": "node_modules\n"})
+    target = {"annotationId": "a2", "pageUrl": "/", "targets": [
+        {"index": 1, "instruction": "Make row 1200 say 0", "source": {"file": "src/Rows.tsx", "line": 1200},
+         "element": {"tagName": "td", "text": "1200"}}]}
+    edit = {"path": "src/Rows.tsx", "oldText": "const row1200 = 1200;", "newText": "const row1200 = 0;"}
+    turns = [{"toolCalls": [call("r", "read_file", {"path": "src/Rows.tsx", "startLine": None, "endLine": None})]},
+             {"toolCalls": [call("w", "replace_text", edit)]}, DONE]
+    snap, _, _, server, _ = await run_service_job(root, turns, monkeypatch, key_env=KEY_ENV, annotation=target)
+    assert snap.status == "awaiting-review", snap.error
+    output = tool_output(server, 1, "r")
+    assert " 1200| const row1200 = 1200;" in output and output.startswith("src/Rows.tsx (lines 1140-1500 of 1500)")
