@@ -65,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--apply", action="store_true", help="apply the diff to the working tree when the job succeeds")
     demo = sub.add_parser("demo", help="run a real job on the bundled demo Vite app (offline without OPENAI_API_KEY)")
     demo.add_argument("--keep", action="store_true", help="keep the temporary demo project")
+    demo.add_argument("--api", choices=("chat", "responses"), default="chat",
+                      help="the provider API: OpenAI-compatible Chat Completions (default) or Responses")
     demo.add_argument("--serve", action="store_true",
                       help="instead, serve the demo app with `vite dev`, the plugin and the page overlay until Ctrl-C "
                            "(needs Node ≥ 20 and this repository's node-shim/)")
@@ -105,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             return serve_demo(port=args.port)
         from spotpatch_agent.demo.runner import run_demo
 
-        return run_demo(keep=args.keep)
+        return run_demo(keep=args.keep, api=args.api)
 
 
 def suggest_checks_command(root: Path) -> int:

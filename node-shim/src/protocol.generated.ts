@@ -214,6 +214,7 @@ export interface Limits {
   maxChangedFiles?: number | null;
   maxDiffBytes?: number | null;
   maxInstructionChars?: number | null;
+  maxRepeatedFailedCalls?: number | null;
   maxTargets?: number | null;
   maxToolCalls?: number | null;
   maxTurns?: number | null;
@@ -247,6 +248,7 @@ export interface ProviderProfile {
 export interface ModelProfile {
   displayName: string;
   id: string;
+  maxOutputTokens?: number | null;
   model: string;
 }
 export interface InitializeResult {

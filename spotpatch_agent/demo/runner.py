@@ -4,9 +4,11 @@ Copies ``demo/app`` into a temp dir, makes it a one-commit git repo, and runs th
 Save button primary; target 2: show the price with two decimals" through the real engine: worktree, tool
 loop, the ``typecheck`` check (TypeScript installed by the demo itself: demo/typecheck.py; skipped with a
 message when npm or the registry is unavailable), diff, apply, revert. With ``OPENAI_API_KEY`` set
-(optional ``OPENAI_BASE_URL``, ``SPOTPATCH_MODEL``) it uses that provider; without, a local scripted
-OpenAI-compatible server on 127.0.0.1 plays a fixed tool-calling conversation through the same adapter —
-and the output says that no model is involved.
+(optional ``OPENAI_BASE_URL``, ``SPOTPATCH_MODEL``, ``SPOTPATCH_MAX_OUTPUT_TOKENS``) it uses that provider —
+any OpenAI-compatible server, a local ``llama-server`` or Ollama included (tests/bench/README.md); without,
+a local scripted OpenAI-compatible server on 127.0.0.1 plays a fixed tool-calling conversation through the
+same adapter — and the output says that no model is involved. ``api`` (``--api chat|responses``) picks the
+adapter: Chat Completions (the default) or Responses, for the scripted server and a real one alike.
 Exit 0 only when the diff was produced, applied, shown, reverted and the file verified restored, and
 every required check the engine reported passed.
 """
@@ -56,12 +58,31 @@ def make_demo_project(dest: Path) -> Path:
 CHECK_OUTPUT_LINES = 20
 
 
-def _config(base_url: str, key_env: str, model: str, check: CheckConfig | None = None,
-            sandbox: str = "required") -> TrustedConfig:
+#: The wire formats ``demo --api`` offers, as the output names them.
+API_NAMES = {"chat": "Chat Completions", "responses": "Responses"}
+#: Environment variable: the demo model profile's ``maxOutputTokens`` (a whole number; unset: the default).
+MAX_OUTPUT_ENV = "SPOTPATCH_MAX_OUTPUT_TOKENS"
+
+
+def _config(base_url: str, key_env: str, model: str, check: CheckConfig | None = None, *, api: str = "chat",
+            max_output_tokens: int | None = None, sandbox: str = "required") -> TrustedConfig:
+    profile: dict[str, Any] = {"id": "demo-model", "model": model, "displayName": model}
+    if max_output_tokens is not None:
+        profile["maxOutputTokens"] = max_output_tokens
     return TrustedConfig.model_validate({"providers": [{
-        "id": "demo", "displayName": "Demo provider", "api": "chat", "baseUrl": base_url, "apiKeyEnv": key_env,
-        "models": [{"id": "demo-model", "model": model, "displayName": model}],
+        "id": "demo", "displayName": "Demo provider", "api": api, "baseUrl": base_url, "apiKeyEnv": key_env,
+        "models": [profile],
     }], "checks": [check.dump()] if check is not None else [], "sandbox": sandbox})
+
+
+def _max_output_tokens() -> int | None:
+    """``SPOTPATCH_MAX_OUTPUT_TOKENS`` as a whole number, None when unset. Raises ``ValueError`` otherwise."""
+    raw = os.environ.get(MAX_OUTPUT_ENV, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit():
+        raise ValueError(f"{MAX_OUTPUT_ENV} must be a whole number of tokens (0: send no cap)")
+    return int(raw)
 
 
 def _format_check(event: dict[str, Any]) -> str:
@@ -84,7 +105,7 @@ def _show(path: Path, title: str) -> None:
             print(f"{n:>4}| {line}")
 
 
-def run_demo(*, keep: bool = False) -> int:
+def run_demo(*, keep: bool = False, api: str = "chat") -> int:
     from spotpatch_agent.demo.typecheck import prepare_typecheck
     from spotpatch_agent.provider.scripted import ScriptedProviderServer
 
@@ -96,15 +117,21 @@ def run_demo(*, keep: bool = False) -> int:
         project = make_demo_project(tmp / "demo-app")
         original = (project / TOUCHED).read_bytes()
         scripted = not os.environ.get("OPENAI_API_KEY")
+        try:
+            cap = _max_output_tokens()
+        except ValueError as exc:
+            print(f"SpotPatch demo: {exc}.", file=sys.stderr)
+            return 2
         if scripted:
             print("SpotPatch demo — NO MODEL IS INVOLVED: OPENAI_API_KEY is not set, so a scripted local provider on\n"
                   "127.0.0.1 plays a fixed tool-calling conversation through the real engine (worktree, tools, checks,\n"
                   "diff, apply, revert). Set OPENAI_API_KEY (and optionally OPENAI_BASE_URL, SPOTPATCH_MODEL) to use a model.")
+            print(f"The scripted provider answers the OpenAI-compatible {API_NAMES[api]} API (--api {api}).")
         else:
             base = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
             model = os.environ.get("SPOTPATCH_MODEL", "gpt-4o-mini")
             host = base.split("//", 1)[-1].split("/", 1)[0]
-            print(f"SpotPatch demo — using model {model!r} at {host} (OpenAI-compatible Chat Completions).")
+            print(f"SpotPatch demo — using model {model!r} at {host} (OpenAI-compatible {API_NAMES[api]}, --api {api}).")
         print(f"Demo project: a fresh git copy of the bundled Vite + React app{' (kept at ' + str(project) + ')' if keep else ''}.")
         for t in DEMO_TARGETS:
             print(f"  target {t['index']}: {t['source']['file']}:{t['source']['line']} <{t['element']['tagName']}> — {t['instruction']}")
@@ -117,9 +144,11 @@ def run_demo(*, keep: bool = False) -> int:
         if scripted:
             server = stack.enter_context(ScriptedProviderServer(demo_turns(check_id=check.id if check else None)))
             os.environ[DEMO_KEY_ENV] = "sk-demo-" + secrets.token_hex(12)
-            config = _config(server.base_url, DEMO_KEY_ENV, "scripted-demo", check, sandbox or "required")
+            config = _config(server.base_url, DEMO_KEY_ENV, "scripted-demo", check, api=api, max_output_tokens=cap,
+                             sandbox=sandbox or "required")
         else:
-            config = _config(base, "OPENAI_API_KEY", model, check, sandbox or "required")
+            config = _config(base, "OPENAI_API_KEY", model, check, api=api, max_output_tokens=cap,
+                             sandbox=sandbox or "required")
         _show(project / TOUCHED, "before")
         code = anyio.run(_drive, project, config, original, scripted, "scripted provider" if scripted else "model")
         took = f" ({time.monotonic() - started:.1f} s)"

@@ -30,6 +30,7 @@ from spotpatch_agent.protocol.models import (
     RepoHealth,
     CheckConfig,
     JobSnapshot,
+    SpotAnnotation,
     Limits,
     ModelProfile,
     ProviderProfile,
@@ -64,6 +65,9 @@ class Job:
     sandbox: str = "required"
     #: The explicit capability probe had passed for this model when the job was created (auto gate, §10).
     capability_probed: bool = False
+    #: Tool calling was proven for this model profile before the job (the probe or an earlier job's inline
+    #: proof): only the wording of a first turn without a tool call depends on it.
+    tool_calling_known: bool = False
     #: The project's warm worktree pool (worktree/pool.py): the job's worktree comes from it and goes back.
     pool: WorktreePool | None = None
     #: job/create's repository health, moments old: create_worktree skips its own first check (the
@@ -272,7 +276,21 @@ def _make_executor(job: Job, worktree: Worktree) -> ToolExecutor:
     checks = _job_checks(job)
     tools = job_tools(registered=TOOL_DEFS, has_checks=bool(checks))
     return ToolExecutor(worktree.path, job.limits, tools=tools, checks=checks, sandbox=job.sandbox,
-                        project_root=job.root)
+                        project_root=job.root, focus=target_lines(job.params.annotation))
+
+
+def target_lines(annotation: SpotAnnotation) -> dict[str, tuple[int, ...]]:
+    """The offered source lines of the annotation's targets per relative path (unusable paths left out)."""
+    from spotpatch_agent.policy.paths import PathDenied, normalize_rel_path
+
+    lines: dict[str, set[int]] = {}
+    for target in annotation.targets:
+        if target.source is not None:
+            try:
+                lines.setdefault(normalize_rel_path(target.source.file), set()).add(target.source.line)
+            except PathDenied:
+                continue
+    return {path: tuple(sorted(found)) for path, found in lines.items()}
 
 
 async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor) -> None:
@@ -282,12 +300,14 @@ async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor)
         tool_timeout_sec=limits.get("toolTimeoutSec"),
         check_timeout_sec=max((c.timeout_sec or limits.get("checkTimeoutSec") for c in job.checks),
                               default=limits.get("checkTimeoutSec")),
+        max_repeated_failed_calls=limits.get("maxRepeatedFailedCalls"), max_output_tokens=job.model.output_cap,
     )
     task = agent_task(job.params.annotation, max_turns=budget.max_turns, max_tool_calls=budget.max_tool_calls,
                       trusted_auto=job.params.apply_mode == "trusted-auto")
     await run_loop(
         adapter=adapter, model=job.model.model, system=SYSTEM_PROMPT, task=task, tools=tool_specs(executor.tool_names),
         executor=executor, budget=budget, events=job.events, stats=job.stats,
+        tool_calling_known=job.tool_calling_known,
     )
 
 

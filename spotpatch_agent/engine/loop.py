@@ -14,7 +14,21 @@ fails terminally with ``LIMIT_EXCEEDED`` (the correction budget is a limit; ``IN
 client requests). Several invalid calls of one name in the same turn count as one strike: the model had not
 seen the guidance yet. Unknown tool names and unparseable arguments count the same way, per name.
 ``TOOL_PATH_DENIED`` and ``PATCH_REJECTED`` neither strike nor clear; they stay retryable within the turn
-and call limits.
+and call limits (an identical repeat meets the stuck-call guard below).
+
+Stuck-call guard (Cline's consecutive-mistake limit, Aider's bounded reflections): a call that failed is
+remembered by its tool name, its arguments (as parsed JSON) and the worktree version it ran on. The same
+call again in a later turn, with the worktree unchanged, would fail the same way: it is not run, and its
+result says so and what to do instead. That happens at most ``maxRepeatedFailedCalls`` times per call; a
+further repeat ends the job with ``LIMIT_EXCEEDED`` and its own diagnosis. Calls with other arguments run
+as usual. ``TOOL_ARGUMENTS_INVALID`` is left to the retry-once rule above.
+
+How a turn ends (docs/architecture.md "Output caps and turn endings"): every request carries the model
+profile's output cap; a turn whose text passes the adapter's text budget before any tool call is cut off
+there (``text_limit``); in turn 1 that, plain text and an answer cut at the output limit (``length``) are
+``MODEL_TOOL_CALL_UNSUPPORTED`` (worded for a model known to call tools when it is), later turns fail
+with ``LIMIT_EXCEEDED`` naming which limit. A :class:`TurnRestart` (the adapter asks a turn again after a
+server-side error in its stream) voids what the turn had streamed.
 
 ``run_check`` is a bounded process that may write: it is not read-only, so it runs alone in event order,
 under the check timeout (not ``toolTimeoutSec``).
@@ -22,8 +36,10 @@ under the check timeout (not ``toolTimeoutSec``).
 
 from __future__ import annotations
 
+import json
 import re
 import time
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,8 +60,10 @@ from spotpatch_agent.provider.base import (
     ToolSpec,
     TurnEnd,
     TurnRequest,
+    TurnRestart,
     UserMessage,
 )
+from spotpatch_agent.provider.calls import MAX_TEXT_BYTES
 from spotpatch_agent.tools.executor import ToolExecutor, ToolResult
 
 READ_ONLY_TOOLS = frozenset({"list_files", "search_text", "read_file"})
@@ -70,6 +88,11 @@ class LoopBudget:
     tool_timeout_sec: float
     #: Longest check timeout of the job (``run_check`` calls run under it, not ``tool_timeout_sec``).
     check_timeout_sec: float = 300
+    #: Repeats of an identical failed call answered without running it; one more ends the job (the limit
+    #: ``maxRepeatedFailedCalls``).
+    max_repeated_failed_calls: int = 1
+    #: The output cap sent with every turn (None: none is sent).
+    max_output_tokens: int | None = None
 
 
 @dataclass
@@ -83,6 +106,9 @@ class LoopStats:
     results: dict[tuple[int, str], ToolResult] = field(default_factory=dict)
     #: tool name → turn of its unanswered ``TOOL_ARGUMENTS_INVALID`` (the retry-once rule).
     argument_strikes: dict[str, int] = field(default_factory=dict)
+    #: (tool name, canonical arguments, worktree version) of a failed call → (turn it failed in, its tool
+    #: error code, [repeats answered since]) (the stuck-call guard).
+    failed_calls: dict[tuple[str, str, int], tuple[int, str | None, list[int]]] = field(default_factory=dict)
 
 
 async def run_loop(
@@ -96,9 +122,12 @@ async def run_loop(
     budget: LoopBudget,
     events: JobEventLog,
     stats: LoopStats,
+    tool_calling_known: bool = False,
 ) -> str:
     """Drive turns until the model's final message, which is returned (bounded, redacted).
 
+    ``tool_calling_known``: this model profile already proved tool calling (the probe, or an earlier job's
+    inline proof), which changes only the wording of a first turn answered without a call.
     Raises :class:`JobFailure` (``LIMIT_EXCEEDED``, ``MODEL_TOOL_CALL_UNSUPPORTED``, ``PROVIDER_PROTOCOL``,
     terminal tool failures) and :class:`spotpatch_agent.errors.ProviderError`; cancellation propagates.
     """
@@ -109,7 +138,8 @@ async def run_loop(
         if turn > budget.max_turns:
             raise JobFailure(ErrorCode.LIMIT_EXCEEDED, f"The model used all {budget.max_turns} turns without finishing.")
         stats.turns = turn
-        request = TurnRequest(system=system, items=tuple(items), tools=tools, model=model)
+        request = TurnRequest(system=system, items=tuple(items), tools=tools, model=model,
+                              max_output_tokens=budget.max_output_tokens)
         text, calls, stop_reason, replay = await _collect_turn(adapter, request)
         if turn > 1 and not stats.tool_round_trip_proven:
             stats.tool_round_trip_proven = True
@@ -122,13 +152,16 @@ async def run_loop(
                              "The provider said it called tools but sent no tool call.")
         if not calls:
             if turn == 1:
-                raise JobFailure(
-                    ErrorCode.MODEL_TOOL_CALL_UNSUPPORTED,
-                    "The model answered without calling a tool, so it cannot edit code through SpotPatch. "
-                    "Choose a model with tool calling, or copy the prompt instead.",
-                )
+                raise JobFailure(ErrorCode.MODEL_TOOL_CALL_UNSUPPORTED,
+                                 _first_turn_without_call(stop_reason, tool_calling_known, budget.max_output_tokens))
+            if stop_reason == "text_limit":
+                raise JobFailure(ErrorCode.LIMIT_EXCEEDED, (
+                    f"The model wrote more than {MAX_TEXT_BYTES // 1024} KiB of text in one turn without calling a "
+                    "tool, so SpotPatch stopped reading that turn and ended the job."))
             if stop_reason == "length":
-                raise JobFailure(ErrorCode.LIMIT_EXCEEDED, "The model's final reply was cut off (output length limit).")
+                raise JobFailure(ErrorCode.LIMIT_EXCEEDED, (
+                    f"The model's reply was cut off at the output limit{_cap_words(budget.max_output_tokens)} "
+                    "without a complete tool call; raise the model profile's maxOutputTokens if its replies are long."))
             stats.final_text = REDACTOR(text)[:MAX_TURN_TEXT]
             return stats.final_text
         if any(c.oversized for c in calls):  # terminal, like every over-limit argument the executor sees
@@ -144,6 +177,27 @@ async def run_loop(
         items.extend(ToolResultMessage(call_id=c.id, output=_model_output(r)) for c, r in zip(calls, results))
 
 
+def _cap_words(cap: int | None) -> str:
+    return f" ({cap} tokens, the model profile's maxOutputTokens)" if cap else ""
+
+
+def _first_turn_without_call(stop_reason: str | None, known: bool, cap: int | None) -> str:
+    """The ``MODEL_TOOL_CALL_UNSUPPORTED`` message of a first turn without a tool call, fitted to the facts:
+    cut at the output limit, or text only (cut at the text budget or not) from a model that has / has not
+    proven it can call tools."""
+    if stop_reason == "length":
+        return (f"The model's first answer was cut off at the output limit{_cap_words(cap)} before it called a "
+                "tool. Raise the model profile's maxOutputTokens, choose another model, or copy the prompt instead.")
+    cut = (f" (SpotPatch stopped reading after {MAX_TEXT_BYTES // 1024} KiB of it)"
+           if stop_reason == "text_limit" else "")
+    if known:
+        return (f"The model answered in text{cut} without calling a tool. It can call tools (proven earlier for "
+                "this model profile), but it chose not to this time, and a job's first turn must call one. "
+                "Run the job again, give a more specific instruction, or copy the prompt instead.")
+    return (f"The model answered without calling a tool{cut}, so it cannot edit code through SpotPatch. "
+            "Choose a model with tool calling, or copy the prompt instead.")
+
+
 async def _collect_turn(
     adapter: ProviderAdapter, request: TurnRequest,
 ) -> tuple[str, list[ToolCallEvent], str | None, tuple[dict[str, Any], ...]]:
@@ -153,24 +207,27 @@ async def _collect_turn(
     by_id: dict[str, ToolCallEvent] = {}
     stop_reason: str | None = None
     replay: tuple[dict[str, Any], ...] = ()
-    async for event in adapter.stream_turn(request):
-        if isinstance(event, TextDelta):
-            if size < MAX_TURN_TEXT:
-                parts.append(event.text)
-                size += len(event.text)
-        elif isinstance(event, ToolCallEvent):
-            previous = by_id.get(event.id)
-            if previous is None:
-                by_id[event.id] = event
-                calls.append(event)
-            elif (previous.name, previous.arguments_json) != (event.name, event.arguments_json):
-                raise JobFailure(
-                    ErrorCode.PROVIDER_PROTOCOL,
-                    "The provider sent two different tool calls with the same id in one turn.",
-                )
-            # else: an exact duplicate stream event — the recorded call stands, nothing runs twice.
-        elif isinstance(event, TurnEnd):
-            stop_reason, replay = event.stop_reason, event.replay
+    async with aclosing(adapter.stream_turn(request)) as stream:
+        async for event in stream:
+            if isinstance(event, TurnRestart):  # the adapter asks the turn again: what came is void
+                parts, size, calls, by_id = [], 0, [], {}
+            elif isinstance(event, TextDelta):
+                if size < MAX_TURN_TEXT:
+                    parts.append(event.text)
+                    size += len(event.text)
+            elif isinstance(event, ToolCallEvent):
+                previous = by_id.get(event.id)
+                if previous is None:
+                    by_id[event.id] = event
+                    calls.append(event)
+                elif (previous.name, previous.arguments_json) != (event.name, event.arguments_json):
+                    raise JobFailure(
+                        ErrorCode.PROVIDER_PROTOCOL,
+                        "The provider sent two different tool calls with the same id in one turn.",
+                    )
+                # else: an exact duplicate stream event — the recorded call stands, nothing runs twice.
+            elif isinstance(event, TurnEnd):
+                stop_reason, replay = event.stop_reason, event.replay
     return "".join(parts), calls, stop_reason, replay
 
 
@@ -221,9 +278,13 @@ async def _execute_call(
     key = (turn, call.id)
     if key in stats.results:
         return stats.results[key]
+    stuck_key = (call.name, _canonical(call.arguments_json), executor.version)
+    repeated = _repeat_of_failed_call(turn, call, stuck_key, budget, stats)  # raises past the bound: never started
     events.emit("activity", phase="started", tool=call.name, tool_call_id=call.id, turn=turn)
     started = time.perf_counter()
-    if call.invalid is not None:
+    if repeated is not None:
+        result = repeated
+    elif call.invalid is not None:
         guidance = _INVALID_CALL_GUIDANCE.format(reason=call.invalid or "its arguments were unusable")
         result = ToolResult(ok=False, output=guidance, code=ToolErrorCode.TOOL_ARGUMENTS_INVALID.value,
                             retryable=True, path=None, wrote=False)
@@ -236,6 +297,9 @@ async def _execute_call(
         except TimeoutError:
             raise JobFailure(ErrorCode.LIMIT_EXCEEDED,
                              f"The {call.name} tool took longer than {deadline:g} s.") from None
+    if (repeated is None and not result.ok and call.invalid is None
+            and result.code != ToolErrorCode.TOOL_ARGUMENTS_INVALID.value):
+        stats.failed_calls.setdefault(stuck_key, (turn, result.code, [0]))
     stats.results[key] = result
     events.emit(
         "activity", phase="finished", tool=call.name, tool_call_id=call.id, turn=turn, path=result.path,
@@ -243,6 +307,50 @@ async def _execute_call(
         error_code=result.code, retryable=result.retryable if not result.ok else None,
     )
     return result
+
+
+#: What to do instead of repeating a failed call, per tool (the stuck-call guard's result).
+_INSTEAD = {
+    "replace_text": ("read_file the lines around the change (a range) and copy oldText exactly from that output, "
+                     "without the line-number prefixes; the page's text may differ from the source (e.g. "
+                     "\"$19.5\" on the page is \"${price}\" in the code). Or use apply_patch."),
+    "apply_patch": "read_file the lines the patch touches and rebuild the patch from the file's current text.",
+    "read_file": "use a path returned by list_files or search_text, or another range.",
+    "run_check": "change the code to fix what the check reported before running it again.",
+}
+_INSTEAD_DEFAULT = "change the arguments or take another approach."
+
+
+def _canonical(arguments_json: str) -> str:
+    """The arguments as sorted, compact JSON (the raw text when they do not parse): equal calls compare equal."""
+    try:
+        return json.dumps(json.loads(arguments_json), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return arguments_json
+
+
+def _repeat_of_failed_call(
+    turn: int, call: ToolCallEvent, key: tuple[str, str, int], budget: LoopBudget, stats: LoopStats,
+) -> ToolResult | None:
+    """The stuck-call guard of the module docstring: None when the call may run; else the result that
+    answers a repeat without running it. Raises ``JobFailure(LIMIT_EXCEEDED)`` past the bound."""
+    seen = stats.failed_calls.get(key)
+    if seen is None or seen[0] >= turn or call.invalid is not None:
+        return None
+    failed_turn, code, repeats = seen
+    repeats[0] += 1
+    name = call.name if _ECHOABLE_NAME.fullmatch(call.name) else "an undeclared tool"
+    if repeats[0] > budget.max_repeated_failed_calls:
+        raise JobFailure(ErrorCode.LIMIT_EXCEEDED, (
+            f"The model sent the same failing {name} call {repeats[0] + 1} times (identical arguments, files "
+            "unchanged) and did not change its approach after being told; the job stops instead of using up "
+            "its turns (maxRepeatedFailedCalls). Try again with a more specific instruction or another model, "
+            "or copy the prompt instead."))
+    instead = _INSTEAD.get(call.name, _INSTEAD_DEFAULT)
+    output = (f"Not run: you already made this exact {name} call (same arguments) in turn {failed_turn} and it "
+              "failed; nothing has changed since, so it would fail the same way. Do not repeat it. "
+              f"Instead: {instead}")
+    return ToolResult(ok=False, output=output, code=code, retryable=True)
 
 
 def _apply_retry_rule(turn: int, name: str, result: ToolResult, stats: LoopStats, offered: frozenset[str]) -> None:

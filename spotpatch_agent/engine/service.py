@@ -303,7 +303,8 @@ class EngineService:
             job = Job(job_id=job_id, params=params, root=root, head_oid=head, provider=provider, model=model,
                       limits=limits, events=JobEventLog(job_id, self._emit), checks=tuple(self._config.checks),
                       sandbox=self._config.sandbox,
-                      capability_probed=self._probe_passed(provider, model), pool=self._pool, health=health)
+                      capability_probed=self._probe_passed(provider, model), pool=self._pool, health=health,
+                      tool_calling_known=_probe_key(provider, model) in self._probes)
             self._jobs[job_id] = job
             job.set_status("preparing")
         except BaseException:
@@ -523,7 +524,7 @@ class EngineService:
         started = anyio.current_time()
         try:
             outcome = await run_probe(adapter, model=model.model, base_url=provider.base_url, api_key=key,
-                                      headers=provider.headers)
+                                      headers=provider.headers, max_output_tokens=model.output_cap)
         except SpotPatchError as exc:
             outcome = ProbeOutcome(False, exc.message, exc.code, retryable=exc.retryable)
         finally:

@@ -8,6 +8,9 @@ LIMITS: dict[str, tuple[int, int]] = {
     "maxInstructionChars": (2000, 2000),
     "maxTurns": (24, 64),
     "maxToolCalls": (80, 200),
+    #: Repeats of an identical failed tool call (same tool and arguments, files unchanged) answered without
+    #: running it; one more ends the job (the stuck-call guard, engine/loop.py).
+    "maxRepeatedFailedCalls": (1, 3),
     "jobTimeoutSec": (600, 3600),
     "toolTimeoutSec": (30, 120),
     "checkTimeoutSec": (300, 1800),

@@ -38,10 +38,27 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
 
 
+#: The output cap sent with every turn and the probe when a model profile gives no ``maxOutputTokens``.
+DEFAULT_MAX_OUTPUT_TOKENS = 8192
+#: Largest ``maxOutputTokens`` a model profile may give.
+MAX_OUTPUT_TOKENS_CAP = 262_144
+
+
 class ModelProfile(InModel):
     id: str = Field(pattern=_ID.pattern)
     model: str = Field(min_length=1, max_length=200)
     display_name: str = Field(min_length=1, max_length=120)
+    #: The output cap of every turn and of the probe, in tokens (Chat ``max_completion_tokens``, Responses
+    #: ``max_output_tokens``); absent: :data:`DEFAULT_MAX_OUTPUT_TOKENS`; ``0``: no cap is sent (for a relay
+    #: that rejects the field — the engine's own per-turn text budget still ends the turn).
+    max_output_tokens: StrictInt | None = Field(default=None, ge=0, le=MAX_OUTPUT_TOKENS_CAP)
+
+    @property
+    def output_cap(self) -> int | None:
+        """The cap to send: ``maxOutputTokens``, its default when absent, None when it is ``0``."""
+        if self.max_output_tokens is None:
+            return DEFAULT_MAX_OUTPUT_TOKENS
+        return self.max_output_tokens or None
 
 
 class ProviderProfile(InModel):
@@ -120,6 +137,7 @@ class Limits(InModel):
     max_instruction_chars: StrictInt | None = _limit("maxInstructionChars")
     max_turns: StrictInt | None = _limit("maxTurns")
     max_tool_calls: StrictInt | None = _limit("maxToolCalls")
+    max_repeated_failed_calls: StrictInt | None = _limit("maxRepeatedFailedCalls")
     job_timeout_sec: StrictInt | None = _limit("jobTimeoutSec")
     tool_timeout_sec: StrictInt | None = _limit("toolTimeoutSec")
     check_timeout_sec: StrictInt | None = _limit("checkTimeoutSec")

@@ -8,9 +8,15 @@ response, and yields internal events in order:
   Chat Completions). ``arguments_json`` is always a JSON *object* text; when the streamed arguments do not
   parse as an object, ``invalid`` holds a short sanitized reason and the call must be answered with a failed
   tool result (never executed, never treated as ``{}``).
-- :class:`TurnEnd` — exactly once, last: ``stop_reason`` (``tool_calls`` | ``stop`` | ``length`` | … | None),
+- :class:`TurnRestart` — the stream broke with a transient server-side error before the turn finished and
+  the adapter is asking again (within its bounded retry budget): everything streamed so far is void.
+  Never sent after a :class:`ToolCallEvent`, so nothing of the void attempt can have run.
+- :class:`TurnEnd` — exactly once, last: ``stop_reason`` (``tool_calls`` | ``stop`` | ``length`` |
+  ``text_limit`` | … | None),
   ``usage`` (provider's usage object or None) and ``replay`` (opaque items to echo back next turn).
-  ``tool_calls`` is said only when the turn carried at least one call (valid or invalid).
+  ``tool_calls`` is said only when the turn carried at least one call (valid or invalid); ``text_limit``
+  means the turn's text passed its budget (``TurnRequest.max_text_bytes``) before any tool call started,
+  and the adapter stopped reading and closed the stream at once.
 
 Errors are raised as :class:`spotpatch_agent.errors.ProviderError` with codes ``PROVIDER_AUTH`` (401/403),
 ``PROVIDER_UNAVAILABLE`` (connect/DNS/5xx/timeout), ``PROVIDER_PROTOCOL`` (unparseable or truncated stream,
@@ -74,7 +80,12 @@ class TurnRequest:
     model: str
     #: Ask the model to call a tool this turn ("required") or leave it free ("auto").
     tool_choice: str = "auto"
+    #: The output cap sent to the provider (Chat ``max_completion_tokens``, Responses ``max_output_tokens``);
+    #: None sends none.
     max_output_tokens: int | None = None
+    #: Assistant text accepted this turn, in UTF-8 bytes, before the adapter ends a turn that has not
+    #: started a tool call (``TurnEnd.stop_reason == "text_limit"``); None: ``calls.MAX_TEXT_BYTES``.
+    max_text_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +105,13 @@ class ToolCallEvent:
 
 
 @dataclass(frozen=True)
+class TurnRestart:
+    """The turn is asked again after a transient server-side error inside its stream: drop what came."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
 class TurnEnd:
     stop_reason: str | None
     usage: dict[str, Any] | None = field(default=None)
@@ -103,7 +121,7 @@ class TurnEnd:
     replay: tuple[dict[str, Any], ...] = ()
 
 
-ProviderEvent = TextDelta | ToolCallEvent | TurnEnd
+ProviderEvent = TextDelta | ToolCallEvent | TurnRestart | TurnEnd
 
 
 class ProviderAdapter(Protocol):

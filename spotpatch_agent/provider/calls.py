@@ -15,13 +15,17 @@ from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.provider.base import TextDelta, ToolCallEvent
 from spotpatch_agent.provider.http import sanitize_excerpt
 
-#: Assistant text kept per turn, in UTF-8 bytes; the rest is dropped silently.
+#: Assistant text accepted per turn, in UTF-8 bytes (unless the request gives another budget). A turn whose
+#: text passes it before any tool call started is ended at once (``TurnEnd.stop_reason == "text_limit"``);
+#: once a call has started, further text is dropped silently while the call completes.
 MAX_TEXT_BYTES = 16 * 1024
 #: Streamed arguments kept per call, in characters; a longer call is reported invalid.
 MAX_ARGUMENT_CHARS = 4 * 1024 * 1024
 #: Tool calls accepted in one turn (above the hard cap of ``maxToolCalls`` for a whole job): more is
 #: ``LIMIT_EXCEEDED`` at once, so an endless list of calls cannot grow the engine's memory.
 MAX_CALLS_PER_TURN = 256
+#: The ``invalid`` reason of a call whose arguments were cut off because the answer reached the output cap.
+CUT_AT_OUTPUT_LIMIT = "the arguments were cut off at the output limit"
 
 
 class TextBudget:
@@ -30,15 +34,21 @@ class TextBudget:
     def __init__(self, max_bytes: int = MAX_TEXT_BYTES) -> None:
         self._max = max_bytes
         self._used = 0
+        #: Text arrived past the budget (some of it was dropped).
+        self.exceeded = False
 
     def take(self, content: str) -> list[TextDelta]:
         """``[TextDelta(part)]`` for the part of ``content`` that still fits, else ``[]``."""
         room = self._max - self._used
-        if room <= 0 or not content:
+        if not content:
+            return []
+        if room <= 0:
+            self.exceeded = True
             return []
         raw = content.encode("utf-8")
         if len(raw) > room:  # the bound is reached: keep what fits (whole characters), drop the rest
             content, self._used = raw[:room].decode("utf-8", errors="ignore"), self._max
+            self.exceeded = True
         else:
             self._used += len(raw)
         return [TextDelta(content)] if content else []

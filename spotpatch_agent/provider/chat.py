@@ -25,10 +25,10 @@ from typing import Any
 
 from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.protocol.errors import ErrorCode
-from spotpatch_agent.provider.base import (AssistantTurn, ProviderEvent, ToolResultMessage,
+from spotpatch_agent.provider.base import (AssistantTurn, ProviderEvent, ToolCallEvent, ToolResultMessage,
                                            TurnEnd, TurnRequest, UserMessage)
-from spotpatch_agent.provider.calls import (MAX_ARGUMENT_CHARS, MAX_TEXT_BYTES, ArgumentBuffer, TextBudget, check_call_count, claim_call_id,
-                                            tool_call_event)
+from spotpatch_agent.provider.calls import (CUT_AT_OUTPUT_LIMIT, MAX_ARGUMENT_CHARS, MAX_TEXT_BYTES, ArgumentBuffer,
+                                            TextBudget, check_call_count, claim_call_id, tool_call_event)
 from spotpatch_agent.provider.http import (EndpointAdapter, aiter_sse, content_type, read_json_answer, stream_error)
 from spotpatch_agent.provider.http import loads as _loads
 # Re-exported for the tests: the HTTP boundary moved to provider/http.py, shared with the Responses adapter.
@@ -65,7 +65,10 @@ def to_chat_messages(request: TurnRequest) -> list[dict[str, Any]]:
 
 def build_chat_body(request: TurnRequest) -> dict[str, Any]:
     """The JSON body of ``POST /chat/completions``: model, messages, strict function tools, tool_choice,
-    ``stream: true`` with usage, parallel tool calls, and ``max_tokens`` when set. ``tools``,
+    ``stream: true`` with usage, parallel tool calls, and ``max_completion_tokens`` when set (OpenAI's
+    current field — its reasoning models reject the deprecated ``max_tokens``; llama.cpp's ``llama-server``
+    and vLLM read it too; a relay that ignores it still works: the turn's text budget ends an endless
+    answer). ``tools``,
     ``tool_choice`` and ``parallel_tool_calls`` are omitted when no tool is offered (providers reject them)."""
     body: dict[str, Any] = {"model": request.model, "messages": to_chat_messages(request)}
     if request.tools:
@@ -77,7 +80,7 @@ def build_chat_body(request: TurnRequest) -> dict[str, Any]:
         body.update(tool_choice=request.tool_choice, parallel_tool_calls=True)
     body.update(stream=True, stream_options={"include_usage": True})
     if request.max_output_tokens is not None:
-        body["max_tokens"] = request.max_output_tokens
+        body["max_completion_tokens"] = request.max_output_tokens
     return body
 
 
@@ -120,6 +123,12 @@ class ChatStreamAssembler:
         self._usage: dict[str, Any] | None = None
         #: ``data: [DONE]`` was seen; the caller stops reading.
         self.done = False
+
+    @property
+    def text_limited(self) -> bool:
+        """The turn's text passed its budget before any tool call started: the caller stops reading and
+        :meth:`finish` ends the turn with ``text_limit``."""
+        return self._text.exceeded and not self._slots
 
     def feed_data(self, data: str) -> list[ProviderEvent]:
         """Feed one SSE ``data`` payload: ``[DONE]`` ends the stream, empty data is ignored, else JSON."""
@@ -165,7 +174,11 @@ class ChatStreamAssembler:
 
     def finish(self) -> list[ProviderEvent]:
         """The end of the turn: tool calls in index order (arrival order for unindexed ones), then
-        :class:`TurnEnd`. ``stop`` or no reason with calls becomes ``tool_calls``."""
+        :class:`TurnEnd`. ``stop`` or no reason with calls becomes ``tool_calls``; a turn ended by its text
+        budget (:attr:`text_limited`) is ``text_limit``. A call of a turn cut at the output limit
+        (``length``) whose arguments do not parse is invalid with "cut off at the output limit"."""
+        if self.text_limited:
+            return [TurnEnd(stop_reason="text_limit", usage=self._usage)]
         if not self.done and self._finish_reason is None:
             message = "the provider's stream ended before the turn finished (no finish_reason, no [DONE]): truncated"
             raise ProviderError(ErrorCode.PROVIDER_PROTOCOL, message)
@@ -177,7 +190,10 @@ class ChatStreamAssembler:
         for slot in slots:
             call_id = slot.id or f"spotpatch_call_{slot.seq}"
             claim_call_id(call_id, seen, self._api_key)
-            events.append(tool_call_event(call_id, slot.name, slot.arguments))
+            event = tool_call_event(call_id, slot.name, slot.arguments)
+            if self._finish_reason == "length" and event.invalid is not None and not event.oversized and slot.name:
+                event = ToolCallEvent(call_id, slot.name, event.arguments_json, invalid=CUT_AT_OUTPUT_LIMIT)
+            events.append(event)
         # ``stop`` (or no reason at all: ``[DONE]`` only, common on relays) with calls means tool calls; a text-only
         # turn keeps its reason (None: accepted as a final answer). ``tool_calls`` without a call stays as sent:
         # the engine fails it (PROVIDER_PROTOCOL) instead of taking it for an empty final answer.
@@ -248,13 +264,14 @@ class ChatCompletionsAdapter(EndpointAdapter):
         the iterator early.
         """
         body = build_chat_body(request)
-        assembler = ChatStreamAssembler(api_key=self._api_key)
-        read = functools.partial(self._read, assembler=assembler)
+        budget = request.max_text_bytes or MAX_TEXT_BYTES
+        read = functools.partial(self._read, text_budget=budget)  # a fresh assembler per attempt
         async with aclosing(self._http.stream(body, model=request.model, read=read)) as events:
             async for event in events:
                 yield event
 
-    async def _read(self, source: Any, assembler: ChatStreamAssembler) -> AsyncIterator[ProviderEvent]:
+    async def _read(self, source: Any, text_budget: int) -> AsyncIterator[ProviderEvent]:
+        assembler = ChatStreamAssembler(max_text_bytes=text_budget, api_key=self._api_key)
         response = source.response
         if content_type(response) != "text/event-stream":
             # a relay that ignored stream:true: a whole completion (or an error) as JSON
@@ -270,7 +287,7 @@ class ChatCompletionsAdapter(EndpointAdapter):
                         raise stream_error(sse.data if payload is None else payload, self._api_key)
                     for event in assembler.feed_data(sse.data):
                         yield event
-                    if assembler.done:
-                        break
+                    if assembler.done or assembler.text_limited:
+                        break  # text_limited: leaving the block closes the stream at once
         for event in assembler.finish():
             yield event

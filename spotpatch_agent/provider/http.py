@@ -6,10 +6,14 @@ retries, status mapping, idle timeout, cancellation, and the one place where htt
     SSEClient.stream(body, model=…, read=…)
      ├── 2xx            → ``read(event_source)`` yields the adapter's events (its own wire format)
      ├── 408/409/429/5xx → wait (``retry-after-ms`` / ``retry-after`` / backoff), retry ≤ MAX_RETRIES times
+     ├── 2xx whose stream reports a server-side error before the turn finished (TransientStreamError)
+     │                  → TurnRestart, wait, ask again — from the same MAX_RETRIES budget
      ├── other status   → ProviderError (PROVIDER_AUTH, PROVIDER_UNAVAILABLE, LIMIT_EXCEEDED, PROVIDER_PROTOCOL)
      └── httpx error    → ProviderError (fixed wording; the foreign exception is not chained)
 
-Retries happen only before the first event of the turn, so never after any side effect. Every error
+A retry never follows a side effect: status retries happen before the first event of the turn, and a
+stream is asked again only while no :class:`ToolCallEvent` of it was yielded (the adapters yield calls at
+the turn's end), after a :class:`TurnRestart` that voids the text streamed so far. Every error
 message is sanitized: status code plus at most :data:`MAX_EXCERPT` characters of the provider's own error
 ``message`` with the API key replaced by ``[REDACTED]``; never request headers or the URL.
 """
@@ -32,7 +36,7 @@ import anyio
 from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.policy.redact import REDACTOR, SECRET_MARK, secret_variants
 from spotpatch_agent.protocol.errors import ErrorCode
-from spotpatch_agent.provider.base import ProviderEvent
+from spotpatch_agent.provider.base import ProviderEvent, ToolCallEvent, TurnRestart
 
 if TYPE_CHECKING:
     import httpx
@@ -57,6 +61,8 @@ _CONTEXT_WORDING = re.compile(
     r"|reduce the length of the messages",
     re.IGNORECASE,
 )
+#: A refusal that names the output-cap field (a cap above the model's maximum, or a relay without the field).
+_CAP_WORDING = re.compile(r"max_(?:completion_|output_)?tokens", re.IGNORECASE)
 #: Terminal escape sequences: ESC/C1 string commands (OSC, DCS, SOS, PM, APC) up to their terminator (or the
 #: end of the text), CSI sequences, and the other ``ESC`` + intermediates + final byte forms.
 _ESCAPES = re.compile(
@@ -119,13 +125,33 @@ def is_context_error(message: str | None, kinds: str) -> bool:
     return bool(_CONTEXT_WORDING.search(f"{message or ''} {kinds}"))
 
 
+class TransientStreamError(ProviderError):
+    """A server-side error reported inside a 2xx stream before the turn finished (``PROVIDER_UNAVAILABLE``):
+    :meth:`SSEClient.stream` asks again within its retry budget when no call of the turn was yielded."""
+
+
+#: Words of an in-stream error's code or type that mark a server-side failure (transient), never a rate
+#: limit (whose wait the provider gives only in headers) or a refusal of the request.
+_SERVER_SIDE = re.compile(r"server_error|internal|overloaded|unavailable|timeout|\b5\d\d\b", re.IGNORECASE)
+
+
+def is_server_side(kinds: str) -> bool:
+    """Whether an error's code/type text (:func:`error_fields`) says the server failed (5xx, server_error…)."""
+    return bool(_SERVER_SIDE.search(kinds))
+
+
 def stream_error(error: Any, api_key: str | None) -> ProviderError:
     """The :class:`ProviderError` for an error object sent inside a 200 stream (``data: {"error": …}``):
-    ``LIMIT_EXCEEDED`` when it is about context length, else ``PROVIDER_PROTOCOL``."""
+    ``LIMIT_EXCEEDED`` when it is about context length, a :class:`TransientStreamError`
+    (``PROVIDER_UNAVAILABLE``) when it is server-side (code 5xx, type ``server_error``…), else
+    ``PROVIDER_PROTOCOL``."""
     message, kinds = error_fields(error)
     excerpt = sanitize_excerpt(message, api_key) if message else "no message"
     if is_context_error(message, kinds):
         return ProviderError(ErrorCode.LIMIT_EXCEEDED, f"the conversation exceeds the model's context: {excerpt}")
+    if is_server_side(kinds):
+        return TransientStreamError(ErrorCode.PROVIDER_UNAVAILABLE,
+                                    f"the provider reported a server error before the turn finished: {excerpt}")
     return ProviderError(ErrorCode.PROVIDER_PROTOCOL, f"the provider reported an error in its answer: {excerpt}")
 
 
@@ -230,17 +256,31 @@ class SSEClient:
         with self._boundary(state):
             for attempt in range(MAX_RETRIES + 1):
                 state.streaming = False
+                restart = False
                 async with httpx_sse.aconnect_sse(self._client, "POST", self.url, json=body) as source:
                     response = source.response
                     if 200 <= response.status_code < 300:
                         state.streaming = True
-                        async with aclosing(read(source)) as events:
-                            async for event in events:
-                                yield event
-                        return
-                    failure = await self._status_failure(response, attempt, model)
+                        sent = called = False
+                        try:
+                            async with aclosing(read(source)) as events:
+                                async for event in events:
+                                    sent, called = True, called or isinstance(event, ToolCallEvent)
+                                    yield event
+                            return
+                        except TransientStreamError as exc:
+                            if called or attempt >= MAX_RETRIES:
+                                if attempt:
+                                    exc.message = f"{exc.message} (after {attempt} retr{'y' if attempt == 1 else 'ies'})"
+                                    exc.args = (exc.message,)
+                                raise
+                            failure, restart = _Failure(exc, retry_wait({}, attempt)), sent
+                    else:
+                        failure = await self._status_failure(response, attempt, model)
                 if failure.wait is None:
                     raise failure.error
+                if restart:
+                    yield TurnRestart(failure.error.message)
                 await anyio.sleep(failure.wait)
 
     async def _status_failure(self, response: httpx.Response, attempt: int, model: str) -> _Failure:
@@ -261,6 +301,9 @@ class SSEClient:
             code, text = ErrorCode.LIMIT_EXCEEDED, "the conversation exceeds the model's context"
         else:
             code, text = ErrorCode.PROVIDER_PROTOCOL, "the provider rejected the request"
+            if _CAP_WORDING.search(f"{message or ''} {kinds}"):
+                detail += (" — the output cap: lower the model profile's maxOutputTokens to what this model "
+                           "allows, or set it to 0 to send none")
         error = ProviderError(code, text + detail, retryable=retryable)
         hint = response.headers.get("x-should-retry", "").strip().lower()
         if (hint == "true" or (hint != "false" and transient)) and attempt < MAX_RETRIES:

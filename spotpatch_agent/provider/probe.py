@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -36,6 +37,7 @@ from spotpatch_agent.provider.base import (
     ToolSpec,
     TurnEnd,
     TurnRequest,
+    TurnRestart,
     UserMessage,
 )
 from spotpatch_agent.provider.http import loads, request_headers, sanitize_excerpt
@@ -57,6 +59,9 @@ LISTING_TIMEOUT = 20.0
 #: the idle timeout must not keep ``provider/probe`` open for ever.
 PROBE_TIMEOUT = 180.0
 _LISTING_BYTES = 2 * 1024 * 1024
+#: Text accepted in the probe's forced-call turn, in UTF-8 bytes: past it (no call started) the turn ends
+#: at once with ``MODEL_TOOL_CALL_UNSUPPORTED`` — a real call needs none of it.
+PROBE_TEXT_BYTES = 4 * 1024
 #: Hosts whose ``/models`` lists base models, not the deployment names sent as ``model`` (Azure OpenAI).
 _DEPLOYMENT_HOSTS = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
 
@@ -199,40 +204,58 @@ def missing_model(
 # ---------------------------------------------------------------- step 2: forced tool round trip
 
 
-async def probe_tool_calling(adapter: ProviderAdapter, model: str) -> ProbeOutcome:
+async def probe_tool_calling(adapter: ProviderAdapter, model: str, *,
+                             max_output_tokens: int | None = None) -> ProbeOutcome:
     """Run the two-turn round trip through ``adapter`` (any wire format).
 
-    No output cap is sent: reasoning models reject Chat's ``max_tokens`` and can spend a small cap on
-    reasoning alone, which would read as "no tool call". Raises :class:`ProviderError` for transport and
-    protocol failures (also in turn 2); returns ``tool_calling=False`` with ``MODEL_TOOL_CALL_UNSUPPORTED``
-    when turn 1 holds no valid call to the offered tool.
+    Both turns send ``max_output_tokens`` (the model profile's output cap, as every job turn does), so a
+    provider that rejects the cap says so here, not in the middle of a job. Turn 1's text is bounded to
+    :data:`PROBE_TEXT_BYTES`: a model that answers the forced call with text is cut off there (the stream is
+    closed at once) instead of streaming until the cap or the probe's timeout. Raises :class:`ProviderError`
+    for transport and protocol failures (also in turn 2); returns ``tool_calling=False`` with
+    ``MODEL_TOOL_CALL_UNSUPPORTED`` when turn 1 holds no valid call to the offered tool.
     """
     first = TurnRequest(system=_SYSTEM, items=(UserMessage(_ASK),), tools=(PROBE_TOOL,), model=model,
-                        tool_choice="required")
+                        tool_choice="required", max_output_tokens=max_output_tokens, max_text_bytes=PROBE_TEXT_BYTES)
     calls: list[ToolCallEvent] = []
     stop_reason: str | None = None
     replay: tuple[dict[str, Any], ...] = ()
-    async for event in adapter.stream_turn(first):
-        if isinstance(event, ToolCallEvent):
-            calls.append(event)
-        elif isinstance(event, TurnEnd):
-            stop_reason, replay = event.stop_reason, event.replay
+    async with aclosing(adapter.stream_turn(first)) as events:
+        async for event in events:
+            if isinstance(event, ToolCallEvent):
+                calls.append(event)
+            elif isinstance(event, TurnRestart):
+                calls.clear()
+            elif isinstance(event, TurnEnd):
+                stop_reason, replay = event.stop_reason, event.replay
     valid = [c for c in calls if c.name == PROBE_TOOL.name and c.invalid is None]
     if not valid:
-        what = "no tool call" if not calls else "a malformed or unexpected tool call"
-        cut = " (its answer was cut off at the output length limit)" if stop_reason == "length" else ""
-        message = (f"The model answered the forced tool call with {what}{cut}; it cannot drive SpotPatch's "
-                   "tools. Choose a model with tool calling, or copy the prompt instead.")
-        return ProbeOutcome(False, message, ErrorCode.MODEL_TOOL_CALL_UNSUPPORTED)
+        return ProbeOutcome(False, no_call_message(calls, stop_reason), ErrorCode.MODEL_TOOL_CALL_UNSUPPORTED)
     records = tuple(ToolCallRecord(id=c.id, name=c.name, arguments_json=c.arguments_json) for c in calls)
     answers = tuple(ToolResultMessage(call_id=c.id, output="ok" if c in valid else "ERROR: not offered")
                     for c in calls)  # every call of the turn gets exactly one result
     second = TurnRequest(system=_SYSTEM, items=(UserMessage(_ASK), AssistantTurn(text="", tool_calls=records, replay=replay),
                                                 *answers),
-                         tools=(PROBE_TOOL,), model=model, tool_choice="none")
-    async for _ in adapter.stream_turn(second):
-        pass
+                         tools=(PROBE_TOOL,), model=model, tool_choice="none", max_output_tokens=max_output_tokens)
+    async with aclosing(adapter.stream_turn(second)) as events:
+        async for _ in events:
+            pass
     return ProbeOutcome(True, "Tool calling works: one forced tool call and its continuation succeeded.")
+
+
+def no_call_message(calls: Sequence[ToolCallEvent], stop_reason: str | None) -> str:
+    """The diagnosis of a forced tool call answered without a valid call: the same for a short text-only
+    answer and for one cut off by the text budget (``text_limit``); an answer that reached the output cap
+    (``length``) says it was cut off at the output limit."""
+    what = "no tool call" if not calls else "a malformed or unexpected tool call"
+    if stop_reason == "length":
+        cut = " (its answer was cut off at the output limit)"
+    elif stop_reason == "text_limit":
+        cut = " (it wrote text instead; SpotPatch stopped reading after the probe's text budget)"
+    else:
+        cut = ""
+    return (f"The model answered the forced tool call with {what}{cut}; it cannot drive SpotPatch's "
+            "tools. Choose a model with tool calling, or copy the prompt instead.")
 
 
 async def run_probe(
@@ -244,8 +267,10 @@ async def run_probe(
     headers: Mapping[str, str] | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
     timeout: float = PROBE_TIMEOUT,
+    max_output_tokens: int | None = None,
 ) -> ProbeOutcome:
-    """:func:`list_models`, then (unless the model is missing) :func:`probe_tool_calling`, all within
+    """:func:`list_models`, then (unless the model is missing) :func:`probe_tool_calling` (with the output
+    cap ``max_output_tokens``), all within
     ``timeout`` seconds. The message starts with what the listing said. Raises :class:`ProviderError` as
     those two do, and ``PROVIDER_UNAVAILABLE`` when the whole probe takes longer than ``timeout``."""
     try:
@@ -254,7 +279,7 @@ async def run_probe(
             missing = missing_model(model, listing, base_url=base_url, api_key=api_key)
             if missing is not None:
                 return missing
-            outcome = await probe_tool_calling(adapter, model)
+            outcome = await probe_tool_calling(adapter, model, max_output_tokens=max_output_tokens)
     except TimeoutError:
         raise ProviderError(ErrorCode.PROVIDER_UNAVAILABLE, f"the probe took longer than {timeout:g} s") from None
     return replace(outcome, message=f"{listing.note} {outcome.message}", models=listing.models)

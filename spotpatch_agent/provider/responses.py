@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 
 from spotpatch_agent.provider.base import ProviderEvent, TurnRequest
-from spotpatch_agent.provider.calls import MAX_ARGUMENT_CHARS
+from spotpatch_agent.provider.calls import MAX_ARGUMENT_CHARS, MAX_TEXT_BYTES
 from spotpatch_agent.provider.http import EndpointAdapter, aiter_sse, content_type, read_json_answer
 from spotpatch_agent.provider.responses_convert import ResponsesStreamAssembler, build_responses_body
 
@@ -54,13 +54,14 @@ class ResponsesAdapter(EndpointAdapter):
         ``contextlib.aclosing`` when abandoning the iterator early.
         """
         body = build_responses_body(request)
-        assembler = ResponsesStreamAssembler(api_key=self._api_key)
-        read = functools.partial(self._read, assembler=assembler)
+        budget = request.max_text_bytes or MAX_TEXT_BYTES
+        read = functools.partial(self._read, text_budget=budget)  # a fresh assembler per attempt
         async with aclosing(self._http.stream(body, model=request.model, read=read)) as events:
             async for event in events:
                 yield event
 
-    async def _read(self, source: Any, assembler: ResponsesStreamAssembler) -> AsyncIterator[ProviderEvent]:
+    async def _read(self, source: Any, text_budget: int) -> AsyncIterator[ProviderEvent]:
+        assembler = ResponsesStreamAssembler(max_text_bytes=text_budget, api_key=self._api_key)
         response = source.response
         if content_type(response) != "text/event-stream":
             answer = await read_json_answer(response, MAX_ARGUMENT_CHARS)  # a relay that ignored stream: true
@@ -68,7 +69,7 @@ class ResponsesAdapter(EndpointAdapter):
                 yield event
         else:
             async with aclosing(aiter_sse(response)) as sse_events:
-                while not assembler.done:
+                while not assembler.done and not assembler.text_limited:  # leaving the block closes the stream
                     if assembler.pending_error is None:
                         sse = await anext(sse_events, None)
                     else:

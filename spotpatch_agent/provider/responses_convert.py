@@ -23,9 +23,10 @@ from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.provider.base import (AssistantTurn, ConversationItem, ProviderEvent, ToolCallEvent,
                                            ToolResultMessage, TurnEnd, TurnRequest, UserMessage)
-from spotpatch_agent.provider.calls import (MAX_TEXT_BYTES, ArgumentBuffer, TextBudget, check_call_count,
-                                            claim_call_id, tool_call_event)
-from spotpatch_agent.provider.http import error_fields, is_context_error, loads, sanitize_excerpt
+from spotpatch_agent.provider.calls import (CUT_AT_OUTPUT_LIMIT, MAX_TEXT_BYTES, ArgumentBuffer, TextBudget,
+                                            check_call_count, claim_call_id, tool_call_event)
+from spotpatch_agent.provider.http import (TransientStreamError, error_fields, is_context_error, is_server_side, loads,
+                                           sanitize_excerpt)
 
 #: ``reasoning`` items kept per turn for replay, and their ``encrypted_content`` characters in all; the rest
 #: is dropped (the model then reasons again without it, as with ``store: false`` and no replay at all).
@@ -118,7 +119,7 @@ def build_responses_body(request: TurnRequest) -> dict[str, Any]:
 def response_error(error: Any, api_key: str | None, *, where: str) -> ProviderError:
     """The :class:`ProviderError` for the error object of ``response.failed`` or an ``error`` event
     (``where`` names it): ``LIMIT_EXCEEDED`` for context length, ``PROVIDER_UNAVAILABLE`` for rate limits and
-    server errors, else ``PROVIDER_PROTOCOL``. The provider's code and message are quoted, sanitized."""
+    server errors (server-side ones as a :class:`TransientStreamError`, asked again), else ``PROVIDER_PROTOCOL``. The provider's code and message are quoted, sanitized."""
     message, kinds = error_fields(error)
     code = error.get("code") if isinstance(error, dict) else None
     shown_code = sanitize_excerpt(str(code), api_key)[:60] if code else "no code"
@@ -126,6 +127,9 @@ def response_error(error: Any, api_key: str | None, *, where: str) -> ProviderEr
     if is_context_error(message, kinds):
         return ProviderError(ErrorCode.LIMIT_EXCEEDED,
                              f"the conversation exceeds the model's context ({where}: {shown_code}): {excerpt}")
+    if is_server_side(kinds):  # asked again within the retry budget (provider/http.py)
+        return TransientStreamError(ErrorCode.PROVIDER_UNAVAILABLE,
+                                    f"the provider reported a server error before the turn finished ({where}: {shown_code}): {excerpt}")
     if any(word in kinds.lower() for word in TRANSIENT_CODES):
         return ProviderError(ErrorCode.PROVIDER_UNAVAILABLE,
                              f"the provider is unavailable or rate-limited ({where}: {shown_code}): {excerpt}")
@@ -205,6 +209,12 @@ class ResponsesStreamAssembler:
         #: An ``error`` event arrived; the turn fails at the next terminal event or at EOF.
         self.pending_error: ProviderError | None = None
 
+    @property
+    def text_limited(self) -> bool:
+        """The turn's text passed its budget before any function call started: the caller stops reading
+        and :meth:`finish` ends the turn with ``text_limit``."""
+        return self._text.exceeded and not self._calls
+
     def feed_data(self, event: str, data: str) -> list[ProviderEvent]:
         """Feed one SSE event: its ``event:`` name (may be empty) and ``data``. Empty data and ``[DONE]`` are
         ignored; non-JSON data is an error unless the event name is one this parser does not know."""
@@ -245,6 +255,8 @@ class ResponsesStreamAssembler:
         """The end of the stream: tool calls, then :class:`TurnEnd`. Raises as described on the class."""
         if self.pending_error is not None:
             raise self.pending_error
+        if self.text_limited:
+            return [TurnEnd(stop_reason="text_limit", usage=self._usage)]
         if not self.done:
             raise ProviderError(ErrorCode.PROVIDER_PROTOCOL,
                                 "the provider's stream ended before response.completed: truncated")
@@ -265,8 +277,7 @@ class ResponsesStreamAssembler:
             claim_call_id(call_id, seen, self._api_key)
             event = tool_call_event(call_id, call.name, call.args)
             if not call.final and self._stop == "length" and event.invalid is None:
-                event = ToolCallEvent(call_id, call.name, event.arguments_json,
-                                      invalid="the arguments were cut off at the output limit")
+                event = ToolCallEvent(call_id, call.name, event.arguments_json, invalid=CUT_AT_OUTPUT_LIMIT)
             events.append(event)
         stop = "tool_calls" if events else (self._stop or "stop")
         replay = tuple(item for _, item in sorted(self._reasoning.values(), key=lambda kept: kept[0]))

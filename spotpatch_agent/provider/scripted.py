@@ -33,6 +33,8 @@ A **turn** is a dict (or a callable ``fn(request_body) -> dict`` evaluated when 
   event) and end the body normally: EOF before the turn's end, in either format.
 - ``"abort": True`` on a streamed turn — drop the connection after the events, without ending the body.
 - ``"headers": dict`` on a streamed turn — extra response headers (e.g. another ``Content-Type``).
+- ``{"textForever": str}`` — a model that never stops talking: that text as a text delta of either format,
+  again and again, until the client disconnects (recorded) or the server stops.
 
 An exhausted script answers HTTP 500 ``{"error": {"message": "script exhausted"}}``. The server logs to
 the ``logging`` module only (never stdout).
@@ -180,6 +182,22 @@ def _is_text_event(piece: str | bytes) -> bool:
         return False
 
 
+def _endless_text(text: str, model: str, responses: bool) -> Iterable[str]:
+    """The events of a turn that streams ``text`` for ever (the caller stops when the client leaves)."""
+    if responses:
+        yield ("event: response.created\ndata: " + json.dumps({"type": "response.created", "response": {
+            "id": "resp_forever", "object": "response", "status": "in_progress", "model": model, "output": []}})
+            + "\n\n")
+        delta = json.dumps({"type": "response.output_text.delta", "item_id": "msg_forever", "output_index": 0,
+                            "content_index": 0, "delta": text})
+        event = f"event: response.output_text.delta\ndata: {delta}\n\n"
+    else:
+        event = sse({"id": "chatcmpl-forever", "object": "chat.completion.chunk", "created": 0, "model": model,
+                     "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]})
+    while True:
+        yield event
+
+
 class _ClientGone(Exception):
     pass
 
@@ -242,8 +260,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _stream(self, turn: dict[str, Any], turn_no: int, body: dict[str, Any], *, responses: bool = False) -> None:
         owner = self.server.owner
         model = str(body.get("model") or "scripted-model")
-        if "raw" in turn:
-            pieces: list[str | bytes] = list(turn["raw"])
+        if turn.get("textForever"):
+            pieces: Iterable[str | bytes] = _endless_text(str(turn["textForever"]), model, responses)
+        elif "raw" in turn:
+            pieces = list(turn["raw"])
         elif turn.get("stall") and not {"stallAfterChunks", "stallAfterText"} & turn.keys():
             pieces = []
         elif responses:
@@ -256,7 +276,7 @@ class _Handler(BaseHTTPRequestHandler):
         if turn.get("stallAfterText") or turn.get("endAfterText"):
             cut = max((i + 1 for i, piece in enumerate(pieces) if _is_text_event(piece)), default=0)
         if cut is not None:
-            pieces = pieces[: int(cut)]
+            pieces = list(pieces)[: int(cut)]
         self.send_response(200)
         headers = {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache",
                    **(turn.get("headers") or {})}

@@ -140,9 +140,11 @@ def display_lines(data: bytes) -> tuple[str, ...]:
 class WorktreeContext:
     """Shared state of the tools of one job worktree: ``root``, effective ``limits``, ``version``, caches."""
 
-    def __init__(self, root: Path, limits: Limits) -> None:
+    def __init__(self, root: Path, limits: Limits, *, focus: dict[str, tuple[int, ...]] | None = None) -> None:
         self.root = Path(root)
         self.limits = limits
+        #: The job's targets' offered lines per relative path (``read_file`` without a range starts near them).
+        self.focus: dict[str, tuple[int, ...]] = dict(focus or {})
         self._version = 0
         self._listing: Listing | None = None
         self._reads: dict[str, TextFile | None] = {}

@@ -93,14 +93,15 @@ class ToolExecutor:
     ``checks``: the job's trusted checks, the only commands ``run_check`` may run (exposed as ``ctx.checks``);
     ``sandbox`` the trusted config's policy for them and ``project_root`` the user's checkout the confined
     check must not see (``ctx.check_sandbox``, ``ctx.project_root``: checks/runner.py).
+    ``focus``: the targets' offered lines per relative path (``read_file`` without a range starts near them).
     """
 
     def __init__(self, root: Path, limits: Limits, *, tools: Iterable[str] | None = None,
                  checks: Sequence[CheckConfig] = (), sandbox: str = "required",
-                 project_root: Path | None = None) -> None:
+                 project_root: Path | None = None, focus: dict[str, tuple[int, ...]] | None = None) -> None:
         names = list(TOOL_DEFS) if tools is None else list(tools)
         self._tools: dict[str, ToolDef] = {name: TOOL_DEFS[name] for name in names}
-        self._ctx = WorktreeContext(Path(root), limits)
+        self._ctx = WorktreeContext(Path(root), limits, focus=focus)
         self._ctx.checks = tuple(checks)  # type: ignore[attr-defined] - read by tools/run_check.py only
         self._ctx.check_sandbox = sandbox  # type: ignore[attr-defined] - read by tools/run_check.py only
         self._ctx.project_root = project_root  # type: ignore[attr-defined] - read by tools/run_check.py only

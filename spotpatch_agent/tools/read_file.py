@@ -8,7 +8,13 @@ line text. Output::
         1| import { x } from "y";
         2|
         3| export function App() {
-    [117 more lines: call read_file with startLine 4]
+    [lines 4-120 not shown: read them in one call with startLine 4 and endLine 120]
+
+The continuation hint always names a range (up to ``readMaxLines`` lines), never a single line: a model
+that follows it reads the rest in as few calls as possible. A file a target of the job points into (its
+"offered" lines, :attr:`~spotpatch_agent.tools.context.WorktreeContext.focus`) read without a range returns
+the window around the offered line when that line lies past the default window: up to
+:data:`FOCUS_CONTEXT_ABOVE` lines above it, the rest below, with a hint for the lines above.
 
 The BOM and each line's trailing CR are not shown. Any unusable path (missing, protected, outside, directory,
 symlink, binary, too big, git-ignored, unnormalizable) gives the one uniform retryable ``TOOL_PATH_DENIED``
@@ -37,9 +43,23 @@ class ReadFileArgs(ToolArgs):
     end_line: int | None = Field(ge=1, description="Last line to return (inclusive); null for as many as allowed.")
 
 
+#: Lines shown above a target's offered line when a range-less read of its file is centred on it.
+FOCUS_CONTEXT_ABOVE = 60
+
+
+def default_start(total: int, offered: tuple[int, ...], max_lines: int) -> int:
+    """Where a read without a range starts: line 1, unless the file's first offered line lies past the
+    default window (``max_lines`` lines from 1): then up to :data:`FOCUS_CONTEXT_ABOVE` lines above it."""
+    inside = [line for line in offered if 1 <= line <= total]
+    if not inside or min(inside) <= max_lines:
+        return 1
+    return max(1, min(inside) - min(FOCUS_CONTEXT_ABOVE, max_lines // 4))
+
+
 def render(file: TextFile, start: int, end: int | None, *, max_lines: int, max_bytes: int) -> str:
     """The line-numbered window ``start..end`` of ``file``, bounded by ``max_lines`` lines and ``max_bytes``
-    bytes (UTF-8) of line text; a single line longer than ``max_bytes`` is cut and marked."""
+    bytes (UTF-8) of line text; a single line longer than ``max_bytes`` is cut and marked. Lines left out
+    after the window get a hint naming the next range to read in one call."""
     total = len(file.lines)
     if total == 0:
         return f"{file.rel} (empty file)"
@@ -67,7 +87,11 @@ def render(file: TextFile, start: int, end: int | None, *, max_lines: int, max_b
     if cut_note:
         out.append(cut_note)
     if shown_end < total:
-        out.append(f"[{total - shown_end} more lines: call read_file with startLine {shown_end + 1}]")
+        first, last = shown_end + 1, min(total, shown_end + max_lines)
+        if last == total:
+            out.append(f"[lines {first}-{total} not shown: read them in one call with startLine {first} and endLine {total}]")
+        else:
+            out.append(f"[lines {first}-{total} not shown: read the next range with startLine {first} and endLine {last}]")
     return "\n".join(out)
 
 
@@ -81,13 +105,15 @@ async def read_file(ctx: WorktreeContext, args: ReadFileArgs) -> ToolResult:
     file = await ctx.read_text(args.path)
     if file is None:
         return ToolResult.rejected(ToolErrorCode.TOOL_PATH_DENIED, PATH_DENIED_MESSAGE)
-    text = render(
-        file,
-        args.start_line or 1,
-        args.end_line,
-        max_lines=ctx.limits.get("readMaxLines"),
-        max_bytes=ctx.limits.get("readMaxBytes"),
-    )
+    max_lines = ctx.limits.get("readMaxLines")
+    start = args.start_line
+    if start is None and args.end_line is None:
+        start = default_start(len(file.lines), ctx.focus.get(file.rel, ()), max_lines)
+    text = render(file, start or 1, args.end_line, max_lines=max_lines, max_bytes=ctx.limits.get("readMaxBytes"))
+    if start is not None and start > 1 and args.start_line is None:  # centred on a target's offered line
+        above = max(1, start - max_lines)
+        text += (f"\n[lines 1-{start - 1} not shown (the read starts near the target's line): read them with "
+                 f"startLine {above} and endLine {start - 1}]")
     return ToolResult.success(text, path=file.rel)
 
 

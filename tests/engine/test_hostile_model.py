@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
 import sys
 import unicodedata
@@ -178,7 +179,10 @@ async def test_a_hostile_model_reveals_nothing_and_changes_nothing_outside(world
             assert not e["ok"] and e["errorCode"] in ("TOOL_PATH_DENIED", "TOOL_ARGUMENTS_INVALID") and e["retryable"]
     denied = {m["content"] for r in server.requests for m in r["messages"]
               if m["role"] == "tool" and "TOOL_PATH_DENIED" in m["content"]}
-    assert len(denied) == 1  # one uniform answer, no hint of the reason
+    # One uniform answer, no hint of the reason; a path asked again in a later turn gets the stuck-call
+    # guard's answer, which is uniform too (only the turn of the first failure differs).
+    assert len({d for d in denied if "Not run:" not in d}) == 1
+    assert len({re.sub(r"in turn \d+", "", d) for d in denied if "Not run:" in d}) <= 1
     assert [f.path for f in diff.files] == ["src/App.tsx"]
 
     # --- job B: malformed calls (extra fields, wrong types, not objects, duplicate keys, unknown tools,

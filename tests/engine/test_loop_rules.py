@@ -266,7 +266,8 @@ async def test_unknown_tool_names_strike_per_name(root, monkeypatch) -> None:
 
 @pytest.mark.anyio
 async def test_path_denials_stay_retryable(root, monkeypatch) -> None:
-    turns = [{"toolCalls": [read(f"d{i}", ".env")]} for i in range(4)] + [
+    # Different denied paths (an identical repeat is the stuck-call guard's: tests/engine/test_turn_endings.py).
+    turns = [{"toolCalls": [read(f"d{i}", path)]} for i, path in enumerate((".env", ".env.local", ".npmrc", "id_rsa"))] + [
         {"toolCalls": [call("w", "replace_text", EDIT)]}, DONE]
     snap, _, events, _, _ = await run_job(root, turns, monkeypatch)
     assert snap.status == "awaiting-review"

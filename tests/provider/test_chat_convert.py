@@ -69,7 +69,8 @@ def test_body_with_tools():
     body = build_chat_body(TurnRequest("s", (UserMessage("go"),), (tool,), "m", "required", 10))
     assert body["tools"] == [{"type": "function", "function": {
         "name": "list_files", "description": "List.", "parameters": {"type": "object"}, "strict": True}}]
-    assert (body["tool_choice"], body["parallel_tool_calls"], body["max_tokens"]) == ("required", True, 10)
+    assert (body["tool_choice"], body["parallel_tool_calls"], body["max_completion_tokens"]) == ("required", True, 10)
+    assert "max_tokens" not in body  # OpenAI reasoning models reject it
 
 
 def _delta(delta=None, finish=None):

@@ -56,7 +56,8 @@ async def test_request_body_and_headers(server):
     [body] = server.requests
     assert body["model"] == "scripted-model" and body["stream"] is True
     assert body["stream_options"] == {"include_usage": True}
-    assert body["tool_choice"] == "required" and body["parallel_tool_calls"] is True and body["max_tokens"] == 256
+    assert body["tool_choice"] == "required" and body["parallel_tool_calls"] is True
+    assert body["max_completion_tokens"] == 256 and "max_tokens" not in body
     assert body["tools"] == [{"type": "function", "function": {
         "name": "read_file", "description": "Read a file.", "parameters": REQUEST.tools[0].parameters, "strict": True}}]
     assert body["messages"][2] == {"role": "assistant", "content": None, "tool_calls": [

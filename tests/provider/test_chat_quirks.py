@@ -232,12 +232,24 @@ async def test_connection_cut_mid_body_is_truncated(server, adapter):
 
 
 async def test_error_object_inside_200_stream_is_a_protocol_error(server, adapter):
-    err = {"error": {"message": "upstream model crashed", "type": "server_error", "code": 502}}
+    err = {"error": {"message": "the request is not valid", "type": "invalid_request_error", "code": "bad"}}
     server.add_turns({"raw": [chunk({"content": "hi"}), f"data: {json.dumps(err)}\n\n"]})
     with pytest.raises(ProviderError) as info:
         await run_turn(adapter)
     assert info.value.code == ErrorCode.PROVIDER_PROTOCOL
-    assert "upstream model crashed" in info.value.message
+    assert "the request is not valid" in info.value.message
+    assert len(server.requests) == 1  # not server-side: never asked again
+
+
+async def test_server_error_inside_200_stream_is_asked_again_then_unavailable(server, adapter):
+    err = {"error": {"message": "upstream model crashed", "type": "server_error", "code": 502}}
+    for _ in range(3):
+        server.add_turns({"raw": [chunk({"content": "hi"}), f"data: {json.dumps(err)}\n\n"]})
+    with pytest.raises(ProviderError) as info:
+        await run_turn(adapter)
+    assert info.value.code == ErrorCode.PROVIDER_UNAVAILABLE and info.value.retryable
+    assert "upstream model crashed" in info.value.message and "after 2 retries" in info.value.message
+    assert len(server.requests) == 3  # the first attempt and MAX_RETRIES more, never more
 
 
 async def test_context_length_error_inside_200_stream_is_limit_exceeded(server, adapter):
@@ -282,12 +294,23 @@ async def test_tool_markup_in_text_is_only_text(server, adapter):
 async def test_text_is_bounded_to_16_kib_per_turn_and_calls_still_assemble(server, adapter):
     piece = "é" * 1000  # 2000 bytes each
     events = await events_of(
+        server, adapter, call(0, "call_1", "read_file", '{"pa'), *[chunk({"content": piece}) for _ in range(10)],
+        call(0, None, None, 'th": "a"}'), FINISH, DONE,
+    )
+    text = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert len(text.encode()) <= MAX_TEXT_BYTES and len(text.encode()) > MAX_TEXT_BYTES - 2
+    assert calls_of(events) == [("call_1", "read_file", {"path": "a"})]  # a started call still completes
+
+
+async def test_text_past_the_budget_before_any_call_ends_the_turn_at_once(server, adapter):
+    piece = "é" * 1000  # 2000 bytes each
+    events = await events_of(
         server, adapter, *[chunk({"content": piece}) for _ in range(10)],
         call(0, "call_1", "read_file", '{"path": "a"}'), FINISH, DONE,
     )
     text = "".join(e.text for e in events if isinstance(e, TextDelta))
     assert len(text.encode()) <= MAX_TEXT_BYTES and len(text.encode()) > MAX_TEXT_BYTES - 2
-    assert calls_of(events) == [("call_1", "read_file", {"path": "a"})]
+    assert calls_of(events) == [] and events[-1] == TurnEnd("text_limit", None)
 
 
 async def test_two_calls_of_one_turn_with_the_same_id_are_rejected(server, adapter):

@@ -83,8 +83,10 @@ def api() -> str:
     return "responses"
 
 
-async def error_of(server, adapter, *pieces: str) -> tuple[ProviderError, list]:
-    server.add_turns({"raw": list(pieces)})
+async def error_of(server, adapter, *pieces: str, times: int = 1) -> tuple[ProviderError, list]:
+    """The error of a turn served as ``pieces`` (``times`` times: a server-side error is asked again)."""
+    for _ in range(times):
+        server.add_turns({"raw": list(pieces)})
     seen: list = []
     with pytest.raises(ProviderError) as info:
         async for event in adapter.stream_turn(REQUEST):
@@ -312,10 +314,15 @@ async def test_response_completed_ends_the_turn_even_if_the_body_goes_on(server,
 ], ids=["context-length", "rate-limit", "server-error", "invalid-prompt"])
 async def test_response_failed_maps_its_error(server, adapter, error, code):
     failed = ev("response.failed", response={"id": "resp_1", "status": "failed", "error": error, "output": []})
-    err, seen = await error_of(server, adapter, CREATED, text_delta("x"), failed)
+    server_side = error["code"] == "server_error"
+    err, seen = await error_of(server, adapter, CREATED, text_delta("x"), failed, times=3 if server_side else 1)
     assert err.code == code and f"response.failed: {error['code']}" in err.message
     assert error["message"] in err.message
-    assert seen == [TextDelta("x")]
+    if server_side:  # asked again twice (the retry budget), each void attempt announced by a TurnRestart
+        assert [type(e).__name__ for e in seen] == ["TextDelta", "TurnRestart"] * 2 + ["TextDelta"]
+        assert len(server.requests) == 3
+    else:
+        assert seen == [TextDelta("x")] and len(server.requests) == 1
 
 
 async def test_response_incomplete_at_the_output_limit_is_stop_reason_length(server, adapter):
@@ -357,7 +364,7 @@ async def test_response_incomplete_by_the_content_filter_is_a_clear_error(server
 
 async def test_error_event_then_eof_fails_with_its_error(server, adapter):
     err, _ = await error_of(server, adapter, CREATED,
-                            ev("error", code="server_error", message="The model crashed.", param=None))
+                            ev("error", code="server_error", message="The model crashed.", param=None), times=3)
     assert err.code == ErrorCode.PROVIDER_UNAVAILABLE and "error event: server_error" in err.message
     assert "The model crashed." in err.message
 
@@ -380,7 +387,8 @@ async def test_error_event_then_silence_fails_without_waiting_for_the_idle_timeo
 
 
 async def test_an_error_event_wins_over_a_later_completed(server, adapter):
-    err, _ = await error_of(server, adapter, CREATED, ev("error", code="server_error", message="boom"), completed())
+    err, _ = await error_of(server, adapter, CREATED, ev("error", code="server_error", message="boom"), completed(),
+                            times=3)
     assert err.code == ErrorCode.PROVIDER_UNAVAILABLE and "boom" in err.message
 
 

@@ -36,7 +36,8 @@ async def test_reads_numbered_window(make_executor) -> None:
     result = await executor.execute("read_file", read("src/App.tsx", 3, 4))
     assert result.ok and result.path == "src/App.tsx" and not result.wrote
     assert result.output == (
-        "src/App.tsx (lines 3-4 of 10)\n    3| line 3\n    4| line 4\n[6 more lines: call read_file with startLine 5]"
+        "src/App.tsx (lines 3-4 of 10)\n    3| line 3\n    4| line 4\n"
+        "[lines 5-10 not shown: read them in one call with startLine 5 and endLine 10]"
     )
 
 
@@ -44,7 +45,7 @@ async def test_defaults_and_line_limit(make_executor) -> None:
     _, executor = make_executor(FILES, read_max_lines=4)
     result = await executor.execute("read_file", read("src/App.tsx"))
     assert result.output.splitlines()[0] == "src/App.tsx (lines 1-4 of 10)"
-    assert result.output.endswith("[6 more lines: call read_file with startLine 5]")
+    assert result.output.endswith("[lines 5-10 not shown: read the next range with startLine 5 and endLine 8]")
     result = await executor.execute("read_file", read("src/App.tsx", 9, 400))
     assert result.output == "src/App.tsx (lines 9-10 of 10)\n    9| line 9\n   10| line 10"
 
@@ -148,3 +149,42 @@ async def test_invalidate_drops_caches(make_executor) -> None:
     executor.invalidate()
     assert "changed by a check" in (await executor.execute("read_file", read("src/App.tsx", 1, 1))).output
     assert "src/New.tsx" in (await executor.execute("list_files", call(glob="**", maxResults=50))).output
+
+
+# ---------------------------------------------------------------- one sufficient read (issue 16 part 4)
+
+
+async def test_the_hint_after_a_single_line_names_a_range_not_a_line(make_executor) -> None:
+    _, executor = make_executor(FILES)
+    result = await executor.execute("read_file", read("src/App.tsx", 3, 3))
+    hint = result.output.splitlines()[-1]
+    assert hint == "[lines 4-10 not shown: read them in one call with startLine 4 and endLine 10]"
+    # Following the hint reads the rest at once: no further hint.
+    result = await executor.execute("read_file", read("src/App.tsx", 4, 10))
+    assert result.output.splitlines()[-1] == "   10| line 10"
+
+
+async def test_a_rangeless_read_of_a_target_file_returns_the_context_around_the_offered_line(repo_factory) -> None:
+    from spotpatch_agent.protocol.models import Limits
+    from spotpatch_agent.tools.executor import ToolExecutor
+    from spotpatch_agent.tools.read_file import FOCUS_CONTEXT_ABOVE
+
+    big = "".join(f"row {n}\n" for n in range(1, 2001))
+    root = repo_factory({"src/Price.tsx": big, "src/Other.tsx": big})
+    executor = ToolExecutor(root, Limits(), focus={"src/Price.tsx": (900,)})
+    result = await executor.execute("read_file", read("src/Price.tsx"))
+    lines = result.output.splitlines()
+    start = 900 - FOCUS_CONTEXT_ABOVE
+    assert lines[0] == f"src/Price.tsx (lines {start}-{start + 399} of 2000)"
+    assert "  900| row 900" in lines and f"  {start}| row {start}" in lines
+    assert lines[-1] == (f"[lines 1-{start - 1} not shown (the read starts near the target's line): read them "
+                         f"with startLine {start - 400} and endLine {start - 1}]")
+    # Another file, and an explicit range of the target's file, read as asked.
+    assert (await executor.execute("read_file", read("src/Other.tsx"))).output.startswith(
+        "src/Other.tsx (lines 1-400 of 2000)")
+    assert (await executor.execute("read_file", read("src/Price.tsx", 1, 2))).output.startswith(
+        "src/Price.tsx (lines 1-2 of 2000)")
+    # An offered line inside the default window changes nothing.
+    near = ToolExecutor(root, Limits(), focus={"src/Price.tsx": (12,)})
+    assert (await near.execute("read_file", read("src/Price.tsx"))).output.startswith(
+        "src/Price.tsx (lines 1-400 of 2000)")
