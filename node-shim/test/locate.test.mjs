@@ -52,7 +52,7 @@ describe("plugin shape", () => {
     assert.equal(p.apply, "serve");
     assert.equal(typeof p.transform.handler, "function");
     const include = p.transform.filter.id.include;
-    assert.ok(include.test("/a/B.tsx") && include.test("/a/b.jsx?t=1") && !include.test("/a/b.ts"));
+    assert.ok(include.test("/a/B.tsx") && include.test("/a/b.jsx?t=1") && include.test("/a/b.ts") && !include.test("/a/b.css"));
     assert.ok(p.transform.filter.id.exclude.test("/a/node_modules/x/b.jsx"));
   });
 });
