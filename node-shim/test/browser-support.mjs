@@ -6,7 +6,7 @@
 // Apps (`openApp({ app })`):
 //   "demo"                        spotpatch_agent/demo/app (React + TS), with @vitejs/plugin-react
 //   a folder under test/apps/     its framework plugin chosen from its package.json dependencies
-//                                 (react, vue, svelte; none = plain HTML)
+//                                 (react, preact, solid, vue, svelte; none = plain HTML)
 //   a create-vite template name   "vue-ts", "svelte-ts", "vanilla", … copied from
 //                                 node_modules/create-vite/template-<name> (`_gitignore` → `.gitignore`)
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
@@ -72,6 +72,8 @@ async function frameworkPlugins(source) {
   const deps = { ...pkg.dependencies, ...pkg.devDependencies };
   if (deps.vue || deps["@vitejs/plugin-vue"]) return [(await import("@vitejs/plugin-vue")).default()];
   if (deps.svelte || deps["@sveltejs/vite-plugin-svelte"]) return [(await import("@sveltejs/vite-plugin-svelte")).svelte()];
+  if (deps.preact || deps["@preact/preset-vite"]) return (await import("@preact/preset-vite")).default();
+  if (deps["solid-js"] || deps["vite-plugin-solid"]) return [(await import("vite-plugin-solid")).default()];
   if (deps.react || deps["@vitejs/plugin-react"]) return [react()];
   return [];
 }
