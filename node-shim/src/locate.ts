@@ -19,9 +19,10 @@
  * `.jsx` and `.tsx` here; HTML pages (`transformIndexHtml`) and HTML written into `innerHTML` /
  * `outerHTML` / `insertAdjacentHTML` literals of plain `.js`/`.ts` modules in src/locate-html.ts and
  * src/locate-script.ts (same attribute, same unit).
- * Only intrinsic elements (`<div>`, `<svg>`, `<my-widget>`) are stamped: that is the element the user
- * clicks, at its definition site inside the component. Components (`<Card>`, `<ui.Card>`) and fragments
- * (`<>`, `<React.Fragment>`) render no DOM node of their own and get nothing.
+ * Intrinsic elements (`<div>`, `<svg>`, `<my-widget>`) get `data-spotpatch-loc`: that is the element the
+ * user clicks, at its definition site inside the component. Component usages (`<Card>`, `<ui.Card>`) get
+ * `data-spotpatch-use` instead (the usage chain, issue 15), except under Solid, whose run time keeps no
+ * component tree to read it from. Fragments (`<>`, `<Fragment>`, `<React.Fragment>`) get nothing.
  */
 
 import { realpathSync } from "node:fs";
@@ -36,6 +37,11 @@ import { injectScriptMarkupLocations } from "./locate-script.js";
 import { type AstNode, LinePositions, walk } from "./locate-util.js";
 
 export const LOC_ATTRIBUTE = "data-spotpatch-loc";
+/** The prop a component usage (`<Card>`) gets: where that instance is used, `file:line:col` of its `<`.
+ * A different name than LOC_ATTRIBUTE, so a component that spreads its props onto its root element can
+ * never overwrite that element's own location. Read back from the framework's component tree at run time
+ * (src/overlay/picker/chain.ts), never from the DOM. */
+export const USE_ATTRIBUTE = "data-spotpatch-use";
 
 export interface SpotpatchLocateOptions {
   /** Directory the `<file>` part is relative to. Default: Vite's resolved `config.root`. A relative
@@ -64,6 +70,7 @@ const JSX_COMPILER_NAMES = /^(vite:react-compiler|vite:react-swc|vite:react-babe
 export function spotpatchLocate(options: SpotpatchLocateOptions = {}): Plugin {
   let roots: string[] = [];
   let warnOnce: (message: string) => void = () => {};
+  let usage = true; // stamp component usages (USE_ATTRIBUTE); off under Solid (see the module comment)
 
   const setRoot = (base: string): void => {
     const root = path.resolve(base, options.root ?? ".");
@@ -88,6 +95,7 @@ export function spotpatchLocate(options: SpotpatchLocateOptions = {}): Plugin {
       const logger = config.logger;
       warnOnce = (message) => logger.warnOnce(`[spotpatch:locate] ${message}`);
       const plugins = config.plugins ?? [];
+      usage = !plugins.some((p) => p.name === "solid");
       const self = plugins.findIndex((p) => p.name === "spotpatch:locate");
       const before = plugins.slice(0, self < 0 ? 0 : self).filter((p) => JSX_COMPILER_NAMES.test(p.name) && p.transform);
       if (before.length > 0) {
@@ -111,6 +119,7 @@ export function spotpatchLocate(options: SpotpatchLocateOptions = {}): Plugin {
         }
         const result = injectLocations(code, rel, {
           typescript: file.endsWith(".tsx"),
+          usage,
           sourceName: file,
           onCompiled: () =>
             warnOnce(`${rel} reached spotpatch:locate already compiled from JSX; list spotpatchLocate() first.`),
@@ -169,6 +178,8 @@ export interface InjectOptions {
   typescript: boolean;
   /** `sources[0]` of the generated map (the module's file path). Default: `relFile`. */
   sourceName?: string;
+  /** Stamp component usages with `data-spotpatch-use` (default true). */
+  usage?: boolean;
   /** Called when the file contains no JSX but looks compiled from JSX (an earlier plugin ran first). */
   onCompiled?: () => void;
 }
@@ -206,15 +217,19 @@ export function injectLocations(code: string, relFile: string, opts: InjectOptio
     if (node.type !== "JSXOpeningElement") continue;
     sawJsx = true;
     const name = node.name as AstNode | undefined;
-    if (!name || name.type !== "JSXIdentifier" || !isIntrinsic(String(name.name))) continue;
-    if (hasLocAttribute(node)) continue;
+    if (!name) continue;
+    const intrinsic = name.type === "JSXIdentifier" && isIntrinsic(String(name.name));
+    const component = !intrinsic && opts.usage !== false && name.type !== "JSXNamespacedName" && !isFragment(name);
+    if (!intrinsic && !component) continue;
+    const attribute = intrinsic ? LOC_ATTRIBUTE : USE_ATTRIBUTE;
+    if (hasAttribute(node, attribute)) continue;
     const start = node.start as number;
     const { line, column } = positions.at(start);
     const value = `${relFile}:${line}:${column}`;
     // After the tag name and any type arguments (`<div<T>>` parses in .tsx); before every written attribute.
     const typeArgs = (node.typeArguments ?? node.typeParameters) as AstNode | undefined | null;
     const insertAt = (typeArgs?.end as number | undefined) ?? (name.end as number);
-    s.appendLeft(insertAt, ` ${LOC_ATTRIBUTE}=${jsxAttributeValue(value)}`);
+    s.appendLeft(insertAt, ` ${attribute}=${jsxAttributeValue(value)}`);
     changed = true;
   }
 
@@ -231,12 +246,19 @@ function isIntrinsic(tag: string): boolean {
   return /^[a-z]/.test(tag) || tag.includes("-");
 }
 
-function hasLocAttribute(opening: AstNode): boolean {
+function hasAttribute(opening: AstNode, attribute: string): boolean {
   const attributes = (opening.attributes ?? []) as AstNode[];
   return attributes.some((a) => {
     const n = a.name as AstNode | undefined;
-    return a.type === "JSXAttribute" && n?.type === "JSXIdentifier" && n.name === LOC_ATTRIBUTE;
+    return a.type === "JSXAttribute" && n?.type === "JSXIdentifier" && n.name === attribute;
   });
+}
+
+/** `<Fragment>`, `<React.Fragment>`, `<x.Fragment>`: no props but `key` and `children` allowed. */
+function isFragment(name: AstNode): boolean {
+  if (name.type === "JSXIdentifier") return name.name === "Fragment";
+  if (name.type === "JSXMemberExpression") return (name.property as AstNode).name === "Fragment";
+  return false;
 }
 
 /**
