@@ -56,7 +56,7 @@ export async function launchBrowser(t, opts = {}) {
 }
 
 /** Where app `name` comes from and which framework plugins serve it. */
-async function appSource(name) {
+export async function appSource(name) {
   if (name === "demo") return { source: DEMO_APP, plugins: [react()], template: false };
   const own = path.join(APPS, name);
   const template = path.join(TEMPLATES, `template-${name}`);
@@ -83,7 +83,7 @@ async function frameworkPlugins(source) {
  * tsconfig presets (`@vue/tsconfig`, `@tsconfig/svelte`) are not installed here, and Vite's transform
  * fails on an `extends` it cannot find, so the `extends` line is dropped (type-checking is not tested).
  */
-function prepareTemplate(root) {
+export function prepareTemplate(root) {
   if (existsSync(path.join(root, "_gitignore"))) renameSync(path.join(root, "_gitignore"), path.join(root, ".gitignore"));
   for (const name of readdirSync(root).filter((n) => /^tsconfig.*\.json$/.test(n))) {
     const file = path.join(root, name);
