@@ -272,6 +272,12 @@ describe("what is left alone", () => {
     assert.equal(injectLocations(`export const B = () => <Card><Other/></Card>;`, "src/B.tsx", { typescript: true, usage: false }), null);
   });
 
+  test("under Solid (a plugin named 'solid'), component usages get no data-spotpatch-use; elements keep their location", () => {
+    const { plugin } = makePlugin(ROOT, {}, { plugins: [spotpatchLocate(), { name: "solid", transform() {} }] });
+    const out = transform(plugin, `export const B = () => <Card><p/></Card>;`, id("src/B.tsx")).code;
+    assert.equal(out, `export const B = () => <Card><p data-spotpatch-loc="src/B.tsx:1:30"/></Card>;`);
+  });
+
   test("options.root overrides config.root; a relative one is resolved against config.root", () => {
     const jsx = `export const A = () => <div/>;`;
     const app = path.join(ROOT, "packages", "web");
