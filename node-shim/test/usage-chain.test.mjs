@@ -97,3 +97,33 @@ for (const app of ["nested-react", "nested-preact"]) {
     assert.deepEqual(page.errors, []);
   });
 }
+
+test("nested-react: a usage prop with an absolute or node_modules path (written by hand, not by the locator) never leaves the page", async (t) => {
+  const { page } = await openApp(t, {
+    app: "nested-react",
+    script: null,
+    options: { providers: [] },
+    edit(root) {
+      const file = path.join(root, "src/pages/ProductPage.tsx");
+      const extra = `      <Card title="Desk" data-spotpatch-use="/home/me/secret/Card.tsx:1:1" />\n      <Card title="Shelf" data-spotpatch-use="node_modules/ui/Card.tsx:1:1" />\n`;
+      writeFileSync(file, readFileSync(file, "utf8").replace("    </main>", `${extra}    </main>`));
+    },
+  });
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.getByRole("button", { name: "Buy Shelf" }).waitFor();
+  const renders = recordCalls(page, "prompt/render");
+  await openPanel(page);
+  const panel = panelOf(page);
+  await panel.getByRole("button", { name: "Pick elements" }).click();
+  await page.getByRole("button", { name: "Buy Desk" }).click({ modifiers: ["Shift"] });
+  await page.getByRole("button", { name: "Buy Shelf" }).click();
+  for (const n of [1, 2]) await page.getByRole("textbox", { name: `Instruction for target ${n}` }).fill("Say Order.");
+  await panel.getByRole("button", { name: "Copy prompt" }).click();
+  await waitFor(() => renders.length > 0, { what: "prompt/render" });
+  for (const target of renders[0].annotation.targets) {
+    assert.deepEqual(target.usageChain.map((s) => s.component), ["Button", "ProductPage", "App"], "the Card site is dropped");
+  }
+  const sent = JSON.stringify(renders[0]);
+  assert.ok(!sent.includes("/home/me") && !sent.includes("node_modules"), sent);
+  assert.deepEqual(page.errors, []);
+});
