@@ -16,10 +16,13 @@
  * `@vitejs/plugin-react` / Vite's oxc JSX transform rewrite it. The inserted attribute never adds a
  * line, and the returned high-resolution source map keeps stack traces and later maps exact.
  *
- * Only `.jsx` and `.tsx` for now; Vue (`.vue` templates) and Svelte get their own locators later.
- * Only intrinsic elements (`<div>`, `<svg>`, `<my-widget>`) are stamped: that is the element the user
- * clicks, at its definition site inside the component. Components (`<Card>`, `<ui.Card>`) and fragments
- * (`<>`, `<React.Fragment>`) render no DOM node of their own and get nothing.
+ * `.jsx` and `.tsx` here; HTML pages (`transformIndexHtml`) and HTML written into `innerHTML` /
+ * `outerHTML` / `insertAdjacentHTML` literals of plain `.js`/`.ts` modules in src/locate-html.ts and
+ * src/locate-script.ts (same attribute, same unit).
+ * Intrinsic elements (`<div>`, `<svg>`, `<my-widget>`) get `data-spotpatch-loc`: that is the element the
+ * user clicks, at its definition site inside the component. Component usages (`<Card>`, `<ui.Card>`) get
+ * `data-spotpatch-use` instead (the usage chain, issue 15), except under Solid, whose run time keeps no
+ * component tree to read it from. Fragments (`<>`, `<Fragment>`, `<React.Fragment>`) get nothing.
  */
 
 import { realpathSync } from "node:fs";
@@ -29,7 +32,16 @@ import { parse } from "@babel/parser";
 import MagicString from "magic-string";
 import type { Plugin, ResolvedConfig } from "vite";
 
+import { injectHtmlLocations } from "./locate-html.js";
+import { injectScriptMarkupLocations } from "./locate-script.js";
+import { type AstNode, LinePositions, walk } from "./locate-util.js";
+
 export const LOC_ATTRIBUTE = "data-spotpatch-loc";
+/** The prop a component usage (`<Card>`) gets: where that instance is used, `file:line:col` of its `<`.
+ * A different name than LOC_ATTRIBUTE, so a component that spreads its props onto its root element can
+ * never overwrite that element's own location. Read back from the framework's component tree at run time
+ * (src/overlay/picker/chain.ts), never from the DOM. */
+export const USE_ATTRIBUTE = "data-spotpatch-use";
 
 export interface SpotpatchLocateOptions {
   /** Directory the `<file>` part is relative to. Default: Vite's resolved `config.root`. A relative
@@ -43,7 +55,7 @@ export interface LocateResult {
 }
 
 /** Ids the transform looks at (the hook filter; the handler checks again for Vite versions without filters). */
-const JSX_ID = /\.[jt]sx(?:\?|$)/;
+const SCRIPT_ID = /\.(?:[jt]sx|[cm]?[jt]s)(?:\?|$)/;
 const NODE_MODULES = /[\\/]node_modules[\\/]/;
 /** Query keys that do not change what the module is: cache busters and Vite's import marker. */
 const HARMLESS_QUERY_KEYS = new Set(["t", "v", "import"]);
@@ -58,6 +70,7 @@ const JSX_COMPILER_NAMES = /^(vite:react-compiler|vite:react-swc|vite:react-babe
 export function spotpatchLocate(options: SpotpatchLocateOptions = {}): Plugin {
   let roots: string[] = [];
   let warnOnce: (message: string) => void = () => {};
+  let usage = true; // stamp component usages (USE_ATTRIBUTE); off under Solid (see the module comment)
 
   const setRoot = (base: string): void => {
     const root = path.resolve(base, options.root ?? ".");
@@ -82,6 +95,7 @@ export function spotpatchLocate(options: SpotpatchLocateOptions = {}): Plugin {
       const logger = config.logger;
       warnOnce = (message) => logger.warnOnce(`[spotpatch:locate] ${message}`);
       const plugins = config.plugins ?? [];
+      usage = !plugins.some((p) => p.name === "solid");
       const self = plugins.findIndex((p) => p.name === "spotpatch:locate");
       const before = plugins.slice(0, self < 0 ? 0 : self).filter((p) => JSX_COMPILER_NAMES.test(p.name) && p.transform);
       if (before.length > 0) {
@@ -93,15 +107,19 @@ export function spotpatchLocate(options: SpotpatchLocateOptions = {}): Plugin {
     },
 
     transform: {
-      filter: { id: { include: JSX_ID, exclude: NODE_MODULES } },
+      filter: { id: { include: SCRIPT_ID, exclude: NODE_MODULES } },
       handler(code: string, id: string) {
         if (roots.length === 0) setRoot(process.cwd()); // used without a resolved config (tests, other hosts)
         const file = mapId(id);
         if (file === null) return null;
         const rel = relativeToRoot(file, roots);
         if (rel === null) return null;
+        if (!/\.[jt]sx$/.test(file)) {
+          return injectScriptMarkupLocations(code, rel, { typescript: /\.[cm]?ts$/.test(file), jsx: false, sourceName: file });
+        }
         const result = injectLocations(code, rel, {
           typescript: file.endsWith(".tsx"),
+          usage,
           sourceName: file,
           onCompiled: () =>
             warnOnce(`${rel} reached spotpatch:locate already compiled from JSX; list spotpatchLocate() first.`),
@@ -109,10 +127,24 @@ export function spotpatchLocate(options: SpotpatchLocateOptions = {}): Plugin {
         return result;
       },
     },
+
+    // HTML pages (index.html and any other page the dev server serves): before every other plugin's
+    // change (`pre`), so positions are those of the file on disk; tags other plugins inject get none.
+    transformIndexHtml: {
+      order: "pre",
+      handler(html: string, ctx: { filename: string }) {
+        if (roots.length === 0) setRoot(process.cwd());
+        const file = ctx.filename;
+        if (!file || NODE_MODULES.test(file)) return html;
+        const rel = relativeToRoot(path.resolve(file), roots);
+        if (rel === null) return html;
+        return injectHtmlLocations(html, rel) ?? html;
+      },
+    },
   };
 }
 
-/** The file path of a transform id, or null when the id is not a plain `.jsx`/`.tsx` source file we may stamp. */
+/** The file path of a transform id, or null when the id is not a plain script source file we may stamp. */
 function mapId(id: string): string | null {
   if (id.startsWith("\0") || id.startsWith("virtual:")) return null;
   const q = id.indexOf("?");
@@ -122,7 +154,7 @@ function mapId(id: string): string | null {
       if (!HARMLESS_QUERY_KEYS.has(key)) return null; // ?raw, ?url, ?worker_file, ?vue&type=… : not ours
     }
   }
-  if (!/\.[jt]sx$/.test(file)) return null;
+  if (!/\.(?:[jt]sx|[cm]?[jt]s)$/.test(file) || /\.d\.[cm]?ts$/.test(file)) return null;
   if (NODE_MODULES.test(file) || file.split(/[\\/]/).includes("node_modules")) return null;
   return file;
 }
@@ -146,6 +178,8 @@ export interface InjectOptions {
   typescript: boolean;
   /** `sources[0]` of the generated map (the module's file path). Default: `relFile`. */
   sourceName?: string;
+  /** Stamp component usages with `data-spotpatch-use` (default true). */
+  usage?: boolean;
   /** Called when the file contains no JSX but looks compiled from JSX (an earlier plugin ran first). */
   onCompiled?: () => void;
 }
@@ -183,15 +217,19 @@ export function injectLocations(code: string, relFile: string, opts: InjectOptio
     if (node.type !== "JSXOpeningElement") continue;
     sawJsx = true;
     const name = node.name as AstNode | undefined;
-    if (!name || name.type !== "JSXIdentifier" || !isIntrinsic(String(name.name))) continue;
-    if (hasLocAttribute(node)) continue;
+    if (!name) continue;
+    const intrinsic = name.type === "JSXIdentifier" && isIntrinsic(String(name.name));
+    const component = !intrinsic && opts.usage !== false && name.type !== "JSXNamespacedName" && !isFragment(name);
+    if (!intrinsic && !component) continue;
+    const attribute = intrinsic ? LOC_ATTRIBUTE : USE_ATTRIBUTE;
+    if (hasAttribute(node, attribute)) continue;
     const start = node.start as number;
     const { line, column } = positions.at(start);
     const value = `${relFile}:${line}:${column}`;
     // After the tag name and any type arguments (`<div<T>>` parses in .tsx); before every written attribute.
     const typeArgs = (node.typeArguments ?? node.typeParameters) as AstNode | undefined | null;
     const insertAt = (typeArgs?.end as number | undefined) ?? (name.end as number);
-    s.appendLeft(insertAt, ` ${LOC_ATTRIBUTE}=${jsxAttributeValue(value)}`);
+    s.appendLeft(insertAt, ` ${attribute}=${jsxAttributeValue(value)}`);
     changed = true;
   }
 
@@ -208,12 +246,19 @@ function isIntrinsic(tag: string): boolean {
   return /^[a-z]/.test(tag) || tag.includes("-");
 }
 
-function hasLocAttribute(opening: AstNode): boolean {
+function hasAttribute(opening: AstNode, attribute: string): boolean {
   const attributes = (opening.attributes ?? []) as AstNode[];
   return attributes.some((a) => {
     const n = a.name as AstNode | undefined;
-    return a.type === "JSXAttribute" && n?.type === "JSXIdentifier" && n.name === LOC_ATTRIBUTE;
+    return a.type === "JSXAttribute" && n?.type === "JSXIdentifier" && n.name === attribute;
   });
+}
+
+/** `<Fragment>`, `<React.Fragment>`, `<x.Fragment>`: no props but `key` and `children` allowed. */
+function isFragment(name: AstNode): boolean {
+  if (name.type === "JSXIdentifier") return name.name === "Fragment";
+  if (name.type === "JSXMemberExpression") return (name.property as AstNode).name === "Fragment";
+  return false;
 }
 
 /**
@@ -228,64 +273,3 @@ export function jsxAttributeValue(value: string): string {
   return `{${json}}`;
 }
 
-/** Offsets (UTF-16, as Babel gives them) → engine line/column (see the module comment for the unit). */
-class LinePositions {
-  private readonly starts: number[] = [0];
-  private readonly bom: boolean;
-
-  constructor(private readonly code: string) {
-    for (let i = code.indexOf("\n"); i >= 0; i = code.indexOf("\n", i + 1)) this.starts.push(i + 1);
-    this.bom = code.charCodeAt(0) === 0xfeff;
-  }
-
-  at(offset: number): { line: number; column: number } {
-    let lo = 0;
-    let hi = this.starts.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if ((this.starts[mid] as number) <= offset) lo = mid;
-      else hi = mid - 1;
-    }
-    let from = this.starts[lo] as number;
-    if (lo === 0 && this.bom) from = Math.min(1, offset);
-    let column = 1;
-    for (let i = from; i < offset; i++) {
-      const c = this.code.charCodeAt(i);
-      // the low half of a surrogate pair is the same code point as its high half
-      if (c >= 0xdc00 && c <= 0xdfff && i > from && isHigh(this.code.charCodeAt(i - 1))) continue;
-      column++;
-    }
-    return { line: lo + 1, column };
-  }
-}
-
-function isHigh(c: number): boolean {
-  return c >= 0xd800 && c <= 0xdbff;
-}
-
-type AstNode = { type: string; start?: number | null; end?: number | null; [key: string]: unknown };
-
-const SKIP_KEYS = new Set(["loc", "range", "extra", "leadingComments", "trailingComments", "innerComments", "comments", "tokens"]);
-
-/** Every AST node under `root`, in source order, without recursion (deep JSX cannot overflow the stack). */
-function* walk(root: unknown): Generator<AstNode> {
-  const stack: unknown[] = [root];
-  while (stack.length > 0) {
-    const value = stack.pop();
-    if (value === null || typeof value !== "object") continue;
-    if (Array.isArray(value)) {
-      for (let i = value.length - 1; i >= 0; i--) stack.push(value[i]);
-      continue;
-    }
-    const node = value as AstNode;
-    if (typeof node.type !== "string") continue;
-    yield node;
-    const children: unknown[] = [];
-    for (const key of Object.keys(node)) {
-      if (SKIP_KEYS.has(key)) continue;
-      const child = node[key];
-      if (child !== null && typeof child === "object") children.push(child);
-    }
-    for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]);
-  }
-}

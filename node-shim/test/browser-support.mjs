@@ -6,7 +6,7 @@
 // Apps (`openApp({ app })`):
 //   "demo"                        spotpatch_agent/demo/app (React + TS), with @vitejs/plugin-react
 //   a folder under test/apps/     its framework plugin chosen from its package.json dependencies
-//                                 (react, vue, svelte; none = plain HTML)
+//                                 (react, preact, solid, vue, svelte; none = plain HTML)
 //   a create-vite template name   "vue-ts", "svelte-ts", "vanilla", … copied from
 //                                 node_modules/create-vite/template-<name> (`_gitignore` → `.gitignore`)
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
@@ -56,7 +56,7 @@ export async function launchBrowser(t, opts = {}) {
 }
 
 /** Where app `name` comes from and which framework plugins serve it. */
-async function appSource(name) {
+export async function appSource(name) {
   if (name === "demo") return { source: DEMO_APP, plugins: [react()], template: false };
   const own = path.join(APPS, name);
   const template = path.join(TEMPLATES, `template-${name}`);
@@ -72,6 +72,8 @@ async function frameworkPlugins(source) {
   const deps = { ...pkg.dependencies, ...pkg.devDependencies };
   if (deps.vue || deps["@vitejs/plugin-vue"]) return [(await import("@vitejs/plugin-vue")).default()];
   if (deps.svelte || deps["@sveltejs/vite-plugin-svelte"]) return [(await import("@sveltejs/vite-plugin-svelte")).svelte()];
+  if (deps.preact || deps["@preact/preset-vite"]) return (await import("@preact/preset-vite")).default();
+  if (deps["solid-js"] || deps["vite-plugin-solid"]) return [(await import("vite-plugin-solid")).default()];
   if (deps.react || deps["@vitejs/plugin-react"]) return [react()];
   return [];
 }
@@ -81,7 +83,7 @@ async function frameworkPlugins(source) {
  * tsconfig presets (`@vue/tsconfig`, `@tsconfig/svelte`) are not installed here, and Vite's transform
  * fails on an `extends` it cannot find, so the `extends` line is dropped (type-checking is not tested).
  */
-function prepareTemplate(root) {
+export function prepareTemplate(root) {
   if (existsSync(path.join(root, "_gitignore"))) renameSync(path.join(root, "_gitignore"), path.join(root, ".gitignore"));
   for (const name of readdirSync(root).filter((n) => /^tsconfig.*\.json$/.test(n))) {
     const file = path.join(root, name);

@@ -10,6 +10,7 @@ import react from "@vitejs/plugin-react";
 import { build } from "vite";
 
 import { spotpatch } from "../dist/index.js";
+import { appSource, prepareTemplate } from "./browser-support.mjs";
 import { AGENT, CANARY, engineProcesses, makeDemoProject, providerConfig, recordingLogger } from "./support.mjs";
 
 function filesUnder(dir) {
@@ -101,3 +102,34 @@ test("a production build contains nothing of SpotPatch", async (t) => {
   );
   assert.deepEqual(await engineProcesses(), []);
 });
+
+/**
+ * Issue 15, acceptance 5: the same for every framework the locator covers — the official react-ts,
+ * preact-ts, solid-ts and vanilla-ts templates (HTML entry included) and the nested-component fixtures
+ * (component usages carry `data-spotpatch-use` in dev). No location, no usage prop, no chain code.
+ */
+for (const app of ["react-ts", "preact-ts", "solid-ts", "vanilla-ts", "nested-react", "nested-preact"]) {
+  test(`${app}: a production build carries no location, usage prop or chain code`, async (t) => {
+    const { source, plugins, template } = await appSource(app);
+    const project = makeDemoProject(t, { source, edit: (root) => template && prepareTemplate(root) });
+    const outDir = path.join(project.dir, "build-out");
+    await build({
+      configFile: false,
+      root: project.root,
+      cacheDir: project.cacheDir,
+      customLogger: recordingLogger(),
+      plugins: [spotpatch({ command: [AGENT, "serve"], ...providerConfig("http://127.0.0.1:9/v1") }), ...plugins],
+      build: { outDir, emptyOutDir: true, sourcemap: true },
+    });
+    const files = filesUnder(outDir);
+    assert.ok(files.some((f) => f.endsWith(".js")) && files.some((f) => f.endsWith("index.html")), files.join(", "));
+    for (const file of files) {
+      const text = withoutCheckoutPaths(file, readFileSync(file, "utf8"));
+      for (const needle of [/spotpatch/i, /data-spotpatch-loc/, /data-spotpatch-use/, /usageChain/, /__spotpatch/, ...OVERLAY_RESIDUE]) {
+        const hit = needle.exec(text);
+        assert.equal(hit, null, hit ? `${path.relative(outDir, file)} contains ${needle}: …${text.slice(Math.max(0, hit.index - 80), hit.index + 80)}…` : "");
+      }
+    }
+    assert.deepEqual(await engineProcesses(), []);
+  });
+}

@@ -52,7 +52,7 @@ describe("plugin shape", () => {
     assert.equal(p.apply, "serve");
     assert.equal(typeof p.transform.handler, "function");
     const include = p.transform.filter.id.include;
-    assert.ok(include.test("/a/B.tsx") && include.test("/a/b.jsx?t=1") && !include.test("/a/b.ts"));
+    assert.ok(include.test("/a/B.tsx") && include.test("/a/b.jsx?t=1") && include.test("/a/b.ts") && !include.test("/a/b.css"));
     assert.ok(p.transform.filter.id.exclude.test("/a/node_modules/x/b.jsx"));
   });
 });
@@ -264,8 +264,18 @@ describe("what is left alone", () => {
     assert.equal(t(jsx, "src/relative/A.tsx"), null);
     // a cache-busting query is fine
     assert.deepEqual(locValues(t(jsx, id("src/A.tsx?t=123")).code).map((l) => l.value), ["src/A.tsx:1:24"]);
-    // no intrinsic element: nothing changed -> null
-    assert.equal(t(`export const B = () => <Card><Other/></Card>;`, id("src/B.tsx")), null);
+    // components get their usage site in data-spotpatch-use (never data-spotpatch-loc); fragments nothing
+    const used = t(`export const B = () => <><Card><Other/></Card><React.Fragment/><Fragment/></>;`, id("src/B.tsx")).code;
+    assert.equal(used, `export const B = () => <><Card data-spotpatch-use="src/B.tsx:1:26"><Other data-spotpatch-use="src/B.tsx:1:32"/></Card><React.Fragment/><Fragment/></>;`);
+    // an existing usage prop is kept; with usage stamping off (Solid) a component-only file is unchanged
+    assert.equal(t(`export const C = () => <Card data-spotpatch-use="x:1:1"/>;`, id("src/C.tsx")), null);
+    assert.equal(injectLocations(`export const B = () => <Card><Other/></Card>;`, "src/B.tsx", { typescript: true, usage: false }), null);
+  });
+
+  test("under Solid (a plugin named 'solid'), component usages get no data-spotpatch-use; elements keep their location", () => {
+    const { plugin } = makePlugin(ROOT, {}, { plugins: [spotpatchLocate(), { name: "solid", transform() {} }] });
+    const out = transform(plugin, `export const B = () => <Card><p/></Card>;`, id("src/B.tsx")).code;
+    assert.equal(out, `export const B = () => <Card><p data-spotpatch-loc="src/B.tsx:1:30"/></Card>;`);
   });
 
   test("options.root overrides config.root; a relative one is resolved against config.root", () => {
@@ -372,7 +382,7 @@ describe("through a real Vite dev server with @vitejs/plugin-react", () => {
         const served = await get(base, "src/App.tsx");
         assert.match(served, /_jsxDEV\("main"/, "plugin-react compiled the JSX after us");
         assert.deepEqual(locsIn(served), ["src/App.tsx:4:5", "src/App.tsx:4:27", "src/App.tsx:5:13"]);
-        assert.match(served, /_jsxDEV\(Card, \{ children:/, "the component got no attribute");
+        assert.match(served, /_jsxDEV\(Card, \{\s*"data-spotpatch-use": "src\/App.tsx:5:7",\s*children:/, "the component got its usage site, not a location");
         assert.deepEqual(locsIn(await get(base, "src/my comp/Ünï 组件.tsx")), ["src/my comp/Ünï 组件.tsx:1:24"]);
 
         // the served inline map still leads back to the original file and its exact text

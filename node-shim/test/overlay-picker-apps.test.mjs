@@ -1,8 +1,8 @@
 // Issue 13, acceptance 2: the same picking and job flow (pick, instruction, Submit, review, Apply,
 // Revert) through the real overlay on a plain HTML page (test/apps/plain, no framework) and on the
-// official `vue-ts` and `svelte-ts` Vite templates (copied from create-vite at test time). Source
-// locations there are unknown (the locator stamps JSX only): the label and the card say so, and the job
-// still runs. The scripted provider plays the app's edit (test/scripted_provider.py APP_EDITS).
+// official `vue-ts` and `svelte-ts` Vite templates (copied from create-vite at test time). The plain
+// page's elements are located in index.html / frame.html (issue 15); where a location is unknown the
+// label and the card say so, and the job still runs. The scripted provider plays the app's edit (test/scripted_provider.py APP_EDITS).
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -57,12 +57,13 @@ async function jobFlow(t, { app, file, target, label, cardSource = /Source locat
 
 const background = (page) => page.evaluate(() => getComputedStyle(document.getElementById("save")).backgroundColor);
 
-test("plain HTML page: pick (source unknown), a CSS :hover menu item with F, Submit, review, Apply, Revert", async (t) => {
+test("plain HTML page: pick (located in index.html), Submit, review, Apply, Revert", async (t) => {
   await jobFlow(t, {
     app: "plain",
     file: "style.css",
     target: (page) => page.getByRole("button", { name: "Save" }),
-    label: "button · source unknown",
+    label: "button · index.html:25",
+    cardSource: "index.html:25",
     added: "background: #2563eb;",
     untouched: async (page) => assert.equal(await page.locator("#saved").innerText(), "saved 0 times"),
     applied: (page) => page.waitForFunction(() => getComputedStyle(document.getElementById("save")).backgroundColor === "rgb(37, 99, 235)"),
@@ -80,7 +81,7 @@ test("plain HTML page: a CSS :hover menu item is picked with F; Pause/Resume ani
   await panelOf(page).getByRole("button", { name: "Pick elements" }).click();
   await page.getByRole("button", { name: "Menu" }).hover(); // opens the menu (CSS :hover)
   await page.getByRole("link", { name: "Contact" }).hover();
-  await waitLabel(page, "a · source unknown");
+  await waitLabel(page, "a · index.html:16");
   await page.keyboard.press("f");
   await waitLabel(page, "frozen");
   await page.mouse.move(200, 400);
@@ -106,7 +107,7 @@ test("plain HTML page: a CSS :hover menu item is picked with F; Pause/Resume ani
   const frame = page.frameLocator("iframe.embed");
   await panelOf(page).getByRole("button", { name: "Pick elements" }).click();
   await frame.getByRole("button", { name: "Frame button" }).hover();
-  await waitLabel(page, "button · source unknown");
+  await waitLabel(page, "button · frame.html:12");
   await frame.getByRole("button", { name: "Frame button" }).click();
   const card2 = panelOf(page).getByRole("group", { name: "Target 2" });
   await card2.waitFor();

@@ -20,7 +20,8 @@ import {
 } from "./support.mjs";
 
 const SCRIPT_TAG = /<script\b[^>]*>/g;
-const spotpatchScripts = (html) => [...html.matchAll(SCRIPT_TAG)].map((m) => m[0]).filter((tag) => /spotpatch/.test(tag));
+/** The page's scripts whose src is SpotPatch's (the app's own scripts carry `data-spotpatch-loc`, issue 15). */
+const spotpatchScripts = (html) => [...html.matchAll(SCRIPT_TAG)].map((m) => m[0]).filter((tag) => /\bsrc="[^"]*spotpatch/.test(tag));
 
 /** The options object the loader module passes to `startLoader` (Vite appends an inline source map). */
 function loaderOptions(served) {

@@ -17,6 +17,7 @@ import anyio
 
 from spotpatch_agent.engine import gates
 from spotpatch_agent.engine.events import MAX_MESSAGE_CHARS, JobEventLog, now_iso
+from spotpatch_agent.engine.locations import check_tags, lines_reader
 from spotpatch_agent.engine.loop import LoopBudget, LoopStats, run_loop
 from spotpatch_agent.engine.prompt import SYSTEM_PROMPT, agent_task
 from spotpatch_agent.engine.states import job_tools  # defined there: a light import
@@ -302,8 +303,9 @@ async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor)
                               default=limits.get("checkTimeoutSec")),
         max_repeated_failed_calls=limits.get("maxRepeatedFailedCalls"), max_output_tokens=job.model.output_cap,
     )
+    tag_checks = await check_tags(lines_reader(executor.context), job.params.annotation.targets)
     task = agent_task(job.params.annotation, max_turns=budget.max_turns, max_tool_calls=budget.max_tool_calls,
-                      trusted_auto=job.params.apply_mode == "trusted-auto")
+                      trusted_auto=job.params.apply_mode == "trusted-auto", tag_checks=tag_checks)
     await run_loop(
         adapter=adapter, model=job.model.model, system=SYSTEM_PROMPT, task=task, tools=tool_specs(executor.tool_names),
         executor=executor, budget=budget, events=job.events, stats=job.stats,

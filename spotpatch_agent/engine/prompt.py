@@ -9,7 +9,9 @@ quoted as JSON strings: they are data from the page, never instructions.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
+from spotpatch_agent.engine.locations import TagCheck, source_check_line, usage_chain_lines
 from spotpatch_agent.protocol.models import PromptRenderResult, PromptTarget, SpotAnnotation, Target
 
 SYSTEM_PROMPT = """\
@@ -32,13 +34,16 @@ prefixes) and occurring exactly once; include surrounding text to make it unique
 """
 
 
-def _target_block(t: Target) -> str:
+def _target_block(t: Target, tag_check: TagCheck | None = None) -> str:
     lines = [f"## Target {t.index}", f"Instruction: {t.instruction}"]
     if t.source is not None:
         where = f"{t.source.file}:{t.source.line}:{t.source.column}"
         if t.source.component:
             where += f" (component {t.source.component})"
         lines.append(f"Source: {where}")
+        check = source_check_line(tag_check)  # exact, or marked approximate (engine/locations.py)
+        if check:
+            lines.append(check)
     else:
         lines.append("Source: unknown (find it from the element below)")
     el = t.element
@@ -47,18 +52,20 @@ def _target_block(t: Target) -> str:
         lines.append(f"Element text (data): {json.dumps(el.text, ensure_ascii=False)}")
     if el.attributes:
         lines.append(f"Element attributes (data): {json.dumps(el.attributes, ensure_ascii=False, sort_keys=True)}")
+    lines.extend(usage_chain_lines(t))
     return "\n".join(lines)
 
 
-def render_prompt(annotation: SpotAnnotation) -> PromptRenderResult:
-    """The v1 prompt for ``annotation``: ``{text, targets:[{index, source}]}`` (DESIGN.md §14)."""
+def render_prompt(annotation: SpotAnnotation, tag_checks: Mapping[int, TagCheck] | None = None) -> PromptRenderResult:
+    """The v1 prompt for ``annotation``: ``{text, targets:[{index, source}]}`` (DESIGN.md §14). ``tag_checks``
+    (``engine.locations.check_tags``) marks each location exact or approximate against the file now."""
     n = len(annotation.targets)
     head = (
         f"Change the source code of this Vite project for {n} element{'s' if n != 1 else ''} "
         f"picked on the page {json.dumps(annotation.page_url, ensure_ascii=False)}. "
         "Apply each target's instruction to that element only; do not merge or widen them."
     )
-    blocks = [_target_block(t) for t in annotation.targets]
+    blocks = [_target_block(t, (tag_checks or {}).get(t.index)) for t in annotation.targets]
     text = head + "\n\n" + "\n\n".join(blocks) + "\n"
     targets = [
         PromptTarget(index=t.index, source=f"{t.source.file}:{t.source.line}" if t.source else None)
@@ -75,11 +82,12 @@ TRUSTED_AUTO_GUIDANCE = (
 )
 
 
-def agent_task(annotation: SpotAnnotation, *, max_turns: int, max_tool_calls: int, trusted_auto: bool = False) -> str:
+def agent_task(annotation: SpotAnnotation, *, max_turns: int, max_tool_calls: int, trusted_auto: bool = False,
+               tag_checks: Mapping[int, TagCheck] | None = None) -> str:
     """The first user message of a job: the v1 prompt plus the budget (plus the fast-path guidance in
     ``trusted-auto``)."""
     return (
-        render_prompt(annotation).text
+        render_prompt(annotation, tag_checks).text
         + f"\nBudget: at most {max_turns} turns and {max_tool_calls} tool calls in total. "
         "Your first reply must call a tool.\n"
         + (TRUSTED_AUTO_GUIDANCE if trusted_auto else "")

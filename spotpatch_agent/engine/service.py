@@ -20,6 +20,7 @@ from anyio.abc import TaskGroup
 from spotpatch_agent import PROTOCOL_VERSION, __version__
 from spotpatch_agent.engine.events import JobEventLog
 from spotpatch_agent.engine.modes import check_mode_request, includes_local_changes, offered_modes
+from spotpatch_agent.engine.locations import check_tags, lines_reader
 from spotpatch_agent.engine.prompt import render_prompt
 from spotpatch_agent.engine.states import ACTIVE, job_tools
 from spotpatch_agent.errors import SpotPatchError
@@ -260,7 +261,14 @@ class EngineService:
         return status(self._config.sandbox)
 
     async def prompt_render(self, params: PromptRenderParams) -> PromptRenderResult:
-        return render_prompt(params.annotation)
+        """The copy prompt; with a project, each location marked exact or approximate against the file now
+        (``engine.locations``)."""
+        if self._root is None:
+            return render_prompt(params.annotation)
+        from spotpatch_agent.tools.context import WorktreeContext
+
+        reader = lines_reader(WorktreeContext(self._root, self._config.limits))
+        return render_prompt(params.annotation, await check_tags(reader, params.annotation.targets))
 
     async def job_create(self, params: JobCreateParams) -> JobSnapshot:
         root = self._require_root()

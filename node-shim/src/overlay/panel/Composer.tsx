@@ -159,6 +159,14 @@ function Card({ ctl, draft, n }: { ctl: Controller; draft: Draft; n: number }) {
         ) : (
           <p class="sp-muted">{t("composer.sourceUnknown")}</p>
         )}
+        {draft.target.usageChain && draft.target.usageChain.length > 0 && (
+          <p class="sp-code sp-muted" data-usage-chain="">
+            {t("composer.usedAt")}{" "}
+            {draft.target.usageChain
+              .map((u) => `${u.component ? `<${u.component}> ` : ""}${u.file}:${u.line}`)
+              .join(" ← ")}
+          </p>
+        )}
         {draft.detached && (
           <p class="sp-note sp-warn" role="status">
             {t("composer.detached")}

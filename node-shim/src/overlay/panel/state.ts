@@ -19,6 +19,7 @@ import type {
 } from "../../protocol.generated.js";
 import type { Lang } from "../i18n.js";
 import type { PickedTarget } from "../picker/types.js";
+import { cleanChain } from "../picker/chain.js";
 
 /** What `session/get` answers (INFRA's page method; a fallback fills it from `provider/list`). */
 export interface SessionInfo {
@@ -123,6 +124,8 @@ export function buildAnnotation(
       element: elementInfo(entry.target),
     };
     if (entry.target.source) target.source = cleanSource(entry.target.source);
+    const chain = cleanChain(entry.target.usageChain ?? []);
+    if (chain.length > 0) target.usageChain = chain as Target["usageChain"];
     return target;
   });
   return {

@@ -170,6 +170,8 @@ export function createBadges(
     t.label = fresh.label;
     if (fresh.sourceFrom) t.sourceFrom = fresh.sourceFrom;
     else delete t.sourceFrom;
+    if (fresh.usageChain) t.usageChain = fresh.usageChain;
+    else delete t.usageChain;
     if (fresh.frame) t.frame = fresh.frame;
     else delete t.frame;
     observe(element);

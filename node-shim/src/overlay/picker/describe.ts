@@ -29,6 +29,7 @@ import {
   safe,
   viewportRect,
 } from "./dom.js";
+import { usageChain } from "./chain.js";
 import type { PickedTarget } from "./types.js";
 
 export const MAX_TEXT = 500;
@@ -242,6 +243,8 @@ export function describeElement(element: Element): PickedTarget {
     label: { tag, ...(component ? { component } : {}), ...(source ? { location: `${source.file}:${source.line}` } : {}) },
   };
   if (located) target.sourceFrom = located.own ? "element" : "ancestor";
+  const chain = safe(() => usageChain(element), []);
+  if (chain.length > 0) target.usageChain = chain;
   const frame = framePath(ownerDoc(element));
   if (frame) target.frame = frame;
   return target;

@@ -1,5 +1,5 @@
 /** The picker's public types (docs/node-shim.md "Picking"; the contract PANEL codes against). */
-import type { ElementInfo, SourceLocation } from "../../protocol.generated.js";
+import type { ElementInfo, SourceLocation, UsageSite } from "../../protocol.generated.js";
 
 export interface PickedTarget {
   /** The live element; null for a region target. */
@@ -12,6 +12,8 @@ export interface PickedTarget {
   info: ElementInfo;
   /** The nearest `data-spotpatch-loc` (the element's own, else its nearest located ancestor's) + component. */
   source: SourceLocation | null;
+  /** Where each enclosing component instance is used, innermost first (≤ 5; picker/chain.ts); absent when none. */
+  usageChain?: UsageSite[];
   /** Where `source` came from: the element's own attribute, or the nearest located ancestor's. */
   sourceFrom?: "element" | "ancestor";
   /** What the highlight label and a card show: tag, component name when known, "file:line" when known. */

@@ -1,0 +1,10 @@
+import { Button } from "./Button";
+
+export function Card({ title }: { title: string }) {
+  return (
+    <section class="card">
+      <h2>{title}</h2>
+      <Button label={`Buy ${title}`} />
+    </section>
+  );
+}

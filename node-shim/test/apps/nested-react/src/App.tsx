@@ -1,0 +1,5 @@
+import { ProductPage } from "./pages/ProductPage";
+
+export function App() {
+  return <ProductPage />;
+}
