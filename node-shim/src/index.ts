@@ -4,7 +4,8 @@
  *
  * - `spotpatch:server` — the engine process, the `/__spotpatch/` endpoints, the injected client and
  *   the page overlay (launcher, picker, panel; `overlay: false` keeps only the client);
- * - `spotpatch:locate` — stamps JSX elements with `data-spotpatch-loc="file:line:col"`.
+ * - `spotpatch:locate` — stamps JSX elements with `data-spotpatch-loc="file:line:col"`;
+ * - `spotpatch:locate-svelte` (+ `-registry`) — the same for `.svelte` components (src/locate-svelte.ts).
  *
  * A production build (`vite build`) contains none of it.
  */
@@ -12,6 +13,7 @@
 import type { Plugin } from "vite";
 
 import { spotpatchLocate, type SpotpatchLocateOptions } from "./locate.js";
+import { spotpatchLocateSvelte } from "./locate-svelte.js";
 import { resolveOptions, type SpotPatchOptions } from "./options.js";
 import { spotpatchServer } from "./plugin.js";
 
@@ -22,11 +24,11 @@ export { PROTOCOL_VERSION } from "./protocol.generated.js";
 export { spotpatchLocate } from "./locate.js";
 export { VIRTUAL_CLIENT_ID } from "./plugin.js";
 
-/** The SpotPatch plugins (`[spotpatch:server, spotpatch:locate]`). Throws on invalid options. */
+/** The SpotPatch plugins (`[spotpatch:server, spotpatch:locate, spotpatch:locate-svelte, …-registry]`). Throws on invalid options. */
 export function spotpatch(options: SpotPatchOptions = {}): Plugin[] {
   const resolved = resolveOptions(options);
   const locateOptions: SpotpatchLocateOptions = {};
-  return [spotpatchServer(resolved, locateOptions), spotpatchLocate(locateOptions)];
+  return [spotpatchServer(resolved, locateOptions), spotpatchLocate(locateOptions), ...spotpatchLocateSvelte(locateOptions)];
 }
 
 export default spotpatch;

@@ -128,7 +128,7 @@ function mapId(id: string): string | null {
 }
 
 /** `file` relative to the first root that contains it, POSIX separators; null when outside every root. */
-function relativeToRoot(file: string, roots: readonly string[]): string | null {
+export function relativeToRoot(file: string, roots: readonly string[]): string | null {
   if (!path.isAbsolute(file)) return null;
   for (const root of roots) {
     const rel = path.relative(root, file);
@@ -229,7 +229,7 @@ export function jsxAttributeValue(value: string): string {
 }
 
 /** Offsets (UTF-16, as Babel gives them) → engine line/column (see the module comment for the unit). */
-class LinePositions {
+export class LinePositions {
   private readonly starts: number[] = [0];
   private readonly bom: boolean;
 
