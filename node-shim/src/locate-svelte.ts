@@ -20,7 +20,7 @@
  * 0-based UTF-16 offset that differs from the engine's column after any astral character.
  *
  * The usage chain (src/overlay/picker/chain-svelte.ts) reads Svelte's own dev component stack
- * (`__svelte_meta.parent`, entries `{type: 'component', file, line, column, componentTag}`, Svelte ≥ 5.33).
+ * (`__svelte_meta.parent`, entries `{type: 'component', file, line, column, componentTag}`, added to Svelte 5 by sveltejs/svelte#16255; older versions give no chain).
  * Its line is exact, but its column is counted by Svelte on the stamped text (shifted by every attribute
  * inserted before it on the same line) in Svelte's units, and its file is Svelte's `filename`. So the
  * `post` half of this plugin appends to each compiled client module one registry statement mapping

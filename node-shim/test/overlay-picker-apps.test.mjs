@@ -1,8 +1,9 @@
 // Issue 13, acceptance 2: the same picking and job flow (pick, instruction, Submit, review, Apply,
 // Revert) through the real overlay on a plain HTML page (test/apps/plain, no framework) and on the
-// official `vue-ts` and `svelte-ts` Vite templates (copied from create-vite at test time). Source
-// locations there are unknown (the locator stamps JSX only): the label and the card say so, and the job
-// still runs. The scripted provider plays the app's edit (test/scripted_provider.py APP_EDITS).
+// official `vue-ts` and `svelte-ts` Vite templates (copied from create-vite at test time). Where the
+// source location is unknown the label and the card say so, and the job still runs; Svelte components are
+// located (issue 15, src/locate-svelte.ts), so there they show `file:line`. The scripted provider plays
+// the app's edit (test/scripted_provider.py APP_EDITS).
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -13,11 +14,12 @@ import { openPanel, panelOf } from "./overlay-flow-helpers.mjs";
 import { waitLabel } from "./overlay-picker-helpers.mjs";
 
 /**
- * Pick `target(page)` in pick mode (its label must show `label`), write an instruction, Submit, check
- * the review's diff shows `added`, Apply (`applied(page)` waits for the page's change through Vite),
- * Revert (`reverted(page)`), and the file's bytes are back.
+ * Pick `target(page)` in pick mode (its label must show `label`, its card `source`, by default "Source
+ * location unknown"), write an instruction, Submit, check the review's diff shows `added`, Apply
+ * (`applied(page)` waits for the page's change through Vite), Revert (`reverted(page)`), and the file's
+ * bytes are back.
  */
-async function jobFlow(t, { app, file, target, label, added, applied, reverted, untouched }) {
+async function jobFlow(t, { app, file, target, label, source, added, applied, reverted, untouched }) {
   const { page, project } = await openApp(t, { app, script: app });
   await page.setViewportSize({ width: 1280, height: 800 });
   await target(page).waitFor();
@@ -32,7 +34,7 @@ async function jobFlow(t, { app, file, target, label, added, applied, reverted, 
   await target(page).click();
   const card = panel.getByRole("group", { name: "Target 1" });
   await card.waitFor();
-  await card.getByText(/Source location unknown/).waitFor();
+  await card.getByText(source ?? /Source location unknown/).waitFor();
   await untouched(page); // the app's own click handler never ran
   await panel.getByRole("button", { name: "Pick elements", pressed: false }).waitFor();
 
@@ -129,12 +131,13 @@ test("vue-ts template: pick the counter (component HelloWorld, source unknown), 
   });
 });
 
-test("svelte-ts template: pick the counter (component Counter, source unknown), Submit, review, Apply (HMR), Revert", async (t) => {
+test("svelte-ts template: pick the counter (component Counter, src/lib/Counter.svelte:8), Submit, review, Apply (HMR), Revert", async (t) => {
   await jobFlow(t, {
     app: "svelte-ts",
     file: "src/lib/Counter.svelte",
     target: (page) => page.getByRole("button", { name: /Count is 0|Clicks: 0/ }),
-    label: "button · Counter · source unknown",
+    label: "button · Counter · src/lib/Counter.svelte:8",
+    source: "src/lib/Counter.svelte:8",
     added: "Clicks: {count}",
     untouched: async (page) => page.getByRole("button", { name: "Count is 0" }).waitFor(),
     applied: (page) => page.getByRole("button", { name: "Clicks: 0" }).waitFor(),

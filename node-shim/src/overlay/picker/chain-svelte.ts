@@ -2,8 +2,9 @@
 // instance, innermost first, at most MAX_SITES. Read from Svelte 5's own dev metadata: every element a
 // component creates has `__svelte_meta = { loc, parent }`, where `parent` is the dev stack at creation
 // time, a linked list of `{ type: 'component' | 'if' | 'each' | 'render' | …, file, line, column,
-// componentTag?, parent }` (Svelte ≥ 5.33). A 'component' entry is a `<Card …>` tag: `file` is the file it
-// is written in (Svelte's `filename`), `line` 1-based, `column` 0-based on the text Svelte compiled.
+// componentTag?, parent }` (sveltejs/svelte#16255; an older Svelte 5 has no `parent`, hence no chain).
+// A 'component' entry is a `<Card …>` tag: `file` is the file it is written in (Svelte's `filename`),
+// `line` 1-based, `column` 0-based on the text Svelte compiled.
 //
 // That text carries our `data-spotpatch-loc` attributes, so Svelte's column is shifted on lines where an
 // element precedes the tag, and its file is relative to Vite's cwd (or absolute). The locator therefore
