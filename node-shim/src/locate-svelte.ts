@@ -182,7 +182,8 @@ export function spotpatchLocateSvelte(options: SpotpatchLocateOptions = {}): Plu
     for (const base of [path.join(projectRoot, "package.json"), import.meta.url]) {
       try {
         const compiler = createRequire(base)("svelte/compiler") as { parse?: SvelteParse; VERSION?: string };
-        if (typeof compiler.parse === "function" && /^5\./.test(compiler.VERSION ?? "")) {
+        const major = Number((compiler.VERSION ?? "").split(".")[0]);
+        if (typeof compiler.parse === "function" && major >= 5) {
           parse = compiler.parse;
           break;
         }

@@ -12,10 +12,10 @@ import { test } from "node:test";
 import { svelte } from "@sveltejs/vite-plugin-svelte";
 import { parse } from "svelte/compiler";
 import ts from "typescript";
-import { build } from "vite";
+import { build, createServer } from "vite";
 
 import { spotpatch } from "../dist/index.js";
-import { injectSvelteLocations, registryStatement } from "../dist/locate-svelte.js";
+import { injectSvelteLocations, registryStatement, spotpatchLocateSvelte } from "../dist/locate-svelte.js";
 import { APPS, launchBrowser, newPage, openApp } from "./browser-support.mjs";
 import { formatMeasurement, measureLocations } from "./locate-accuracy.mjs";
 import { AGENT, NODE_SHIM, makeDemoProject, recordingLogger, startDevServer } from "./support.mjs";
@@ -69,6 +69,30 @@ test("component usages: Svelte's column on the stamped text maps to the engine's
 
 test("a file with neither elements nor components is left alone", () => {
   assert.equal(stamp("<script>let x = 1;</script>\n{x} text"), null);
+});
+
+test("listed after svelte() with a preprocessor that adds lines, the locations still come from the file on disk", async (t) => {
+  const project = makeDemoProject(t, { source: path.join(APPS, "svelte-nested") });
+  // A script preprocessor that adds three lines: Svelte's own positions below the script move, ours must not.
+  const grow = { name: "grow", script: ({ content }) => ({ code: `\n\n\n${content}` }) };
+  const server = await createServer({
+    configFile: false,
+    root: project.root,
+    cacheDir: project.cacheDir,
+    customLogger: recordingLogger(),
+    server: { middlewareMode: true, ws: false },
+    plugins: [svelte({ preprocess: [grow] }), ...spotpatchLocateSvelte()],
+  });
+  t.after(() => server.close());
+  const names = server.config.plugins.map((p) => p.name);
+  assert.ok(names.indexOf("vite-plugin-svelte:preprocess") < names.indexOf("spotpatch:locate-svelte"), names.join(", "));
+  const { code } = await server.transformRequest("/src/lib/Button.svelte");
+  const button = lineOf(project.root, "src/lib/Button.svelte", "<button");
+  const count = lineOf(project.root, "src/lib/Button.svelte", "<b ");
+  // The <button> has a spread, so its attributes become an object; the <b> stays in a static template.
+  assert.ok(code.includes(`'data-spotpatch-loc': 'src/lib/Button.svelte:${button.line}:1'`), code);
+  assert.ok(code.includes(`<b data-spotpatch-loc="src/lib/Button.svelte:${count.line}:${count.column}"`), code);
+  assert.ok(code.includes(`[[${count.line + 3}, `), "Svelte itself saw the preprocessed text (three lines down)");
 });
 
 /** `svelteUsageChain` as a browser module: chain-svelte.ts has no imports besides types. */
