@@ -14,12 +14,11 @@ import { openPanel, panelOf } from "./overlay-flow-helpers.mjs";
 import { waitLabel } from "./overlay-picker-helpers.mjs";
 
 /**
- * Pick `target(page)` in pick mode (its label must show `label`, its card `source`, by default "Source
- * location unknown"), write an instruction, Submit, check the review's diff shows `added`, Apply
- * (`applied(page)` waits for the page's change through Vite), Revert (`reverted(page)`), and the file's
- * bytes are back.
+ * Pick `target(page)` in pick mode (its label must show `label`), write an instruction, Submit, check
+ * the review's diff shows `added`, Apply (`applied(page)` waits for the page's change through Vite),
+ * Revert (`reverted(page)`), and the file's bytes are back.
  */
-async function jobFlow(t, { app, file, target, label, source, added, applied, reverted, untouched }) {
+async function jobFlow(t, { app, file, target, label, source = /Source location unknown/, added, applied, reverted, untouched }) {
   const { page, project } = await openApp(t, { app, script: app });
   await page.setViewportSize({ width: 1280, height: 800 });
   await target(page).waitFor();
@@ -34,7 +33,7 @@ async function jobFlow(t, { app, file, target, label, source, added, applied, re
   await target(page).click();
   const card = panel.getByRole("group", { name: "Target 1" });
   await card.waitFor();
-  await card.getByText(source ?? /Source location unknown/).waitFor();
+  await card.getByText(source).waitFor();
   await untouched(page); // the app's own click handler never ran
   await panel.getByRole("button", { name: "Pick elements", pressed: false }).waitFor();
 
