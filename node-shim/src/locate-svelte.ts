@@ -9,7 +9,9 @@
  * `RegularElement` and `<svelte:element>` (an attribute there lands on whichever element it creates).
  * The hook runs with `order: 'pre'`, before `vite-plugin-svelte`'s preprocess and compile hooks whatever
  * the plugin order, so it sees the file as it is on disk; the inserted text never adds a line and the
- * returned high-resolution map is combined by Vite into the one the Svelte compiler receives. Because
+ * returned map (word-boundary resolution) reaches the Svelte compiler through Vite. (vite-plugin-svelte
+ * 7.3 chains earlier maps into the compile and Vite chains them again, sveltejs/vite-plugin-svelte#1401:
+ * lines stay exact, template columns after a stamped tag drift; docs/node-shim.md "Svelte".) Because
  * the attribute is part of the compiled template, it is there for elements in `{#each}`, `{#if}`,
  * `{#await}`, snippets (an element written in a snippet or in a component's children carries the
  * location of the file it is written in) and in SSR output. Not stamped: `<title>` in `<svelte:head>`
@@ -103,7 +105,7 @@ export function injectSvelteLocations(
   }
   return {
     code: out,
-    map: s.generateMap({ hires: true, source: opts.sourceName ?? relFile, includeContent: true }),
+    map: s.generateMap({ hires: "boundary", source: opts.sourceName ?? relFile, includeContent: true }),
     usages,
   };
 }
@@ -242,9 +244,8 @@ export function spotpatchLocateSvelte(options: SpotpatchLocateOptions = {}): Plu
         if (consumer === "server") return null; // SSR output: no page to read the chain in
         const table = tables.get(file);
         if (!table) return null;
-        const s = new MagicString(code);
-        s.append(registryStatement(table.rel, table.usages));
-        return { code: s.toString(), map: s.generateMap({ hires: "boundary", source: file }) };
+        // Appended after all of Svelte's output, nothing moves: `map: null` keeps the existing map.
+        return { code: code + registryStatement(table.rel, table.usages), map: null };
       },
     },
   };
