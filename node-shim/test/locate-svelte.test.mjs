@@ -156,6 +156,21 @@ test("nested fixture: the inner button's location and its usage chain (Card, the
   await page.locator("button.btn").nth(1).click();
   const count = await page.evaluate(() => window.__svelteUsageChain(document.querySelector("b.count")));
   assert.deepEqual(count, button.chain);
+
+  // A registry the page scribbled over gives fewer sites, never a wrong one, and never throws.
+  const scribbled = await page.evaluate(() => {
+    const key = Symbol.for("spotpatch.svelte");
+    const real = globalThis[key];
+    const el = document.querySelector("button.btn");
+    const out = [];
+    for (const fake of [new Map([["src/lib/Card.svelte", { file: 7, usages: null }]]), new Map([["src/lib/Card.svelte", { usages: { x: 1 } }]]), {}]) {
+      globalThis[key] = fake;
+      out.push(window.__svelteUsageChain(el));
+    }
+    globalThis[key] = real;
+    return out;
+  });
+  assert.deepEqual(scribbled, [[], [], []]);
   assert.deepEqual(page.errors, []);
 });
 

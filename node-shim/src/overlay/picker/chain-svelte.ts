@@ -47,9 +47,10 @@ export function svelteUsageChain(el: Element): UsageSite[] {
   for (let i = 0; entry && sites.length < MAX_SITES && i < MAX_STEPS; i++, entry = entry.parent ?? null) {
     if (entry.type !== "component" || typeof entry.file !== "string") continue;
     const registered = resolveFile(registry as Map<string, RegisteredFile>, entry.file);
-    const usage = registered?.usages[`${String(entry.line)}:${String(entry.column)}`];
-    if (!registered || !usage || typeof entry.line !== "number") continue;
+    const usage = registered?.usages?.[`${String(entry.line)}:${String(entry.column)}`];
+    if (!registered || !Array.isArray(usage) || typeof entry.line !== "number") continue;
     const [column, tag] = usage;
+    if (typeof column !== "number" || typeof tag !== "string" || typeof registered.file !== "string") continue;
     if (typeof entry.componentTag === "string" && entry.componentTag !== tag) continue; // stale table
     const site: UsageSite = { file: registered.file, line: entry.line, column };
     if (!tag.startsWith("svelte:")) site.component = tag;
