@@ -40,7 +40,8 @@ import path from "node:path";
 import MagicString from "magic-string";
 import type { Plugin, ResolvedConfig } from "vite";
 
-import { LinePositions, LOC_ATTRIBUTE, jsxAttributeValue, relativeToRoot, type LocateResult, type SpotpatchLocateOptions } from "./locate.js";
+import { LOC_ATTRIBUTE, jsxAttributeValue, relativeToRoot, type LocateResult, type SpotpatchLocateOptions } from "./locate.js";
+import { LinePositions } from "./locate-util.js";
 
 /** The global the compiled modules register their component usages in (read by chain-svelte.ts). */
 export const SVELTE_REGISTRY_KEY = "spotpatch.svelte";

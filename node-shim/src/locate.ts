@@ -229,7 +229,7 @@ export function jsxAttributeValue(value: string): string {
 }
 
 /** Offsets (UTF-16, as Babel gives them) → engine line/column (see the module comment for the unit). */
-export class LinePositions {
+class LinePositions {
   private readonly starts: number[] = [0];
   private readonly bom: boolean;
 
