@@ -74,20 +74,23 @@ export function injectSvelteLocations(
   parse: SvelteParse,
   opts: { sourceName?: string } = {},
 ): SvelteLocateResult | null {
-  const root = parse(code, { modern: true, filename: opts.sourceName });
+  // Svelte's parser and compiler drop a leading BOM before they count offsets and columns.
+  const bom = code.charCodeAt(0) === 0xfeff ? 1 : 0;
+  const root = parse(bom ? code.slice(1) : code, { modern: true, filename: opts.sourceName });
   const positions = new LinePositions(code);
   const s = new MagicString(code);
   const inserted: Array<{ at: number; length: number }> = [];
   const components: SvelteNode[] = [];
 
   for (const node of fragmentNodes(root.fragment)) {
-    if (COMPONENT_TYPES.has(node.type)) components.push(node);
+    const start = node.start + bom; // offset in `code`
+    if (COMPONENT_TYPES.has(node.type)) components.push({ ...node, start });
     if (node.type !== "RegularElement" && node.type !== "SvelteElement") continue;
     const name = String(node.name ?? "");
-    const nameEnd = node.start + 1 + name.length;
-    if (code[node.start] !== "<" || code.slice(node.start + 1, nameEnd) !== name) continue; // not as written
+    const nameEnd = start + 1 + name.length;
+    if (code[start] !== "<" || code.slice(start + 1, nameEnd) !== name) continue; // not as written
     if (hasAttribute(node, LOC_ATTRIBUTE)) continue;
-    const { line, column } = positions.at(node.start);
+    const { line, column } = positions.at(start);
     const text = ` ${LOC_ATTRIBUTE}=${jsxAttributeValue(`${relFile}:${line}:${column}`)}`;
     s.appendLeft(nameEnd, text);
     inserted.push({ at: nameEnd, length: text.length });
@@ -100,8 +103,8 @@ export function injectSvelteLocations(
     // Where Svelte's locator will put this tag in the stamped text: same line, 0-based UTF-16 column.
     let shifted = node.start;
     for (const { at, length } of inserted) if (at <= node.start) shifted += length;
-    const svelteColumn = shifted - (out.lastIndexOf("\n", shifted - 1) + 1);
     const { line, column } = positions.at(node.start);
+    const svelteColumn = shifted - (out.lastIndexOf("\n", shifted - 1) + 1) - (line === 1 ? bom : 0);
     usages[`${line}:${svelteColumn}`] = [column, String(node.name ?? "")];
   }
   return {

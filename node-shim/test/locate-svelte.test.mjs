@@ -5,7 +5,7 @@
 // fixture's chain (acceptance 2), an HMR edit that shifts lines (acceptance 3's "exact again"), a
 // monorepo layout, and a `vite build` free of every trace (acceptance 5).
 import assert from "node:assert/strict";
-import { cpSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
@@ -60,6 +60,11 @@ test("component usages: Svelte's column on the stamped text maps to the engine's
   const svelteColumn = line2.indexOf("<Card");
   assert.deepEqual(result.usages, { [`2:${svelteColumn}`]: [11, "Card"], "3:0": [1, "ui.Button"] });
   assert.ok(svelteColumn > 11, "the column Svelte sees is shifted by the attributes before it");
+  // Svelte drops a BOM before it counts columns; ours never count it.
+  const bom = stamp("\uFEFF<b>x</b><Card />");
+  assert.match(bom.code, /^\uFEFF<b data-spotpatch-loc="src\/C.svelte:1:1">/);
+  assert.deepEqual(Object.values(bom.usages), [[9, "Card"]]);
+  assert.deepEqual(Object.keys(bom.usages), [`1:${bom.code.indexOf("<Card") - 1}`]);
   // Paths needing escapes stay one valid attribute and one valid JS statement.
   const odd = stamp('<p>x</p><Card/>', 'src/{a} "b".svelte');
   assert.match(odd.code, /^<p data-spotpatch-loc=\{"src\/\{a\} \\"b\\".svelte:1:1"\}>/);
@@ -191,22 +196,33 @@ test("HMR: an edit that shifts lines in a .svelte file leaves exact locations an
   assert.deepEqual(page.errors, []);
 });
 
-test("monorepo: a Svelte app in a subfolder gets paths relative to the git top level", async (t) => {
+test("monorepo: a Svelte app in apps/web and its components in packages/ui get paths relative to the git top level", async (t) => {
   const project = makeDemoProject(t, {
     source: path.join(APPS, "svelte-nested"),
     edit(root) {
-      // Move the app to apps/web inside the repository; the repository root holds nothing else.
+      // The app moves to apps/web, its shared components to packages/ui (outside the Vite root).
       const web = path.join(root, "apps", "web");
+      const ui = path.join(root, "packages", "ui");
       mkdirSync(web, { recursive: true });
+      mkdirSync(path.dirname(ui), { recursive: true });
       for (const name of readdirSync(root)) {
-        if (name === "apps" || name === "node_modules") continue;
-        cpSync(path.join(root, name), path.join(web, name), { recursive: true });
+        if (name === "apps" || name === "packages" || name === "node_modules") continue;
+        renameSync(path.join(root, name), path.join(web, name));
       }
+      renameSync(path.join(web, "src", "lib"), ui);
+      const page = path.join(web, "src", "ProductPage.svelte");
+      writeFileSync(page, readFileSync(page, "utf8").replace('"./lib/Card.svelte"', '"../../../packages/ui/Card.svelte"'));
+      // A workspace root, so Vite serves files outside apps/web (its default fs.allow).
+      writeFileSync(path.join(root, "package.json"), JSON.stringify({ private: true, workspaces: ["apps/*", "packages/*"] }));
       symlinkSync(path.join(NODE_SHIM, "node_modules"), path.join(web, "node_modules"), "dir");
     },
   });
   const web = path.join(project.root, "apps", "web");
-  const { url } = await startDevServer(t, { ...project, root: web }, { options: { providers: [] }, plugins: [svelte()], optimizeDeps: {} });
+  // As `npm run dev` in apps/web would (Svelte's `rootDir` defaults to the cwd it was loaded in): Svelte
+  // names the app's files relative to apps/web (`src/App.svelte`) and packages/ui's by their absolute
+  // path; the chain maps both to project paths.
+  const plugins = [svelte({ compilerOptions: { rootDir: web } })];
+  const { url } = await startDevServer(t, { ...project, root: web }, { options: { providers: [] }, plugins, optimizeDeps: {} });
   const browser = await launchBrowser(t);
   const page = await newPage(await browser.newContext());
   await page.goto(`${url}/`);
@@ -216,13 +232,18 @@ test("monorepo: a Svelte app in a subfolder gets paths relative to the git top l
   assert.equal(r.exact, r.total, formatMeasurement(r));
   assert.ok(r.total > 5);
   const loc = await page.evaluate(() => document.querySelector("button.btn").getAttribute("data-spotpatch-loc"));
-  assert.match(loc, /^apps\/web\/src\/lib\/Button\.svelte:\d+:1$/);
+  assert.match(loc, /^packages\/ui\/Button\.svelte:\d+:1$/);
+  const svelteNames = await page.evaluate(() => ["main", "article"].map((s) => document.querySelector(s).__svelte_meta.loc.file));
+  assert.equal(svelteNames[0], "src/App.svelte");
+  assert.ok(svelteNames[1].endsWith("/packages/ui/Card.svelte") && path.isAbsolute(svelteNames[1]), svelteNames[1]);
   const chain = await page.evaluate(() => window.__svelteUsageChain(document.querySelector("button.btn")));
-  assert.deepEqual(chain.map((s) => `${s.component} ${s.file}`), [
-    "Button apps/web/src/lib/Card.svelte",
-    "Card apps/web/src/ProductPage.svelte",
-    "ProductPage apps/web/src/App.svelte",
+  const root = project.root;
+  assert.deepEqual(chain, [
+    { component: "Button", ...lineOf(root, "packages/ui/Card.svelte", "<Button"), file: "packages/ui/Card.svelte" },
+    { component: "Card", ...lineOf(root, "apps/web/src/ProductPage.svelte", "<Card"), file: "apps/web/src/ProductPage.svelte" },
+    { component: "ProductPage", ...lineOf(root, "apps/web/src/App.svelte", "<ProductPage"), file: "apps/web/src/App.svelte" },
   ]);
+  assert.deepEqual(page.errors, []);
 });
 
 test("vite build of a Svelte app: no location attribute, no registry, no chain code", async (t) => {
