@@ -6,6 +6,7 @@
  *   the page overlay (launcher, picker, panel; `overlay: false` keeps only the client);
  * - `spotpatch:locate` — stamps JSX elements with `data-spotpatch-loc="file:line:col"`;
  * - `spotpatch:locate-vue` — the same for the native elements of `.vue` templates (plus usage sites).
+ * - `spotpatch:locate-svelte` (+ `-registry`) — the same for `.svelte` components (src/locate-svelte.ts).
  *
  * A production build (`vite build`) contains none of it.
  */
@@ -14,6 +15,7 @@ import type { Plugin } from "vite";
 
 import { spotpatchLocate, type SpotpatchLocateOptions } from "./locate.js";
 import { spotpatchLocateVue } from "./locate-vue.js";
+import { spotpatchLocateSvelte } from "./locate-svelte.js";
 import { resolveOptions, type SpotPatchOptions } from "./options.js";
 import { spotpatchServer } from "./plugin.js";
 
@@ -25,11 +27,16 @@ export { spotpatchLocate } from "./locate.js";
 export { spotpatchLocateVue } from "./locate-vue.js";
 export { VIRTUAL_CLIENT_ID } from "./plugin.js";
 
-/** The SpotPatch plugins (`[spotpatch:server, spotpatch:locate, spotpatch:locate-vue]`). Throws on invalid options. */
+/** The SpotPatch plugins (`[spotpatch:server, spotpatch:locate, spotpatch:locate-vue, spotpatch:locate-svelte, …-registry]`). Throws on invalid options. */
 export function spotpatch(options: SpotPatchOptions = {}): Plugin[] {
   const resolved = resolveOptions(options);
   const locateOptions: SpotpatchLocateOptions = {};
-  return [spotpatchServer(resolved, locateOptions), spotpatchLocate(locateOptions), spotpatchLocateVue(locateOptions)];
+  return [
+    spotpatchServer(resolved, locateOptions),
+    spotpatchLocate(locateOptions),
+    spotpatchLocateVue(locateOptions),
+    ...spotpatchLocateSvelte(locateOptions),
+  ];
 }
 
 export default spotpatch;

@@ -1,8 +1,9 @@
 // Issue 13, acceptance 2: the same picking and job flow (pick, instruction, Submit, review, Apply,
 // Revert) through the real overlay on a plain HTML page (test/apps/plain, no framework) and on the
 // official `vue-ts` and `svelte-ts` Vite templates (copied from create-vite at test time). The plain
-// page's elements are located in index.html / frame.html (issue 15); where a location is unknown the
-// label and the card say so, and the job still runs. The scripted provider plays the app's edit (test/scripted_provider.py APP_EDITS).
+// page's elements are located in index.html / frame.html, Vue and Svelte components in their files (issue
+// 15), so the label and the card show `file:line`; where a location is unknown they say so, and the job
+// still runs. The scripted provider plays the app's edit (test/scripted_provider.py APP_EDITS).
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -131,12 +132,13 @@ test("vue-ts template: pick the counter (component HelloWorld, located by spotpa
   });
 });
 
-test("svelte-ts template: pick the counter (component Counter, source unknown), Submit, review, Apply (HMR), Revert", async (t) => {
+test("svelte-ts template: pick the counter (component Counter, src/lib/Counter.svelte:8), Submit, review, Apply (HMR), Revert", async (t) => {
   await jobFlow(t, {
     app: "svelte-ts",
     file: "src/lib/Counter.svelte",
     target: (page) => page.getByRole("button", { name: /Count is 0|Clicks: 0/ }),
-    label: "button · Counter · source unknown",
+    label: "button · Counter · src/lib/Counter.svelte:8",
+    cardSource: "src/lib/Counter.svelte:8",
     added: "Clicks: {count}",
     untouched: async (page) => page.getByRole("button", { name: "Count is 0" }).waitFor(),
     applied: (page) => page.getByRole("button", { name: "Clicks: 0" }).waitFor(),
