@@ -246,7 +246,15 @@ class EngineService:
             recovered=list(self._recovered))
 
     async def prompt_render(self, params: PromptRenderParams) -> PromptRenderResult:
-        return render_prompt(params.annotation)
+        """The copy prompt: each target's location checked against the project (excerpt or warning) and the
+        conventions summary (``spotpatch_agent.context``); without a project yet, the locations as given."""
+        if self._root is None:
+            return render_prompt(params.annotation)
+        from spotpatch_agent.context.build import project_prompt_context
+
+        context = await project_prompt_context(self._root, params.annotation, limits=self._config.limits,
+                                               checks=self._config.checks)
+        return render_prompt(params.annotation, context)
 
     async def job_create(self, params: JobCreateParams) -> JobSnapshot:
         root = self._require_root()

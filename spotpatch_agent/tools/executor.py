@@ -113,6 +113,11 @@ class ToolExecutor:
         return tuple(self._tools)
 
     @property
+    def context(self) -> WorktreeContext:
+        """The worktree's shared tool state (reads made through it land in the tools' per-version cache)."""
+        return self._ctx
+
+    @property
     def version(self) -> int:
         """Worktree version: 0 at start, +1 per write (or :meth:`invalidate`); caches live per version."""
         return self._ctx.version
