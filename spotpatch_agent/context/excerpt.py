@@ -95,7 +95,7 @@ async def check_locations(ctx: WorktreeContext, targets: list[Target]) -> dict[i
                 if exists else {"code": "location-missing", "reason": "the file does not exist in the project"}))
         elif line > len(file.lines):
             checks[index] = LocationCheck(index, False, rel=rel, code="line-past-end", reason=(
-                f"line {line} is past the end of the file ({len(file.lines)} lines)"))
+                f"line {line} is past the end of the file ({len(file.lines)} line{'s' if len(file.lines) != 1 else ''})"))
         else:
             checks[index] = LocationCheck(index, True, rel=rel, excerpt=excerpt_of(file, line),
                                           sha256=hashlib.sha256(file.data).hexdigest())
