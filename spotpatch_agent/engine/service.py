@@ -247,9 +247,10 @@ class EngineService:
 
     async def prompt_render(self, params: PromptRenderParams) -> PromptRenderResult:
         """The copy prompt: each target's location checked against the project (excerpt or warning) and the
-        conventions summary (``spotpatch_agent.context``); without a project yet, the locations as given."""
-        if self._root is None:
-            return render_prompt(params.annotation)
+        conventions summary (``spotpatch_agent.context``). Without a project yet, or when it is not a git
+        repository, nothing is read: the locations as given."""
+        if self._root is None or self._project_lock is None:  # no project, or not a git repository: the
+            return render_prompt(params.annotation)            # git-ignore policy cannot be applied, read nothing
         from spotpatch_agent.context.build import project_prompt_context
 
         context = await project_prompt_context(self._root, params.annotation, limits=self._config.limits,

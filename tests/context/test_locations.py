@@ -102,3 +102,14 @@ async def test_first_message_is_the_copy_prompt_plus_the_working_rules(project: 
     task = agent_task(annotation, max_turns=5, max_tool_calls=9, context=context)
     assert task.startswith(copy.text)
     assert "Budget: at most 5 turns" in task[len(copy.text):]
+
+
+@pytest.mark.anyio
+async def test_a_project_that_is_not_a_git_repository_reads_nothing(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    (plain / "src").mkdir(parents=True)
+    (plain / "src/App.tsx").write_text(SOURCE)
+    (plain / "package.json").write_text('{"dependencies": {"react": "^18.0.0"}}')
+    result = await render(plain, ann(("src/App.tsx", 12)))
+    assert result.warnings is None and "Source: src/App.tsx:12:1" in result.text
+    assert "excerpt" not in result.text and "react" not in result.text  # the ignore policy cannot apply
