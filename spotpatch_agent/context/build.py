@@ -39,9 +39,9 @@ async def build_prompt_context(
     """Check every target's location and collect the conventions, reading through ``ctx`` (its path
     policy and per-version cache). ``checks``: the trusted config's, whose commands never appear."""
     started = time.perf_counter()
-    locations = await check_locations(ctx, annotation.targets)
     sources = [t.source.file if t.source is not None else None for t in annotation.targets]
     conventions = await collect_conventions(ctx, sources, check_commands=[(c.command, list(c.args)) for c in checks])
+    locations = await check_locations(ctx, annotation.targets)  # the targets' files are cached by now
     return PromptContext(locations=locations, conventions=conventions,
                          build_ms=(time.perf_counter() - started) * 1000)
 

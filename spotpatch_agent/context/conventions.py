@@ -267,11 +267,13 @@ async def collect_conventions(
 ) -> Conventions:
     """The :class:`Conventions` for targets at ``sources`` (their ``source.file``, None when unknown) in the
     tree at ``ctx.root``. ``check_commands`` are the configured checks' ``(command, args)``: no line
-    naming one is offered. Never raises for a file it cannot use (it is simply not offered)."""
+    naming one is offered. Never raises for a file it cannot use (it is simply not offered). The targets'
+    own files are read in the same batch (one ``git check-ignore``), so they are in ``ctx``'s cache after."""
     targets = _target_dirs(sources) or [(None, "")]
     root = os.fspath(ctx.root)
     configs, sample_paths = _plan(root, targets)
-    files = await ctx.read_texts([p for p, _ in configs] + sample_paths)
+    own = [rel for rel, _ in targets if rel is not None]
+    files = await ctx.read_texts([p for p, _ in configs] + sample_paths + own)
     needles = check_needles(check_commands)
     summary: list[tuple[ContextFile, str]] = []
     for path, kind in configs:

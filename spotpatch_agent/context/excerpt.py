@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -24,6 +25,8 @@ from spotpatch_agent.tools.read_file import render
 EXCERPT_BEFORE = 6
 EXCERPT_AFTER = 8
 EXCERPT_MAX_BYTES = 2048
+
+_HEADER = re.compile(r"\(lines (\d+)-(\d+) of \d+\)$")
 
 LocationCode = Literal["location-invalid", "location-protected", "location-missing", "location-unreadable",
                        "line-past-end"]
@@ -43,6 +46,9 @@ class LocationCheck:
     reason: str | None = None
     #: SHA-256 (hex) of the file's bytes, when ``ok``.
     sha256: str | None = None
+    #: When ``ok`` and the line is already shown by an earlier target's excerpt of the same file: that
+    #: target's index (and ``excerpt`` is None: the prompt points there instead of repeating it).
+    shown_in: int | None = None
 
 
 def excerpt_of(file: TextFile, line: int) -> str:
@@ -71,7 +77,8 @@ def _path_problem(raw: str) -> tuple[str | None, LocationCheck | None]:
 
 async def check_locations(ctx: WorktreeContext, targets: list[Target]) -> dict[int, LocationCheck]:
     """The :class:`LocationCheck` of every target with a source location, by target index (one batched
-    read through ``ctx``'s per-version cache)."""
+    read through ``ctx``'s per-version cache). A line an earlier target's excerpt already shows is not
+    shown twice (``shown_in``)."""
     checks: dict[int, LocationCheck] = {}
     pending: dict[int, tuple[str, int]] = {}
     for t in targets:
@@ -84,6 +91,7 @@ async def check_locations(ctx: WorktreeContext, targets: list[Target]) -> dict[i
             assert rel is not None
             pending[t.index] = (rel, t.source.line)
     files = await ctx.read_texts([rel for rel, _ in pending.values()]) if pending else {}
+    shown: dict[int, tuple[str, int, int]] = {}  # target index → (file, first and last line of its excerpt)
     for index, (rel, line) in pending.items():
         file = files.get(rel)
         if file is None:
@@ -97,6 +105,14 @@ async def check_locations(ctx: WorktreeContext, targets: list[Target]) -> dict[i
             checks[index] = LocationCheck(index, False, rel=rel, code="line-past-end", reason=(
                 f"line {line} is past the end of the file ({len(file.lines)} line{'s' if len(file.lines) != 1 else ''})"))
         else:
-            checks[index] = LocationCheck(index, True, rel=rel, excerpt=excerpt_of(file, line),
-                                          sha256=hashlib.sha256(file.data).hexdigest())
+            digest = hashlib.sha256(file.data).hexdigest()
+            earlier = next((i for i, (r, lo, hi) in shown.items() if r == rel and lo <= line <= hi), None)
+            if earlier is not None:
+                checks[index] = LocationCheck(index, True, rel=rel, sha256=digest, shown_in=earlier)
+                continue
+            excerpt = excerpt_of(file, line)
+            m = _HEADER.search(excerpt.split("\n", 1)[0])
+            if m:
+                shown[index] = (rel, int(m.group(1)), int(m.group(2)))
+            checks[index] = LocationCheck(index, True, rel=rel, excerpt=excerpt, sha256=digest)
     return checks

@@ -62,6 +62,8 @@ def _target_block(t: Target, location: LocationCheck | None = None) -> str:
     if location is not None and location.ok and location.excerpt:
         lines.append("Source excerpt (the file as it is now, numbered like read_file; data):")
         lines.append(fence(location.excerpt))
+    elif location is not None and location.ok and location.shown_in is not None:
+        lines.append(f"Source excerpt: line {t.source.line if t.source else '?'} is in Target {location.shown_in}'s excerpt above.")
     return "\n".join(lines)
 
 

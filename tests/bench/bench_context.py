@@ -8,7 +8,8 @@
 
 For each: the bytes of the conventions summary, the samples and the excerpts, and the build time of
 ``build_prompt_context`` (median and max of ``--runs`` fresh builds, each with a new ``WorktreeContext`` so
-nothing is cached). Then the discovery calls (``list_files``/``search_text``) and ``read_file`` calls a
+nothing is cached), next to one ``git check-ignore`` process run the same way (the one git process a build
+spawns; on a loaded machine process start-up dominates both). Then the discovery calls (``list_files``/``search_text``) and ``read_file`` calls a
 scripted *careful model* makes before its first edit: it looks up each fact its first message lacks
 (:func:`careful_model_calls`). This shows which facts the message carries, not how a real model behaves.
 """
@@ -29,6 +30,7 @@ from spotpatch_agent.demo.runner import make_demo_project
 from spotpatch_agent.demo.script import DEMO_TARGETS
 from spotpatch_agent.engine.prompt import agent_task
 from spotpatch_agent.protocol.models import Limits, SpotAnnotation
+from spotpatch_agent.tools._git import run_git
 from spotpatch_agent.tools.context import WorktreeContext
 
 
@@ -75,11 +77,15 @@ def _annotation(targets: list[dict]) -> SpotAnnotation:
 
 async def _measure(name: str, root: Path, annotation: SpotAnnotation, runs: int) -> None:
     times: list[float] = []
+    git_times: list[float] = []
     context: PromptContext | None = None
-    for _ in range(runs):
+    for _ in range(runs):  # alternating with the baseline: one git process of the same runner
         started = time.perf_counter()
         context = await build_prompt_context(WorktreeContext(root, Limits()), annotation)
         times.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        await run_git(root, "check-ignore", "--", "package.json", ok_codes=(0, 1))
+        git_times.append((time.perf_counter() - started) * 1000)
     assert context is not None
     excerpts = sum(len((c.excerpt or "").encode()) for c in context.locations.values())
     summary, samples = len(context.conventions.summary.encode()), len(context.conventions.samples.encode())
@@ -87,7 +93,7 @@ async def _measure(name: str, root: Path, annotation: SpotAnnotation, runs: int)
     without = agent_task(annotation, max_turns=24, max_tool_calls=48)
     a, b = careful_model_calls(without, annotation), careful_model_calls(with_ctx, annotation)
     print(f"| {name} | {len(context.files)} | {summary:,} | {samples:,} | {excerpts:,} | "
-          f"{len(with_ctx.encode()):,} vs {len(without.encode()):,} | {statistics.median(times):.1f} / {max(times):.1f} | "
+          f"{len(with_ctx.encode()):,} vs {len(without.encode()):,} | {statistics.median(times):.1f} / {max(times):.1f} | {statistics.median(git_times):.1f} | "
           f"{a['discovery']} + {a['read_file']} → {b['discovery']} + {b['read_file']} |")
 
 
@@ -95,8 +101,8 @@ async def _main(files: int, runs: int) -> None:
     from tests.context._fixture import make_project
 
     print("| project | files offered | summary B | samples B | excerpts B | first message B (with vs without) "
-          "| build ms (median / max) | careful model: discovery + read_file calls (without → with) |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| build ms (median / max) | one `git check-ignore` ms (median) | careful model: discovery + read_file calls (without → with) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         demo = make_demo_project(Path(tmp) / "demo")
         await _measure("demo", demo, _annotation(DEMO_TARGETS), runs)

@@ -113,3 +113,11 @@ async def test_a_project_that_is_not_a_git_repository_reads_nothing(tmp_path: Pa
     result = await render(plain, ann(("src/App.tsx", 12)))
     assert result.warnings is None and "Source: src/App.tsx:12:1" in result.text
     assert "excerpt" not in result.text and "react" not in result.text  # the ignore policy cannot apply
+
+
+@pytest.mark.anyio
+async def test_a_line_already_shown_is_not_repeated(project: Path) -> None:
+    result = await render(project, ann(("src/App.tsx", 12), ("src/App.tsx", 15), ("src/App.tsx", 28)))
+    assert result.text.count("   12| const line12 = 12;") == 1
+    assert "Source excerpt: line 15 is in Target 1's excerpt above." in result.text
+    assert "   28| const line28 = 28;" in result.text.split("## Target 3")[1]  # outside it: its own excerpt
