@@ -2,8 +2,8 @@
 
 Every target's location is checked first (``prompt/render``'s warnings, printed to stderr): exit 2 when the
 project is not a git repository or no target has a usable location. Without a usable provider it prints the
-v1 prompt (the text ``prompt/render`` returns) and how to configure one, and exits 3. Exit 0 only when the job reached ``awaiting-review`` (and, with ``--apply``,
-was applied).
+v1 prompt (the text ``prompt/render`` returns) and how to configure one, and exits 3. Exit 0 only when the
+job reached ``awaiting-review`` (and, with ``--apply``, was applied).
 """
 
 from __future__ import annotations

@@ -83,8 +83,8 @@ class Job:
     applied: object | None = None
     #: The final check stage's results (engine/gates.py), in config order; empty in trusted-auto.
     check_results: list[gates.FinalCheck] = field(default_factory=list)
-    #: The files whose content the first message offered (conventions, samples), path + SHA-256 each: what
-    #: the audit ledger records (spotpatch_agent.context). Empty until the loop starts.
+    #: The files whose content the first message offered (the targets' files, conventions, samples), path +
+    #: SHA-256 each: what the audit ledger records (spotpatch_agent.context). Empty until the loop starts.
     context_files: tuple[ContextFile, ...] = ()
     cancel_scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     done: anyio.Event = field(default_factory=anyio.Event)
