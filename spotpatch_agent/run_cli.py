@@ -1,8 +1,9 @@
 """``spotpatch-agent run``: one job from the terminal, with live progress (DESIGN.md §1).
 
-Without a usable provider it prints the v1 prompt (the text ``prompt/render`` returns) and how to
-configure one, and exits 3. Exit 0 only when the job reached ``awaiting-review`` (and, with ``--apply``,
-was applied).
+Every target's location is checked first (``prompt/render``'s warnings, printed to stderr): exit 2 when the
+project is not a git repository or no target has a usable location. Without a usable provider it prints the
+v1 prompt (the text ``prompt/render`` returns) and how to configure one, and exits 3. Exit 0 only when the
+job reached ``awaiting-review`` (and, with ``--apply``, was applied).
 """
 
 from __future__ import annotations
@@ -100,8 +101,7 @@ def build_annotation(targets: list[str], instructions: list[str]) -> SpotAnnotat
         if not m:
             usage_error(f"--target must be FILE:LINE[:COL], got {target!r}")
         items.append({"index": i, "instruction": instruction,
-                      "source": {"file": m.group(1), "line": int(m.group(2)), "column": int(m.group(3) or 1)},
-                      "element": {"tagName": "unknown"}})
+                      "source": {"file": m.group(1), "line": int(m.group(2)), "column": int(m.group(3) or 1)}})
     try:
         return SpotAnnotation.model_validate({"annotationId": "cli", "pageUrl": "/", "targets": items})
     except ValueError as exc:
@@ -125,8 +125,9 @@ and set the key variable it names (here OPENAI_API_KEY) in the environment."""
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from spotpatch_agent.engine.prompt import render_prompt
     from spotpatch_agent.engine.service import EngineService
+    from spotpatch_agent.protocol.models import PromptRenderParams
+    from spotpatch_agent.worktree.repo import locate
 
     project = args.project.resolve()
     config = load_config(project, args.config)
@@ -135,6 +136,10 @@ def run_command(args: argparse.Namespace) -> int:
     model_id = args.model or next((m.id for p in config.providers for m in p.models), None)
 
     async def main() -> int:
+        if await locate(project) is None:
+            print(f"spotpatch-agent run: {project.name or project} is not a git repository (SpotPatch works on a "
+                  "git repository: run `git init` and commit first)", file=sys.stderr)
+            return 2
         async with service.running():
             try:
                 await service.configure(project, config)
@@ -142,8 +147,14 @@ def run_command(args: argparse.Namespace) -> int:
                 if banner:
                     print(banner, file=sys.stderr, flush=True)
                     print(banner, flush=True)
+                rendered = await service.prompt_render(PromptRenderParams(annotation=annotation))
+                for warning in rendered.warnings or ():
+                    print(f"spotpatch-agent run: {warning.message}", file=sys.stderr)
+                if rendered.warnings and len(rendered.warnings) == len(annotation.targets):
+                    print("spotpatch-agent run: no target has a usable source location; nothing to do.", file=sys.stderr)
+                    return 2
                 if model_id is None or not service.ai_enabled():
-                    print(render_prompt(annotation).text)
+                    print(rendered.text)
                     print(provider_help(config, args.config or project / CONFIG_FILE), file=sys.stderr)
                     return 3
                 params = JobCreateParams(annotation=annotation, model_profile_id=model_id, apply_mode="review")

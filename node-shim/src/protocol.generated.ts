@@ -41,6 +41,8 @@ export type JobStatus =
   | "failed"
   | "cancelled"
   | "closed";
+export type PromptWarningCode =
+  "location-invalid" | "location-protected" | "location-missing" | "location-unreadable" | "line-past-end";
 
 /**
  * A tool call started (``phase: started``) or finished (``ok``, ``durationMs``, and ``errorCode`` +
@@ -332,7 +334,7 @@ export interface SpotAnnotation {
     | [Target, Target, Target, Target, Target, Target, Target, Target];
 }
 export interface Target {
-  element: ElementInfo;
+  element?: ElementInfo | null;
   index: number;
   instruction: string;
   source?: SourceLocation | null;
@@ -430,10 +432,22 @@ export interface PromptRenderParams {
 export interface PromptRenderResult {
   targets: PromptTarget[];
   text: string;
+  warnings?: PromptWarning[];
 }
 export interface PromptTarget {
   index: number;
   source?: string;
+}
+/**
+ * A target whose source location could not be used: the prompt says so (without the file's contents).
+ * ``location-invalid``: not a project-relative path (absolute, ``..``); ``location-protected``: a path the
+ * path policy never reads; ``location-missing``: no such file; ``location-unreadable``: git-ignored, a
+ * symlink, binary or too big; ``line-past-end``: the file has fewer lines.
+ */
+export interface PromptWarning {
+  code: PromptWarningCode;
+  index: number;
+  message: string;
 }
 /**
  * A provider profile as the page may see it: ids and display names only, never URLs or keys.

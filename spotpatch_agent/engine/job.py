@@ -15,6 +15,8 @@ from pathlib import Path
 
 import anyio
 
+from spotpatch_agent.context.build import build_prompt_context
+from spotpatch_agent.context.conventions import ContextFile
 from spotpatch_agent.engine import gates
 from spotpatch_agent.engine.events import MAX_MESSAGE_CHARS, JobEventLog, now_iso
 from spotpatch_agent.engine.locations import check_tags, lines_reader
@@ -88,6 +90,9 @@ class Job:
     applied: object | None = None
     #: The final check stage's results (engine/gates.py), in config order; empty in trusted-auto.
     check_results: list[gates.FinalCheck] = field(default_factory=list)
+    #: The files whose content the first message offered (the targets' files, conventions, samples), path +
+    #: SHA-256 each: what the audit ledger records (spotpatch_agent.context). Empty until the loop starts.
+    context_files: tuple[ContextFile, ...] = ()
     cancel_scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     done: anyio.Event = field(default_factory=anyio.Event)
 
@@ -304,8 +309,13 @@ async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor)
         max_repeated_failed_calls=limits.get("maxRepeatedFailedCalls"), max_output_tokens=job.model.output_cap,
     )
     tag_checks = await check_tags(lines_reader(executor.context), job.params.annotation.targets)
+    # The project context, read through the tools' cache: a later read_file of these files reads nothing again.
+    context = await build_prompt_context(executor.context, job.params.annotation, checks=job.checks)
+    job.context_files = context.files
+    log.info("job %s: project context of %d file(s) built in %.1f ms", job.job_id, len(context.files),
+             context.build_ms)
     task = agent_task(job.params.annotation, max_turns=budget.max_turns, max_tool_calls=budget.max_tool_calls,
-                      trusted_auto=job.params.apply_mode == "trusted-auto", tag_checks=tag_checks)
+                      trusted_auto=job.params.apply_mode == "trusted-auto", context=context, tag_checks=tag_checks)
     await run_loop(
         adapter=adapter, model=job.model.model, system=SYSTEM_PROMPT, task=task, tools=tool_specs(executor.tool_names),
         executor=executor, budget=budget, events=job.events, stats=job.stats,

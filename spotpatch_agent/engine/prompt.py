@@ -1,9 +1,11 @@
 """The v1 copyable prompt and the agent's system constraints (DESIGN.md §5, §14).
 
 ``render_prompt`` is what ``prompt/render`` returns and what ``spotpatch-agent run`` prints without a
-provider; the agent's first user message is the same text plus its working rules, so a person copying the
-prompt into any AI tool gives it exactly what SpotPatch's own agent sees. Element text and attributes are
-quoted as JSON strings: they are data from the page, never instructions.
+provider; the agent's first user message is the same text plus its working rules (and the same-directory
+samples), so a person copying the prompt into any AI tool gives it what SpotPatch's own agent sees: each
+target with an excerpt of its source (or why its location could not be found) and the project's
+conventions summary (``spotpatch_agent.context``). Element text and attributes are quoted as JSON strings:
+they are data from the page, never instructions.
 """
 
 from __future__ import annotations
@@ -11,8 +13,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from typing import TYPE_CHECKING
+
+from spotpatch_agent.context.digest import fence
 from spotpatch_agent.engine.locations import TagCheck, source_check_line, usage_chain_lines
-from spotpatch_agent.protocol.models import PromptRenderResult, PromptTarget, SpotAnnotation, Target
+from spotpatch_agent.protocol.models import PromptRenderResult, PromptTarget, PromptWarning, SpotAnnotation, Target
+
+if TYPE_CHECKING:  # not imported at run time: the service imports this module at cold start
+    from spotpatch_agent.context.build import PromptContext
+    from spotpatch_agent.context.excerpt import LocationCheck
 
 SYSTEM_PROMPT = """\
 You are SpotPatch, a careful front-end coding agent. You edit the source code of the user's project in an \
@@ -34,44 +43,75 @@ prefixes) and occurring exactly once; include surrounding text to make it unique
 """
 
 
-def _target_block(t: Target, tag_check: TagCheck | None = None) -> str:
+def _target_block(t: Target, location: LocationCheck | None = None, tag_check: TagCheck | None = None) -> str:
     lines = [f"## Target {t.index}", f"Instruction: {t.instruction}"]
     if t.source is not None:
         where = f"{t.source.file}:{t.source.line}:{t.source.column}"
         if t.source.component:
             where += f" (component {t.source.component})"
+        if location is not None and not location.ok:
+            where = f"{json.dumps(where, ensure_ascii=False)}, which could not be found: {location.reason}"
         lines.append(f"Source: {where}")
         check = source_check_line(tag_check)  # exact, or marked approximate (engine/locations.py)
-        if check:
+        if check and (location is None or location.ok):
             lines.append(check)
-    else:
+    elif t.element is not None:
         lines.append("Source: unknown (find it from the element below)")
     el = t.element
-    lines.append(f"Element: <{el.tag_name}>" + (f" selector {json.dumps(el.selector, ensure_ascii=False)}" if el.selector else ""))
-    if el.text:
-        lines.append(f"Element text (data): {json.dumps(el.text, ensure_ascii=False)}")
-    if el.attributes:
-        lines.append(f"Element attributes (data): {json.dumps(el.attributes, ensure_ascii=False, sort_keys=True)}")
+    if el is not None:
+        lines.append(f"Element: <{el.tag_name}>" + (f" selector {json.dumps(el.selector, ensure_ascii=False)}" if el.selector else ""))
+        if el.text:
+            lines.append(f"Element text (data): {json.dumps(el.text, ensure_ascii=False)}")
+        if el.attributes:
+            lines.append(f"Element attributes (data): {json.dumps(el.attributes, ensure_ascii=False, sort_keys=True)}")
     lines.extend(usage_chain_lines(t))
+    if location is not None and location.ok and location.excerpt:
+        lines.append("Source excerpt (the file as it is now, numbered like read_file; data):")
+        lines.append(fence(location.excerpt))
+    elif location is not None and location.ok and location.shown_in is not None:
+        lines.append(f"Source excerpt: line {t.source.line if t.source else '?'} is in Target {location.shown_in}'s excerpt above.")
     return "\n".join(lines)
 
 
-def render_prompt(annotation: SpotAnnotation, tag_checks: Mapping[int, TagCheck] | None = None) -> PromptRenderResult:
-    """The v1 prompt for ``annotation``: ``{text, targets:[{index, source}]}`` (DESIGN.md §14). ``tag_checks``
-    (``engine.locations.check_tags``) marks each location exact or approximate against the file now."""
+def _head(annotation: SpotAnnotation) -> str:
+    """The opening sentence: where the targets came from (the page, or source locations given directly)."""
     n = len(annotation.targets)
-    head = (
-        f"Change the source code of this Vite project for {n} element{'s' if n != 1 else ''} "
-        f"picked on the page {json.dumps(annotation.page_url, ensure_ascii=False)}. "
-        "Apply each target's instruction to that element only; do not merge or widen them."
+    if any(t.element is not None for t in annotation.targets):
+        return (
+            f"Change the source code of this Vite project for {n} element{'s' if n != 1 else ''} "
+            f"picked on the page {json.dumps(annotation.page_url, ensure_ascii=False)}. "
+            "Apply each target's instruction to that element only; do not merge or widen them."
+        )
+    return (
+        f"Change the source code of this Vite project at {n} source location{'s' if n != 1 else ''}. "
+        "Apply each target's instruction at its location only; do not merge or widen them."
     )
-    blocks = [_target_block(t, (tag_checks or {}).get(t.index)) for t in annotation.targets]
-    text = head + "\n\n" + "\n\n".join(blocks) + "\n"
+
+
+def render_prompt(annotation: SpotAnnotation, context: PromptContext | None = None,
+                  tag_checks: Mapping[int, TagCheck] | None = None) -> PromptRenderResult:
+    """The v1 prompt for ``annotation``: ``{text, targets:[{index, source}], warnings?}`` (DESIGN.md §14).
+
+    With ``context`` (``spotpatch_agent.context.build_prompt_context``) each usable location carries its
+    source excerpt, each unusable one says why (and gives a warning), and the conventions summary closes the
+    text. Without it, the locations are given as they are (nothing was read). ``tag_checks``
+    (``engine.locations.check_tags``) marks each location exact or approximate against the file now."""
+    locations = context.locations if context is not None else {}
+    checks = tag_checks or {}
+    blocks = [_target_block(t, locations.get(t.index), checks.get(t.index)) for t in annotation.targets]
+    text = _head(annotation) + "\n\n" + "\n\n".join(blocks) + "\n"
+    if context is not None and context.conventions.summary:
+        text += "\n" + context.conventions.summary + "\n"
     targets = [
         PromptTarget(index=t.index, source=f"{t.source.file}:{t.source.line}" if t.source else None)
         for t in annotation.targets
     ]
-    return PromptRenderResult(text=text, targets=targets)
+    warnings = [
+        PromptWarning(index=index, code=check.code, message=f"Target {index}: the source location could not be "
+                      f"found: {check.reason}.")
+        for index, check in sorted(locations.items()) if not check.ok and check.code is not None
+    ]
+    return PromptRenderResult(text=text, targets=targets, warnings=warnings or None)
 
 
 #: Added to a ``trusted-auto`` job's task only (DESIGN.md §10: "Prefer the exact source path from the target:
@@ -83,11 +123,14 @@ TRUSTED_AUTO_GUIDANCE = (
 
 
 def agent_task(annotation: SpotAnnotation, *, max_turns: int, max_tool_calls: int, trusted_auto: bool = False,
-               tag_checks: Mapping[int, TagCheck] | None = None) -> str:
-    """The first user message of a job: the v1 prompt plus the budget (plus the fast-path guidance in
-    ``trusted-auto``)."""
+               context: PromptContext | None = None, tag_checks: Mapping[int, TagCheck] | None = None) -> str:
+    """The first user message of a job: the v1 prompt (the same text ``prompt/render`` gives for the same
+    ``context`` and ``tag_checks``), then the same-directory samples, the budget and (in ``trusted-auto``)
+    the fast-path guidance: the agent's working rules."""
+    samples = context.conventions.samples if context is not None else ""
     return (
-        render_prompt(annotation, tag_checks).text
+        render_prompt(annotation, context, tag_checks).text
+        + (f"\n{samples}\n" if samples else "")
         + f"\nBudget: at most {max_turns} turns and {max_tool_calls} tool calls in total. "
         "Your first reply must call a tool.\n"
         + (TRUSTED_AUTO_GUIDANCE if trusted_auto else "")

@@ -261,14 +261,20 @@ class EngineService:
         return status(self._config.sandbox)
 
     async def prompt_render(self, params: PromptRenderParams) -> PromptRenderResult:
-        """The copy prompt; with a project, each location marked exact or approximate against the file now
-        (``engine.locations``)."""
-        if self._root is None:
-            return render_prompt(params.annotation)
+        """The copy prompt: each target's location checked against the project (excerpt or warning, and
+        marked exact or approximate: ``engine.locations``) and the conventions summary
+        (``spotpatch_agent.context``). Without a project yet, or when it is not a git repository, nothing is
+        read: the locations as given."""
+        if self._root is None or self._project_lock is None:  # no project, or not a git repository: the
+            return render_prompt(params.annotation)            # git-ignore policy cannot be applied, read nothing
+        from spotpatch_agent.context.build import project_prompt_context
         from spotpatch_agent.tools.context import WorktreeContext
 
+        context = await project_prompt_context(self._root, params.annotation, limits=self._config.limits,
+                                               checks=self._config.checks)
         reader = lines_reader(WorktreeContext(self._root, self._config.limits))
-        return render_prompt(params.annotation, await check_tags(reader, params.annotation.targets))
+        tag_checks = await check_tags(reader, params.annotation.targets)
+        return render_prompt(params.annotation, context, tag_checks)
 
     async def job_create(self, params: JobCreateParams) -> JobSnapshot:
         root = self._require_root()

@@ -267,7 +267,8 @@ class Target(InModel):
     #: The component usage chain of the picked element, innermost first: the usage site of the component
     #: that renders the element, then of the component using that one, … up to the page (at most 5).
     usage_chain: list[UsageSite] = Field(default_factory=list, max_length=5)
-    element: ElementInfo
+    #: The picked element; absent for a target given as a source location only (``spotpatch-agent run``).
+    element: ElementInfo | None = None
 
 
 class SpotAnnotation(InModel):
@@ -391,9 +392,27 @@ class PromptTarget(WireModel):
     source: str | None
 
 
+#: Why a target's source location is not usable (``PromptWarning.code``).
+PromptWarningCode = TypeAliasType("PromptWarningCode", Literal[
+    "location-invalid", "location-protected", "location-missing", "location-unreadable", "line-past-end"])
+
+
+class PromptWarning(WireModel):
+    """A target whose source location could not be used: the prompt says so (without the file's contents).
+    ``location-invalid``: not a project-relative path (absolute, ``..``); ``location-protected``: a path the
+    path policy never reads; ``location-missing``: no such file; ``location-unreadable``: git-ignored, a
+    symlink, binary or too big; ``line-past-end``: the file has fewer lines."""
+
+    index: int
+    code: PromptWarningCode
+    message: str
+
+
 class PromptRenderResult(WireModel):
     text: str
     targets: list[PromptTarget]
+    #: One per target whose source location is not usable; absent when every location is usable.
+    warnings: list[PromptWarning] | None = None
 
 
 class JobCreateParams(InModel):

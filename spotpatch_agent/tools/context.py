@@ -16,7 +16,7 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +33,7 @@ from spotpatch_agent.policy.paths import (  # the private regex: see _SCAN
     load_allowed,
     normalize_rel_path,
 )
+from spotpatch_agent.errors import GitError
 from spotpatch_agent.protocol.models import Limits
 from spotpatch_agent.protocol.errors import ToolErrorCode
 from spotpatch_agent.tools._git import GitOutput, run_git
@@ -303,6 +304,59 @@ class WorktreeContext:
         if version == self._version:
             self._reads[rel] = result
         return result
+
+    async def read_texts(self, rels: Sequence[str]) -> dict[str, TextFile | None]:
+        """:meth:`read_text` for several normalized paths at once (the project context, ``spotpatch_agent.context``):
+        one ``git check-ignore`` for all the paths not already cached or listed, then the filesystem policy
+        for each. Same answers as :meth:`read_text` and the same per-version cache, so a later ``read_file``
+        of one of them reads nothing again. A git error counts as "ignored" for every path (fails closed)."""
+        version = self._version
+        out: dict[str, TextFile | None] = {rel: self._reads[rel] for rel in rels if rel in self._reads}
+        todo = [rel for rel in dict.fromkeys(rels) if rel not in out]
+        allowed: list[str] = []
+        for rel in todo:
+            try:
+                ok = normalize_rel_path(rel) == rel and not is_protected(rel)
+            except PathDenied:
+                ok = False
+            if ok:
+                allowed.append(rel)
+            else:
+                out[rel] = None
+        listing = self._listing
+        unknown = [rel for rel in allowed if listing is None or rel not in listing.file_set]
+        ignored: set[str] = set()
+        if unknown:
+            try:
+                # One path per output line (``-z`` needs ``--stdin``); a path git would C-quote (a '"' in
+                # it) cannot be matched back, so it counts as ignored.
+                res = await self.git("check-ignore", "--", *unknown, max_bytes=1024 * 1024, ok_codes=(0, 1))
+                ignored = set(unknown) if res.truncated else set(res.stdout.decode("utf-8", "replace").split("\n"))
+                ignored.update(rel for rel in unknown if '"' in rel)
+            except (GitError, OSError):
+                ignored = set(unknown)
+        max_bytes = self.limits.get("editableFileMaxBytes")
+
+        def load_all() -> dict[str, TextFile | None]:
+            loaded: dict[str, TextFile | None] = {}
+            for rel in allowed:
+                if rel in ignored:
+                    loaded[rel] = None
+                    continue
+                try:
+                    got = load_allowed(self.root, rel, for_write=False, max_bytes=max_bytes)
+                except PathDenied:
+                    loaded[rel] = None
+                    continue
+                loaded[rel] = TextFile(rel=rel, data=got.data, lines=display_lines(got.data))
+            return loaded
+
+        loaded = await anyio.to_thread.run_sync(load_all) if allowed else {}
+        out.update(loaded)
+        if version == self._version:
+            for rel in todo:
+                self._reads[rel] = out[rel]
+        return out
 
     async def _load_for_read(self, rel: str) -> TextFile | None:
         if is_protected(rel):

@@ -1,0 +1,33 @@
+"""The project context the agent and the copy prompt are given (DESIGN.md §5): each target's checked
+location with a bounded excerpt, and the project's conventions (nearest-first configuration, libraries,
+``AGENTS.md``, same-directory samples), bounded and redacted. See docs/architecture.md, "What the model sees".
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = [
+    "ContextFile",
+    "Conventions",
+    "LocationCheck",
+    "PromptContext",
+    "build_prompt_context",
+    "check_locations",
+    "collect_conventions",
+    "excerpt_of",
+    "project_prompt_context",
+]
+
+_HOME = {
+    "PromptContext": "build", "build_prompt_context": "build", "project_prompt_context": "build",
+    "ContextFile": "conventions", "Conventions": "conventions", "collect_conventions": "conventions",
+    "LocationCheck": "excerpt", "check_locations": "excerpt", "excerpt_of": "excerpt",
+}
+
+
+def __getattr__(name: str) -> Any:  # lazy: the service imports context.digest at cold start (no tools)
+    if name in _HOME:
+        return getattr(importlib.import_module(f"spotpatch_agent.context.{_HOME[name]}"), name)
+    raise AttributeError(name)

@@ -1,0 +1,118 @@
+"""Each target's source location, checked, with a bounded excerpt of the real source around its line.
+
+A location is usable when its path is a project-relative path (``normalize_rel_path``), allowed for
+reading by the path policy (not protected, not git-ignored, a regular UTF-8 text file within
+``editableFileMaxBytes``) and its line exists. A usable location gets :data:`EXCERPT_BEFORE` lines
+before and :data:`EXCERPT_AFTER` after its line, at most :data:`EXCERPT_MAX_BYTES` bytes, numbered
+exactly as ``read_file`` numbers lines (its own formatter, which also redacts). An unusable one gets a
+warning code and a plain reason, and no contents at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from spotpatch_agent.policy.paths import PathDenied, is_protected, normalize_rel_path
+from spotpatch_agent.protocol.models import Target
+from spotpatch_agent.tools.context import TextFile, WorktreeContext
+from spotpatch_agent.tools.read_file import render
+
+#: Lines shown before and after a target's line, and the excerpt's size bound (bytes of line text).
+EXCERPT_BEFORE = 6
+EXCERPT_AFTER = 8
+EXCERPT_MAX_BYTES = 2048
+
+_HEADER = re.compile(r"\(lines (\d+)-(\d+) of \d+\)$")
+
+LocationCode = Literal["location-invalid", "location-protected", "location-missing", "location-unreadable",
+                       "line-past-end"]
+
+
+@dataclass(frozen=True)
+class LocationCheck:
+    """One target's location: ``ok`` with ``excerpt`` (``read_file``'s header and numbered rows), or a
+    ``code`` and ``reason`` (a plain sentence about the file, never its contents). ``rel`` is the
+    normalized path when the path itself was valid."""
+
+    index: int
+    ok: bool
+    rel: str | None = None
+    excerpt: str | None = None
+    code: LocationCode | None = None
+    reason: str | None = None
+    #: SHA-256 (hex) of the file's bytes, when ``ok``.
+    sha256: str | None = None
+    #: When ``ok`` and the line is already shown by an earlier target's excerpt of the same file: that
+    #: target's index (and ``excerpt`` is None: the prompt points there instead of repeating it).
+    shown_in: int | None = None
+
+
+def excerpt_of(file: TextFile, line: int) -> str:
+    """``read_file``'s rendering of the lines around ``line`` (header and numbered rows, no read hints)."""
+    start = max(1, line - EXCERPT_BEFORE)
+    text = render(file, start, line + EXCERPT_AFTER, max_lines=EXCERPT_BEFORE + EXCERPT_AFTER + 1,
+                  max_bytes=EXCERPT_MAX_BYTES)
+    rows = text.split("\n")
+    # Keep the header and the numbered rows; the continuation hints are for the tool, not for a reader.
+    return "\n".join([rows[0], *(r for r in rows[1:] if not r.startswith("["))])
+
+
+def _path_problem(raw: str) -> tuple[str | None, LocationCheck | None]:
+    try:
+        rel = normalize_rel_path(raw)
+    except PathDenied:
+        return None, LocationCheck(0, False, code="location-invalid", reason=(
+            "the path is not a relative path inside the project (absolute, '..', a drive letter or "
+            "unusual characters)"))
+    if is_protected(rel):
+        return rel, LocationCheck(0, False, rel=rel, code="location-protected", reason=(
+            "the file is protected by SpotPatch's path policy (secrets, keys, lockfiles, git metadata, "
+            "dependencies or build output) and is never read"))
+    return rel, None
+
+
+async def check_locations(ctx: WorktreeContext, targets: list[Target]) -> dict[int, LocationCheck]:
+    """The :class:`LocationCheck` of every target with a source location, by target index (one batched
+    read through ``ctx``'s per-version cache). A line an earlier target's excerpt already shows is not
+    shown twice (``shown_in``)."""
+    checks: dict[int, LocationCheck] = {}
+    pending: dict[int, tuple[str, int]] = {}
+    for t in targets:
+        if t.source is None:
+            continue
+        rel, problem = _path_problem(t.source.file)
+        if problem is not None:
+            checks[t.index] = LocationCheck(t.index, False, rel=rel, code=problem.code, reason=problem.reason)
+        else:
+            assert rel is not None
+            pending[t.index] = (rel, t.source.line)
+    files = await ctx.read_texts([rel for rel, _ in pending.values()]) if pending else {}
+    shown: dict[int, tuple[str, int, int]] = {}  # target index → (file, first and last line of its excerpt)
+    for index, (rel, line) in pending.items():
+        file = files.get(rel)
+        if file is None:
+            exists = os.path.lexists(os.path.join(ctx.root, *rel.split("/")))
+            checks[index] = LocationCheck(index, False, rel=rel, **(
+                {"code": "location-unreadable", "reason": (
+                    "the file cannot be read under SpotPatch's path policy (ignored by git, a symlink, "
+                    "not UTF-8 text, or too big)")}
+                if exists else {"code": "location-missing", "reason": "the file does not exist in the project"}))
+        elif line > len(file.lines):
+            checks[index] = LocationCheck(index, False, rel=rel, code="line-past-end", reason=(
+                f"line {line} is past the end of the file ({len(file.lines)} line{'s' if len(file.lines) != 1 else ''})"))
+        else:
+            digest = hashlib.sha256(file.data).hexdigest()
+            earlier = next((i for i, (r, lo, hi) in shown.items() if r == rel and lo <= line <= hi), None)
+            if earlier is not None:
+                checks[index] = LocationCheck(index, True, rel=rel, sha256=digest, shown_in=earlier)
+                continue
+            excerpt = excerpt_of(file, line)
+            m = _HEADER.search(excerpt.split("\n", 1)[0])
+            if m:
+                shown[index] = (rel, int(m.group(1)), int(m.group(2)))
+            checks[index] = LocationCheck(index, True, rel=rel, excerpt=excerpt, sha256=digest)
+    return checks
