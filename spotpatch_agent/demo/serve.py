@@ -123,9 +123,9 @@ def _run(stack: ExitStack, tmp: Path, node: str, host: str, port: int) -> int:
 
         server = stack.enter_context(ScriptedProviderServer(replaying_demo_turns(check_id=check.id if check else None)))
         os.environ[DEMO_KEY_ENV] = "sk-demo-" + secrets.token_hex(12)  # the engine inherits it through Vite
-        config = _config(server.base_url, DEMO_KEY_ENV, "scripted-demo", check, sandbox or "required")
+        config = _config(server.base_url, DEMO_KEY_ENV, "scripted-demo", check, sandbox=sandbox or "required")
     else:
-        config = _config(base, "OPENAI_API_KEY", model, check, sandbox or "required")
+        config = _config(base, "OPENAI_API_KEY", model, check, sandbox=sandbox or "required")
     config_file = tmp / "spotpatch-config.json"
     config_file.write_text(json.dumps(config.dump()), "utf-8")
 

@@ -5,6 +5,7 @@ parts 2 and 4), and the offered files recorded on the job (path + SHA-256)."""
 from __future__ import annotations
 
 import hashlib
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,10 @@ from tests.engine._service_support import scripted_config
 
 KEY_ENV = "SPOTPATCH_CTX_TEST_KEY"
 ANNOTATION = {"annotationId": "demo", "pageUrl": "/", "targets": DEMO_TARGETS}
-CHECKS = [{"id": "stat", "name": "Stat", "command": "git", "args": ["diff", "--stat"]}]
+#: A check that passes confined (the sandbox hides git metadata: docs/security.md §4) with distinctive
+#: arguments, so the test can prove they never reach the model.
+CHECKS = [{"id": "stat", "name": "Stat", "command": sys.executable,
+           "args": ["-c", "import os; os.listdir('.')", "--spotpatch-check-marker"]}]
 
 
 def user_text(request: dict) -> str:
@@ -47,7 +51,7 @@ async def test_first_message_is_the_copy_prompt_plus_working_rules(tmp_path: Pat
     # The real source around each line: the model sees ${price}, not the page's "$19.5".
     assert '   11|       <span className="price">${price}</span>' in first
     assert "## Project conventions (project data)" in copy.text and "react 18" in copy.text
-    assert "git diff --stat" not in first and "diff --stat" not in first
+    assert "--spotpatch-check-marker" not in first and "os.listdir" not in first
     assert "tsc --noEmit" not in first and '"typecheck"' not in first  # package.json's scripts are never read
     offered = {f.path: f for f in job.context_files}
     assert {"src/components/ProductCard.tsx", "tsconfig.json", "package.json"} <= set(offered)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from spotpatch_agent.context import build_prompt_context
+from spotpatch_agent.engine.locations import check_tags, lines_reader
 from spotpatch_agent.engine.prompt import agent_task, render_prompt
 from spotpatch_agent.engine.service import EngineService
 from spotpatch_agent.policy.redact import REDACTOR
@@ -98,8 +99,10 @@ async def test_page_wording_vs_terminal_wording(project: Path) -> None:
 async def test_first_message_is_the_copy_prompt_plus_the_working_rules(project: Path) -> None:
     annotation = ann(("src/App.tsx", 5))
     copy = await render(project, annotation)
-    context = await build_prompt_context(WorktreeContext(project, Limits()), annotation)
-    task = agent_task(annotation, max_turns=5, max_tool_calls=9, context=context)
+    ctx = WorktreeContext(project, Limits())
+    context = await build_prompt_context(ctx, annotation)
+    tag_checks = await check_tags(lines_reader(ctx), annotation.targets)  # as the job does (engine/job.py)
+    task = agent_task(annotation, max_turns=5, max_tool_calls=9, context=context, tag_checks=tag_checks)
     assert task.startswith(copy.text)
     assert "Budget: at most 5 turns" in task[len(copy.text):]
 
