@@ -100,6 +100,8 @@ def build_annotation(targets: list[str], instructions: list[str]) -> SpotAnnotat
         m = re.fullmatch(r"(.+?):(\d+)(?::(\d+))?", target)
         if not m:
             usage_error(f"--target must be FILE:LINE[:COL], got {target!r}")
+        if int(m.group(2)) < 1 or (m.group(3) is not None and int(m.group(3)) < 1):
+            usage_error(f"--target lines and columns start at 1, got {target!r}")
         items.append({"index": i, "instruction": instruction,
                       "source": {"file": m.group(1), "line": int(m.group(2)), "column": int(m.group(3) or 1)}})
     try:

@@ -158,6 +158,8 @@ test("invalid plugin options fail when spotpatch() is called, naming the problem
     ["spotpatch:server", "serve", undefined],
     ["spotpatch:locate", "serve", "pre"],
     ["spotpatch:locate-vue", "serve", "pre"],
+    ["spotpatch:locate-svelte", "serve", "pre"],
+    ["spotpatch:locate-svelte-registry", "serve", undefined],
   ]);
 });
 

@@ -95,8 +95,11 @@ async def check_locations(ctx: WorktreeContext, targets: list[Target]) -> dict[i
     for index, (rel, line) in pending.items():
         file = files.get(rel)
         if file is None:
-            exists = os.path.lexists(os.path.join(ctx.root, *rel.split("/")))
+            full = os.path.join(ctx.root, *rel.split("/"))
+            exists = os.path.lexists(full)
             checks[index] = LocationCheck(index, False, rel=rel, **(
+                {"code": "location-unreadable", "reason": "the path is a directory, not a file"}
+                if exists and os.path.isdir(full) and not os.path.islink(full) else
                 {"code": "location-unreadable", "reason": (
                     "the file cannot be read under SpotPatch's path policy (ignored by git, a symlink, "
                     "not UTF-8 text, or too big)")}

@@ -312,7 +312,7 @@ async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor)
     # The project context, read through the tools' cache: a later read_file of these files reads nothing again.
     context = await build_prompt_context(executor.context, job.params.annotation, checks=job.checks)
     job.context_files = context.files
-    log.info("job %s: project context of %d file(s) built in %.1f ms", job.job_id, len(context.files),
+    log.debug("job %s: project context of %d file(s) built in %.1f ms", job.job_id, len(context.files),
              context.build_ms)
     task = agent_task(job.params.annotation, max_turns=budget.max_turns, max_tool_calls=budget.max_tool_calls,
                       trusted_auto=job.params.apply_mode == "trusted-auto", context=context, tag_checks=tag_checks)
