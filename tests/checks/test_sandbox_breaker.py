@@ -100,3 +100,76 @@ def test_the_filter_exists_for_this_machine() -> None:
     """The filter is not silently absent here (x86-64/aarch64); an unknown machine gets none, said so."""
     assert filter_bytes() is not None and len(filter_bytes() or b"") % 8 == 0
     assert filter_bytes("riscv64") is None
+
+
+GITFILE_ATTACK = r'''
+import os, subprocess, sys
+marker = sys.argv[1]
+# A git directory of the check's own making, with a clean filter that runs whatever it names ...
+subprocess.run(["git", "init", "-q", "--bare", ".evilgit"], check=True)
+with open(".evilgit/config", "a") as f:
+    f.write("[core]\n\tbare = false\n[filter \"x\"]\n\tclean = \"touch '" + marker + "'; cat\"\n")
+with open(".gitattributes", "w") as f:
+    f.write("* filter=x\n")
+# ... and the worktree's .git gitfile pointed at it: the engine's next git command in the worktree reads it.
+# Written in place, replaced by a rename, or removed and created again: any one is enough.
+errors = []
+for how in ("write", "rename", "unlink"):
+    try:
+        if how == "write":
+            with open(".git", "w") as f:
+                f.write("gitdir: .evilgit\n")
+        elif how == "rename":
+            with open("gitfile.tmp", "w") as f:
+                f.write("gitdir: .evilgit\n")
+            os.replace("gitfile.tmp", ".git")
+        else:
+            os.unlink(".git")
+            with open(".git", "w") as f:
+                f.write("gitdir: .evilgit\n")
+        print("GITFILE: PLANTED by " + how)
+        sys.exit(0)
+    except OSError as exc:
+        errors.append(f"{how}: {exc.strerror}")
+print("GITFILE: DENIED: " + "; ".join(errors))
+'''
+
+
+def test_a_check_cannot_redirect_the_engines_git_to_its_own_config(tmp_path: Path) -> None:
+    """The check rewrites the worktree's .git file (it may write anything in the worktree); the engine's
+    ``git add --all`` for the review must not run a command that check configured, on the host."""
+    home = tmp_path / "home"
+    home.mkdir()
+    project = make_repo(tmp_path / "project", {**FILES, ".gitignore": "node_modules\n"})
+    marker = home / f"escaped-{secrets.token_hex(4)}"
+    key = "sk-breaker-" + secrets.token_hex(8)
+    with ScriptedProviderServer([]) as server:
+        engine = EngineProcess(env={"HOME": str(home), KEY_ENV: key})
+        try:
+            server.add_turns(
+                {"toolCalls": [call("w", "apply_patch", {"patch": create_file_patch("plant.py", GITFILE_ATTACK)})]},
+                {"toolCalls": [call("r", "run_check", {"checkId": "plant"})]},
+                {"text": "Done.", "finishReason": "stop"},
+            )
+            config = {
+                "providers": [{"id": "p", "displayName": "P", "baseUrl": server.base_url, "apiKeyEnv": KEY_ENV,
+                               "models": [{"id": "m", "model": "scripted-model", "displayName": "M"}]}],
+                "checks": [{"id": "plant", "name": "Plant", "command": sys.executable,
+                            "args": ["plant.py", str(marker)], "required": False, "timeoutSec": 30}],
+            }
+            init = engine.initialize(project, config)
+            assert init["capabilities"]["checksSandbox"]["state"] == "confined"
+            job = engine.call("job/create", {"annotation": {
+                "annotationId": "a", "pageUrl": "/", "targets": [{
+                    "index": 1, "instruction": "Make the button say Start", "source": {"file": "src/App.tsx", "line": 1},
+                    "element": {"tagName": "button"}}]}, "modelProfileId": "m"})
+            final = engine.wait_status(job["jobId"], {"failed", "awaiting-review", "cancelled"}, timeout=120)
+            events = engine.events(job["jobId"])
+        finally:
+            engine.close()
+    texts = [m["content"] for body in server.requests for m in body.get("messages", []) if m.get("role") == "tool"]
+    assert any("GITFILE: DENIED: write: Read-only file system; rename: Device or resource busy" in t
+               for t in texts), texts
+    assert not marker.exists(), "a command the check configured ran on the host (unconfined)"
+    assert final["status"] in ("failed", "awaiting-review"), final
+    assert key not in repr(events)

@@ -11,7 +11,7 @@ cannot undo a mount. Mounts, in this order (a later mount covers an earlier one)
    ``/etc/resolv.conf``'s target is shown again when it lies there) and the private temp dir as ``/tmp``;
 3. an empty read-only directory over each hidden path (homes, the project root), then the read-only paths,
    then the masks (secret stores, other jobs' worktrees; ``/etc/shadow``-like files), then the worktree
-   read-write.
+   read-write and its ``.git`` read-only again.
 
 A seccomp filter (``seccomp.py``) refuses ``socket(AF_UNIX)`` and io_uring: a read-only mount does not stop
 ``connect()`` on a visible socket file, the filter does.
@@ -80,6 +80,8 @@ def bwrap_argv(bwrap: str, plan: SandboxPlan, argv: list[str], *, seccomp_fd: in
             args += _mask(Path(path))
     for path in plan.writable:
         args += ["--bind", str(path), str(path)]
+    for path in plan.git_metadata:  # the worktree's .git: neither written, replaced nor removed (a mount point)
+        args += ["--ro-bind", str(path), str(path)]
     for path in emptied:  # after every mount below them: the empty views themselves take no writes
         args += ["--remount-ro", str(path)]
     args += ["--chdir", str(plan.cwd), "--setenv", "TMPDIR", str(SANDBOX_TMP), "--", *argv]

@@ -14,6 +14,10 @@ rules (issue 14):
   resolved check command), the project's ``node_modules`` and ``.venv``, and the check's ``readPaths``;
 - ``masked`` paths are hidden again inside a shown one: every secret store (:data:`SECRET_STORES`) below a
   ``read_only`` path, the project's ``node_modules/.spotpatch`` (other jobs' worktrees and the pool);
+- ``git_metadata``: the ``.git`` of each writable path (a linked worktree's gitfile, or a ``.git`` directory),
+  read-only inside it: a check that rewrites the gitfile to a git directory of its own making (with a
+  ``filter.<name>.clean`` command in its config) would otherwise make the engine's next ``git add``
+  run that command on the host, unconfined;
 - ``network``: the check's trusted ``network`` flag.
 
 :func:`read_path_problem` is the trusted-config rule for ``readPaths`` (models.py calls it).
@@ -75,6 +79,7 @@ class SandboxPlan:
     read_only: tuple[Path, ...] = ()
     masked: tuple[Path, ...] = ()
     homes: tuple[Path, ...] = field(default=())
+    git_metadata: tuple[Path, ...] = ()
 
 
 def homes() -> tuple[Path, ...]:
@@ -221,7 +226,10 @@ def build_plan(*, cwd: Path, temp_dir: Path, network: bool, env: Mapping[str, st
         pool = os.path.join(root, WORKTREE_BASE)
         if any(_under(pool, s) for s in shown) and os.path.isdir(pool):
             masked.append(pool)
+    git = os.path.join(work, ".git")
+    git_metadata = (Path(git),) if os.path.lexists(git) else ()
     return SandboxPlan(cwd=Path(work), temp_dir=temp_dir, network=network, writable=(Path(work),),
+                       git_metadata=git_metadata,
                        hidden=tuple(Path(h) for h in hidden),
                        read_only=tuple(Path(p) for p in sorted(shown, key=lambda p: p.count("/"))),
                        masked=tuple(Path(m) for m in masked), homes=tuple(Path(h) for h in home_dirs))
