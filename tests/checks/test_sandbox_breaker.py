@@ -173,3 +173,41 @@ def test_a_check_cannot_redirect_the_engines_git_to_its_own_config(tmp_path: Pat
     assert not marker.exists(), "a command the check configured ran on the host (unconfined)"
     assert final["status"] in ("failed", "awaiting-review"), final
     assert key not in repr(events)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("how", ["PATH=$HOME", "PATH=checkout", "PATH=checkout's parent", "readPaths symlink to home",
+                                 "readPaths symlink to checkout"])
+async def test_a_path_entry_or_read_path_naming_a_hidden_root_does_not_unhide_it(
+        tmp_path: Path, anyio_backend: str, how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``PATH`` entry that is the home itself (or the checkout, or a directory holding it), or a
+    ``readPaths`` entry that passes validation but is a symlink resolving to a home or the checkout,
+    once showed that whole directory: an API key outside the listed secret stores, the checkout's .env."""
+    home = tmp_path / "home"
+    (home / ".config" / "openai").mkdir(parents=True)
+    (home / ".config" / "openai" / "key").write_text("HOME-SECRET\n")
+    monkeypatch.setenv("HOME", str(home))
+    project = make_repo(home / "code" / "project", {**FILES, ".gitignore": "node_modules\n.env\n"})
+    (project / ".env").write_text("DOTENV-SECRET\n")
+    worktree = project / "node_modules" / ".spotpatch" / "job-x"
+    worktree.mkdir(parents=True)
+    (worktree / "probe.py").write_text(
+        "import sys\nfor p in sys.argv[1:]:\n    try:\n        print(open(p).read().strip())\n"
+        "    except OSError as e:\n        print('DENIED', type(e).__name__)\n")
+    links = tmp_path / "opt"
+    links.mkdir()
+    (links / "h").symlink_to(home)
+    (links / "p").symlink_to(project)
+    read_paths: list[str] = []
+    if how.startswith("PATH"):
+        entry = {"PATH=$HOME": home, "PATH=checkout": project, "PATH=checkout's parent": project.parent}[how]
+        monkeypatch.setenv("PATH", f"{entry}{os.pathsep}{os.environ['PATH']}")
+    else:
+        read_paths = [str(links / ("h" if "home" in how else "p"))]
+    check = CheckConfig.model_validate({"id": "probe", "name": "Probe", "command": sys.executable,
+                                        "args": ["probe.py", str(home / ".config/openai/key"), str(project / ".env")],
+                                        "required": True, "timeoutSec": 30, "readPaths": read_paths})
+    run = await run_check_process(check, worktree, Limits(), project_root=project)
+    assert run.sandbox == "confined" and run.output.count("DENIED") == 2, run.output
+    assert "SECRET" not in run.output

@@ -9,7 +9,8 @@ rules (issue 14):
 - ``hidden`` directories are replaced by an empty read-only view: the user's home (``$HOME`` and the
   account's home from the password database) and the project root (the user's checkout: the job's
   baseline is the worktree's copy of it);
-- ``read_only`` paths are shown again inside a hidden one: the toolchains' installs and package-manager
+- ``read_only`` paths are shown again inside a hidden one (never a hidden directory itself or one of its
+  ancestors, however it is named: a ``PATH`` entry ``$HOME``, a ``readPaths`` symlink to a home): the toolchains' installs and package-manager
   caches in the home (:data:`TOOLCHAIN_DIRS`, every ``PATH`` entry under a hidden directory and the
   resolved check command), the project's ``node_modules`` and ``.venv``, and the check's ``readPaths``;
 - ``masked`` paths are hidden again inside a shown one: every secret store (:data:`SECRET_STORES`) below a
@@ -177,10 +178,15 @@ def build_plan(*, cwd: Path, temp_dir: Path, network: bool, env: Mapping[str, st
     def is_hidden(path: str) -> bool:
         return any(_under(path, h) for h in hidden)
 
+    def covers_hidden_root(path: str) -> bool:
+        # A home or the checkout itself (or one of their ancestors): showing it would undo the hiding, so
+        # a PATH entry ``$HOME``, or a ``readPaths`` symlink that resolves to a home, is never shown.
+        return any(_under(h, path) for h in hidden)
+
     def show(path: str) -> None:
         path = os.path.normpath(path)
-        if (is_hidden(path) and not _under(path, work) and not any(_under(path, s) for s in shown)
-                and os.path.exists(path)):
+        if (is_hidden(path) and not covers_hidden_root(path) and not _under(path, work)
+                and not any(_under(path, s) for s in shown) and os.path.exists(path)):
             shown[:] = [s for s in shown if not _under(s, path)] + [path]
 
     for home in home_dirs:
@@ -208,7 +214,7 @@ def build_plan(*, cwd: Path, temp_dir: Path, network: bool, env: Mapping[str, st
     home_for_tilde = os.environ.get("HOME")
     for raw in read_paths:
         path = os.path.realpath(expand_read_path(raw, home_for_tilde))
-        if os.path.exists(path) and not _under(path, work):
+        if os.path.exists(path) and not _under(path, work) and not covers_hidden_root(path):
             shown[:] = [s for s in shown if not _under(s, path)]
             if not any(_under(path, s) for s in shown):
                 shown.append(path)
