@@ -233,7 +233,8 @@ def build_plan(*, cwd: Path, temp_dir: Path, network: bool, env: Mapping[str, st
         if any(_under(pool, s) for s in shown) and os.path.isdir(pool):
             masked.append(pool)
     git = os.path.join(work, ".git")
-    git_metadata = (Path(git),) if os.path.lexists(git) else ()
+    # Never a symlink: bwrap would mount its target (the engine never makes one; apply_patch refuses .git).
+    git_metadata = (Path(git),) if os.path.lexists(git) and not os.path.islink(git) else ()
     return SandboxPlan(cwd=Path(work), temp_dir=temp_dir, network=network, writable=(Path(work),),
                        git_metadata=git_metadata,
                        hidden=tuple(Path(h) for h in hidden),
