@@ -135,27 +135,23 @@ print("GITFILE: DENIED: " + "; ".join(errors))
 '''
 
 
-def test_a_check_cannot_redirect_the_engines_git_to_its_own_config(tmp_path: Path) -> None:
-    """The check rewrites the worktree's .git file (it may write anything in the worktree); the engine's
-    ``git add --all`` for the review must not run a command that check configured, on the host."""
-    home = tmp_path / "home"
-    home.mkdir()
-    project = make_repo(tmp_path / "project", {**FILES, ".gitignore": "node_modules\n"})
-    marker = home / f"escaped-{secrets.token_hex(4)}"
+def run_job_with_check(home: Path, project: Path, script: str, args: list[str]) -> tuple[dict, list[dict], str]:
+    """Through the real engine: the model writes ``probe.py`` and runs the (non-required) ``probe`` check on
+    it with ``run_check``. Returns (final job, events, the check's tool result the model got)."""
     key = "sk-breaker-" + secrets.token_hex(8)
     with ScriptedProviderServer([]) as server:
         engine = EngineProcess(env={"HOME": str(home), KEY_ENV: key})
         try:
             server.add_turns(
-                {"toolCalls": [call("w", "apply_patch", {"patch": create_file_patch("plant.py", GITFILE_ATTACK)})]},
-                {"toolCalls": [call("r", "run_check", {"checkId": "plant"})]},
+                {"toolCalls": [call("w", "apply_patch", {"patch": create_file_patch("probe.py", script)})]},
+                {"toolCalls": [call("r", "run_check", {"checkId": "probe"})]},
                 {"text": "Done.", "finishReason": "stop"},
             )
             config = {
                 "providers": [{"id": "p", "displayName": "P", "baseUrl": server.base_url, "apiKeyEnv": KEY_ENV,
                                "models": [{"id": "m", "model": "scripted-model", "displayName": "M"}]}],
-                "checks": [{"id": "plant", "name": "Plant", "command": sys.executable,
-                            "args": ["plant.py", str(marker)], "required": False, "timeoutSec": 30}],
+                "checks": [{"id": "probe", "name": "Probe", "command": sys.executable,
+                            "args": ["probe.py", *args], "required": False, "timeoutSec": 30}],
             }
             init = engine.initialize(project, config)
             assert init["capabilities"]["checksSandbox"]["state"] == "confined"
@@ -165,14 +161,46 @@ def test_a_check_cannot_redirect_the_engines_git_to_its_own_config(tmp_path: Pat
                     "element": {"tagName": "button"}}]}, "modelProfileId": "m"})
             final = engine.wait_status(job["jobId"], {"failed", "awaiting-review", "cancelled"}, timeout=120)
             events = engine.events(job["jobId"])
+            output = engine.all_output()
         finally:
             engine.close()
-    texts = [m["content"] for body in server.requests for m in body.get("messages", []) if m.get("role") == "tool"]
-    assert any("GITFILE: DENIED: write: Read-only file system; rename: Device or resource busy" in t
-               for t in texts), texts
+    texts = {m["tool_call_id"]: m["content"] for body in server.requests for m in body.get("messages", [])
+             if m.get("role") == "tool"}
+    assert key not in repr(events) + output + repr(texts)
+    return final, events, texts["r"]
+
+
+def test_a_check_cannot_redirect_the_engines_git_to_its_own_config(tmp_path: Path) -> None:
+    """The check rewrites the worktree's .git file (it may write anything in the worktree); the engine's
+    ``git add --all`` for the review must not run a command that check configured, on the host."""
+    home = tmp_path / "home"
+    home.mkdir()
+    project = make_repo(tmp_path / "project", {**FILES, ".gitignore": "node_modules\n"})
+    marker = home / f"escaped-{secrets.token_hex(4)}"
+    final, _events, text = run_job_with_check(home, project, GITFILE_ATTACK, [str(marker)])
+    assert "GITFILE: DENIED: write: Read-only file system; rename: Device or resource busy" in text, text
     assert not marker.exists(), "a command the check configured ran on the host (unconfined)"
     assert final["status"] in ("failed", "awaiting-review"), final
-    assert key not in repr(events)
+
+
+def test_a_visible_unix_socket_is_refused_through_the_engine(tmp_path: Path) -> None:
+    """The same socket attack as above, run by the model's run_check in a real job."""
+    home = tmp_path / "home"
+    home.mkdir()
+    project = make_repo(tmp_path / "project", {**FILES, ".gitignore": "node_modules\n"})
+    service = tmp_path / "srv"
+    service.mkdir()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(service / "svc.sock"))
+    server.listen(4)
+    try:
+        _final, _events, text = run_job_with_check(home, project, UNIX_PROBE, [str(service / "svc.sock")])
+        server.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            server.accept()
+    finally:
+        server.close()
+    assert "UNIX: DENIED: PermissionError" in text and "Ran confined (sandbox): no network" in text, text
 
 
 @pytest.mark.anyio
