@@ -239,3 +239,11 @@ async def test_a_path_entry_or_read_path_naming_a_hidden_root_does_not_unhide_it
     run = await run_check_process(check, worktree, Limits(), project_root=project)
     assert run.sandbox == "confined" and run.output.count("DENIED") == 2, run.output
     assert "SECRET" not in run.output
+
+
+@pytest.mark.parametrize("raw", ["~/.SSH", "~/.Aws/credentials", "/Users/me/.GNUPG", "~/Library/keychains"])
+def test_a_secret_store_spelled_in_another_case_is_refused_in_read_paths(raw: str) -> None:
+    """On a case-insensitive filesystem (macOS, the Seatbelt sandbox) ``~/.SSH`` opens ``~/.ssh``."""
+    from spotpatch_agent.checks.sandbox.plan import read_path_problem
+
+    assert "secret store" in (read_path_problem(raw) or ""), raw

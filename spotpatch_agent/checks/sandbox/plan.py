@@ -131,10 +131,12 @@ def read_path_problem(raw: str) -> str | None:
         if path in homes() or path.parent == Path("/home") or path == Path("/root"):
             return "must not be a whole home directory"
     # A secret store anywhere on the path (``~/.ssh``, ``/home/other/.aws/config``, ``/mnt/backup/.gnupg``).
-    names = [p for p in parts if p not in (".", "", "/")]
+    # Case-insensitively: on macOS (and Windows) ``~/.SSH`` is ``~/.ssh``.
+    names = [p.casefold() for p in parts if p not in (".", "", "/")]
     for i in range(len(names)):
         tail = "/".join(names[i:])
         for store in SECRET_STORES:
+            store = store.casefold()
             if tail == store or tail.startswith(store + "/"):
                 return f"is a secret store (~/{store}): checks never read it"
     return None
