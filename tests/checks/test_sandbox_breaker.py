@@ -247,3 +247,17 @@ def test_a_secret_store_spelled_in_another_case_is_refused_in_read_paths(raw: st
     from spotpatch_agent.checks.sandbox.plan import read_path_problem
 
     assert "secret store" in (read_path_problem(raw) or ""), raw
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_filter_loads_without_memfd(tmp_path: Path, anyio_backend: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """An old kernel without memfd_create: the filter goes through an unlinked temp file, still enforced."""
+    monkeypatch.delattr(os, "memfd_create")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    worktree = tmp_path / "wt"
+    worktree.mkdir()
+    (worktree / "probe.py").write_text(UNIX_PROBE)
+    run = await run_check_process(_probe_check(str(tmp_path / "none.sock")), worktree, Limits())
+    assert run.sandbox == "confined" and "UNIX: DENIED: PermissionError" in run.output, run.output

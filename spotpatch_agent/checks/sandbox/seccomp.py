@@ -81,7 +81,13 @@ def open_filter() -> int | None:
     program = filter_bytes()
     if program is None:
         return None
-    fd = os.memfd_create("spotpatch-check-seccomp", os.MFD_CLOEXEC)
+    try:
+        fd = os.memfd_create("spotpatch-check-seccomp", os.MFD_CLOEXEC)
+    except (OSError, AttributeError):  # no memfd (an old kernel): an unlinked temp file does the same
+        import tempfile
+
+        with tempfile.TemporaryFile() as f:
+            fd = os.dup(f.fileno())
     os.write(fd, program)
     os.lseek(fd, 0, os.SEEK_SET)
     return fd
