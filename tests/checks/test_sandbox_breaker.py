@@ -261,3 +261,84 @@ async def test_the_filter_loads_without_memfd(tmp_path: Path, anyio_backend: str
     (worktree / "probe.py").write_text(UNIX_PROBE)
     run = await run_check_process(_probe_check(str(tmp_path / "none.sock")), worktree, Limits())
     assert run.sandbox == "confined" and "UNIX: DENIED: PermissionError" in run.output, run.output
+
+
+def _run_bpf(program: bytes, nr: int, arch: int, arg0: int) -> int:
+    """A classic-BPF interpreter for the few instructions the filter uses (ld abs, jeq, jset, ret)."""
+    import struct
+
+    data = struct.pack("=iIQ6Q", nr, arch, 0, arg0, 0, 0, 0, 0, 0)
+    insns = [struct.unpack("=HBBI", program[i:i + 8]) for i in range(0, len(program), 8)]
+    pc, acc = 0, 0
+    while True:
+        code, jt, jf, k = insns[pc]
+        if code == 0x20:
+            acc = struct.unpack_from("=I", data, k)[0]
+            pc += 1
+        elif code in (0x15, 0x45):
+            hit = acc == k if code == 0x15 else bool(acc & k)
+            pc += 1 + (jt if hit else jf)
+        elif code == 0x06:
+            return k
+        else:
+            raise AssertionError(f"unexpected instruction {code:#x}")
+
+
+@pytest.mark.parametrize("machine,arch,nrs", [
+    ("x86_64", 0xC000003E, {"socket": 41, "add_key": 248, "request_key": 249, "keyctl": 250, "read": 0,
+                            "socketpair": 53, "connect": 42, "clone": 56}),
+    ("aarch64", 0xC00000B7, {"socket": 198, "add_key": 217, "request_key": 218, "keyctl": 219, "read": 63,
+                             "socketpair": 199, "connect": 203, "clone": 220}),
+])
+def test_the_filter_refuses_exactly_what_it_says(machine: str, arch: int, nrs: dict[str, int]) -> None:
+    program = filter_bytes(machine)
+    assert program is not None
+    allow, eperm = 0x7FFF0000, 0x00050001
+    for family in (2, 10, 16):  # AF_INET, AF_INET6, AF_NETLINK
+        assert _run_bpf(program, nrs["socket"], arch, family) == allow
+    assert _run_bpf(program, nrs["socket"], arch, 1) == eperm  # AF_UNIX
+    for name in ("add_key", "request_key", "keyctl"):
+        assert _run_bpf(program, nrs[name], arch, 0) == eperm, name
+    assert _run_bpf(program, 425, arch, 0) == eperm  # io_uring_setup
+    for name in ("read", "socketpair", "connect", "clone"):
+        assert _run_bpf(program, nrs[name], arch, 1) == allow, name
+    assert _run_bpf(program, 41, 0x40000003, 1) == eperm  # i386: another ABI
+    if machine == "x86_64":
+        assert _run_bpf(program, 0x40000000 | 41, arch, 1) == eperm  # x32
+
+
+KEYRING_PROBE = r'''
+import ctypes, platform, sys
+libc = ctypes.CDLL(None, use_errno=True)
+keyctl = {"x86_64": 250, "aarch64": 219}[platform.machine()]
+key = libc.syscall(keyctl, 10, ctypes.c_int(-3), b"user", sys.argv[1].encode(), 0)  # KEYCTL_SEARCH @s
+buf = ctypes.create_string_buffer(200)
+n = libc.syscall(keyctl, 11, key, buf, 200) if key > 0 else -1  # KEYCTL_READ
+print("KEYRING:", f"SUCCEEDED {buf.raw[:n]!r}" if n > 0 else f"DENIED errno {ctypes.get_errno()}")
+'''
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_check_cannot_read_the_engines_session_keyring(tmp_path: Path, anyio_backend: str,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel keyring is not namespaced: a check inherits the engine's session keyring (on a desktop,
+    the login session's) and, as a possessor, could read every key in it."""
+    import ctypes
+    import platform
+
+    if platform.machine() not in ("x86_64", "aarch64"):
+        pytest.skip("the filter covers x86-64 and aarch64")
+    libc = ctypes.CDLL(None, use_errno=True)
+    add_key = {"x86_64": 248, "aarch64": 217}[platform.machine()]
+    name = f"spotpatch-breaker-{secrets.token_hex(4)}"
+    secret = b"keyring-canary-" + secrets.token_hex(8).encode()
+    if libc.syscall(add_key, b"user", name.encode(), secret, len(secret), ctypes.c_int(-3)) < 0:
+        pytest.skip(f"this machine refuses add_key (errno {ctypes.get_errno()})")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    worktree = tmp_path / "wt"
+    worktree.mkdir()
+    (worktree / "probe.py").write_text(KEYRING_PROBE)
+    run = await run_check_process(_probe_check(name), worktree, Limits())
+    assert run.sandbox == "confined" and "KEYRING: DENIED errno 1" in run.output, run.output
+    assert secret.decode() not in run.output

@@ -13,7 +13,7 @@ cannot undo a mount. Mounts, in this order (a later mount covers an earlier one)
    then the masks (secret stores, other jobs' worktrees; ``/etc/shadow``-like files), then the worktree
    read-write and its ``.git`` read-only again.
 
-A seccomp filter (``seccomp.py``) refuses ``socket(AF_UNIX)`` and io_uring: a read-only mount does not stop
+A seccomp filter (``seccomp.py``) refuses ``socket(AF_UNIX)``, io_uring and the kernel keyring: a read-only mount does not stop
 ``connect()`` on a visible socket file, the filter does.
 
 ``--die-with-parent`` ends the sandbox when the engine dies; with a new pid namespace every process of the
@@ -49,7 +49,7 @@ def _under(path: Path, root: Path) -> bool:
 
 def bwrap_argv(bwrap: str, plan: SandboxPlan, argv: list[str], *, seccomp_fd: int | None = None) -> list[str]:
     """The full command line: ``[bwrap, options…, "--", *argv]`` (``argv[0]`` absolute). ``seccomp_fd``:
-    a descriptor holding the filter of ``seccomp.py`` (no Unix sockets, no io_uring), passed to bwrap."""
+    a descriptor holding the filter of ``seccomp.py`` (no Unix sockets, io_uring or keyring), passed to bwrap."""
     args = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
             "--die-with-parent", "--new-session"]
     if seccomp_fd is not None:

@@ -10,6 +10,9 @@ that door for every check, with or without ``network``:
   ``socketpair()`` (a different system call: how Node/libuv and Python wire a child's stdio) still works;
 - ``io_uring_setup`` fails with ``EPERM`` (io_uring can create and connect sockets without the
   ``socket``/``connect`` system calls, out of this filter's sight);
+- ``keyctl``, ``add_key`` and ``request_key`` fail with ``EPERM``: the kernel keyring is not namespaced, and
+  the check would otherwise inherit the engine's session keyring (pam_keyinit's login session: Kerberos
+  tickets, ecryptfs and other keys stored there) and read every key in it;
 - a system call of another ABI than the engine's (i386 or x32 on x86-64) fails with ``EPERM``: there the
   socket call has other numbers (``socketcall``) this filter does not read.
 
@@ -36,13 +39,11 @@ _AF_UNIX = 1
 _X32_BIT = 0x40000000
 _IO_URING_SETUP = 425  # the same number on every architecture (new system calls share one table)
 
-#: machine → (AUDIT_ARCH_*, __NR_socket, whether x32 numbers exist)
-_ARCHES = {
-    "x86_64": (0xC000003E, 41, True),
-    "amd64": (0xC000003E, 41, True),
-    "aarch64": (0xC00000B7, 198, False),
-    "arm64": (0xC00000B7, 198, False),
-}
+#: machine → (AUDIT_ARCH_*, __NR_socket, whether x32 numbers exist, refused system calls:
+#: add_key, request_key, keyctl, io_uring_setup)
+_X86_64 = (0xC000003E, 41, True, (248, 249, 250, _IO_URING_SETUP))
+_AARCH64 = (0xC00000B7, 198, False, (217, 218, 219, _IO_URING_SETUP))
+_ARCHES = {"x86_64": _X86_64, "amd64": _X86_64, "aarch64": _AARCH64, "arm64": _AARCH64}
 
 
 def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
@@ -54,7 +55,7 @@ def filter_bytes(machine: str | None = None) -> bytes | None:
     found = _ARCHES.get((machine or platform.machine()).lower())
     if found is None:
         return None
-    arch, nr_socket, x32 = found
+    arch, nr_socket, x32, refused = found
     # Offsets in struct seccomp_data: nr 0, arch 4, args[0] (low 32 bits, little-endian) 16.
     prog = [
         _insn(_LD_W_ABS, 0, 0, 4),
@@ -64,11 +65,18 @@ def filter_bytes(machine: str | None = None) -> bytes | None:
     ]
     if x32:
         prog += [_insn(_JSET_K, 0, 1, _X32_BIT), _insn(_RET_K, 0, 0, _RET_EPERM)]
+    # A = nr. Each refused call jumps to the EPERM return; socket() goes on to look at its family.
+    # Layout from the first test (index 0): n tests, ALLOW (n), load family (n+1), AF_UNIX test (n+2),
+    # EPERM (n+3), ALLOW (n+4). A jump's target is its index + 1 + offset.
+    checks = [nr_socket, *refused]
+    n = len(checks)
+    for i, nr in enumerate(checks):
+        target = n + 1 if i == 0 else n + 3
+        prog.append(_insn(_JEQ_K, target - i - 1, 0, nr))
+    prog.append(_insn(_RET_K, 0, 0, _RET_ALLOW))                # none of them
     prog += [
-        _insn(_JEQ_K, 0, 2, nr_socket),       # socket(): look at the family; else io_uring_setup?
-        _insn(_LD_W_ABS, 0, 0, 16),
-        _insn(_JEQ_K, 1, 2, _AF_UNIX),        # AF_UNIX → deny, any other family → allow
-        _insn(_JEQ_K, 0, 1, _IO_URING_SETUP),  # io_uring_setup → deny, anything else → allow
+        _insn(_LD_W_ABS, 0, 0, 16),                            # socket(family, …)
+        _insn(_JEQ_K, 0, 1, _AF_UNIX),                          # AF_UNIX → deny, any other family → allow
         _insn(_RET_K, 0, 0, _RET_EPERM),
         _insn(_RET_K, 0, 0, _RET_ALLOW),
     ]
