@@ -252,18 +252,24 @@ async def run_check_process(check: CheckConfig, cwd: Path, limits: Limits, *,
     env = check_env(check.pass_env)
     argv = [check.command, *check.args]
     temp_dir: Path | None = None
+    fds: list[int] = []
     try:
         if detection.confinement is not None:
-            argv, temp_dir = _confine(detection.confinement, check, cwd, env, project_root)
+            argv, temp_dir = _confine(detection.confinement, check, cwd, env, project_root, fds)
             if not argv:
                 return finish("failed", None, None, b"the command could not be started: not found or not executable",
                               False)
         try:
             process = await anyio.open_process(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                               stderr=subprocess.STDOUT, start_new_session=NEW_SESSION)
+                                               stderr=subprocess.STDOUT, start_new_session=NEW_SESSION,
+                                               pass_fds=fds)
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             return finish("failed", None, None, f"the command could not be started: {reason}".encode(), False)
+        finally:
+            for fd in fds:  # the sandbox has its own copy (or never started)
+                os.close(fd)
+            fds.clear()
         return await _supervise(process, timeout, max_bytes, finish, signal_codes=temp_dir is not None)
     finally:
         if temp_dir is not None:
@@ -271,9 +277,9 @@ async def run_check_process(check: CheckConfig, cwd: Path, limits: Limits, *,
 
 
 def _confine(confinement: Confinement, check: CheckConfig, cwd: Path, env: dict[str, str],
-             project_root: Path | None) -> tuple[list[str], Path | None]:
+             project_root: Path | None, pass_fds: list[int]) -> tuple[list[str], Path | None]:
     """The sandboxed argv (empty when the command cannot be found) and the check's private temp dir;
-    sets the check's ``TMPDIR`` in ``env``."""
+    sets the check's ``TMPDIR`` in ``env``; descriptors the sandbox inherits go to ``pass_fds``."""
     from spotpatch_agent.checks.sandbox import build_plan
     from spotpatch_agent.checks.sandbox.plan import resolve_command
 
@@ -284,7 +290,7 @@ def _confine(confinement: Confinement, check: CheckConfig, cwd: Path, env: dict[
     plan = build_plan(cwd=cwd, temp_dir=temp_dir, network=check.network, env=env, project_root=project_root,
                       command=command, read_paths=check.read_paths)
     env["TMPDIR"] = confinement.tmpdir(plan)
-    return confinement.wrap(plan, [str(command), *check.args]), temp_dir
+    return confinement.wrap(plan, [str(command), *check.args], pass_fds), temp_dir
 
 
 async def _supervise(process: Process, timeout: int, max_bytes: int,

@@ -51,7 +51,9 @@ class Confinement:
 
     mechanism: str = ""
 
-    def wrap(self, plan: SandboxPlan, argv: list[str]) -> list[str]:
+    def wrap(self, plan: SandboxPlan, argv: list[str], pass_fds: list[int]) -> list[str]:
+        """The argv to start; descriptors the started process must inherit are appended to ``pass_fds``
+        (the caller passes them to the spawn and closes them after it, started or not)."""
         raise NotImplementedError
 
     def tmpdir(self, plan: SandboxPlan) -> str:
@@ -65,10 +67,14 @@ class Bubblewrap(Confinement):
     def __init__(self, binary: str) -> None:
         self.binary = binary
 
-    def wrap(self, plan: SandboxPlan, argv: list[str]) -> list[str]:
+    def wrap(self, plan: SandboxPlan, argv: list[str], pass_fds: list[int]) -> list[str]:
         from spotpatch_agent.checks.sandbox.bwrap import bwrap_argv
+        from spotpatch_agent.checks.sandbox.seccomp import open_filter
 
-        return bwrap_argv(self.binary, plan, argv)
+        fd = open_filter()
+        if fd is not None:
+            pass_fds.append(fd)
+        return bwrap_argv(self.binary, plan, argv, seccomp_fd=fd)
 
     def tmpdir(self, plan: SandboxPlan) -> str:
         return "/tmp"
@@ -77,7 +83,7 @@ class Bubblewrap(Confinement):
 class Seatbelt(Confinement):
     mechanism = "sandbox-exec"
 
-    def wrap(self, plan: SandboxPlan, argv: list[str]) -> list[str]:
+    def wrap(self, plan: SandboxPlan, argv: list[str], pass_fds: list[int]) -> list[str]:
         from spotpatch_agent.checks.sandbox.seatbelt import seatbelt_argv
 
         return seatbelt_argv(plan, argv)
@@ -163,6 +169,7 @@ async def _trial(confinement: Confinement) -> Detection:
     """Run ``/bin/sh`` once in a real plan: the marker behind a hidden directory must be invisible, and on
     Linux the shell must be a low pid of its own pid namespace. Anything else is ``unavailable``."""
     base = Path(tempfile.mkdtemp(prefix="spotpatch-sandbox-trial-"))
+    fds: list[int] = []
     try:
         hidden = base / "hidden"
         work = base / "work"
@@ -173,11 +180,11 @@ async def _trial(confinement: Confinement) -> Detection:
         marker.write_text("x")
         plan = SandboxPlan(cwd=work, temp_dir=temp, network=False, writable=(work,), hidden=(hidden,))
         pid_rule = "low" if isinstance(confinement, Bubblewrap) else "any"
-        argv = confinement.wrap(plan, ["/bin/sh", "-c", _TRIAL_SCRIPT, "sh", str(marker), pid_rule])
+        argv = confinement.wrap(plan, ["/bin/sh", "-c", _TRIAL_SCRIPT, "sh", str(marker), pid_rule], fds)
         env = {"PATH": "/usr/bin:/bin", "TMPDIR": confinement.tmpdir(plan)}
         try:
             with anyio.fail_after(TRIAL_TIMEOUT_SEC):
-                done = await anyio.run_process(argv, env=env, check=False, stdin=subprocess.DEVNULL)
+                done = await anyio.run_process(argv, env=env, check=False, stdin=subprocess.DEVNULL, pass_fds=fds)
         except (OSError, TimeoutError) as exc:
             return Detection(None, confinement.mechanism,
                              f"{confinement.mechanism} could not run a trial check ({getattr(exc, 'strerror', None) or type(exc).__name__})")
@@ -189,6 +196,8 @@ async def _trial(confinement: Confinement) -> Detection:
             first += "; user namespaces may be disabled here (a container without them, or kernel.unprivileged_userns_clone=0)"
         return Detection(None, confinement.mechanism, f"{confinement.mechanism} cannot confine a check here: {first}")
     finally:
+        for fd in fds:
+            os.close(fd)
         shutil.rmtree(base, ignore_errors=True)
 
 

@@ -11,7 +11,10 @@ cannot undo a mount. Mounts, in this order (a later mount covers an earlier one)
    ``/etc/resolv.conf``'s target is shown again when it lies there) and the private temp dir as ``/tmp``;
 3. an empty read-only directory over each hidden path (homes, the project root), then the read-only paths,
    then the masks (secret stores, other jobs' worktrees; ``/etc/shadow``-like files), then the worktree
-   read-write.
+   read-write and its ``.git`` read-only again.
+
+A seccomp filter (``seccomp.py``) refuses ``socket(AF_UNIX)``, io_uring and the kernel keyring: a read-only mount does not stop
+``connect()`` on a visible socket file, the filter does.
 
 ``--die-with-parent`` ends the sandbox when the engine dies; with a new pid namespace every process of the
 check, also one that left its session, is killed when the check's leader exits.
@@ -44,10 +47,13 @@ def _under(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def bwrap_argv(bwrap: str, plan: SandboxPlan, argv: list[str]) -> list[str]:
-    """The full command line: ``[bwrap, options…, "--", *argv]`` (``argv[0]`` absolute)."""
+def bwrap_argv(bwrap: str, plan: SandboxPlan, argv: list[str], *, seccomp_fd: int | None = None) -> list[str]:
+    """The full command line: ``[bwrap, options…, "--", *argv]`` (``argv[0]`` absolute). ``seccomp_fd``:
+    a descriptor holding the filter of ``seccomp.py`` (no Unix sockets, io_uring or keyring), passed to bwrap."""
     args = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
             "--die-with-parent", "--new-session"]
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
     if plan.network:
         args.append("--share-net")
     args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
@@ -74,6 +80,8 @@ def bwrap_argv(bwrap: str, plan: SandboxPlan, argv: list[str]) -> list[str]:
             args += _mask(Path(path))
     for path in plan.writable:
         args += ["--bind", str(path), str(path)]
+    for path in plan.git_metadata:  # the worktree's .git: neither written, replaced nor removed (a mount point)
+        args += ["--ro-bind", str(path), str(path)]
     for path in emptied:  # after every mount below them: the empty views themselves take no writes
         args += ["--remount-ro", str(path)]
     args += ["--chdir", str(plan.cwd), "--setenv", "TMPDIR", str(SANDBOX_TMP), "--", *argv]

@@ -9,11 +9,16 @@ rules (issue 14):
 - ``hidden`` directories are replaced by an empty read-only view: the user's home (``$HOME`` and the
   account's home from the password database) and the project root (the user's checkout: the job's
   baseline is the worktree's copy of it);
-- ``read_only`` paths are shown again inside a hidden one: the toolchains' installs and package-manager
+- ``read_only`` paths are shown again inside a hidden one (never a hidden directory itself or one of its
+  ancestors, however it is named: a ``PATH`` entry ``$HOME``, a ``readPaths`` symlink to a home): the toolchains' installs and package-manager
   caches in the home (:data:`TOOLCHAIN_DIRS`, every ``PATH`` entry under a hidden directory and the
   resolved check command), the project's ``node_modules`` and ``.venv``, and the check's ``readPaths``;
 - ``masked`` paths are hidden again inside a shown one: every secret store (:data:`SECRET_STORES`) below a
   ``read_only`` path, the project's ``node_modules/.spotpatch`` (other jobs' worktrees and the pool);
+- ``git_metadata``: the ``.git`` of each writable path (a linked worktree's gitfile, or a ``.git`` directory),
+  read-only inside it: a check that rewrites the gitfile to a git directory of its own making (with a
+  ``filter.<name>.clean`` command in its config) would otherwise make the engine's next ``git add``
+  run that command on the host, unconfined;
 - ``network``: the check's trusted ``network`` flag.
 
 :func:`read_path_problem` is the trusted-config rule for ``readPaths`` (models.py calls it).
@@ -75,6 +80,7 @@ class SandboxPlan:
     read_only: tuple[Path, ...] = ()
     masked: tuple[Path, ...] = ()
     homes: tuple[Path, ...] = field(default=())
+    git_metadata: tuple[Path, ...] = ()
 
 
 def homes() -> tuple[Path, ...]:
@@ -125,10 +131,12 @@ def read_path_problem(raw: str) -> str | None:
         if path in homes() or path.parent == Path("/home") or path == Path("/root"):
             return "must not be a whole home directory"
     # A secret store anywhere on the path (``~/.ssh``, ``/home/other/.aws/config``, ``/mnt/backup/.gnupg``).
-    names = [p for p in parts if p not in (".", "", "/")]
+    # Case-insensitively: on macOS (and Windows) ``~/.SSH`` is ``~/.ssh``.
+    names = [p.casefold() for p in parts if p not in (".", "", "/")]
     for i in range(len(names)):
         tail = "/".join(names[i:])
         for store in SECRET_STORES:
+            store = store.casefold()
             if tail == store or tail.startswith(store + "/"):
                 return f"is a secret store (~/{store}): checks never read it"
     return None
@@ -172,10 +180,15 @@ def build_plan(*, cwd: Path, temp_dir: Path, network: bool, env: Mapping[str, st
     def is_hidden(path: str) -> bool:
         return any(_under(path, h) for h in hidden)
 
+    def covers_hidden_root(path: str) -> bool:
+        # A home or the checkout itself (or one of their ancestors): showing it would undo the hiding, so
+        # a PATH entry ``$HOME``, or a ``readPaths`` symlink that resolves to a home, is never shown.
+        return any(_under(h, path) for h in hidden)
+
     def show(path: str) -> None:
         path = os.path.normpath(path)
-        if (is_hidden(path) and not _under(path, work) and not any(_under(path, s) for s in shown)
-                and os.path.exists(path)):
+        if (is_hidden(path) and not covers_hidden_root(path) and not _under(path, work)
+                and not any(_under(path, s) for s in shown) and os.path.exists(path)):
             shown[:] = [s for s in shown if not _under(s, path)] + [path]
 
     for home in home_dirs:
@@ -203,7 +216,7 @@ def build_plan(*, cwd: Path, temp_dir: Path, network: bool, env: Mapping[str, st
     home_for_tilde = os.environ.get("HOME")
     for raw in read_paths:
         path = os.path.realpath(expand_read_path(raw, home_for_tilde))
-        if os.path.exists(path) and not _under(path, work):
+        if os.path.exists(path) and not _under(path, work) and not covers_hidden_root(path):
             shown[:] = [s for s in shown if not _under(s, path)]
             if not any(_under(path, s) for s in shown):
                 shown.append(path)
@@ -221,7 +234,11 @@ def build_plan(*, cwd: Path, temp_dir: Path, network: bool, env: Mapping[str, st
         pool = os.path.join(root, WORKTREE_BASE)
         if any(_under(pool, s) for s in shown) and os.path.isdir(pool):
             masked.append(pool)
+    git = os.path.join(work, ".git")
+    # Never a symlink: bwrap would mount its target (the engine never makes one; apply_patch refuses .git).
+    git_metadata = (Path(git),) if os.path.lexists(git) and not os.path.islink(git) else ()
     return SandboxPlan(cwd=Path(work), temp_dir=temp_dir, network=network, writable=(Path(work),),
+                       git_metadata=git_metadata,
                        hidden=tuple(Path(h) for h in hidden),
                        read_only=tuple(Path(p) for p in sorted(shown, key=lambda p: p.count("/"))),
                        masked=tuple(Path(m) for m in masked), homes=tuple(Path(h) for h in home_dirs))
