@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 NEAREST_WINDOW = 200
 
 _TAG_START = re.compile(r"<[A-Za-z][\w.:-]*")
+#: A tag name the check can quote in the prompt; any other ``tagName`` (page data) is not checked.
+_TAG_NAME = re.compile(r"[A-Za-z][\w.:-]*\Z")
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,9 @@ async def check_tags(read_lines: ReadLines, targets: Iterable[Target]) -> dict[i
     for t in targets:
         element = getattr(t, "element", None)
         if t.source is None or element is None:
+            continue
+        if not _TAG_NAME.match(element.tag_name):  # not a tag name: nothing to check, nothing to quote
+            checks[t.index] = TagCheck("unchecked", "")
             continue
         try:
             rel = normalize_rel_path(t.source.file)

@@ -11,6 +11,7 @@ they are data from the page, never instructions.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 
 from typing import TYPE_CHECKING
@@ -43,12 +44,21 @@ prefixes) and occurring exactly once; include surrounding text to make it unique
 """
 
 
+#: A component or tag name shown as it is; anything else (newlines, backticks, spaces…) is page data that
+#: could pose as prompt text, so it is quoted as a JSON string.
+_PLAIN_NAME = re.compile(r"[A-Za-z_$][\w$.:-]*\Z")
+
+
+def _name(value: str) -> str:
+    return value if _PLAIN_NAME.match(value) else json.dumps(value, ensure_ascii=False)
+
+
 def _target_block(t: Target, location: LocationCheck | None = None, tag_check: TagCheck | None = None) -> str:
     lines = [f"## Target {t.index}", f"Instruction: {t.instruction}"]
     if t.source is not None:
         where = f"{t.source.file}:{t.source.line}:{t.source.column}"
         if t.source.component:
-            where += f" (component {t.source.component})"
+            where += f" (component {_name(t.source.component)})"
         if location is not None and not location.ok:
             where = f"{json.dumps(where, ensure_ascii=False)}, which could not be found: {location.reason}"
         lines.append(f"Source: {where}")
@@ -59,7 +69,7 @@ def _target_block(t: Target, location: LocationCheck | None = None, tag_check: T
         lines.append("Source: unknown (find it from the element below)")
     el = t.element
     if el is not None:
-        lines.append(f"Element: <{el.tag_name}>" + (f" selector {json.dumps(el.selector, ensure_ascii=False)}" if el.selector else ""))
+        lines.append(f"Element: <{_name(el.tag_name)}>" + (f" selector {json.dumps(el.selector, ensure_ascii=False)}" if el.selector else ""))
         if el.text:
             lines.append(f"Element text (data): {json.dumps(el.text, ensure_ascii=False)}")
         if el.attributes:
