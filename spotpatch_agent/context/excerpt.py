@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from spotpatch_agent.policy.paths import PathDenied, is_protected, normalize_rel_path
+from spotpatch_agent.policy.paths import PathDenied, is_ignored, is_protected, normalize_rel_path
 from spotpatch_agent.protocol.models import Target
 from spotpatch_agent.tools.context import TextFile, WorktreeContext
 from spotpatch_agent.tools.read_file import render
@@ -95,7 +95,9 @@ async def check_locations(ctx: WorktreeContext, targets: list[Target]) -> dict[i
     for index, (rel, line) in pending.items():
         file = files.get(rel)
         if file is None:
-            exists = os.path.lexists(os.path.join(ctx.root, *rel.split("/")))
+            # A git-ignored path is "unreadable" whether or not it exists: the answer must not tell a page
+            # which ignored (secret-bearing) files are there.
+            exists = os.path.lexists(os.path.join(ctx.root, *rel.split("/"))) or await is_ignored(ctx.root, rel)
             checks[index] = LocationCheck(index, False, rel=rel, **(
                 {"code": "location-unreadable", "reason": (
                     "the file cannot be read under SpotPatch's path policy (ignored by git, a symlink, "
