@@ -59,7 +59,7 @@ def tag_check(lines: Sequence[str], line: int, column: int, tag: str) -> TagChec
     element's ``tag`` (e.g. ``"button"``)."""
     tag = tag.lower()
     found = None
-    if 1 <= line <= len(lines) and column >= 1:
+    if 1 <= line <= len(lines) and 1 <= column <= len(lines[line - 1]) + 1:  # a huge column overflows re
         match = _TAG_START.match(lines[line - 1], column - 1)
         found = match.group(0)[1:] if match is not None else None
         if found is not None and found.lower() == tag:
