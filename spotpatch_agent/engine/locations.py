@@ -135,6 +135,17 @@ def clean_chain(chain: Iterable[UsageSite]) -> tuple[list[UsageSite], list[str]]
     return kept, dropped
 
 
+#: Characters ``json.dumps(ensure_ascii=False)`` leaves raw that readers (``str.splitlines``, many
+#: tokenizers and renderers) take as a line break: a quoted page string could otherwise start a new line.
+_RAW_BREAKS = re.compile("[\u0085\u2028\u2029]")
+
+
+def quote(value: object) -> str:
+    """``value`` as one-line JSON (non-ASCII kept, except line-breaking characters, escaped): page data
+    quoted in the prompt."""
+    return _RAW_BREAKS.sub(lambda m: f"\\u{ord(m.group(0)):04x}", json.dumps(value, ensure_ascii=False, sort_keys=True))
+
+
 def source_check_line(check: TagCheck | None) -> str | None:
     """The prompt line under a target's ``Source:``: exact, or APPROXIMATE with the nearest tag; None when
     nothing was checked (no claim either way)."""
@@ -160,7 +171,7 @@ def usage_chain_lines(t: Target) -> list[str]:
     if kept:
         lines.append("Used at (component usage chain, innermost first; the usage the user clicked through):")
         for number, site in enumerate(kept, start=1):
-            who = f" (component {json.dumps(site.component, ensure_ascii=False)})" if site.component else ""
+            who = f" (component {quote(site.component)})" if site.component else ""
             lines.append(f"  {number}. {site.file}:{site.line}:{site.column}{who}")
     if dropped:
         lines.append(f"({len(dropped)} usage site(s) dropped: " + "; ".join(dropped) + ")")
