@@ -126,7 +126,7 @@ class TextFile:
     lines: tuple[str, ...]
 
 
-def _beyond_symlink(root: Path, rel: str) -> bool:
+def beyond_symlink(root: Path | str, rel: str) -> bool:
     """Whether a directory on the way to ``rel`` is a symlink (or cannot be looked at): such a path is
     never read, and one in a ``git check-ignore`` batch makes git fail for all of them."""
     parts = rel.split("/")[:-1]
@@ -336,7 +336,7 @@ class WorktreeContext:
                 ok = normalize_rel_path(rel) == rel and not is_protected(rel)
             except PathDenied:
                 ok = False
-            if ok and _beyond_symlink(self.root, rel):
+            if ok and beyond_symlink(self.root, rel):
                 ok = False  # never readable; and git check-ignore would fail the whole batch for it
             if ok:
                 allowed.append(rel)
