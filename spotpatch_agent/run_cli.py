@@ -97,11 +97,11 @@ def build_annotation(targets: list[str], instructions: list[str]) -> SpotAnnotat
         usage_error("give one --instruction per --target (at least one pair)")
     items = []
     for i, (target, instruction) in enumerate(zip(targets, instructions), start=1):
-        m = re.fullmatch(r"(.+?):(\d+)(?::(\d+))?", target)
+        m = re.fullmatch(r"(.+?):([0-9]{1,9})(?::([0-9]{1,9}))?", target, re.DOTALL)
         if not m:
-            usage_error(f"--target must be FILE:LINE[:COL], got {target!r}")
+            usage_error(f"--target must be FILE:LINE[:COL] (line and column: 1 to 9 digits), got {target[:200]!r}")
         if int(m.group(2)) < 1 or (m.group(3) is not None and int(m.group(3)) < 1):
-            usage_error(f"--target lines and columns start at 1, got {target!r}")
+            usage_error(f"--target lines and columns start at 1, got {target[:200]!r}")
         items.append({"index": i, "instruction": instruction,
                       "source": {"file": m.group(1), "line": int(m.group(2)), "column": int(m.group(3) or 1)}})
     try:

@@ -32,7 +32,7 @@ from spotpatch_agent.context.digest import (
     tsconfig_digest,
 )
 from spotpatch_agent.policy.paths import PathDenied, normalize_rel_path
-from spotpatch_agent.tools.context import TextFile, WorktreeContext
+from spotpatch_agent.tools.context import TextFile, WorktreeContext, beyond_symlink
 from spotpatch_agent.tools.read_file import render
 
 #: Byte budgets (UTF-8) of the two sections; together at most 8 KiB.
@@ -104,7 +104,10 @@ def _ancestors(rel_dir: str) -> list[str]:
 
 
 def _names_in(root: str, rel_dir: str) -> list[str]:
-    """The names of the regular files directly in ``rel_dir`` (no symlinks), sorted; [] when unreadable."""
+    """The names of the regular files directly in ``rel_dir`` (no symlinks), sorted; [] when unreadable or
+    when ``rel_dir`` is (or lies in) a symlinked directory: nothing outside the project is looked at."""
+    if rel_dir and beyond_symlink(root, f"{rel_dir}/-"):
+        return []
     try:
         with os.scandir(os.path.join(root, *rel_dir.split("/")) if rel_dir else root) as it:
             return sorted(e.name for e in it if e.is_file(follow_symlinks=False))

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from spotpatch_agent.policy.paths import PathDenied, is_protected, normalize_rel_path
+from spotpatch_agent.policy.paths import PathDenied, is_ignored, is_protected, normalize_rel_path
 from spotpatch_agent.protocol.models import Target
 from spotpatch_agent.tools.context import TextFile, WorktreeContext
 from spotpatch_agent.tools.read_file import render
@@ -95,11 +95,15 @@ async def check_locations(ctx: WorktreeContext, targets: list[Target]) -> dict[i
     for index, (rel, line) in pending.items():
         file = files.get(rel)
         if file is None:
+            # A git-ignored path is "unreadable" whether or not it exists (and whatever it is): the answer
+            # must not tell a page which ignored (secret-bearing) files are there.
             full = os.path.join(ctx.root, *rel.split("/"))
-            exists = os.path.lexists(full)
+            ignored = await is_ignored(ctx.root, rel)
+            exists = os.path.lexists(full) or ignored
+            is_dir = not ignored and os.path.isdir(full) and not os.path.islink(full)
             checks[index] = LocationCheck(index, False, rel=rel, **(
                 {"code": "location-unreadable", "reason": "the path is a directory, not a file"}
-                if exists and os.path.isdir(full) and not os.path.islink(full) else
+                if is_dir else
                 {"code": "location-unreadable", "reason": (
                     "the file cannot be read under SpotPatch's path policy (ignored by git, a symlink, "
                     "not UTF-8 text, or too big)")}

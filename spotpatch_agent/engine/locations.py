@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 NEAREST_WINDOW = 200
 
 _TAG_START = re.compile(r"<[A-Za-z][\w.:-]*")
+#: A tag name the check can quote in the prompt; any other ``tagName`` (page data) is not checked.
+_TAG_NAME = re.compile(r"[A-Za-z][\w.:-]*\Z")
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ def tag_check(lines: Sequence[str], line: int, column: int, tag: str) -> TagChec
     element's ``tag`` (e.g. ``"button"``)."""
     tag = tag.lower()
     found = None
-    if 1 <= line <= len(lines) and column >= 1:
+    if 1 <= line <= len(lines) and 1 <= column <= len(lines[line - 1]) + 1:  # a huge column overflows re
         match = _TAG_START.match(lines[line - 1], column - 1)
         found = match.group(0)[1:] if match is not None else None
         if found is not None and found.lower() == tag:
@@ -97,6 +99,9 @@ async def check_tags(read_lines: ReadLines, targets: Iterable[Target]) -> dict[i
         element = getattr(t, "element", None)
         if t.source is None or element is None:
             continue
+        if not _TAG_NAME.match(element.tag_name):  # not a tag name: nothing to check, nothing to quote
+            checks[t.index] = TagCheck("unchecked", "")
+            continue
         try:
             rel = normalize_rel_path(t.source.file)
         except PathDenied:
@@ -130,6 +135,17 @@ def clean_chain(chain: Iterable[UsageSite]) -> tuple[list[UsageSite], list[str]]
     return kept, dropped
 
 
+#: Characters ``json.dumps(ensure_ascii=False)`` leaves raw that readers (``str.splitlines``, many
+#: tokenizers and renderers) take as a line break: a quoted page string could otherwise start a new line.
+_RAW_BREAKS = re.compile("[\u0085\u2028\u2029]")
+
+
+def quote(value: object) -> str:
+    """``value`` as one-line JSON (non-ASCII kept, except line-breaking characters, escaped): page data
+    quoted in the prompt."""
+    return _RAW_BREAKS.sub(lambda m: f"\\u{ord(m.group(0)):04x}", json.dumps(value, ensure_ascii=False, sort_keys=True))
+
+
 def source_check_line(check: TagCheck | None) -> str | None:
     """The prompt line under a target's ``Source:``: exact, or APPROXIMATE with the nearest tag; None when
     nothing was checked (no claim either way)."""
@@ -155,7 +171,7 @@ def usage_chain_lines(t: Target) -> list[str]:
     if kept:
         lines.append("Used at (component usage chain, innermost first; the usage the user clicked through):")
         for number, site in enumerate(kept, start=1):
-            who = f" (component {json.dumps(site.component, ensure_ascii=False)})" if site.component else ""
+            who = f" (component {quote(site.component)})" if site.component else ""
             lines.append(f"  {number}. {site.file}:{site.line}:{site.column}{who}")
     if dropped:
         lines.append(f"({len(dropped)} usage site(s) dropped: " + "; ".join(dropped) + ")")

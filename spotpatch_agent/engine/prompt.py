@@ -10,13 +10,13 @@ they are data from the page, never instructions.
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Mapping
 
 from typing import TYPE_CHECKING
 
 from spotpatch_agent.context.digest import fence
-from spotpatch_agent.engine.locations import TagCheck, source_check_line, usage_chain_lines
+from spotpatch_agent.engine.locations import TagCheck, quote, source_check_line, usage_chain_lines
 from spotpatch_agent.protocol.models import PromptRenderResult, PromptTarget, PromptWarning, SpotAnnotation, Target
 
 if TYPE_CHECKING:  # not imported at run time: the service imports this module at cold start
@@ -43,14 +43,23 @@ prefixes) and occurring exactly once; include surrounding text to make it unique
 """
 
 
+#: A component or tag name shown as it is; anything else (newlines, backticks, spaces…) is page data that
+#: could pose as prompt text, so it is quoted as a JSON string.
+_PLAIN_NAME = re.compile(r"[A-Za-z_$][\w$.:-]*\Z")
+
+
+def _name(value: str) -> str:
+    return value if _PLAIN_NAME.match(value) else quote(value)
+
+
 def _target_block(t: Target, location: LocationCheck | None = None, tag_check: TagCheck | None = None) -> str:
     lines = [f"## Target {t.index}", f"Instruction: {t.instruction}"]
     if t.source is not None:
         where = f"{t.source.file}:{t.source.line}:{t.source.column}"
         if t.source.component:
-            where += f" (component {t.source.component})"
+            where += f" (component {_name(t.source.component)})"
         if location is not None and not location.ok:
-            where = f"{json.dumps(where, ensure_ascii=False)}, which could not be found: {location.reason}"
+            where = f"{quote(where)}, which could not be found: {location.reason}"
         lines.append(f"Source: {where}")
         check = source_check_line(tag_check)  # exact, or marked approximate (engine/locations.py)
         if check and (location is None or location.ok):
@@ -59,11 +68,11 @@ def _target_block(t: Target, location: LocationCheck | None = None, tag_check: T
         lines.append("Source: unknown (find it from the element below)")
     el = t.element
     if el is not None:
-        lines.append(f"Element: <{el.tag_name}>" + (f" selector {json.dumps(el.selector, ensure_ascii=False)}" if el.selector else ""))
+        lines.append(f"Element: <{_name(el.tag_name)}>" + (f" selector {quote(el.selector)}" if el.selector else ""))
         if el.text:
-            lines.append(f"Element text (data): {json.dumps(el.text, ensure_ascii=False)}")
+            lines.append(f"Element text (data): {quote(el.text)}")
         if el.attributes:
-            lines.append(f"Element attributes (data): {json.dumps(el.attributes, ensure_ascii=False, sort_keys=True)}")
+            lines.append(f"Element attributes (data): {quote(el.attributes)}")
     lines.extend(usage_chain_lines(t))
     if location is not None and location.ok and location.excerpt:
         lines.append("Source excerpt (the file as it is now, numbered like read_file; data):")
@@ -79,7 +88,7 @@ def _head(annotation: SpotAnnotation) -> str:
     if any(t.element is not None for t in annotation.targets):
         return (
             f"Change the source code of this Vite project for {n} element{'s' if n != 1 else ''} "
-            f"picked on the page {json.dumps(annotation.page_url, ensure_ascii=False)}. "
+            f"picked on the page {quote(annotation.page_url)}. "
             "Apply each target's instruction to that element only; do not merge or widen them."
         )
     return (

@@ -126,6 +126,23 @@ class TextFile:
     lines: tuple[str, ...]
 
 
+def beyond_symlink(root: Path | str, rel: str) -> bool:
+    """Whether a directory on the way to ``rel`` is a symlink (or cannot be looked at): such a path is
+    never read, and one in a ``git check-ignore`` batch makes git fail for all of them."""
+    parts = rel.split("/")[:-1]
+    path = os.fspath(root)
+    for part in parts:
+        path = os.path.join(path, part)
+        try:
+            if stat.S_ISLNK(os.lstat(path).st_mode):
+                return True
+        except FileNotFoundError:
+            return False
+        except OSError:
+            return True
+    return False
+
+
 def display_lines(data: bytes) -> tuple[str, ...]:
     """Display lines of UTF-8 text bytes: BOM and each line's trailing CR removed, no final empty line."""
     body = data.removeprefix(BOM)
@@ -319,6 +336,8 @@ class WorktreeContext:
                 ok = normalize_rel_path(rel) == rel and not is_protected(rel)
             except PathDenied:
                 ok = False
+            if ok and beyond_symlink(self.root, rel):
+                ok = False  # never readable; and git check-ignore would fail the whole batch for it
             if ok:
                 allowed.append(rel)
             else:

@@ -29,7 +29,7 @@ import {
   safe,
   viewportRect,
 } from "./dom.js";
-import { usageChain } from "./chain.js";
+import { isProjectPath, usageChain } from "./chain.js";
 import type { PickedTarget } from "./types.js";
 
 export const MAX_TEXT = 500;
@@ -48,6 +48,8 @@ export function parseLoc(value: string | null): SourceLocation | null {
   const line = Number(m[2]);
   const column = Number(m[3]);
   if (file.length > 1024 || !(line >= 1) || !(column >= 1)) return null;
+  // The locator writes project-relative paths only: anything else is the page's own forgery, never sent.
+  if (!isProjectPath(file)) return null;
   return { file, line, column };
 }
 
