@@ -330,3 +330,28 @@ async def test_a_check_cannot_read_the_engines_session_keyring(tmp_path: Path, a
     run = await run_check_process(_probe_check(name), worktree, Limits())
     assert run.sandbox == "confined" and "KEYRING: DENIED errno 1" in run.output, run.output
     assert secret.decode() not in run.output
+
+
+@pytest.mark.anyio
+async def test_a_check_command_installed_under_tmp_runs_and_the_rest_of_tmp_stays_hidden(tmp_path: Path) -> None:
+    """A clean clone in /tmp runs its checks with the clone's own venv (``/tmp/…/.venv/bin/python``): the
+    private /tmp must not hide the check's command. Only the command's install prefix is shown (read-only);
+    a file beside it in the host's /tmp stays invisible and nothing can be written there."""
+    if not str(tmp_path.resolve()).startswith(os.path.realpath("/tmp") + "/"):
+        pytest.fail(f"this test needs its temp dir under /tmp, got {tmp_path}")
+    tool = tmp_path / "toolchain"
+    (tool / "bin").mkdir(parents=True)
+    script = tool / "bin" / "tool"
+    script.write_text("#!/bin/sh\necho ran-from-tmp\n"
+                      f"cat {tmp_path / 'beside.txt'} 2>/dev/null && echo LEAK\n"
+                      f"echo x > {tool / 'written'} 2>/dev/null && echo WROTE\nexit 0\n")
+    script.chmod(0o755)
+    (tmp_path / "beside.txt").write_text("SECRET-BESIDE\n")
+    worktree = tmp_path / "wt"
+    worktree.mkdir()
+    check = CheckConfig.model_validate({"id": "tool", "name": "Tool", "command": str(script)})
+    run = await run_check_process(check, worktree, Limits())
+    assert run.sandbox == "confined" and run.ok, run.output
+    assert "ran-from-tmp" in run.output
+    assert "LEAK" not in run.output and "SECRET-BESIDE" not in run.output and "WROTE" not in run.output
+    assert not (tool / "written").exists()

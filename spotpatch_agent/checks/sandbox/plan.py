@@ -176,14 +176,17 @@ def build_plan(*, cwd: Path, temp_dir: Path, network: bool, env: Mapping[str, st
     if root is not None and not _under(root, work):  # the checkout, unless the check runs in it (demo baseline)
         hidden.append(root)
     shown: list[str] = []
+    # The host's /tmp is replaced by the private temp dir: a toolchain installed there (a venv or a
+    # node install in a temp checkout, the check's own command) is shown again read-only, like one in a home.
+    replaced = sorted({"/tmp", os.path.realpath("/tmp")})
 
     def is_hidden(path: str) -> bool:
-        return any(_under(path, h) for h in hidden)
+        return any(_under(path, h) for h in (*hidden, *replaced))
 
     def covers_hidden_root(path: str) -> bool:
-        # A home or the checkout itself (or one of their ancestors): showing it would undo the hiding, so
-        # a PATH entry ``$HOME``, or a ``readPaths`` symlink that resolves to a home, is never shown.
-        return any(_under(h, path) for h in hidden)
+        # A home, the checkout or /tmp itself (or one of their ancestors): showing it would undo the hiding,
+        # so a PATH entry ``$HOME``, or a ``readPaths`` symlink that resolves to a home, is never shown.
+        return any(_under(h, path) for h in (*hidden, *replaced))
 
     def show(path: str) -> None:
         path = os.path.normpath(path)
