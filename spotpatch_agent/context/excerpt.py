@@ -49,12 +49,37 @@ class LocationCheck:
     #: When ``ok`` and the line is already shown by an earlier target's excerpt of the same file: that
     #: target's index (and ``excerpt`` is None: the prompt points there instead of repeating it).
     shown_in: int | None = None
+    #: When ``ok`` and no excerpt is given because it would complete the whole file (with the excerpts of
+    #: earlier targets of the same file): the prompt says so; the agent reads the file with ``read_file``.
+    withheld: bool = False
 
 
-def excerpt_of(file: TextFile, line: int) -> str:
-    """``read_file``'s rendering of the lines around ``line`` (header and numbered rows, no read hints)."""
-    start = max(1, line - EXCERPT_BEFORE)
-    text = render(file, start, line + EXCERPT_AFTER, max_lines=EXCERPT_BEFORE + EXCERPT_AFTER + 1,
+def excerpt_window(line: int, total: int, already: set[int]) -> tuple[int, int] | None:
+    """Lines ``(first, last)`` of the excerpt around ``line`` in a file of ``total`` lines, given the lines
+    ``already`` shown from it. Never the whole file, alone or together with what is already shown (a whole
+    source file never reaches the browser or a log): the window shrinks from its end farther from ``line``;
+    ``None`` when even ``line`` alone would complete the file."""
+    first, last = max(1, line - EXCERPT_BEFORE), min(total, line + EXCERPT_AFTER)
+
+    def complete() -> bool:
+        return len(already) + sum(1 for n in range(first, last + 1) if n not in already) >= total
+
+    while complete():
+        if first == last:
+            return None
+        if line - first >= last - line:
+            first += 1
+        else:
+            last -= 1
+    return first, last
+
+
+def excerpt_of(file: TextFile, line: int, first: int | None = None, last: int | None = None) -> str:
+    """``read_file``'s rendering of the lines around ``line`` (header and numbered rows, no read hints),
+    or of ``first``..``last`` when given (:func:`excerpt_window`)."""
+    start = max(1, line - EXCERPT_BEFORE) if first is None else first
+    end = line + EXCERPT_AFTER if last is None else last
+    text = render(file, start, end, max_lines=EXCERPT_BEFORE + EXCERPT_AFTER + 1,
                   max_bytes=EXCERPT_MAX_BYTES)
     rows = text.split("\n")
     # Keep the header and the numbered rows; the continuation hints are for the tool, not for a reader.
@@ -117,7 +142,12 @@ async def check_locations(ctx: WorktreeContext, targets: list[Target]) -> dict[i
             if earlier is not None:
                 checks[index] = LocationCheck(index, True, rel=rel, sha256=digest, shown_in=earlier)
                 continue
-            excerpt = excerpt_of(file, line)
+            already = {n for r, lo, hi in shown.values() if r == rel for n in range(lo, hi + 1)}
+            window = excerpt_window(line, len(file.lines), already)
+            if window is None:
+                checks[index] = LocationCheck(index, True, rel=rel, sha256=digest, withheld=True)
+                continue
+            excerpt = excerpt_of(file, line, *window)
             m = _HEADER.search(excerpt.split("\n", 1)[0])
             if m:
                 shown[index] = (rel, int(m.group(1)), int(m.group(2)))

@@ -79,6 +79,8 @@ def _target_block(t: Target, location: LocationCheck | None = None, tag_check: T
         lines.append(fence(location.excerpt))
     elif location is not None and location.ok and location.shown_in is not None:
         lines.append(f"Source excerpt: line {t.source.line if t.source else '?'} is in Target {location.shown_in}'s excerpt above.")
+    elif location is not None and location.ok and location.withheld:
+        lines.append("Source excerpt: not shown (it would show the whole file; read it with read_file).")
     return "\n".join(lines)
 
 

@@ -73,14 +73,14 @@ async def test_a_canary_in_an_excerpt_is_redacted(project: Path) -> None:
     (("secret.txt", 1), "location-unreadable", "ignored by git"),
 ])
 async def test_each_invalid_location_is_said_plainly_and_warned(project: Path, source, code, says) -> None:
-    result = await render(project, ann(source, ("src/short.ts", 1)))
+    result = await render(project, ann(source, ("src/App.tsx", 3)))
     assert [(w.index, w.code) for w in result.warnings or []] == [(1, code)]
     assert says in result.warnings[0].message and says in result.text
     block = result.text.split("## Target 2")[0]
     assert "could not be found" in block and "```" not in block  # no contents of that file
     assert "A=1" not in result.text and "root:" not in result.text and "ignored" not in block.replace(
         "ignored by git", "")
-    assert "    1| x" in result.text  # the valid target still gets its excerpt
+    assert "    3| const line3 = 3;" in result.text  # the valid target still gets its excerpt
     dumped = result.model_dump(by_alias=True, exclude_none=True)
     assert dumped["warnings"][0]["code"] == code
 
@@ -124,3 +124,30 @@ async def test_a_line_already_shown_is_not_repeated(project: Path) -> None:
     assert result.text.count("   12| const line12 = 12;") == 1
     assert "Source excerpt: line 15 is in Target 1's excerpt above." in result.text
     assert "   28| const line28 = 28;" in result.text.split("## Target 3")[1]  # outside it: its own excerpt
+
+
+@pytest.mark.anyio
+async def test_an_excerpt_never_shows_a_whole_file_alone_or_with_the_excerpts_before_it(project: Path) -> None:
+    """No whole source file reaches the browser (the copy prompt is sent to the page): a short file's
+    excerpt leaves out the line farthest from the target, two targets' excerpts of one file never add up
+    to all of it, and a one-line file gets no excerpt at all (the prompt says so)."""
+    (project / "src/ten.ts").write_text("".join(f"const t{i} = {i};\n" for i in range(1, 11)))
+    (project / "src/fifteen.ts").write_text("".join(f"const f{i} = {i};\n" for i in range(1, 16)))
+    result = await render(project, ann(("src/ten.ts", 5), ("src/fifteen.ts", 1), ("src/fifteen.ts", 15),
+                                       ("src/short.ts", 1)))
+    assert "(lines 1-9 of 10)" in result.text and "const t10 = 10;" not in result.text
+    assert "(lines 1-9 of 15)" in result.text  # line 1: 1..9, the window's own end
+    assert "(lines 11-15 of 15)" in result.text and "const f10 = 10;" not in result.text
+    assert "src/short.ts (lines" not in result.text
+    assert "Source excerpt: not shown (it would show the whole file; read it with read_file)." in result.text
+    assert result.warnings is None
+
+
+@pytest.mark.parametrize(("line", "total", "already", "window"), [
+    (5, 10, set(), (1, 9)), (1, 1, set(), None), (2, 2, set(), (2, 2)), (1, 2, {2}, None),
+    (12, 30, set(), (6, 20)), (15, 15, set(range(1, 10)), (11, 15)),
+])
+def test_the_excerpt_window(line: int, total: int, already: set[int], window: tuple[int, int] | None) -> None:
+    from spotpatch_agent.context.excerpt import excerpt_window
+
+    assert excerpt_window(line, total, already) == window
