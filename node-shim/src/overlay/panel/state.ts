@@ -20,6 +20,7 @@ import type {
 import type { Lang } from "../i18n.js";
 import type { PickedTarget } from "../picker/types.js";
 import { cleanChain } from "../picker/chain.js";
+import { isProjectPath } from "../picker/chain-site.js";
 
 /** What `session/get` answers (INFRA's page method; a fallback fills it from `provider/list`). */
 export interface SessionInfo {
@@ -123,7 +124,9 @@ export function buildAnnotation(
       instruction: instructionText(entry, max),
       element: elementInfo(entry.target),
     };
-    if (entry.target.source) target.source = cleanSource(entry.target.source);
+    // A restored job's targets come from sessionStorage, which page code can rewrite: the same rule as a
+    // fresh pick (project-relative paths only) before anything is sent.
+    if (entry.target.source && isProjectPath(entry.target.source.file)) target.source = cleanSource(entry.target.source);
     const chain = cleanChain(entry.target.usageChain ?? []);
     if (chain.length > 0) target.usageChain = chain as Target["usageChain"];
     return target;
