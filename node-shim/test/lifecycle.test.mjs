@@ -44,6 +44,9 @@ test("killing the engine fails the in-flight job visibly; the next request works
   const job = await client.createJob({ annotation: demoAnnotation(), modelProfileId: "m1" });
   const seen = await collectEvents(client, job.jobId, isStatus("running"));
   const lastSeq = seen.at(-1).seq;
+  // Kill only once job 1's model turn has reached the provider (its stalled turn is then used up; killed
+  // earlier — the job builds its context after "running" — job 2 would get the stall instead of the demo).
+  await provider.waitForRequests(1);
   const [{ pid }] = await engineProcesses();
   // A page watching the job while the engine dies (wherever the stream is when it happens).
   const tail = collectEvents(client, job.jobId, isStatus("failed"), { afterSeq: lastSeq });

@@ -14,6 +14,7 @@ reaches EOF. SCRIPT is one of:
 from __future__ import annotations
 
 import sys
+import threading
 
 from spotpatch_agent.demo.script import demo_turns
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
@@ -87,7 +88,20 @@ def main() -> int:
     script = SCRIPTS[sys.argv[1]]()
     with ScriptedProviderServer(script) as server:
         print(server.base_url, flush=True)
+        done = threading.Event()
+
+        def report() -> None:  # "requests N" whenever a request arrived (support.mjs waitForRequests)
+            seen = 0
+            while not done.wait(0.01):
+                if len(server.requests) != seen:
+                    seen = len(server.requests)
+                    print(f"requests {seen}", flush=True)
+
+        reporter = threading.Thread(target=report, daemon=True)
+        reporter.start()
         sys.stdin.read()
+        done.set()
+        reporter.join()
     return 0
 
 

@@ -70,17 +70,41 @@ export async function startProvider(t, script = "demo") {
     await exited;
     clearTimeout(timer);
   });
-  const [line] = await Promise.race([
-    (async () => {
-      for await (const l of createInterface({ input: child.stdout })) return [l];
-      return [undefined];
-    })(),
+  // The first line is the base URL; then "requests N" each time the provider has received a request.
+  let requests = 0;
+  const waiters = new Set();
+  let first;
+  const firstLine = new Promise((resolve) => (first = resolve));
+  createInterface({ input: child.stdout }).on("line", (l) => {
+    const m = /^requests (\d+)$/.exec(l);
+    if (!m) return first(l);
+    requests = Number(m[1]);
+    for (const w of waiters) w();
+  });
+  const line = await Promise.race([
+    firstLine,
     exited.then((code) => {
       throw new Error(`scripted provider exited early (${code})`);
     }),
   ]);
   if (!line?.startsWith("http://127.0.0.1:")) throw new Error(`scripted provider printed ${line}`);
-  return { baseUrl: line };
+  /** Resolves once the provider has received at least `n` requests (30 s at most). */
+  const waitForRequests = (n) =>
+    new Promise((resolve, reject) => {
+      const check = () => {
+        if (requests < n) return;
+        waiters.delete(check);
+        clearTimeout(timer);
+        resolve(requests);
+      };
+      const timer = setTimeout(() => {
+        waiters.delete(check);
+        reject(new Error(`the provider received ${requests} request(s), not ${n}, in 30 s`));
+      }, 30_000);
+      waiters.add(check);
+      check();
+    });
+  return { baseUrl: line, waitForRequests };
 }
 
 export function providerConfig(baseUrl) {
