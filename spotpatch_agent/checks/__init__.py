@@ -1,4 +1,4 @@
-"""Project checks (DESIGN.md §9): the host-side runner, its sandbox and the ``checks suggest`` helper.
+"""Project checks (docs/configuration.md "Checks"): the host-side runner, its sandbox and the ``checks suggest`` helper.
 
 Public surface::
 

@@ -1,4 +1,4 @@
-"""The project context the agent and the copy prompt are given (DESIGN.md §5): each target's checked
+"""The project context the agent and the copy prompt are given: each target's checked
 location with a bounded excerpt, and the project's conventions (nearest-first configuration, libraries,
 ``AGENTS.md``, same-directory samples), bounded and redacted. See docs/architecture.md, "What the model sees".
 """

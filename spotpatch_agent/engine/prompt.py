@@ -101,7 +101,7 @@ def _head(annotation: SpotAnnotation) -> str:
 
 def render_prompt(annotation: SpotAnnotation, context: PromptContext | None = None,
                   tag_checks: Mapping[int, TagCheck] | None = None) -> PromptRenderResult:
-    """The v1 prompt for ``annotation``: ``{text, targets:[{index, source}], warnings?}`` (DESIGN.md §14).
+    """The v1 prompt for ``annotation``: ``{text, targets:[{index, source}], warnings?}`` (docs/protocol.md, `prompt/render`).
 
     With ``context`` (``spotpatch_agent.context.build_prompt_context``) each usable location carries its
     source excerpt, each unusable one says why (and gives a warning), and the conventions summary closes the

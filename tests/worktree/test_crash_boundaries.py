@@ -1,4 +1,4 @@
-"""Fault injection at every step boundary (issue 12 acceptance 2; DESIGN.md §8; docs/security.md §7
+"""Fault injection at every step boundary (issue 12 acceptance 2; docs/security.md §7
 "Crash safety"): a process running the engine's journalled write of an Apply or a Revert is SIGKILLed
 after each step that changes the disk — the journal's temp file synced, the journal durable, per path
 each write, exchange/placement/move and unlink, the verification, the journal removed — in turn, then
