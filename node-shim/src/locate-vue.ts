@@ -34,6 +34,7 @@ import MagicString from "magic-string";
 import type { Plugin, ResolvedConfig } from "vite";
 
 import { LOC_ATTRIBUTE, type LocateResult, type SpotpatchLocateOptions, relativeToRoot } from "./locate.js";
+import { LinePositions } from "./locate-util.js";
 
 /** The prefix of the usage-site payload inside the component tag's vnode hook (read by chain-vue.ts). */
 export const USE_MARK = "spotpatch-use:";
@@ -213,7 +214,7 @@ export function injectVueLocations(code: string, relFile: string, opts: InjectVu
   }
   if (!template.ast) return null;
 
-  const positions = new EnginePositions(code);
+  const positions = new LinePositions(code);
   const s = new MagicString(code);
   let changed = false;
   for (const node of elements(template.ast)) {
@@ -277,28 +278,4 @@ function hasBeforeMountHook(node: TemplateNode): boolean {
     if (p.name === "on") return arg === "vue:beforemount" || arg === "vnodebeforemount";
     return p.name === "bind" && arg === "onvnodebeforemount";
   });
-}
-
-/** Offsets (UTF-16) → engine line / code-point column (the unit of src/locate.ts). */
-class EnginePositions {
-  private readonly starts: number[] = [0];
-
-  constructor(private readonly code: string) {
-    for (let i = code.indexOf("\n"); i >= 0; i = code.indexOf("\n", i + 1)) this.starts.push(i + 1);
-  }
-
-  at(offset: number): { line: number; column: number } {
-    let lo = 0;
-    let hi = this.starts.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if ((this.starts[mid] as number) <= offset) lo = mid;
-      else hi = mid - 1;
-    }
-    let from = this.starts[lo] as number;
-    if (lo === 0 && this.code.charCodeAt(0) === 0xfeff) from = Math.min(1, offset);
-    // code points of the line before `offset` (a surrogate pair counts once)
-    const column = [...this.code.slice(from, offset)].length + 1;
-    return { line: lo + 1, column };
-  }
 }
