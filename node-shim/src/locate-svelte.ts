@@ -33,7 +33,6 @@
  * Never in `vite build` (`apply: 'serve'`), never for `node_modules`, virtual modules or `?query` ids.
  */
 
-import { realpathSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 
@@ -41,7 +40,7 @@ import MagicString from "magic-string";
 import type { Plugin, ResolvedConfig } from "vite";
 
 import { LOC_ATTRIBUTE, jsxAttributeValue, relativeToRoot, type LocateResult, type SpotpatchLocateOptions } from "./locate.js";
-import { LinePositions } from "./locate-util.js";
+import { LinePositions, rootsOf } from "./locate-util.js";
 
 /** The global the compiled modules register their component usages in (read by chain-svelte.ts). */
 export const SVELTE_REGISTRY_KEY = "spotpatch.svelte";
@@ -150,16 +149,6 @@ function svelteFile(id: string): string | null {
   }
   if (!file.endsWith(".svelte") || NODE_MODULES.test(file)) return null;
   return file;
-}
-
-/** `root` and, when it differs, its real path (Vite hands transforms real paths; see src/locate.ts). */
-function rootsOf(root: string): string[] {
-  try {
-    const real = realpathSync.native(root);
-    return real === root ? [root] : [root, real];
-  } catch {
-    return [root];
-  }
 }
 
 /** The registry statement appended to a compiled module (one line, after all of Svelte's output). */

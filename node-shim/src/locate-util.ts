@@ -1,5 +1,7 @@
 /** Shared by the locators (src/locate.ts, src/locate-html.ts, src/locate-script.ts): positions in the
- * engine's line/column unit, and a non-recursive walk over a Babel AST. */
+ * engine's line/column unit, the project roots, and a non-recursive walk over a Babel AST. */
+
+import { realpathSync } from "node:fs";
 
 /** Offsets (UTF-16, as Babel gives them) → engine line/column (see the module comment for the unit). */
 export class LinePositions {
@@ -34,6 +36,17 @@ export class LinePositions {
 
 function isHigh(c: number): boolean {
   return c >= 0xd800 && c <= 0xdbff;
+}
+
+/** `root` and, when it differs, its real path: Vite hands transforms real paths, and a symlinked root (macOS
+ * /tmp, pnpm/monorepo links) would otherwise make every file look "outside the root" or give a doubled path. */
+export function rootsOf(root: string): string[] {
+  try {
+    const real = realpathSync.native(root);
+    return real === root ? [root] : [root, real];
+  } catch {
+    return [root]; // root does not exist (yet): keep the lexical one
+  }
 }
 
 export type AstNode = { type: string; start?: number | null; end?: number | null; [key: string]: unknown };

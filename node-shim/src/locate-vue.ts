@@ -27,14 +27,13 @@
  */
 
 import { createRequire } from "node:module";
-import { realpathSync } from "node:fs";
 import path from "node:path";
 
 import MagicString from "magic-string";
 import type { Plugin, ResolvedConfig } from "vite";
 
 import { LOC_ATTRIBUTE, type LocateResult, type SpotpatchLocateOptions, relativeToRoot } from "./locate.js";
-import { LinePositions } from "./locate-util.js";
+import { LinePositions, rootsOf } from "./locate-util.js";
 
 /** The prefix of the usage-site payload inside the component tag's vnode hook (read by chain-vue.ts). */
 export const USE_MARK = "spotpatch-use:";
@@ -95,14 +94,7 @@ export function spotpatchLocateVue(options: SpotpatchLocateOptions = {}): Plugin
   const warnedLangs = new Set<string>();
 
   const setRoot = (base: string): void => {
-    const root = path.resolve(base, options.root ?? ".");
-    roots = [root];
-    try {
-      const real = realpathSync.native(root);
-      if (real !== root) roots.push(real);
-    } catch {
-      /* root does not exist (yet): keep the lexical one */
-    }
+    roots = rootsOf(path.resolve(base, options.root ?? "."));
   };
 
   const compiler = (): SfcCompiler | null => {

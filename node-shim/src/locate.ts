@@ -25,7 +25,6 @@
  * component tree to read it from. Fragments (`<>`, `<Fragment>`, `<React.Fragment>`) get nothing.
  */
 
-import { realpathSync } from "node:fs";
 import path from "node:path";
 
 import { parse } from "@babel/parser";
@@ -34,7 +33,7 @@ import type { Plugin, ResolvedConfig } from "vite";
 
 import { injectHtmlLocations } from "./locate-html.js";
 import { injectScriptMarkupLocations } from "./locate-script.js";
-import { type AstNode, LinePositions, walk } from "./locate-util.js";
+import { type AstNode, LinePositions, rootsOf, walk } from "./locate-util.js";
 
 export const LOC_ATTRIBUTE = "data-spotpatch-loc";
 /** The prop a component usage (`<Card>`) gets: where that instance is used, `file:line:col` of its `<`.
@@ -73,16 +72,7 @@ export function spotpatchLocate(options: SpotpatchLocateOptions = {}): Plugin {
   let usage = true; // stamp component usages (USE_ATTRIBUTE); off under Solid (see the module comment)
 
   const setRoot = (base: string): void => {
-    const root = path.resolve(base, options.root ?? ".");
-    roots = [root];
-    try {
-      // Vite hands us real paths (symlinks resolved); a symlinked root (macOS /tmp, pnpm/monorepo links)
-      // would otherwise make every file look "outside the root" or produce a doubled path.
-      const real = realpathSync.native(root);
-      if (real !== root) roots.push(real);
-    } catch {
-      /* root does not exist (yet): keep the lexical one */
-    }
+    roots = rootsOf(path.resolve(base, options.root ?? "."));
   };
 
   return {
