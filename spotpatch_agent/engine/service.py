@@ -195,16 +195,18 @@ class EngineService:
 
             async with self._lock():  # never while this engine applies or reverts
                 recovered = await recover_under_lock(self._root, layout.git_dir, self._project_lock)
-        # The sweep touches only our own registrations, so it runs whatever state the user's tree is in
-        # (a rebase in progress, an index.lock): an orphan is never kept for a later start.
-        swept = await sweep_orphans(self._root)
-        if swept:
-            log.info("removed %d orphaned SpotPatch worktree(s) from an earlier run", swept)
-        if config.checks:  # one cached trial run of the check sandbox (checks/sandbox), a few ms
-            from spotpatch_agent.checks.sandbox import detect
+        async with anyio.create_task_group() as tg:
+            if config.checks:  # one cached trial run of the check sandbox (checks/sandbox), beside the sweep
+                from spotpatch_agent.checks.sandbox import detect
 
-            await detect()
-        if (await repo_health(self._root, config.limits)).state != "blocked":
+                tg.start_soon(detect)
+            # The sweep touches only our own registrations, so it runs whatever state the user's tree is in
+            # (a rebase in progress, an index.lock): an orphan is never kept for a later start.
+            swept = await sweep_orphans(self._root)
+            if swept:
+                log.info("removed %d orphaned SpotPatch worktree(s) from an earlier run", swept)
+            blocked = (await repo_health(self._root, config.limits)).state == "blocked"
+        if not blocked:
             await self._open_pool()  # after the sweep, which would remove a pooled worktree of this process
         return recovered
 
