@@ -1,4 +1,4 @@
-"""Entry points: ``spotpatch-agent serve | run | demo | checks suggest | schema`` (DESIGN.md §1, §3).
+"""Entry points: ``spotpatch-agent serve | run | demo | checks suggest | schema`` (docs/design.md §1, §3).
 
 ``serve`` speaks the protocol on stdin/stdout; fd 1 is reserved for frames before anything else runs, so
 a stray ``print``, a C-level write or a child process can only reach stderr. ``run`` drives one job from
@@ -217,7 +217,7 @@ def serve(max_frame_bytes: int | None = None) -> int:
 
 def print_schema(*, markdown: bool = False) -> int:
     """``schema``: print the protocol JSON Schema, or with ``markdown`` the generated method reference of
-    docs/protocol.md (DESIGN.md §3). Imports the protocol package only (pydantic), never the engine."""
+    docs/protocol.md (docs/design.md §3). Imports the protocol package only (pydantic), never the engine."""
     if markdown:
         from spotpatch_agent.protocol.docgen import render_method_reference
 
@@ -232,7 +232,7 @@ def print_schema(*, markdown: bool = False) -> int:
 
 
 def _watch_parent(process_id: int | None, server: Any) -> None:
-    """Stop the server when ``process_id`` (or, with None, our original parent) dies (DESIGN.md §3)."""
+    """Stop the server when ``process_id`` (or, with None, our original parent) dies (docs/design.md §3)."""
     original_ppid = os.getppid()
 
     def alive() -> bool:

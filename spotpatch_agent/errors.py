@@ -8,7 +8,7 @@
      └── JobFailure           the running job must stop now (limits, terminal tool failures, …)
 
 Every message is sanitized by its raiser: no absolute path, no key, no environment content, no file
-content (DESIGN.md §3, invariant 3). ``retryable`` defaults to the code's entry in
+content (docs/design.md §3, invariant 3). ``retryable`` defaults to the code's entry in
 :data:`spotpatch_agent.protocol.errors.RETRYABLE`.
 """
 
@@ -46,4 +46,4 @@ class GitError(SpotPatchError):
 
 
 class JobFailure(SpotPatchError):
-    """The job stops here with this code; diagnostics and any reviewable diff are kept (DESIGN.md §5)."""
+    """The job stops here with this code; diagnostics and any reviewable diff are kept (docs/design.md §5)."""

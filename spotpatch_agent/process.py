@@ -1,4 +1,4 @@
-"""Process-tree termination shared by every subprocess the engine starts (git, checks): DESIGN.md §9, §17.
+"""Process-tree termination shared by every subprocess the engine starts (git, checks): docs/design.md §9, §17.
 
 Children are started in their own session (``start_new_session=True``) on POSIX, so one ``killpg`` ends
 the whole tree. Windows (marked, untested here): no process groups; only the direct child is killed —

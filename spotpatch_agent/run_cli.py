@@ -1,4 +1,4 @@
-"""``spotpatch-agent run``: one job from the terminal, with live progress (DESIGN.md §1).
+"""``spotpatch-agent run``: one job from the terminal, with live progress (docs/design.md §1).
 
 Every target's location is checked first (``prompt/render``'s warnings, printed to stderr): exit 2 when the
 project is not a git repository or no target has a usable location. Without a usable provider it prints the

@@ -1,5 +1,5 @@
 /**
- * One engine child process (`spotpatch-agent serve`) and its JSON-RPC connection (DESIGN.md §3):
+ * One engine child process (`spotpatch-agent serve`) and its JSON-RPC connection (docs/design.md §3):
  * spawn, `initialize`, requests, `job/event` notifications, and an idempotent stop
  * (`shutdown` with a 2 s deadline → `exit` → kill the process tree → `connection.dispose()`).
  *

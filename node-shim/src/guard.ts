@@ -1,5 +1,5 @@
 /**
- * Who may call `/__spotpatch/` (DESIGN.md §15, docs/security.md §8): same origin only, an allowed
+ * Who may call `/__spotpatch/` (docs/design.md §15, docs/security.md §8): same origin only, an allowed
  * `Host`, the per-start session token in a custom header, a JSON body, and a dev server that is not
  * reachable from other machines unless the user opted in.
  *

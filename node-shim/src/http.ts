@@ -1,5 +1,5 @@
 /**
- * The browser surface on the dev server itself (never a second port), DESIGN.md §15:
+ * The browser surface on the dev server itself (never a second port), docs/design.md §15:
  *
  * - `POST /__spotpatch/rpc/<method>` — body: the method's params (JSON object); `200 {"result": …}`
  *   or `4xx/5xx {"error": {code, message, retryable}}`. Only `PAGE_METHODS` are forwarded, each

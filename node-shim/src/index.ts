@@ -1,6 +1,6 @@
 /**
  * vite-plugin-spotpatch: point at elements of your running page and get one reviewable, revertable
- * diff (DESIGN.md §1, §15). `spotpatch()` returns two dev-only plugins:
+ * diff (docs/design.md §1, §15). `spotpatch()` returns two dev-only plugins:
  *
  * - `spotpatch:server` — the engine process, the `/__spotpatch/` endpoints, the injected client and
  *   the page overlay (launcher, picker, panel; `overlay: false` keeps only the client);

@@ -1,6 +1,6 @@
 /**
  * `spotpatch:locate` — a dev-only Vite transform that stamps every intrinsic JSX element with
- * `data-spotpatch-loc="<file>:<line>:<col>"` (DESIGN.md §15), so the overlay can turn a clicked DOM
+ * `data-spotpatch-loc="<file>:<line>:<col>"` (docs/design.md §15), so the overlay can turn a clicked DOM
  * element into a source location for the engine.
  *
  * - `<file>`: the module path relative to the project root (Vite's `config.root`, or `options.root`),

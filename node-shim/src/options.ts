@@ -1,5 +1,5 @@
 /**
- * `spotpatch(options)`: the trusted configuration (DESIGN.md §12, exactly the engine's `TrustedConfig`)
+ * `spotpatch(options)`: the trusted configuration (docs/design.md §12, exactly the engine's `TrustedConfig`)
  * plus how to start the engine, whether a dev server reachable from other machines may use it, and the
  * page overlay's settings. Options are checked when `spotpatch()` is called, so a typo fails the dev
  * server's start, not a job.

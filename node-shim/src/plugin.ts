@@ -1,5 +1,5 @@
 /**
- * `spotpatch:server` (DESIGN.md §15): dev server only (`apply: 'serve'`). Per dev-server instance it
+ * `spotpatch:server` (docs/design.md §15): dev server only (`apply: 'serve'`). Per dev-server instance it
  * makes a session token, mounts the `/__spotpatch/` endpoints, injects the page's code, owns the engine
  * process through an `EngineSupervisor`, and tears it all down when the instance closes.
  *

@@ -101,7 +101,7 @@ export interface CheckConfig {
   timeoutSec?: number | null;
 }
 /**
- * A check's final result for this change (DESIGN.md §9, §10), emitted while the job is ``validating``:
+ * A check's final result for this change (docs/design.md §9, §10), emitted while the job is ``validating``:
  * one per required check (reused from the model's ``run_check`` on the final version, or run by the
  * host) and per non-required check the model ran on the final version. ``ok`` is true only for
  * ``passed``. In ``trusted-auto`` every configured check is reported ``skipped`` (never run).
@@ -193,7 +193,7 @@ export interface InitializeParams {
   protocolVersion: string;
 }
 /**
- * The trusted configuration (DESIGN.md §12): Vite plugin options or ``spotpatch.config.json``.
+ * The trusted configuration (docs/design.md §12): Vite plugin options or ``spotpatch.config.json``.
  */
 export interface TrustedConfig {
   checks?: CheckConfig[];
@@ -227,7 +227,7 @@ export interface Limits {
   writeJobsPerProject?: number | null;
 }
 /**
- * Which apply modes besides ``review`` the project allows (DESIGN.md §10); JSON booleans only.
+ * Which apply modes besides ``review`` the project allows (docs/design.md §10); JSON booleans only.
  */
 export interface Modes {
   auto?: boolean;
@@ -260,7 +260,7 @@ export interface InitializeResult {
   serverInfo: ServerInfo;
 }
 /**
- * A half-written Apply or Revert that a crashed engine left and this start repaired (DESIGN.md §8).
+ * A half-written Apply or Revert that a crashed engine left and this start repaired (docs/design.md §8).
  *
  * ``outcome``: ``rolled-back`` (an Apply undone: every path holds its pre-Apply bytes), ``completed``
  * (a Revert finished), ``needs-attention`` (``unresolvedPaths`` held neither image, or HEAD moved:
@@ -278,7 +278,7 @@ export interface ServerInfo {
   version: string;
 }
 /**
- * The job's audit ledger (DESIGN.md §13). Until the audit ledger lands: the job's events.
+ * The job's audit ledger (docs/design.md §13). Until the audit ledger lands: the job's events.
  */
 export interface JobAuditResult {
   entries: JobEventNotification[];
@@ -409,7 +409,7 @@ export interface LogTraceParams {
   verbose?: string;
 }
 /**
- * Outcome of the explicit capability probe (DESIGN.md §11), cached for the engine session.
+ * Outcome of the explicit capability probe (docs/design.md §11), cached for the engine session.
  *
  * ``source``: ``probe`` (this method's model listing and forced tool round trip) or ``inline`` (a job's
  * first tool call and its continuation proved it; no extra request). ``models``: the model ids the

@@ -1,5 +1,5 @@
 /**
- * The engine's lifetime for one dev-server instance (DESIGN.md §15): started lazily on the first
+ * The engine's lifetime for one dev-server instance (docs/design.md §15): started lazily on the first
  * request, restarted with back-off when it dies (at most `maxRestarts` a minute, then a visible
  * error), and stopped once when the dev server closes.
  *

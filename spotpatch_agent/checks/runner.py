@@ -1,4 +1,4 @@
-"""Run one trusted check as a bounded host process (DESIGN.md §9; spec "检查工具", "验证").
+"""Run one trusted check as a bounded host process (docs/design.md §9; spec "检查工具", "验证").
 
 Used by the ``run_check`` tool (the model names a ``checkId``) and by the engine's final required-check
 stage; both get the same :class:`CheckRun`. Rules:

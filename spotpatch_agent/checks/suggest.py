@@ -1,6 +1,6 @@
 """``spotpatch-agent checks suggest``: propose a ``checks`` config from ``package.json`` and ``tsconfig.json``.
 
-A discovery helper only (issue 8; DESIGN.md §9, §12): it reads two files, never runs anything, never
+A discovery helper only (issue 8; docs/design.md §9, §12): it reads two files, never runs anything, never
 writes config. The user pastes the printed ``{"checks": [...]}`` into ``spotpatch.config.json`` or the
 Vite plugin options — checks come from trusted config only.
 

@@ -181,7 +181,7 @@ async def _drive(project: Path, config: TrustedConfig, original: bytes, scripted
     from spotpatch_agent.errors import SpotPatchError
 
     printer = print_event(sys.stdout, speaker=speaker)
-    checks: list[dict[str, Any]] = []  # the job's ``check`` events (DESIGN.md §9 final results)
+    checks: list[dict[str, Any]] = []  # the job's ``check`` events (docs/design.md §9 final results)
 
     def send(event: dict[str, Any]) -> None:
         if event.get("kind") == "check":

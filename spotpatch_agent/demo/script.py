@@ -100,7 +100,7 @@ _TURNS: list[dict[str, Any]] = [
         "text": "Verifying the edited lines.",
         "toolCalls": [
             {
-                # Reusing an id from an earlier turn is legal (DESIGN.md §5).
+                # Reusing an id from an earlier turn is legal (docs/design.md §5).
                 "id": "call_read_1",
                 "name": "read_file",
                 "arguments": {"path": PRODUCT_CARD, "startLine": 9, "endLine": 14},

@@ -1,4 +1,4 @@
-"""Per-job event log: ``seq`` starts at 1 and strictly increases per job (DESIGN.md §3).
+"""Per-job event log: ``seq`` starts at 1 and strictly increases per job (docs/design.md §3).
 
 Events are kept in memory for the job's life (``job/events`` replays them) and sent as ``job/event``
 notifications through ``send``. Every text field is redacted before it is stored.

@@ -1,4 +1,4 @@
-"""Apply modes, the final check stage and the auto-apply gates (DESIGN.md §9, §10; spec "验证",
+"""Apply modes, the final check stage and the auto-apply gates (docs/design.md §9, §10; spec "验证",
 "审阅、应用与撤销").
 
 Three parts; everything but :func:`run_final_checks` is pure:
@@ -6,7 +6,7 @@ Three parts; everything but :func:`run_final_checks` is pure:
 - **Mode policy** (``initialize`` and ``job/create``; defined in the light engine/modes.py, re-exported
   here, so that ``engine.service`` answers ``initialize`` without importing this module). :func:`offered_modes` is the single list of modes
   the engine accepts and the page may offer: ``review`` always; ``trusted-auto`` when the trusted config
-  sets ``modes.trustedAuto`` (then exactly ``review`` and ``trusted-auto``: DESIGN.md §10, spec
+  sets ``modes.trustedAuto`` (then exactly ``review`` and ``trusted-auto``: docs/design.md §10, spec
   "只提供 review | trusted-auto"); else ``auto`` when it sets ``modes.auto``. :func:`check_mode_request`
   raises ``INVALID_REQUEST`` for any mismatch between that policy, ``applyMode`` and
   ``trustedFastModeConsent``.
@@ -15,7 +15,7 @@ Three parts; everything but :func:`run_final_checks` is pure:
   again) or run now by the host; a non-required check is shown only when the model ran it on the final
   version. Around every host run the worktree fingerprint is re-read: a check that changed it fails the
   job (``CHECK_FAILED``) and its writes never reach the diff. The trusted config has no separate class of
-  "static format/syntax checks" (DESIGN.md §9 step 2): such a check is an ordinary check listed first.
+  "static format/syntax checks" (docs/design.md §9 step 2): such a check is an ordinary check listed first.
 - **Auto gates** (:func:`auto_apply_blockers`): the reasons, if any, why ``auto`` must fall back to
   review instead of applying. Baselines are checked by Apply itself (``APPLY_CONFLICT`` → review).
 
@@ -180,7 +180,7 @@ async def run_final_checks(
     project_root: Path | None = None,
     sandbox: str = "required",
 ) -> list[FinalCheck]:
-    """The check stage of DESIGN.md §9, in config order; ``on_result`` is called for each result as it is
+    """The check stage of docs/design.md §9, in config order; ``on_result`` is called for each result as it is
     known (the job emits a ``check`` event).
 
     ``fresh``: ``checkId → CheckRun`` of the model's runs on the current worktree version. A required check
@@ -252,7 +252,7 @@ UNPROVEN = "the model's tool calling is not proven (no passed probe, no tool rou
 
 @dataclass(frozen=True)
 class GateFacts:
-    """What the auto gates look at (DESIGN.md §10 ``auto``).
+    """What the auto gates look at (docs/design.md §10 ``auto``).
 
     ``capability_proven``: the explicit probe passed this session, or this job completed a tool round
     trip. ``files``: the validated changeset. ``checks``: the trusted checks; ``results``: the final stage."""

@@ -1,4 +1,4 @@
-"""One annotation job: frozen inputs, status machine, worktree life, result diff (DESIGN.md §4, §5, §8).
+"""One annotation job: frozen inputs, status machine, worktree life, result diff (docs/design.md §4, §5, §8).
 
 Status flow (review mode): ``preparing → running → validating → awaiting-review → applying → applied →
 reverting → reverted``; terminal ``failed``, ``cancelled``, ``closed``. A failed job keeps its diagnostics
@@ -62,7 +62,7 @@ class Job:
     model: ModelProfile
     limits: Limits
     events: JobEventLog
-    #: The trusted config's checks, frozen at creation (DESIGN.md §4); the only commands run_check can run.
+    #: The trusted config's checks, frozen at creation (docs/design.md §4); the only commands run_check can run.
     checks: tuple[CheckConfig, ...] = ()
     #: The trusted config's ``sandbox`` policy for checks on a machine that cannot confine them (issue 14).
     sandbox: str = "required"
@@ -74,7 +74,7 @@ class Job:
     #: The project's warm worktree pool (worktree/pool.py): the job's worktree comes from it and goes back.
     pool: WorktreePool | None = None
     #: job/create's repository health, moments old: create_worktree skips its own first check (the
-    #: re-verification after ``worktree add`` still runs, DESIGN.md §8).
+    #: re-verification after ``worktree add`` still runs, docs/design.md §8).
     health: RepoHealth | None = None
     created_at: str = field(default_factory=now_iso)
     updated_at: str = field(default_factory=now_iso)
@@ -122,7 +122,7 @@ async def run_job(job: Job, adapter: ProviderAdapter, *, apply: AutoApply | None
     """Run ``job`` to ``awaiting-review``, ``failed`` or ``cancelled`` — or, in the auto modes, on through
     ``applying`` to ``applied`` — and always remove its worktree.
 
-    After the loop (DESIGN.md §9): changeset safety → the final checks (review and auto; none in
+    After the loop (docs/design.md §9): changeset safety → the final checks (review and auto; none in
     trusted-auto) → the mode's decision (:func:`_decide`). ``apply(job, message)`` is the service's Apply
     for the auto modes; it runs after the worktree is removed and sets the job's status itself (without it,
     an auto job stops at ``awaiting-review``). The terminal status is emitted only after the worktree is
@@ -178,14 +178,14 @@ async def run_job(job: Job, adapter: ProviderAdapter, *, apply: AutoApply | None
                 finish = partial(job.set_status, "cancelled", "Cancelled.")
             try:
                 pending = finish()
-                if pending is not None:  # the auto modes' Apply (DESIGN.md §10): validating → applying → …
+                if pending is not None:  # the auto modes' Apply (docs/design.md §10): validating → applying → …
                     await pending
             finally:
                 job.done.set()
 
 
 async def _keep_reviewable_diff(job: Job, worktree: Worktree | None) -> None:
-    """After a failure, keep the diff so far for review when it passes changeset validation (DESIGN.md §4:
+    """After a failure, keep the diff so far for review when it passes changeset validation (docs/design.md §4:
     "a failed job keeps its diagnostics and any reviewable diff"). A failed job can never be applied."""
     if worktree is None or job.diff:
         return
@@ -203,7 +203,7 @@ async def _keep_reviewable_diff(job: Job, worktree: Worktree | None) -> None:
 async def _decide(
     job: Job, worktree: Worktree, executor: ToolExecutor, apply: AutoApply | None,
 ) -> Callable[[], Awaitable[None] | None]:
-    """The final checks and the mode's decision, after the changeset passed (DESIGN.md §9, §10).
+    """The final checks and the mode's decision, after the changeset passed (docs/design.md §9, §10).
 
     Returns what ends the run: ``awaiting-review`` (review; an auto mode whose gate does not hold, with the
     reasons as the status message) or the Apply (auto when every gate of engine/gates.py holds;
@@ -274,7 +274,7 @@ async def _require_sandbox(job: Job) -> None:
 
 
 def _job_checks(job: Job) -> tuple[CheckConfig, ...]:
-    """The checks the model may run: none in trusted-auto (no ``run_check`` offered: DESIGN.md §10)."""
+    """The checks the model may run: none in trusted-auto (no ``run_check`` offered: docs/design.md §10)."""
     return () if job.params.apply_mode == "trusted-auto" else job.checks
 
 
@@ -324,7 +324,7 @@ async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor)
 
 
 async def _collect_changeset(job: Job, worktree: Worktree) -> None:
-    """Result diff against the baseline, validated whole (DESIGN.md §8), and the baseline/result hashes of
+    """Result diff against the baseline, validated whole (docs/design.md §8), and the baseline/result hashes of
     touched paths. Raises ``JobFailure(CHANGESET_REJECTED)`` at the first violation (worktree/validate.py)."""
     from spotpatch_agent.worktree.validate import validate_changeset
 

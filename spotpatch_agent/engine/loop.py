@@ -1,4 +1,4 @@
-"""The model/tool loop of one job (DESIGN.md §5; spec "Agent 循环").
+"""The model/tool loop of one job (docs/design.md §5; spec "Agent 循环").
 
 Per turn: send the conversation, the allowed tools and the remaining budget → collect the provider's
 events → assign the internal ``turn`` (1, 2, …) → reject same-turn tool-call id conflicts, drop exact
@@ -7,7 +7,7 @@ answer every call with exactly one result under the provider's original id → n
 message, cancellation, failure or a limit. The first turn must call a tool
 (``MODEL_TOOL_CALL_UNSUPPORTED`` otherwise). Model text never causes a side effect.
 
-Argument correction rule (DESIGN.md §6 "the model may correct it once with a new call id"): a tool call
+Argument correction rule (docs/design.md §6 "the model may correct it once with a new call id"): a tool call
 answered ``TOOL_ARGUMENTS_INVALID`` gives that tool name one strike. If a call of the same name in a *later*
 turn is again ``TOOL_ARGUMENTS_INVALID`` with no successful (``ok``) call of that name in between, the job
 fails terminally with ``LIMIT_EXCEEDED`` (the correction budget is a limit; ``INVALID_REQUEST`` is kept for
@@ -99,10 +99,10 @@ class LoopBudget:
 class LoopStats:
     turns: int = 0
     tool_calls: int = 0
-    #: Inline capability proof: a tool call was answered and the provider continued (DESIGN.md §11).
+    #: Inline capability proof: a tool call was answered and the provider continued (docs/design.md §11).
     tool_round_trip_proven: bool = False
     final_text: str = ""
-    #: (turn, providerId) → result; the idempotency key of DESIGN.md §5.
+    #: (turn, providerId) → result; the idempotency key of docs/design.md §5.
     results: dict[tuple[int, str], ToolResult] = field(default_factory=dict)
     #: tool name → turn of its unanswered ``TOOL_ARGUMENTS_INVALID`` (the retry-once rule).
     argument_strikes: dict[str, int] = field(default_factory=dict)

@@ -1,4 +1,4 @@
-"""Apply-mode policy (DESIGN.md §10): which modes the engine offers and accepts, and what consent each needs.
+"""Apply-mode policy (docs/design.md §10): which modes the engine offers and accepts, and what consent each needs.
 
 Pure and light: ``engine.service`` needs it to answer ``initialize`` and ``job/create`` and must not import
 the job-only parts of engine/gates.py (final checks, auto gates) at start-up (cold start, issue 3).
@@ -18,7 +18,7 @@ def offered_modes(modes: Modes) -> list[str]:
     """The apply modes ``initialize`` advertises and ``job/create`` accepts, in this order (see module doc).
 
     ``modes.trustedAuto`` wins over ``modes.auto``: with both enabled, ``auto`` is neither offered nor
-    accepted (the page offers exactly ``review`` and ``trusted-auto``: DESIGN.md §10)."""
+    accepted (the page offers exactly ``review`` and ``trusted-auto``: docs/design.md §10)."""
     if modes.trusted_auto:
         return ["review", "trusted-auto"]
     if modes.auto:
@@ -29,7 +29,7 @@ def offered_modes(modes: Modes) -> list[str]:
 def check_mode_request(modes: Modes, apply_mode: str, consent: object) -> None:
     """Raise ``SpotPatchError(INVALID_REQUEST)`` unless ``apply_mode`` is offered and ``consent``
     (``trustedFastModeConsent``) matches it: exactly ``True`` for ``trusted-auto``; absent (``None``) or
-    ``False`` for the other modes (DESIGN.md §10, spec "trusted-auto 可信极速模式")."""
+    ``False`` for the other modes (docs/design.md §10, spec "trusted-auto 可信极速模式")."""
     if apply_mode not in offered_modes(modes):
         if apply_mode == "auto" and modes.auto:
             why = "applyMode 'auto' is not offered while modes.trustedAuto is enabled; use 'review' or 'trusted-auto'."
@@ -50,8 +50,8 @@ def check_mode_request(modes: Modes, apply_mode: str, consent: object) -> None:
 
 
 def includes_local_changes(apply_mode: str, trusted_consent: object, local_consent: object) -> bool:
-    """Whether a job may take the user's local changes into its baseline (include-local-changes, DESIGN.md §8):
+    """Whether a job may take the user's local changes into its baseline (include-local-changes, docs/design.md §8):
     with ``localChangesConsent: true``, or in ``trusted-auto`` with the literal ``trustedFastModeConsent: true``,
     since that one consent covers "sending project context to that provider, including bounded local changes
-    in the baseline" (DESIGN.md §10). A ``blocked`` tree stays blocked either way."""
+    in the baseline" (docs/design.md §10). A ``blocked`` tree stays blocked either way."""
     return local_consent is True or (apply_mode == "trusted-auto" and trusted_consent is True)

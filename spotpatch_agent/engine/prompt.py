@@ -1,4 +1,4 @@
-"""The v1 copyable prompt and the agent's system constraints (DESIGN.md §5, §14).
+"""The v1 copyable prompt and the agent's system constraints (docs/design.md §5, §14).
 
 ``render_prompt`` is what ``prompt/render`` returns and what ``spotpatch-agent run`` prints without a
 provider; the agent's first user message is the same text plus its working rules (and the same-directory
@@ -125,7 +125,7 @@ def render_prompt(annotation: SpotAnnotation, context: PromptContext | None = No
     return PromptRenderResult(text=text, targets=targets, warnings=warnings or None)
 
 
-#: Added to a ``trusted-auto`` job's task only (DESIGN.md §10: "Prefer the exact source path from the target:
+#: Added to a ``trusted-auto`` job's task only (docs/design.md §10: "Prefer the exact source path from the target:
 #: one read_file and one replace_text for a local change").
 TRUSTED_AUTO_GUIDANCE = (
     "Fast mode (trusted-auto): no project checks run and your change is applied directly. Prefer the exact "

@@ -1,4 +1,4 @@
-"""The engine's application service: every protocol method of DESIGN.md §3 as one async method.
+"""The engine's application service: every protocol method of docs/design.md §3 as one async method.
 
 Used by the JSON-RPC server (``serve``) and in-process by the CLI (``run``, ``demo``). Jobs run as tasks in
 the service's task group; ``stop_all`` cancels them and waits for their worktrees to be removed.
@@ -78,7 +78,7 @@ RUNNING = frozenset({"preparing", "running", "validating"})
 
 def make_adapter(provider: ProviderProfile) -> ProviderAdapter:
     """The adapter for ``provider`` (``api``: ``responses`` or ``chat``) with its key read from ``apiKeyEnv``
-    (never logged: DESIGN.md §11)."""
+    (never logged: docs/design.md §11)."""
     key = os.environ.get(provider.api_key_env) or None
     REDACTOR.add_secret(key)
     if provider.api == "responses":
@@ -117,7 +117,7 @@ def _failure_message(exc: BaseException, what: str) -> str:
 
 
 class EngineService:
-    """One project, one trusted config, many jobs (one write job at a time: DESIGN.md §4)."""
+    """One project, one trusted config, many jobs (one write job at a time: docs/design.md §4)."""
 
     def __init__(self, *, send_event: Callable[[dict[str, Any]], None]) -> None:
         self._send_event = send_event
@@ -133,7 +133,7 @@ class EngineService:
         self._tg: TaskGroup | None = None
         self._pool: WorktreePool | None = None  # the project's warm worktree (worktree/pool.py)
         self._adapter_factory: Callable[[ProviderProfile], ProviderAdapter] = make_adapter
-        #: Apply and Revert of any job are serialised: one working-tree write at a time (DESIGN.md §8).
+        #: Apply and Revert of any job are serialised: one working-tree write at a time (docs/design.md §8).
         self._write_lock: anyio.Lock | None = None
 
     def _lock(self) -> anyio.Lock:
@@ -177,7 +177,7 @@ class EngineService:
 
     async def configure(self, root: Path, config: TrustedConfig) -> list[RecoveryReport]:
         """Set the project root (must be an existing directory) and trusted config; repair an Apply/Revert a
-        crashed engine left half-written (crash journal, DESIGN.md §8; returns the reports); sweep orphan worktrees."""
+        crashed engine left half-written (crash journal, docs/design.md §8; returns the reports); sweep orphan worktrees."""
         if not root.is_absolute() or not root.is_dir():
             raise SpotPatchError(ErrorCode.INVALID_REQUEST, "projectRoot must be an existing absolute directory.")
         self._root = root.resolve()
@@ -288,7 +288,7 @@ class EngineService:
         if not os.environ.get(provider.api_key_env):
             raise SpotPatchError(ErrorCode.AI_DISABLED,
                                  f"AI is off for {provider.display_name}: its key variable {provider.api_key_env} is not set.")
-        # applyMode vs modes vs trustedFastModeConsent (DESIGN.md §10); the consent is never stored.
+        # applyMode vs modes vs trustedFastModeConsent (docs/design.md §10); the consent is never stored.
         check_mode_request(self._config.modes, params.apply_mode, params.trusted_fast_mode_consent)
         if len(params.annotation.targets) > limits.get("maxTargets"):
             raise SpotPatchError(ErrorCode.INVALID_REQUEST, f"At most {limits.get('maxTargets')} targets per job.")
@@ -310,7 +310,7 @@ class EngineService:
                     ErrorCode.CONSENT_REQUIRED,
                     "The working tree has local changes (staged {staged}, unstaged {unstaged}, untracked {untracked}); "
                     "commit or stash them, or pass localChangesConsent: true to include them in the job "
-                    "(DESIGN.md §8 include-local-changes).".format(**health.counts.dump()),
+                    "(docs/design.md §8 include-local-changes).".format(**health.counts.dump()),
                 )
             head = (await run_git(["rev-parse", "--verify", "HEAD^{commit}"], cwd=root)).stdout.decode().strip()
             from spotpatch_agent.engine.job import Job
@@ -344,7 +344,7 @@ class EngineService:
 
     def _probe_passed(self, provider: ProviderProfile, model: ModelProfile) -> bool:
         """Whether the explicit probe (``provider/probe``, not a job's inline proof) passed this session
-        for this model profile: the ``auto`` capability gate at job creation (DESIGN.md §10)."""
+        for this model profile: the ``auto`` capability gate at job creation (docs/design.md §10)."""
         probe = self._probes.get(_probe_key(provider, model))
         return probe is not None and probe.ok and getattr(probe, "source", "probe") == "probe"
 
@@ -407,7 +407,7 @@ class EngineService:
                 self._release_project_lock()
 
     async def _apply_locked(self, job: Job, *, auto: str | None = None) -> JobSnapshot:
-        """Apply ``job``'s diff. ``auto``: the auto modes' Apply straight from ``validating`` (DESIGN.md §10),
+        """Apply ``job``'s diff. ``auto``: the auto modes' Apply straight from ``validating`` (docs/design.md §10),
         with this status message when applied; a conflict then reads "Not applied automatically: …"."""
         if job.status != ("validating" if auto is not None else "awaiting-review"):
             raise SpotPatchError(ErrorCode.INVALID_STATE, f"Only a job awaiting review can be applied (status {job.status!r}).")
@@ -502,14 +502,14 @@ class EngineService:
         return JobEventsResult(job_id=job.job_id, events=job.events.after(params.after_seq), last_seq=job.events.last_seq)
 
     async def job_audit(self, params: JobIdParams) -> JobAuditResult:
-        """The audit ledger of DESIGN.md §13; until it lands, the job's (redacted) events and counts."""
+        """The audit ledger of docs/design.md §13; until it lands, the job's (redacted) events and counts."""
         job = self._job(params.job_id)
         summary = {"status": job.status, "turns": job.stats.turns, "toolCalls": job.stats.tool_calls,
                    "files": len(job.files), "ledger": "events"}
         return JobAuditResult(job_id=job.job_id, summary=summary, entries=job.events.after(0))
 
     async def provider_list(self, _params: Any = None) -> ProviderListResult:
-        """Profiles with ids and display names only — never URLs, headers or key names (DESIGN.md §3)."""
+        """Profiles with ids and display names only — never URLs, headers or key names (docs/design.md §3)."""
         return ProviderListResult(providers=[
             ProviderInfo(id=p.id, display_name=p.display_name, api=p.api,
                          available=bool(os.environ.get(p.api_key_env)),
@@ -518,7 +518,7 @@ class EngineService:
         ])
 
     async def provider_probe(self, params: ProviderProbeParams) -> ProbeResult:
-        """Explicit probe (DESIGN.md §11, provider/probe.py): list models, then one forced tool round trip.
+        """Explicit probe (docs/design.md §11, provider/probe.py): list models, then one forced tool round trip.
 
         A success — or a job's inline proof (:meth:`_note_inline_proof`) — is cached for the session per
         model profile, base URL and model; a cached answer costs no request. Raises ``INVALID_REQUEST``
@@ -558,7 +558,7 @@ class EngineService:
         return result
 
     def _note_inline_proof(self, job: Job) -> None:
-        """Inline proof (DESIGN.md §11): a job whose first tool call was answered and continued proves tool
+        """Inline proof (docs/design.md §11): a job whose first tool call was answered and continued proves tool
         calling for its model profile, so a later ``provider/probe`` answers from the cache."""
         key = _probe_key(job.provider, job.model)
         if job.stats.tool_round_trip_proven and key not in self._probes:

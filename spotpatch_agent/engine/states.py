@@ -12,7 +12,7 @@ JOB_TOOLS = ("list_files", "search_text", "read_file", "replace_text")
 
 def job_tools(*, registered: Collection[str], has_checks: bool) -> tuple[str, ...]:
     """The tools one job offers, in this order: the file tools, ``apply_patch`` when it is registered, and
-    ``run_check`` when it is registered and the trusted config has at least one check (DESIGN.md §6, §9).
+    ``run_check`` when it is registered and the trusted config has at least one check (docs/design.md §6, §9).
     ``registered``: the registry's tool names (passed in, so this module stays light)."""
     names = [*JOB_TOOLS]
     if "apply_patch" in registered:

@@ -1,1 +1,1 @@
-"""Local security policy: allowed paths, text detection, size bounds (DESIGN.md §7)."""
+"""Local security policy: allowed paths, text detection, size bounds (docs/design.md §7)."""

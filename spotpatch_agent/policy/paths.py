@@ -1,4 +1,4 @@
-"""Path policy: which worktree files the agent may read or write (DESIGN.md §7, §6).
+"""Path policy: which worktree files the agent may read or write (docs/design.md §7, §6).
 
 One module, used by the file tools now and by changeset validation later:
 
@@ -10,7 +10,7 @@ One module, used by the file tools now and by changeset validation later:
 - :func:`is_ignored` — git's half: a path git ignores is not allowed (async, one fixed-argv git call).
 
 :class:`PathDenied` is internal. Its ``reason`` is for logs only and is never shown to the model: the
-read tool answers every denial with one uniform message, the write tools fail the job (DESIGN.md §6).
+read tool answers every denial with one uniform message, the write tools fail the job (docs/design.md §6).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ __all__ = [
     "resolve_allowed",
 ]
 
-#: The UTF-8 byte order mark; allowed at the start of a text file (DESIGN.md §7).
+#: The UTF-8 byte order mark; allowed at the start of a text file (docs/design.md §7).
 BOM = b"\xef\xbb\xbf"
 
 #: Longest relative path accepted, in characters.
@@ -105,7 +105,7 @@ class AllowedFile:
 def normalize_rel_path(raw: str) -> str:
     """Return ``raw`` as a canonical relative POSIX path (NFC), or raise :class:`PathDenied`.
 
-    Rejected (DESIGN.md §7, §6 apply_patch path rules): non-strings, empty or over
+    Rejected (docs/design.md §7, §6 apply_patch path rules): non-strings, empty or over
     :data:`MAX_PATH_CHARS` characters, absolute paths, drive letters, any ``:``, backslashes, NUL and
     other control/format characters, percent-escapes (``%2e``), empty, ``.`` and ``..`` segments, and
     (Windows-specific, rejected everywhere) segments ending in a dot or space, device names and 8.3
@@ -143,7 +143,7 @@ def is_env_example(rel: str) -> bool:
 
 
 def is_protected(rel: str, *, for_write: bool = False) -> bool:
-    """Whether a normalized relative path is protected (DESIGN.md §7), compared case-insensitively.
+    """Whether a normalized relative path is protected (docs/design.md §7), compared case-insensitively.
 
     Protected: any segment ``.git``, ``.spotpatch`` or ``node_modules``; a directory segment among the
     generated outputs (``dist build .vite coverage .next .nuxt .svelte-kit out``); file names ``.env`` and
@@ -167,7 +167,7 @@ def _is_protected_segments(rel: str, *, for_write: bool = False) -> bool:
 
 
 def is_text(data: bytes) -> bool:
-    """True for UTF-8 text: an optional leading BOM, no NUL byte, valid UTF-8 (DESIGN.md §7)."""
+    """True for UTF-8 text: an optional leading BOM, no NUL byte, valid UTF-8 (docs/design.md §7)."""
     body = data[len(BOM) :] if data.startswith(BOM) else data
     if b"\x00" in body:
         return False
@@ -266,7 +266,7 @@ def git_env() -> dict[str, str]:
 
 
 async def is_ignored(root: Path, rel: str) -> bool:
-    """Whether git ignores the normalized path ``rel`` in the work tree at ``root`` (DESIGN.md §7).
+    """Whether git ignores the normalized path ``rel`` in the work tree at ``root`` (docs/design.md §7).
 
     Runs ``git check-ignore -q -- <rel>`` (fixed argv). Tracked files are never "ignored" (same rule as
     ``git ls-files --others --exclude-standard``, so this agrees with ``list_files``). Fails closed: any

@@ -1,4 +1,4 @@
-"""Redaction of secrets and absolute paths from every text that leaves the engine (DESIGN.md §3, invariant 3).
+"""Redaction of secrets and absolute paths from every text that leaves the engine (docs/design.md §3, invariant 3).
 
 One process-wide :data:`REDACTOR` holds the secret values (API keys read from the environment) and the
 absolute paths (project root, worktrees, home, temp dir) known so far; :class:`RedactingFilter` applies it

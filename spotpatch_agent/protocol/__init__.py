@@ -1,4 +1,4 @@
-"""The wire contract: models, error codes, limits (DESIGN.md §3–§4). Imports nothing internal.
+"""The wire contract: models, error codes, limits (docs/design.md §3–§4). Imports nothing internal.
 
 ``catalog`` (every method), ``schema`` (the JSON Schema of ``spotpatch-agent schema``) and ``docgen`` (the
 generated method reference of docs/protocol.md) are imported on demand, not from here.

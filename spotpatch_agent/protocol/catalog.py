@@ -1,4 +1,4 @@
-"""The method catalog: every method and notification of DESIGN.md §3 as this engine implements it.
+"""The method catalog: every method and notification of docs/design.md §3 as this engine implements it.
 
 Each :class:`MethodSpec` names the wire method, who sends it, whether it is a request or a notification,
 the pydantic models of its params and result, a one-line summary and the application error codes
@@ -85,7 +85,7 @@ CATALOG: tuple[MethodSpec, ...] = (
                served_by="rpc"),
     # ------------------------------------------------------------ project and providers
     MethodSpec("health/get", CLIENT, "request", EmptyParams, RepoHealth,
-               "Whether the repository can host a job now: clean, consent-required or blocked (DESIGN.md §8).",
+               "Whether the repository can host a job now: clean, consent-required or blocked (docs/design.md §8).",
                (E.INVALID_STATE, E.INTERNAL)),
     MethodSpec("session/get", CLIENT, "request", EmptyParams, SessionGetResult,
                "What the page needs to draw itself: AI on/off, the offered apply modes, the per-job target and "
@@ -96,7 +96,7 @@ CATALOG: tuple[MethodSpec, ...] = (
     MethodSpec("provider/list", CLIENT, "request", EmptyParams, ProviderListResult,
                "Configured provider profiles with ids and display names only (never URLs or keys)."),
     MethodSpec("provider/probe", CLIENT, "request", ProviderProbeParams, ProbeResult,
-               "Probe a model profile for tool calling (DESIGN.md §11); provider failures are a result, not an error.",
+               "Probe a model profile for tool calling (docs/design.md §11); provider failures are a result, not an error.",
                (E.INVALID_REQUEST, E.AI_DISABLED)),
     # ------------------------------------------------------------ jobs
     MethodSpec("job/create", CLIENT, "request", JobCreateParams, JobSnapshot,
@@ -113,7 +113,7 @@ CATALOG: tuple[MethodSpec, ...] = (
     MethodSpec("job/diff", CLIENT, "request", JobIdParams, DiffResult,
                "The job's unified diff and per-file counts (empty until awaiting-review).", _JOB_STATE),
     MethodSpec("job/audit", CLIENT, "request", JobIdParams, JobAuditResult,
-               "The job's audit ledger summary and entries (DESIGN.md §13; for now its events).",
+               "The job's audit ledger summary and entries (docs/design.md §13; for now its events).",
                (E.JOB_NOT_FOUND,)),
     MethodSpec("job/cancel", CLIENT, "request", JobIdParams, JobSnapshot,
                "Cancel a running job, or discard one awaiting review; nothing is applied.", _JOB_STATE),

@@ -1,4 +1,4 @@
-"""Application error codes of the wire contract (DESIGN.md §3) and their ``retryable`` flag.
+"""Application error codes of the wire contract (docs/design.md §3) and their ``retryable`` flag.
 
 Application errors travel as JSON-RPC error ``-32000`` with ``data: {code, message, retryable}``.
 Tool-level codes (``TOOL_*``, ``PATCH_REJECTED``) are results handed back to the model, never RPC errors.

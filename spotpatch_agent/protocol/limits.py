@@ -1,4 +1,4 @@
-"""Default limits of DESIGN.md §4 and their hard caps (trusted config may only lower, never exceed a cap)."""
+"""Default limits of docs/design.md §4 and their hard caps (trusted config may only lower, never exceed a cap)."""
 
 from __future__ import annotations
 

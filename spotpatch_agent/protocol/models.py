@@ -1,4 +1,4 @@
-"""Pydantic v2 models of the wire contract (DESIGN.md §3, §4, §12).
+"""Pydantic v2 models of the wire contract (docs/design.md §3, §4, §12).
 
 camelCase on the wire (aliases), snake_case in Python. Everything that comes from a client or from
 trusted configuration forbids unknown keys. ``dump()`` gives the wire dict of any model.
@@ -95,7 +95,7 @@ class CheckConfig(InModel):
     args: list[str] = Field(default_factory=list)
     required: bool = True
     timeout_sec: int | None = Field(default=None, ge=1)
-    #: Extra engine variables the check receives (DESIGN.md §9 allowlist); only ``NODE_OPTIONS`` may be listed.
+    #: Extra engine variables the check receives (docs/design.md §9 allowlist); only ``NODE_OPTIONS`` may be listed.
     pass_env: list[Literal["NODE_OPTIONS"]] = Field(default_factory=list)
     #: Per-check opt-out of the sandbox's network rule (trusted config only): the check may use the network.
     network: StrictBool = False
@@ -175,14 +175,14 @@ def _snake(name: str) -> str:
 
 
 class Modes(InModel):
-    """Which apply modes besides ``review`` the project allows (DESIGN.md §10); JSON booleans only."""
+    """Which apply modes besides ``review`` the project allows (docs/design.md §10); JSON booleans only."""
 
     auto: StrictBool = False
     trusted_auto: StrictBool = False
 
 
 class TrustedConfig(InModel):
-    """The trusted configuration (DESIGN.md §12): Vite plugin options or ``spotpatch.config.json``."""
+    """The trusted configuration (docs/design.md §12): Vite plugin options or ``spotpatch.config.json``."""
 
     providers: list[ProviderProfile] = Field(default_factory=list)
     checks: list[CheckConfig] = Field(default_factory=list)
@@ -339,7 +339,7 @@ class Capabilities(WireModel):
 
 
 class RecoveryReport(WireModel):
-    """A half-written Apply or Revert that a crashed engine left and this start repaired (DESIGN.md §8).
+    """A half-written Apply or Revert that a crashed engine left and this start repaired (docs/design.md §8).
 
     ``outcome``: ``rolled-back`` (an Apply undone: every path holds its pre-Apply bytes), ``completed``
     (a Revert finished), ``needs-attention`` (``unresolvedPaths`` held neither image, or HEAD moved:
@@ -356,7 +356,7 @@ class InitializeResult(WireModel):
     protocol_version: str
     server_info: ServerInfo
     capabilities: Capabilities
-    #: Interrupted Apply/Revert operations repaired at this start (crash journal, DESIGN.md §8).
+    #: Interrupted Apply/Revert operations repaired at this start (crash journal, docs/design.md §8).
     recovered: list[RecoveryReport] = Field(default_factory=list)
 
 
@@ -419,7 +419,7 @@ class JobCreateParams(InModel):
     annotation: SpotAnnotation
     model_profile_id: str = Field(min_length=1, max_length=64)
     apply_mode: ApplyMode = "review"
-    #: Only with ``applyMode: "trusted-auto"`` and only the JSON literal ``true`` (DESIGN.md §10).
+    #: Only with ``applyMode: "trusted-auto"`` and only the JSON literal ``true`` (docs/design.md §10).
     trusted_fast_mode_consent: StrictBool | None = None
     local_changes_consent: bool | None = None
 
@@ -529,7 +529,7 @@ class MessageEvent(_Event):
 
 
 class CheckEvent(_Event):
-    """A check's final result for this change (DESIGN.md §9, §10), emitted while the job is ``validating``:
+    """A check's final result for this change (docs/design.md §9, §10), emitted while the job is ``validating``:
     one per required check (reused from the model's ``run_check`` on the final version, or run by the
     host) and per non-required check the model ran on the final version. ``ok`` is true only for
     ``passed``. In ``trusted-auto`` every configured check is reported ``skipped`` (never run)."""
@@ -566,7 +566,7 @@ class ErrorEvent(_Event):
     error: ErrorInfo
 
 
-#: ``job/event`` params: one of the event kinds, tagged by ``kind`` (DESIGN.md §3).
+#: ``job/event`` params: one of the event kinds, tagged by ``kind`` (docs/design.md §3).
 JobEventNotification = TypeAliasType(
     "JobEventNotification",
     Annotated[StatusEvent | ActivityEvent | MessageEvent | CheckEvent | DiffEvent | ErrorEvent,
@@ -628,7 +628,7 @@ class ProviderProbeParams(InModel):
 
 
 class ProbeResult(WireModel):
-    """Outcome of the explicit capability probe (DESIGN.md §11), cached for the engine session.
+    """Outcome of the explicit capability probe (docs/design.md §11), cached for the engine session.
 
     ``source``: ``probe`` (this method's model listing and forced tool round trip) or ``inline`` (a job's
     first tool call and its continuation proved it; no extra request). ``models``: the model ids the
@@ -646,7 +646,7 @@ class ProbeResult(WireModel):
 
 
 class JobAuditResult(WireModel):
-    """The job's audit ledger (DESIGN.md §13). Until the audit ledger lands: the job's events."""
+    """The job's audit ledger (docs/design.md §13). Until the audit ledger lands: the job's events."""
 
     job_id: str
     summary: dict[str, Any]

@@ -1,4 +1,4 @@
-"""The one small provider interface (DESIGN.md §11). Each wire format implements it in its own module.
+"""The one small provider interface (docs/design.md §11). Each wire format implements it in its own module.
 
 A turn request is provider-neutral; an adapter converts it (pure functions) to its wire format, streams the
 response, and yields internal events in order:
@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """A function tool offered to the model: strict JSON Schema ``parameters`` (DESIGN.md §6)."""
+    """A function tool offered to the model: strict JSON Schema ``parameters`` (docs/design.md §6)."""
 
     name: str
     description: str

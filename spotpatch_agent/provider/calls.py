@@ -1,4 +1,4 @@
-"""Stream-assembly rules shared by the adapters (DESIGN.md §11): bounded assistant text, bounded
+"""Stream-assembly rules shared by the adapters (docs/design.md §11): bounded assistant text, bounded
 arguments, and the one judgement of a finished tool call's arguments.
 
 A call whose arguments do not parse as one JSON object is never executed and never treated as ``{}``: its
@@ -113,7 +113,7 @@ def check_call_count(known: int) -> None:
 
 def claim_call_id(call_id: str, seen: set[str], api_key: str | None) -> None:
     """Add ``call_id`` to the ids of this turn. Raises ``PROVIDER_PROTOCOL`` when two calls of one turn
-    share an id (DESIGN.md §5: a same-turn conflict fails; reuse across turns is legal)."""
+    share an id (docs/design.md §5: a same-turn conflict fails; reuse across turns is legal)."""
     if call_id in seen:
         shown = sanitize_excerpt(call_id, api_key)[:64]  # redact first: no key prefix survives the cut
         raise ProviderError(ErrorCode.PROVIDER_PROTOCOL, f"two tool calls of one turn share the id {shown!r}")

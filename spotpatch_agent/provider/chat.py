@@ -1,4 +1,4 @@
-"""OpenAI Chat Completions adapter (DESIGN.md §11): ``POST {baseUrl}/chat/completions`` streamed over SSE.
+"""OpenAI Chat Completions adapter (docs/design.md §11): ``POST {baseUrl}/chat/completions`` streamed over SSE.
 
 Three layers, each testable alone:
 
@@ -103,7 +103,7 @@ def _as_index(value: Any) -> int | None:
 
 
 class ChatStreamAssembler:
-    """Turns one turn's Chat Completions chunks into events (DESIGN.md §11). Pure; one instance per turn.
+    """Turns one turn's Chat Completions chunks into events (docs/design.md §11). Pure; one instance per turn.
 
     :meth:`feed_data` takes an SSE ``data`` string (``[DONE]`` included), :meth:`feed` a parsed chunk;
     both return the :class:`TextDelta` events due now (text is emitted as it comes, bounded to

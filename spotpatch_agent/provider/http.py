@@ -1,4 +1,4 @@
-"""The HTTP boundary shared by the provider adapters (DESIGN.md §11): one streaming POST with bounded
+"""The HTTP boundary shared by the provider adapters (docs/design.md §11): one streaming POST with bounded
 retries, status mapping, idle timeout, cancellation, and the one place where httpx errors become ours.
 
 ::

@@ -1,4 +1,4 @@
-"""The explicit capability probe (DESIGN.md §11): list the endpoint's models, then one forced tool round trip.
+"""The explicit capability probe (docs/design.md §11): list the endpoint's models, then one forced tool round trip.
 
 1. :func:`list_models` — ``GET {baseUrl}/models`` with the profile's headers and key. OpenAI's shape
    ``{"data": [{"id"}]}`` and the usual relay variants are read; an endpoint that cannot list models

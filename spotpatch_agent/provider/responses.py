@@ -1,4 +1,4 @@
-"""OpenAI Responses adapter (DESIGN.md §11): ``POST {baseUrl}/responses`` streamed over SSE.
+"""OpenAI Responses adapter (docs/design.md §11): ``POST {baseUrl}/responses`` streamed over SSE.
 
 Three layers, each testable alone:
 

@@ -1,4 +1,4 @@
-"""Pure conversion for the OpenAI Responses adapter (DESIGN.md §11): a :class:`TurnRequest` to the body
+"""Pure conversion for the OpenAI Responses adapter (docs/design.md §11): a :class:`TurnRequest` to the body
 of ``POST /responses``, and the streamed events of one response to :data:`ProviderEvent` s.
 
 Request (:func:`build_responses_body`): ``store: false`` and the full conversation as ``input`` every turn
@@ -177,7 +177,7 @@ def _arguments_text(value: Any) -> str | None:
 
 
 class ResponsesStreamAssembler:
-    """Turns one response's stream events into :data:`ProviderEvent` s (DESIGN.md §11). Pure; one per turn.
+    """Turns one response's stream events into :data:`ProviderEvent` s (docs/design.md §11). Pure; one per turn.
 
     :meth:`feed_data` takes an SSE event name and ``data`` string, :meth:`feed` a parsed event; both return
     the :class:`TextDelta` s due now (bounded to ``max_text_bytes`` UTF-8 bytes per turn). :meth:`finish`

@@ -3,7 +3,7 @@
 It speaks HTTP/1.1 on ``127.0.0.1`` (an ephemeral port) from a background thread, so a
 :class:`~spotpatch_agent.provider.chat.ChatCompletionsAdapter` or
 :class:`~spotpatch_agent.provider.responses.ResponsesAdapter` pointed at :attr:`ScriptedProviderServer.base_url`
-runs exactly its production code path (DESIGN.md §11). Endpoints:
+runs exactly its production code path (docs/design.md §11). Endpoints:
 
 - ``POST /v1/chat/completions`` (also ``/chat/completions``) and ``POST /v1/responses`` (also
   ``/responses``): consume the next turn of the one script and answer it as ``text/event-stream`` in that

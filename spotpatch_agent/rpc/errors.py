@@ -41,7 +41,7 @@ class RequestCancelled(JsonRpcException):
 
 
 class ApplicationError(JsonRpcException):
-    """``-32000`` with ``data: {code, message, retryable}`` (DESIGN.md §3)."""
+    """``-32000`` with ``data: {code, message, retryable}`` (docs/design.md §3)."""
 
     CODE = APPLICATION_ERROR
 

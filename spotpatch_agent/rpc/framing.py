@@ -1,4 +1,4 @@
-"""LSP base-protocol framing: ``Content-Length: N\\r\\n\\r\\n`` + N bytes of UTF-8 JSON (DESIGN.md §3).
+"""LSP base-protocol framing: ``Content-Length: N\\r\\n\\r\\n`` + N bytes of UTF-8 JSON (docs/design.md §3).
 
 :class:`FrameDecoder` is a pure, incremental parser that never raises on bad input: it turns a byte
 stream into :class:`Frame` (a decoded JSON value) and :class:`FrameFault` items (something the peer

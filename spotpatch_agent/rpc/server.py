@@ -1,4 +1,4 @@
-"""The stdio JSON-RPC server: a guard in front of python-lsp-jsonrpc's ``Endpoint`` (DESIGN.md §3).
+"""The stdio JSON-RPC server: a guard in front of python-lsp-jsonrpc's ``Endpoint`` (docs/design.md §3).
 
 Threads::
 

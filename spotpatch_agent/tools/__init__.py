@@ -1,4 +1,4 @@
-"""The agent's file tools (DESIGN.md §6): strict schemas, the executor, per-version caches.
+"""The agent's file tools (docs/design.md §6): strict schemas, the executor, per-version caches.
 
 Public surface::
 

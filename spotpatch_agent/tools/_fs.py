@@ -1,4 +1,4 @@
-"""Atomic file replacement inside the worktree (DESIGN.md §6: same-directory temp file + atomic rename)."""
+"""Atomic file replacement inside the worktree (docs/design.md §6: same-directory temp file + atomic rename)."""
 
 from __future__ import annotations
 

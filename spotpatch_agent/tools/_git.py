@@ -1,4 +1,4 @@
-"""A bounded, fixed-argv git runner for the file tools (DESIGN.md §8: model text is never a command line).
+"""A bounded, fixed-argv git runner for the file tools (docs/design.md §8: model text is never a command line).
 
 Model-supplied text only ever appears as a single argv element after ``-e`` or ``--``, never through a
 shell. Output is read as it streams and bounded: past ``max_bytes`` the process is killed and the result

@@ -1,4 +1,4 @@
-"""``apply_patch {patch}``: apply one canonical unified git diff, all or nothing (DESIGN.md §6).
+"""``apply_patch {patch}``: apply one canonical unified git diff, all or nothing (docs/design.md §6).
 
 Write tool. Creates, updates and deletes allowed UTF-8 text files; never renames, never changes modes,
 never applies partially (no ``--reject``), never fuzzes (git's exact context, no ``--recount``, no

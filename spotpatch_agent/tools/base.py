@@ -1,4 +1,4 @@
-"""Shared shapes of the file tools: argument models, strict schemas, results, fixed messages (DESIGN.md §6).
+"""Shared shapes of the file tools: argument models, strict schemas, results, fixed messages (docs/design.md §6).
 
 - :class:`ToolArgs` — base of every argument model: pydantic v2, strict types, unknown keys forbidden,
   camelCase names only (exactly the names in the schema the model sees).
@@ -9,7 +9,7 @@
 - :class:`ToolDef` — one registered tool: name, description, argument model, handler, write flag.
 
 Retryable results ("tell the model") are :class:`ToolResult` with ``ok=False``; terminal failures ("abort
-the job") are raised as :class:`~spotpatch_agent.errors.JobFailure` by the handlers (STYLE.md habit 4).
+the job") are raised as :class:`~spotpatch_agent.errors.JobFailure` by the handlers.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
 if TYPE_CHECKING:
     from spotpatch_agent.tools.context import WorktreeContext
 
-#: The one uniform answer to every unusable ``read_file`` path (DESIGN.md §6): no hint of the reason.
+#: The one uniform answer to every unusable ``read_file`` path (docs/design.md §6): no hint of the reason.
 PATH_DENIED_MESSAGE = "This path cannot be read. Use a path returned by list_files or search_text."
 
 #: Largest tool output text handed to the model by list/search, in characters.
@@ -51,7 +51,7 @@ class ToolArgs(BaseModel):
 
 @dataclass
 class ToolResult:
-    """The outcome of one tool call (DESIGN.md §5, §6).
+    """The outcome of one tool call (docs/design.md §5, §6).
 
     ``ok``: the call did what was asked. ``output``: the text returned to the model (bounded, relative
     paths only). ``code``: a :class:`~spotpatch_agent.protocol.errors.ToolErrorCode` value when not ok.
@@ -154,7 +154,7 @@ def unknown_tool_guidance(offered: list[str]) -> str:
 
 def check_pattern(tool: ToolDef, field: str, value: str) -> ToolResult | None:
     """Shared validation of ``glob``/``query`` text: empty → retryable TOOL_ARGUMENTS_INVALID; over
-    :data:`MAX_PATTERN_CHARS` → terminal ``JobFailure(LIMIT_EXCEEDED)`` (oversized input, DESIGN.md §6)."""
+    :data:`MAX_PATTERN_CHARS` → terminal ``JobFailure(LIMIT_EXCEEDED)`` (oversized input, docs/design.md §6)."""
     if len(value) > MAX_PATTERN_CHARS:
         raise JobFailure(
             ErrorCode.LIMIT_EXCEEDED, f"{tool.name}: {field} is longer than {MAX_PATTERN_CHARS} characters"

@@ -3,7 +3,7 @@
 One :class:`WorktreeContext` per job worktree (owned by the executor). ``version`` starts at 0 and is bumped
 by every write that touched the disk (and by :meth:`WorktreeContext.bump` for host-side changes such as a
 check that rewrote files); listings and reads are cached per version only, so a read after a write can
-never return stale content (DESIGN.md §6 "Caches of listings and reads are per worktree version").
+never return stale content (docs/design.md §6 "Caches of listings and reads are per worktree version").
 """
 
 from __future__ import annotations
@@ -221,7 +221,7 @@ class WorktreeContext:
 
     async def allowed_files(self) -> Listing:
         """Tracked and untracked-not-ignored files, minus protected, symlinked, non-regular, oversized or
-        unnormalizable paths (DESIGN.md §7). Binary files are not detected here (read_file refuses them).
+        unnormalizable paths (docs/design.md §7). Binary files are not detected here (read_file refuses them).
         Cached per version."""
         version = self._version
         if self._listing is not None:
@@ -402,7 +402,7 @@ class WorktreeContext:
     async def fingerprint(self) -> str:
         """SHA-256 (hex) over ``git status --porcelain=v2 -z --untracked-files=all`` and the content of
         every path it lists (regular file bytes, symlink target, or a type marker). Two equal fingerprints
-        mean the worktree's change set and the bytes of every changed path are equal (DESIGN.md §6)."""
+        mean the worktree's change set and the bytes of every changed path are equal (docs/design.md §6)."""
         out = await self.git("status", "--porcelain=v2", "-z", "--untracked-files=all", "--ignored=no")
         if out.truncated:
             raise OSError("git status output exceeded its bound")

@@ -1,4 +1,4 @@
-"""The tool executor: validate one tool call, run it under the worktree's gate and deadline (DESIGN.md §5, §6).
+"""The tool executor: validate one tool call, run it under the worktree's gate and deadline (docs/design.md §5, §6).
 
 ``ToolExecutor(root, limits, tools=...)`` serves one job worktree. :meth:`ToolExecutor.execute` takes the
 provider's tool name and raw arguments text and either returns a :class:`~spotpatch_agent.tools.base.ToolResult`
@@ -142,7 +142,7 @@ class ToolExecutor:
         self._ctx.mark_external_change()
         self._ctx.bump()
 
-    # -- check results for the engine's final check stage (engine/gates.py, DESIGN.md §9)
+    # -- check results for the engine's final check stage (engine/gates.py, docs/design.md §9)
 
     @property
     def check_runs(self) -> dict[str, tuple[int, Any]]:

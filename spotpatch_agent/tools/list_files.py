@@ -1,4 +1,4 @@
-"""``list_files {glob, maxResults}``: enumerate allowed files of the worktree (DESIGN.md §6, §7).
+"""``list_files {glob, maxResults}``: enumerate allowed files of the worktree (docs/design.md §6, §7).
 
 Read-only. The listing is git's own (``git ls-files -z --cached --others --exclude-standard``, so ignored
 files never appear), filtered by the path policy (protected, symlinked, non-regular, oversized paths are

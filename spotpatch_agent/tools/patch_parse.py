@@ -1,4 +1,4 @@
-"""Strict parser of the one patch form ``apply_patch`` accepts: a canonical unified git diff (DESIGN.md §6).
+"""Strict parser of the one patch form ``apply_patch`` accepts: a canonical unified git diff (docs/design.md §6).
 
 Pure: no file system, no git. :func:`parse_patch` returns a :class:`ParsedPatch` (files in patch order,
 paths normalised by :func:`~spotpatch_agent.policy.paths.normalize_rel_path`, hunks with exact line

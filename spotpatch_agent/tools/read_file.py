@@ -1,6 +1,6 @@
 """``read_file {path, startLine?, endLine?}``: a bounded, line-numbered range of one allowed text file.
 
-Read-only (DESIGN.md §6). Lines are 1-based and inclusive; ``startLine`` defaults to 1, ``endLine`` to
+Read-only (docs/design.md §6). Lines are 1-based and inclusive; ``startLine`` defaults to 1, ``endLine`` to
 ``startLine + readMaxLines - 1``; a call returns at most ``readMaxLines`` lines and ``readMaxBytes`` bytes of
 line text. Output::
 
@@ -18,7 +18,7 @@ the window around the offered line when that line lies past the default window: 
 
 The BOM and each line's trailing CR are not shown. Any unusable path (missing, protected, outside, directory,
 symlink, binary, too big, git-ignored, unnormalizable) gives the one uniform retryable ``TOOL_PATH_DENIED``
-result :data:`~spotpatch_agent.tools.base.PATH_DENIED_MESSAGE`, with no hint of the reason (DESIGN.md §6).
+result :data:`~spotpatch_agent.tools.base.PATH_DENIED_MESSAGE`, with no hint of the reason (docs/design.md §6).
 """
 
 from __future__ import annotations

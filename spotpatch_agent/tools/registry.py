@@ -1,4 +1,4 @@
-"""The tool registry: every tool the executor can run and its strict spec for the model (DESIGN.md §6).
+"""The tool registry: every tool the executor can run and its strict spec for the model (docs/design.md §6).
 
 ``TOOL_DEFS`` maps name → :class:`~spotpatch_agent.tools.base.ToolDef`; ``TOOL_SPECS`` maps name →
 :class:`~spotpatch_agent.provider.base.ToolSpec` (strict JSON Schema ``parameters``). :func:`register` adds a

@@ -1,4 +1,4 @@
-"""``replace_text {path, oldText, newText}``: replace the one exact occurrence of ``oldText`` (DESIGN.md §6).
+"""``replace_text {path, oldText, newText}``: replace the one exact occurrence of ``oldText`` (docs/design.md §6).
 
 Write tool. Works on the file's bytes: ``oldText``/``newText`` are encoded as UTF-8; a UTF-8 BOM is kept
 and never added; in a file whose line endings are consistently CRLF (or LF), the texts' line endings are
@@ -12,7 +12,7 @@ Outcomes, in the order they are decided:
   result over it (oversized input).
 - terminal ``JobFailure(CHANGESET_REJECTED)``: the path is not an allowed, existing, writable file
   (unnormalizable, protected incl. ``.env.example``, git-ignored, symlink on the path, outside, not
-  regular, missing, binary, too big) — DESIGN.md §6 "path escapes, protected files … are terminal".
+  regular, missing, binary, too big) — docs/design.md §6 "path escapes, protected files … are terminal".
 - retryable ``PATCH_REJECTED`` (file unchanged): ``oldText`` occurs zero times, or more than once (the
   answer names the lines), or ``newText`` would put a BOM at the start.
 - the write: fingerprint the worktree, re-read and compare the original bytes (changed → terminal
@@ -216,7 +216,7 @@ async def _write_checked(ctx: WorktreeContext, rel: str, original: bytes, new: b
 
 
 def _recheck(ctx: WorktreeContext, rel: str, original: bytes) -> Path:
-    """Re-read the file through the policy; it must still hold ``original`` (DESIGN.md §6)."""
+    """Re-read the file through the policy; it must still hold ``original`` (docs/design.md §6)."""
     try:
         current = load_allowed(ctx.root, rel, for_write=True, max_bytes=ctx.limits.get("editableFileMaxBytes"))
     except PathDenied:

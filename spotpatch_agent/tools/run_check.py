@@ -1,4 +1,4 @@
-"""``run_check {checkId}``: run one pre-registered check in the worktree (DESIGN.md §6, §9; spec "检查工具").
+"""``run_check {checkId}``: run one pre-registered check in the worktree (docs/design.md §6, §9; spec "检查工具").
 
 The model only ever names a ``checkId``; the command and its argv come from the job's trusted config
 (``TrustedConfig.checks``, handed to the executor, which exposes them as ``ctx.checks``). An unknown id is a

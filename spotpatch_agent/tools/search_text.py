@@ -1,4 +1,4 @@
-"""``search_text {query, glob?, maxResults}``: bounded fixed-string search in allowed files (DESIGN.md §6).
+"""``search_text {query, glob?, maxResults}``: bounded fixed-string search in allowed files (docs/design.md §6).
 
 Read-only. Runs ``git grep -F -n -I --no-color -z --untracked --exclude-standard -e <query>`` in the worktree:
 the query is one argv element after ``-e`` (never a shell word, never a regex, a leading ``-`` is literal),
@@ -120,7 +120,7 @@ def _select(root: str, hits: list[tuple[str, int, str]], cap: int, max_bytes: in
     size = 0
     readable: dict[str, bool] = {}
     for path, line, text in hits:
-        if path not in readable:  # only files read_file would serve (UTF-8, no NUL anywhere, size): DESIGN.md §7
+        if path not in readable:  # only files read_file would serve (UTF-8, no NUL anywhere, size): docs/design.md §7
             readable[path] = _readable(root, path, max_bytes)
         if not readable[path]:
             continue

@@ -1,4 +1,4 @@
-"""Git isolation for jobs (DESIGN.md §8): fixed-argv git runner, repository health, one detached
+"""Git isolation for jobs (docs/design.md §8): fixed-argv git runner, repository health, one detached
 worktree per job with a baseline commit (optionally holding the user's local changes), the agent's
 result diff, and safe, crash-journalled apply/revert.
 

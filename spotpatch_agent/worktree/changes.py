@@ -1,4 +1,4 @@
-"""Apply the agent's diff to the user's working tree, and revert it, safely (DESIGN.md §8).
+"""Apply the agent's diff to the user's working tree, and revert it, safely (docs/design.md §8).
 
 Apply: HEAD and git operation state re-read; every touched path must still hold its baseline bytes
 (SHA-256; "absent" must be absent). Post-images: the diff's hunks applied exactly to those bytes
@@ -95,7 +95,7 @@ _REGULAR_MODES = ("100644", "100755")
 
 @dataclass
 class AppliedChange:
-    """What Apply did, enough to Revert it safely (DESIGN.md §8).
+    """What Apply did, enough to Revert it safely (docs/design.md §8).
 
     ``diff``: the applied git diff (text, ``surrogateescape``-decoded bytes). ``paths``: touched
     paths, relative POSIX, git's order. ``baseline_hashes`` / ``post_hashes``: path → SHA-256 hex of
@@ -139,7 +139,7 @@ NULL_JOURNAL: ChangeJournal = _NullJournal()
 
 
 async def change_hashes(wt: Worktree) -> ChangeHashes:
-    """Baseline and result hashes of every path the agent touched in ``wt`` (DESIGN.md §8).
+    """Baseline and result hashes of every path the agent touched in ``wt`` (docs/design.md §8).
 
     Stages the worktree (its own index), lists touched paths with ``git diff --cached --raw`` against
     the baseline commit, and hashes each blob in working-tree form (``git cat-file --batch
@@ -328,7 +328,7 @@ async def apply_change(
     journal: ChangeJournal | None = None,
     job_id: str | None = None,
 ) -> AppliedChange:
-    """Apply the agent's ``diff`` to the working tree of ``root``, all-or-nothing (DESIGN.md §8).
+    """Apply the agent's ``diff`` to the working tree of ``root``, all-or-nothing (docs/design.md §8).
 
     ``baseline_hashes`` (path → SHA-256 hex or ``None`` = absent) must name exactly the paths the
     diff touches (see :func:`change_hashes`). ``result_hashes`` (optional, usually
@@ -516,7 +516,7 @@ async def _fill_from_objects(
 async def revert_change(
     root: Path, applied: AppliedChange, *, expected_head: str, journal: ChangeJournal | None = None
 ) -> None:
-    """Undo ``applied`` in the working tree of ``root``: restore the bytes Apply replaced (DESIGN.md §8).
+    """Undo ``applied`` in the working tree of ``root``: restore the bytes Apply replaced (docs/design.md §8).
 
     Requires HEAD == ``expected_head``, no git operation in progress, every touched path still at
     its post-apply hash, ``git apply --reverse --check`` passing, and restore images equal to the

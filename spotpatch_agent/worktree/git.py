@@ -1,6 +1,6 @@
 """The one boundary where the engine runs git: fixed argv, ``shell=False``, bounded and sanitized errors.
 
-Every git command of the engine goes through :func:`run_git` (DESIGN.md §8: "Only fixed-argv git
+Every git command of the engine goes through :func:`run_git` (docs/design.md §8: "Only fixed-argv git
 subcommands; model text is never put on a command line"). Data that may come from the model (file
 names, patches) travels on stdin, never in ``args``.
 
@@ -118,7 +118,7 @@ def sanitize(text: str, *paths: Path | str, limit: int = MAX_ERROR_CHARS) -> str
 
     Each of ``paths`` (real and given spelling) is replaced by ``.`` first (the first one) or
     ``<worktree>`` (the others), so relative names stay readable; any remaining absolute path
-    becomes ``<path>``. Control characters become spaces. DESIGN.md §3 / §16 invariant 3.
+    becomes ``<path>``. Control characters become spaces. docs/design.md §3 / §16 invariant 3.
     """
     out = text
     for index, path in enumerate(paths):

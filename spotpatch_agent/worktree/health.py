@@ -1,4 +1,4 @@
-"""Repository health (DESIGN.md §8): may a job isolate this repository, and does it need consent?
+"""Repository health (docs/design.md §8): may a job isolate this repository, and does it need consent?
 
 A diagnosis of this instant, not a lock: creation, Apply and Revert re-read the disk themselves.
 Nothing here writes — ``git status`` and ``git check-ignore`` run with ``GIT_OPTIONAL_LOCKS=0`` so they
@@ -105,7 +105,7 @@ def _add_changed(out: LocalStatus, path: str, sub: str, worktree_mode: str) -> N
 
 
 async def repo_health(root: Path, limits: Limits) -> RepoHealth:
-    """The health of the repository whose top level must be ``root`` (DESIGN.md §8).
+    """The health of the repository whose top level must be ``root`` (docs/design.md §8).
 
     Returns ``RepoHealth{state, reasons, counts}``:
 
@@ -164,7 +164,7 @@ async def blocked_message(root: Path, reasons: list[str]) -> str:
     """A one-line explanation of blocked ``reasons`` for an error message (relative paths only).
 
     ``index-locked`` names the lock file relative to ``root`` (``.git/index.lock``) and says how to
-    resolve it; SpotPatch never deletes the lock (another git process may hold it). DESIGN.md §8.
+    resolve it; SpotPatch never deletes the lock (another git process may hold it). docs/design.md §8.
     """
     parts = []
     for reason in reasons:
@@ -193,7 +193,7 @@ async def hidden_non_regular(root: Path, ignored_dirs: list[str]) -> list[str]:
     ``git status`` never lists such entries, so a snapshot would miss them silently; this walks the
     working tree (no symlink followed) skipping ``.git``, the ``ignored_dirs`` and nested
     repositories, then drops what ``git check-ignore`` says is ignored. Fails closed: if
-    check-ignore fails, every candidate counts. DESIGN.md §8 "non-regular untracked items".
+    check-ignore fails, every candidate counts. docs/design.md §8 "non-regular untracked items".
     """
     skip = {d.rstrip("/") for d in ignored_dirs}
     candidates = await anyio.to_thread.run_sync(_walk_non_regular, root, skip)
@@ -246,7 +246,7 @@ def _untracked_reasons(root: Path, untracked: list[str]) -> list[str]:
 
 
 def over_limits(root: Path, status: LocalStatus, limits: Limits) -> bool:
-    """Whether the local changes exceed the snapshot limits (DESIGN.md §4, §8).
+    """Whether the local changes exceed the snapshot limits (docs/design.md §4, §8).
 
     More than ``localSnapshotMaxFiles`` changed plus untracked paths, or more than
     ``localSnapshotMaxBytes`` bytes in those paths' regular working-tree files.

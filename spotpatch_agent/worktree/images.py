@@ -1,4 +1,4 @@
-"""Pre- and post-images of the user's working-tree files, read and written one file atomically (DESIGN.md §8).
+"""Pre- and post-images of the user's working-tree files, read and written one file atomically (docs/design.md §8).
 
 Used by Apply/Revert (:mod:`~spotpatch_agent.worktree.changes`) and crash recovery
 (:mod:`~spotpatch_agent.worktree.journal`). No symlink is ever followed: a symlink or non-directory on a
@@ -599,7 +599,7 @@ def put_back(root: Path, rel: str, tmp_name: str) -> bool:
 def _write_all(fd: int, image: Image) -> None:
     assert image.data is not None
     write_fully(fd, image.data)
-    if hasattr(os, "fchmod"):  # Windows: no permission bits to keep (DESIGN.md §17)
+    if hasattr(os, "fchmod"):  # Windows: no permission bits to keep (docs/design.md §17)
         os.fchmod(fd, image.mode if image.mode is not None else new_file_mode())
 
 

@@ -1,4 +1,4 @@
-"""One detached git worktree per job, its baseline commit, its result diff, and its removal (DESIGN.md §8).
+"""One detached git worktree per job, its baseline commit, its result diff, and its removal (docs/design.md §8).
 
 Lifecycle::
 
@@ -107,7 +107,7 @@ async def create_worktree(
     root: Path, job_id: str, *, limits: Limits | None = None, include_local_changes: bool = False,
     pool: WorktreePool | None = None, health: RepoHealth | None = None,
 ) -> Worktree:
-    """Create the job's detached worktree at the user's HEAD and commit its baseline (DESIGN.md §8).
+    """Create the job's detached worktree at the user's HEAD and commit its baseline (docs/design.md §8).
 
     ``root`` must be the repository's top level. Without ``include_local_changes`` (require-clean)
     the user's working tree must have no staged, unstaged or untracked changes. With it (the user
@@ -178,7 +178,7 @@ async def _check_health(root: Path, health: RepoHealth, include_local_changes: b
 
 
 async def _commit_baseline(wt: Worktree, *, clean: bool = False) -> str:
-    """The worktree's baseline commit (detached HEAD of the worktree only; DESIGN.md §8); returns its id.
+    """The worktree's baseline commit (detached HEAD of the worktree only; docs/design.md §8); returns its id.
 
     ``clean`` (require-clean mode: the worktree is a fresh or pool-reset checkout of ``wt.head_oid`` with
     nothing copied into it): when ``git update-index --refresh`` (the worktree's own index) finds every
@@ -499,7 +499,7 @@ async def _registrations(root: Path) -> list[Path]:
 
 
 async def result_diff(wt: Worktree) -> tuple[str, list[FileStat]]:
-    """The agent's change: everything in the worktree against its baseline commit (DESIGN.md §8).
+    """The agent's change: everything in the worktree against its baseline commit (docs/design.md §8).
 
     Stages the whole worktree first (``git add --all`` on the worktree's own index). Returns
     ``(diff, files)``: ``diff`` is ``git diff --cached --binary --full-index --no-renames`` against
@@ -585,7 +585,7 @@ def _parse_numstat(raw: bytes) -> dict[str, tuple[int, int]]:
 
 
 async def remove_worktree(root: Path, wt: Worktree) -> None:
-    """Remove the job's worktree registration and directory (DESIGN.md §8). Never raises.
+    """Remove the job's worktree registration and directory (docs/design.md §8). Never raises.
 
     ``git worktree remove --force``; then, if anything remains, deletes the directory (only after
     checking its ``.git`` file points at this registration) and this registration's private git

@@ -1,4 +1,4 @@
-"""Crash journal of Apply and Revert, and its repair at the next engine start (DESIGN.md §8).
+"""Crash journal of Apply and Revert, and its repair at the next engine start (docs/design.md §8).
 
 "Apply and revert must survive a crash midway: leave a journal so the next start can tell and repair a
 half-written apply." Protocol of one write (:func:`write_journalled`, called by
@@ -123,7 +123,7 @@ class PathWrite:
 
 @dataclass(frozen=True)
 class WritePlan:
-    """Everything one Apply or Revert will write, journalled before the first byte (DESIGN.md §8)."""
+    """Everything one Apply or Revert will write, journalled before the first byte (docs/design.md §8)."""
 
     job_id: str
     operation: Operation
@@ -231,7 +231,7 @@ def _decode_plan(raw: bytes) -> WritePlan:
 
 
 class ChangeJournal(Protocol):
-    """The crash journal of DESIGN.md §8 ("leave a journal so the next start can repair").
+    """The crash journal of docs/design.md §8 ("leave a journal so the next start can repair").
 
     Called from a worker thread. ``begin`` after every check passed and right before the working tree
     is written: it must make ``plan`` durable, or raise ``OSError`` (the operation then refuses with
@@ -245,7 +245,7 @@ class ChangeJournal(Protocol):
 
 
 class DiskJournal:
-    """The on-disk :class:`ChangeJournal` of DESIGN.md §8.
+    """The on-disk :class:`ChangeJournal` of docs/design.md §8.
 
     Called from a worker thread. ``begin(plan)``: the whole plan is durable (fdatasync'd file, rename,
     fsync'd directory) before it returns; raises ``OSError`` (then nothing else was written).
@@ -305,7 +305,7 @@ async def write_journalled(
     root: Path, plan: WritePlan, journal: ChangeJournal, conflict: ErrorCode,
     *, before: Callable[[], None] | None = None,
 ) -> dict[str, str | None]:
-    """Write ``plan`` into ``root`` (DESIGN.md §8): ``before()`` (the caller's last HEAD/operation check; it
+    """Write ``plan`` into ``root`` (docs/design.md §8): ``before()`` (the caller's last HEAD/operation check; it
     raises ``SpotPatchError`` to refuse), ``journal.begin``, then path by path (each re-checked at its
     pre-image, then :func:`~spotpatch_agent.worktree.images.write_image`), verify every post-image hash,
     ``journal.end``. Runs in a worker thread. Returns path → post-apply SHA-256 (``None`` = absent).

@@ -1,4 +1,4 @@
-"""One writer per project across engine processes (DESIGN.md §4 ``writeJobsPerProject``, §16 invariant 5).
+"""One writer per project across engine processes (docs/design.md §4 ``writeJobsPerProject``, §16 invariant 5).
 
 An advisory, non-blocking exclusive lock on ``<git-common-dir>/spotpatch/write.lock``: held while a job
 of this engine runs (``preparing`` … until it stops) and while it applies or reverts. Within one engine
@@ -50,7 +50,7 @@ class ProjectWriteLock:
                 self._fd = None
 
 
-if os.name == "nt":  # Windows: byte-range lock on the first byte (untested here; DESIGN.md §17)
+if os.name == "nt":  # Windows: byte-range lock on the first byte (untested here; docs/design.md §17)
     import msvcrt
 
     def _lock(fd: int) -> bool:

@@ -1,4 +1,4 @@
-"""Pure helpers of Apply (DESIGN.md §8): the file sections of a ``--full-index`` git diff, and a file's
+"""Pure helpers of Apply (docs/design.md §8): the file sections of a ``--full-index`` git diff, and a file's
 post-image computed by applying its hunks *exactly* — no process, no I/O.
 
 :func:`apply_exact` is stricter than ``git apply --check``: every hunk must match the pre-image at its

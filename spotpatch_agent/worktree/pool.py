@@ -25,7 +25,7 @@ add`` writes. Any failure discards the worktree (removed like a job's) and the j
 **Ownership**: a pooled worktree is idle in the pool (at most ``capacity``), or being warmed or recycled
 under the pool lock, or owned by exactly one job (``acquire`` takes it out under the lock before any
 await). Its marker names a ``pool-…`` id and this process, so ``sweep_orphans`` of a later engine removes
-it once this one died, and another live engine never does (DESIGN.md §8, "only ours").
+it once this one died, and another live engine never does (docs/design.md §8, "only ours").
 
 **When**: ``mode`` ``"on"``, ``"off"`` or ``"auto"`` (default: on when the index holds at least
 ``min_files`` paths — below that a cold add takes tens of milliseconds and an extra registered worktree,
@@ -148,7 +148,7 @@ class WorktreePool:
         return slot.path
 
     async def release(self, wt: Worktree) -> None:
-        """Take back a job's worktree (DESIGN.md §8 clean-up). Never raises.
+        """Take back a job's worktree (docs/design.md §8 clean-up). Never raises.
 
         Recycled in the background when the pool has room (reset to the job's HEAD, then idle);
         otherwise — pool off or closed, full, no task group, unknown private git directory — removed now.

@@ -1,6 +1,6 @@
 """HEAD and the repository layout read from the git directory, in process (no ``git`` process).
 
-Apply, Revert and job start re-read the user's HEAD several times (DESIGN.md §8); a ``git rev-parse``
+Apply, Revert and job start re-read the user's HEAD several times (docs/design.md §8); a ``git rev-parse``
 costs a process (2-3 ms, more on a busy machine). :func:`read_repo_state` reads the same facts from the
 files git itself reads — ``<root>/.git`` (a directory, or a ``gitdir:`` file for a linked worktree or a
 separate git dir), the per-worktree ``HEAD``, ``commondir``, then the branch as a loose ref file under the

@@ -1,6 +1,6 @@
 """Read-only facts about the user's repository: where it is, its HEAD, and git operations in progress.
 
-Shared by health (DESIGN.md §8 "Blocked"), worktree creation and apply/revert, which must all
+Shared by health (docs/design.md §8 "Blocked"), worktree creation and apply/revert, which must all
 re-read the disk instead of trusting an earlier health answer. Nothing here writes.
 """
 
@@ -83,7 +83,7 @@ def operation_reasons(layout: RepoLayout) -> list[str]:
     ``rebase-in-progress`` (``rebase-merge/``, ``rebase-apply/``), ``am-in-progress``
     (``rebase-apply/applying``), ``cherry-pick-in-progress`` (``CHERRY_PICK_HEAD`` or a picking
     sequencer), ``revert-in-progress`` (``REVERT_HEAD`` or a reverting sequencer),
-    ``bisect-in-progress`` (``BISECT_LOG``) and ``index-locked`` (``index.lock``). DESIGN.md §8.
+    ``bisect-in-progress`` (``BISECT_LOG``) and ``index-locked`` (``index.lock``). docs/design.md §8.
     """
     gd = layout.git_dir
     reasons: list[str] = []

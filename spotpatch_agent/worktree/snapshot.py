@@ -1,4 +1,4 @@
-"""Include-local-changes (DESIGN.md §8): the user's staged, unstaged and untracked state, copied into a job's worktree.
+"""Include-local-changes (docs/design.md §8): the user's staged, unstaged and untracked state, copied into a job's worktree.
 
 Used by :func:`~spotpatch_agent.worktree.isolation.create_worktree` after the detached worktree exists
 at the recorded HEAD and before its baseline commit::
@@ -91,7 +91,7 @@ async def include_local_changes(root: Path, worktree: Path, head: str, limits: L
     Raises ``SpotPatchError(REPO_BLOCKED)`` — retryable when the user's tree changed meanwhile
     ("the working tree changed while the job was starting; try again"), not retryable for a symlink,
     non-regular item, a change over the snapshot limits or a change git cannot reproduce in the
-    worktree — and :class:`~spotpatch_agent.errors.GitError` when git fails. DESIGN.md §8.
+    worktree — and :class:`~spotpatch_agent.errors.GitError` when git fails. docs/design.md §8.
     """
     snap = await take_snapshot(root, head, limits)
     await install_snapshot(snap, root, worktree)
@@ -109,7 +109,7 @@ async def take_snapshot(root: Path, head: str, limits: Limits) -> LocalSnapshot:
 
     Raises ``SpotPatchError(REPO_BLOCKED)`` for a conflict, a symbolic link or non-regular item among
     the changes, or more than ``localSnapshotMaxFiles`` paths / ``localSnapshotMaxBytes`` bytes
-    (DESIGN.md §4); retryable if HEAD is no longer ``head``.
+    (docs/design.md §4); retryable if HEAD is no longer ``head``.
     """
     status = await read_status(root)
     if await resolve_head(root) != head:
@@ -233,7 +233,7 @@ def _write_file(worktree: Path, rel: str, data: bytes, executable: bool) -> None
 
 
 async def verify_snapshot(snap: LocalSnapshot, root: Path, worktree: Path) -> None:
-    """Re-read ``root`` and compare with ``snap`` and with what ``worktree`` now holds (DESIGN.md §8).
+    """Re-read ``root`` and compare with ``snap`` and with what ``worktree`` now holds (docs/design.md §8).
 
     In order: HEAD, the diff's hash, the untracked path set, each path's digest in ``root``; any
     difference raises retryable ``SpotPatchError(REPO_BLOCKED)`` "the working tree changed while the

@@ -1,4 +1,4 @@
-"""Changeset validation: the agent's whole change is checked before it is shown or applied (DESIGN.md §8).
+"""Changeset validation: the agent's whole change is checked before it is shown or applied (docs/design.md §8).
 
 ::
 
@@ -14,7 +14,7 @@ dropped while the rest goes on. The steps, in order:
 2. **File count** ≤ ``maxChangedFiles``.
 3. **Each path** (:func:`check_entry`, git's order): canonical relative POSIX form (``normalize_rel_path``
    leaves it unchanged: NFC, no control character, ``..``, ``:``, backslash …); no git metadata (a ``.git``
-   segment, ``.gitmodules``); not protected for writing (DESIGN.md §7); no gitlink (160000) and no symlink
+   segment, ``.gitmodules``); not protected for writing (docs/design.md §7); no gitlink (160000) and no symlink
    (120000) on either side; an added file is ``100644``, a modified file keeps its mode, a deleted file was
    ``100644`` (as ``apply_patch`` allows). Any ``old mode``/``new mode`` change is rejected, executable or not.
 4. **Binary**: ``git diff --numstat`` shows ``-``.
@@ -84,7 +84,7 @@ _ENGINE_FAULT = (
 
 @dataclass(frozen=True)
 class Changeset:
-    """A validated change (DESIGN.md §8).
+    """A validated change (docs/design.md §8).
 
     ``diff``: git's diff text against the baseline (``surrogateescape``-decoded bytes, see
     :func:`~spotpatch_agent.worktree.isolation.result_diff`). ``files``: one :class:`FileStat` per path, git's
@@ -126,7 +126,7 @@ def _inconsistent(detail: str) -> JobFailure:
 
 
 async def validate_changeset(wt: Worktree, limits: Limits, *, diff_source: DiffSource = result_diff) -> Changeset:
-    """Validate the agent's change in ``wt`` against its baseline and return it (DESIGN.md §8).
+    """Validate the agent's change in ``wt`` against its baseline and return it (docs/design.md §8).
 
     ``limits``: the job's limits (``maxChangedFiles``, ``maxDiffBytes``, ``editableFileMaxBytes`` in bytes).
     ``diff_source``: produces the diff text and file stats (a seam for tests; default :func:`result_diff`).
@@ -224,7 +224,7 @@ async def _check_sparse(wt: Worktree) -> None:
 
 
 def check_entry(entry: RawEntry) -> None:
-    """Path and mode rules for one changed path (DESIGN.md §7, §8); raises ``JobFailure(CHANGESET_REJECTED)``.
+    """Path and mode rules for one changed path (docs/design.md §7, §8); raises ``JobFailure(CHANGESET_REJECTED)``.
 
     Path: canonical relative POSIX (``normalize_rel_path`` returns it unchanged), no ``.git`` segment and no
     ``.gitmodules`` (git metadata, any case), not protected for writing. Modes: no gitlink (160000) or
@@ -241,7 +241,7 @@ def check_entry(entry: RawEntry) -> None:
     if any(segment.casefold() in (".git", ".gitmodules") for segment in path.split("/")):
         raise _rejected(path, "is git metadata (.git, .gitmodules); the change may not touch it")
     if is_protected(path, for_write=True):
-        raise _rejected(path, "is a protected path (DESIGN.md §7)")
+        raise _rejected(path, "is a protected path (docs/design.md §7)")
     present = [mode for mode, oid in ((entry.old_mode, entry.old_oid), (entry.new_mode, entry.new_oid)) if oid]
     if _GITLINK in present:
         raise _rejected(path, "is a submodule (gitlink, mode 160000); only regular files may change")

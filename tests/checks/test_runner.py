@@ -1,4 +1,4 @@
-"""The host-side check runner with real subprocesses (issue 8 acceptance 1; DESIGN.md §9)."""
+"""The host-side check runner with real subprocesses (issue 8 acceptance 1; docs/design.md §9)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The methods added by the wire-contract issue, over a real ``serve`` subprocess: job/list, job/events,
-job/audit, provider/list, provider/probe (DESIGN.md §3); session/get (the overlay's view, issue 13)."""
+job/audit, provider/list, provider/probe (docs/design.md §3); session/get (the overlay's view, issue 13)."""
 
 from __future__ import annotations
 

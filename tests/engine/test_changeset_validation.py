@@ -1,4 +1,4 @@
-"""Changeset validation through the real engine service (DESIGN.md §8): a violation made during the job — here
+"""Changeset validation through the real engine service (docs/design.md §8): a violation made during the job — here
 by a trusted check that writes into the worktree, which the file tools themselves would refuse — fails the
 job whole with ``CHANGESET_REJECTED``; no diff is kept and nothing can be applied."""
 

@@ -1,5 +1,5 @@
 """Loose ends after issues 6-8: the blocked message of ``job/create`` (relative ``.git/index.lock``), the
-trusted-auto consent covering local changes (DESIGN.md §10) and the trusted-auto fast-path guidance in the
+trusted-auto consent covering local changes (docs/design.md §10) and the trusted-auto fast-path guidance in the
 agent's task."""
 
 from __future__ import annotations

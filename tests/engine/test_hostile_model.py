@@ -1,5 +1,5 @@
 """A hostile model against the REAL loop (EngineService + ChatCompletionsAdapter + ScriptedProviderServer),
-DESIGN.md §5–§7, §16 invariants 1 and 3.
+docs/design.md §5–§7, §16 invariants 1 and 3.
 
 Over 200 generated malicious tool calls, spread over several jobs: traversal, absolute, symlinked, protected,
 case-trick, unicode, NUL and percent-escaped paths; oversized inputs; duplicate ids; unknown tools; extra

@@ -1,5 +1,5 @@
 """The loop's rules through the real engine service, the real Chat adapter and a real local server
-(DESIGN.md §5, §6, §11): failed calls are answered, limits stop the job, hostile calls change nothing."""
+(docs/design.md §5, §6, §11): failed calls are answered, limits stop the job, hostile calls change nothing."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""include-local-changes through the real engine over stdio (DESIGN.md §8, issue 6): ``localChangesConsent: true``
+"""include-local-changes through the real engine over stdio (docs/design.md §8, issue 6): ``localChangesConsent: true``
 on a dirty tree runs the job on a baseline holding the user's changes; the diff is only the agent's increment;
 Apply and Revert leave the pre-existing staged, unstaged and untracked content (and the index) intact."""
 

@@ -1,4 +1,4 @@
-"""Loop rules of DESIGN.md §5, §6, §9 through the real engine service, the real Chat adapter and a real
+"""Loop rules of docs/design.md §5, §6, §9 through the real engine service, the real Chat adapter and a real
 local server: idempotency of ``(turn, toolCallId)``, read concurrency vs serial writes, per-version caches,
 the retry-once rule for ``TOOL_ARGUMENTS_INVALID``, and ``run_check`` (trusted checks only, minimal env,
 bounded and cleaned output, process group killed on timeout, a version bump after every check)."""

@@ -1,4 +1,4 @@
-"""The three apply modes (DESIGN.md §10; spec "审阅、应用与撤销", issue 8 acceptance 2) through the real engine:
+"""The three apply modes (docs/design.md §10; spec "审阅、应用与撤销", issue 8 acceptance 2) through the real engine:
 every combination of applyMode × trusted ``modes`` × ``trustedFastModeConsent`` × gate outcome gives the status
 and error the spec requires; ``auto`` never applies with a failed, missing or stale required check, a
 deletion or a ``package.json`` change."""

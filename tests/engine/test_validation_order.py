@@ -1,4 +1,4 @@
-"""The validation order of DESIGN.md §9 (spec "验证") through the real engine with real subprocess checks:
+"""The validation order of docs/design.md §9 (spec "验证") through the real engine with real subprocess checks:
 changeset → required checks in config order, reusing a fresh model-run result → a re-read proving the
 checks changed nothing; a check that writes fails the job and its write reaches neither diff nor tree."""
 

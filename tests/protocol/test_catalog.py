@@ -1,4 +1,4 @@
-"""The method catalog matches DESIGN.md §3 and the handler table ``serve()`` really serves."""
+"""The method catalog matches docs/design.md §3 and the handler table ``serve()`` really serves."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from spotpatch_agent.protocol.catalog import CATALOG, METHODS, bind_handlers, se
 from spotpatch_agent.protocol.models import InModel
 from tests.engine_client import EngineProcess
 
-#: DESIGN.md §3 as implemented: method → (direction, kind).
+#: docs/design.md §3 as implemented: method → (direction, kind).
 DESIGN_METHODS = {
     "initialize": ("client-to-engine", "request"),
     "initialized": ("client-to-engine", "notification"),

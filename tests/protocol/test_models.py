@@ -1,4 +1,4 @@
-"""The ``job/event`` union and the per-method model names (DESIGN.md §3; STYLE.md habit 8)."""
+"""The ``job/event`` union and the per-method model names (docs/design.md §3)."""
 
 from __future__ import annotations
 

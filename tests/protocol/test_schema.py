@@ -1,5 +1,5 @@
 """protocol/spotpatch.schema.json is exactly what ``spotpatch-agent schema`` prints, and is a sound draft
-2020-12 schema holding every model, every method, the error codes and the limits (DESIGN.md §3–§4)."""
+2020-12 schema holding every model, every method, the error codes and the limits (docs/design.md §3–§4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``$/cancelRequest`` and ``job/cancel`` over a real ``serve`` subprocess (DESIGN.md §3): every request
+"""``$/cancelRequest`` and ``job/cancel`` over a real ``serve`` subprocess (docs/design.md §3): every request
 gets exactly one reply, whenever the cancel arrives, and cancelled work really stops — its HTTP stream is
 closed and its subprocesses are killed.
 

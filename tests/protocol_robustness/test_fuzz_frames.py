@@ -21,7 +21,7 @@ mirror then must decode the sentinel as the sentinel, which proves the padding r
 disagreed with the mirror (e.g. its decoding depended on how ``os.read`` split the stream), the sentinel
 would not be answered or the counts below would differ.
 
-Expected replies. Each frame the mirror decodes is classified by the guard's rules (DESIGN.md §3):
+Expected replies. Each frame the mirror decodes is classified by the guard's rules (docs/design.md §3):
 a framing fault, a non-object or a batch gets one error with ``id: null``; an object with a bad
 ``jsonrpc``/``method``/``id`` gets one error (with its id when that id is a string or integer); a
 response object and a notification get nothing; a request (unique id: every generated id comes from one
@@ -374,7 +374,7 @@ def test_fuzzed_frames_never_kill_hang_or_desync_the_engine(tmp_path: Path) -> N
         assert not missing and not extra, (f"missing replies {[(k, v, got[k]) for k, v in missing.items()][:10]}, "
                                            f"extra {list(extra.items())[:10]}")
         assert eng.null_id_error_codes() == expect.null_codes
-        # Errors are bounded and never echo an absolute path the client sent (DESIGN.md §3).
+        # Errors are bounded and never echo an absolute path the client sent (docs/design.md §3).
         errors = [m["error"] for m in eng.messages if "error" in m]
         assert max(len(e["message"]) for e in errors) <= MAX_ERROR_MESSAGE
         assert not [e for e in errors if "/etc/passwd" in e["message"] or "/home/user" in e["message"]]

@@ -1,4 +1,4 @@
-"""Engine lifecycle over a real subprocess (DESIGN.md §3), complementing tests/rpc/test_serve_bad_frames.py
+"""Engine lifecycle over a real subprocess (docs/design.md §3), complementing tests/rpc/test_serve_bad_frames.py
 and the e2e EOF/parent-death tests: how fast the engine exits, with which code, and that it leaves no job
 worktree and no process behind.
 

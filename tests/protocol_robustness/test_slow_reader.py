@@ -1,4 +1,4 @@
-"""A client that stops reading stdout must not stall the engine (issue 3; DESIGN.md §3 "job/event").
+"""A client that stops reading stdout must not stall the engine (issue 3; docs/design.md §3 "job/event").
 
 The client spawns ``serve`` on raw pipes (:class:`RawEngine`: no eager reader thread) and, once its job
 is created, does not read stdout for several seconds while the job emits ~100 large events (~330 KB of

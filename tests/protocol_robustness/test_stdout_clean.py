@@ -1,4 +1,4 @@
-"""Nothing but frames reaches the protocol stream (DESIGN.md §3, invariant 6), whatever writes to "stdout".
+"""Nothing but frames reaches the protocol stream (docs/design.md §3, invariant 6), whatever writes to "stdout".
 
 No production hook: the engine is started as ``python -c <code>`` where ``code`` wraps
 ``EngineService.health`` so that, while a request is being served, the engine's own process writes to

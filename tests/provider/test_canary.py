@@ -1,4 +1,4 @@
-"""A canary API key never leaves the engine (issue 7 acceptance 4, DESIGN.md §11, invariant 3).
+"""A canary API key never leaves the engine (issue 7 acceptance 4, docs/design.md §11, invariant 3).
 
 The real ``spotpatch-agent serve`` runs at ``SPOTPATCH_LOG=DEBUG`` against the real local scripted server;
 every byte it writes (stdout frames: results, events, errors, probe results; stderr: logs and tracebacks) and

@@ -1,5 +1,5 @@
 """HTTP boundary of the Chat Completions adapter: request shape, status mapping, retries, timeouts,
-cancellation and secret hygiene (DESIGN.md §11), against the real local scripted server."""
+cancellation and secret hygiene (docs/design.md §11), against the real local scripted server."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Stream-assembly rules of the Chat Completions adapter, one named test per relay quirk (DESIGN.md §11).
+"""Stream-assembly rules of the Chat Completions adapter, one named test per relay quirk (docs/design.md §11).
 
 Each test serves a small hand-written SSE stream from the real local server and reads it through
 ``ChatCompletionsAdapter.stream_turn`` — the production code path.

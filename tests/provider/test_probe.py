@@ -1,4 +1,4 @@
-"""``provider/probe`` (DESIGN.md §11, provider/probe.py): model listing, one forced tool round trip, the
+"""``provider/probe`` (docs/design.md §11, provider/probe.py): model listing, one forced tool round trip, the
 session cache and the inline proof of a real job — through the real engine service, the real Chat adapter
 and the real local scripted server."""
 

@@ -1,6 +1,6 @@
 """HTTP boundary of the Responses adapter against the real local scripted server: the request on the wire,
 status mapping and retries that the shared suite does not repeat, and secret hygiene of the error paths
-only this format has (DESIGN.md §11)."""
+only this format has (docs/design.md §11)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Stream-assembly rules of the Responses adapter, one named test per quirk (DESIGN.md §11, issue 7
+"""Stream-assembly rules of the Responses adapter, one named test per quirk (docs/design.md §11, issue 7
 acceptance 2). Each test serves a small hand-written SSE stream from the real local server and reads it
 through ``ResponsesAdapter.stream_turn`` — the production code path. None may surface a call with wrong
 arguments or merge two calls into one.

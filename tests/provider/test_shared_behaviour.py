@@ -1,4 +1,4 @@
-"""One behavioural suite for both adapters (issue 7 acceptance 1, 4, 5; DESIGN.md §5, §11).
+"""One behavioural suite for both adapters (issue 7 acceptance 1, 4, 5; docs/design.md §5, §11).
 
 Every test is parametrised over ``api`` ∈ {chat, responses}: the same scripted turns are served by the one
 :class:`ScriptedProviderServer` in each wire format, read by the production adapter over a real local HTTP

@@ -1,4 +1,4 @@
-"""Unit tests of the incremental frame decoder (DESIGN.md §3 framing, python-lsp-jsonrpc faults)."""
+"""Unit tests of the incremental frame decoder (docs/design.md §3 framing, python-lsp-jsonrpc faults)."""
 
 from __future__ import annotations
 

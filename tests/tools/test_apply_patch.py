@@ -1,4 +1,4 @@
-"""apply_patch through the executor: caches, limits, policy, all-or-nothing undo (DESIGN.md §6)."""
+"""apply_patch through the executor: caches, limits, policy, all-or-nothing undo (docs/design.md §6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Argument errors are retryable TOOL_ARGUMENTS_INVALID results, before any side effect (DESIGN.md §6)."""
+"""Argument errors are retryable TOOL_ARGUMENTS_INVALID results, before any side effect (docs/design.md §6)."""
 
 from __future__ import annotations
 

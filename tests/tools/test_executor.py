@@ -1,4 +1,4 @@
-"""Executor behaviour: deadlines kill git, read/write gate, terminal integrity failures (DESIGN.md §5, §6)."""
+"""Executor behaviour: deadlines kill git, read/write gate, terminal integrity failures (docs/design.md §5, §6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""list_files and search_text: only allowed files, globs, bounds, literal queries (DESIGN.md §6, §7)."""
+"""list_files and search_text: only allowed files, globs, bounds, literal queries (docs/design.md §6, §7)."""
 
 from __future__ import annotations
 

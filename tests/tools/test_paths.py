@@ -1,4 +1,4 @@
-"""Path policy (DESIGN.md §7): normalization, the protected list, the filesystem checks, git ignore."""
+"""Path policy (docs/design.md §7): normalization, the protected list, the filesystem checks, git ignore."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""read_file: bounded line-numbered windows, one uniform denial for every unusable path (DESIGN.md §6)."""
+"""read_file: bounded line-numbered windows, one uniform denial for every unusable path (docs/design.md §6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""replace_text: one exact occurrence, exact bytes, atomic write, whitespace check (DESIGN.md §6)."""
+"""replace_text: one exact occurrence, exact bytes, atomic write, whitespace check (docs/design.md §6)."""
 
 from __future__ import annotations
 

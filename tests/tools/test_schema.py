@@ -1,4 +1,4 @@
-"""The schemas handed to the model are strict (DESIGN.md §6; OpenAI strict mode)."""
+"""The schemas handed to the model are strict (docs/design.md §6; OpenAI strict mode)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""apply_change / revert_change (DESIGN.md §8): all-or-nothing, never the index, conflicts refuse."""
+"""apply_change / revert_change (docs/design.md §8): all-or-nothing, never the index, conflicts refuse."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""repo_health (DESIGN.md §8): clean, consent-required with counts, and every blocked reason."""
+"""repo_health (docs/design.md §8): clean, consent-required with counts, and every blocked reason."""
 
 from __future__ import annotations
 

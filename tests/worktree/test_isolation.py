@@ -1,4 +1,4 @@
-"""create_worktree / result_diff / remove_worktree / sweep_orphans (DESIGN.md §8)."""
+"""create_worktree / result_diff / remove_worktree / sweep_orphans (docs/design.md §8)."""
 
 from __future__ import annotations
 
@@ -188,7 +188,7 @@ async def test_blocked_repository_is_refused(repo_factory) -> None:
 
 async def test_a_callers_health_replaces_only_the_first_check(repo_factory, monkeypatch) -> None:
     """job/create's health answer stands in for the check before ``worktree add``; the one after it
-    still re-reads the disk (DESIGN.md §8), and a blocked answer is refused without touching git."""
+    still re-reads the disk (docs/design.md §8), and a blocked answer is refused without touching git."""
     from spotpatch_agent.worktree import isolation
 
     root = repo_factory(FILES)

@@ -1,4 +1,4 @@
-"""Crash journal and start-up recovery (DESIGN.md §8, issue 6): format, durability, repair policy.
+"""Crash journal and start-up recovery (docs/design.md §8, issue 6): format, durability, repair policy.
 
 Half-written states are built directly (journal + the first k files written), as a killed engine leaves
 them; tests/e2e/test_crash_recovery.py does the same with a real SIGKILL of the real engine.

@@ -1,4 +1,4 @@
-"""include-local-changes (DESIGN.md §8): the user's staged, unstaged and untracked state becomes the job's
+"""include-local-changes (docs/design.md §8): the user's staged, unstaged and untracked state becomes the job's
 baseline, the user's repository is never written, and every race between snapshot and re-verification fails."""
 
 from __future__ import annotations

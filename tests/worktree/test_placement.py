@@ -1,4 +1,4 @@
-"""Worktree placement and what the worktree must never leak (DESIGN.md §8): node_modules, submodules.
+"""Worktree placement and what the worktree must never leak (docs/design.md §8): node_modules, submodules.
 
 - A real, ignored ``node_modules`` hosts the worktree at ``<root>/node_modules/.spotpatch/job-*``, so Node's
   parent-directory resolution from the worktree reaches ``<root>/node_modules`` (proved with real ``node``).

@@ -1,4 +1,4 @@
-"""Changeset validation (DESIGN.md §8): one named test per violation, each made by writing directly into a
+"""Changeset validation (docs/design.md §8): one named test per violation, each made by writing directly into a
 real job worktree; plus the positive cases (edit/add/delete stats, non-ASCII and space names round-trip)."""
 
 from __future__ import annotations
