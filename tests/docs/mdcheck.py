@@ -151,38 +151,35 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 def check_links(root: Path, files: set[str], sources: list[str]) -> list[Problem]:
     """Broken relative links and anchors in ``sources`` (repository-relative Markdown files)."""
     directories = {"/".join(name.split("/")[:i]) for name in files for i in range(1, name.count("/") + 1)}
-    problems: list[Problem] = []
     anchor_cache: dict[str, set[str]] = {}
-
-    def anchors_of(name: str) -> set[str]:
-        if name not in anchor_cache:
-            anchor_cache[name] = anchors((root / name).read_text(encoding="utf-8"))
-        return anchor_cache[name]
-
+    problems: list[Problem] = []
     for source in sources:
-        text = (root / source).read_text(encoding="utf-8")
-        base = source.rsplit("/", 1)[0] if "/" in source else ""
-        for number, target in links(text):
-            where = f"{source}:{number}"
+        for number, target in links((root / source).read_text(encoding="utf-8")):
             if not target or _SCHEME.match(target) or target.startswith("//"):
-                continue
+                continue  # a URL: not ours to check (the tests never reach the network)
+            where = f"{source}:{number}"
             path_part, _, fragment = target.partition("#")
             path_part = unquote(path_part.split("?", 1)[0])
-            if path_part:
-                joined = path_part.lstrip("/") if path_part.startswith("/") else f"{base}/{path_part}" if base else path_part
-                resolved = _normalise(joined)
-                if resolved is None:
-                    problems.append(Problem(where, f"link {target!r} leaves the repository"))
-                    continue
-                if resolved not in files and resolved not in directories and resolved != "":
-                    problems.append(Problem(where, f"link {target!r}: no file {resolved!r} in the repository"))
-                    continue
-            else:
-                resolved = source
-            if fragment and resolved.lower().endswith(".md") and resolved in files:
-                if unquote(fragment) not in anchors_of(resolved):
+            resolved = _resolve(source, path_part) if path_part else source
+            if resolved is None:
+                problems.append(Problem(where, f"link {target!r} leaves the repository"))
+            elif resolved and resolved not in files and resolved not in directories:
+                problems.append(Problem(where, f"link {target!r}: no file {resolved!r} in the repository"))
+            elif fragment and resolved.lower().endswith(".md"):
+                if resolved not in anchor_cache:
+                    anchor_cache[resolved] = anchors((root / resolved).read_text(encoding="utf-8"))
+                if unquote(fragment) not in anchor_cache[resolved]:
                     problems.append(Problem(where, f"link {target!r}: {resolved} has no heading #{fragment}"))
     return problems
+
+
+def _resolve(source: str, path: str) -> str | None:
+    """The repository path a link in ``source`` names: relative to its folder, or to the repository root
+    when it starts with ``/`` (as GitHub renders it); ``None`` when it climbs out of the repository."""
+    if path.startswith("/"):
+        return _normalise(path)
+    folder = source.rsplit("/", 1)[0] if "/" in source else ""
+    return _normalise(f"{folder}/{path}" if folder else path)
 
 
 def _normalise(path: str) -> str | None:
@@ -250,7 +247,8 @@ def check_citations(root: Path, sources: list[str], design: str = "docs/design.m
         for line, cited, cited_invariants in citations(text):
             for number in cited:
                 if number not in sections:
-                    problems.append(Problem(f"{source}:{line}", f"cites design.md §{number}, which has no such section"))
+                    problems.append(Problem(f"{source}:{line}", f"cites design.md §{number}, which has no such "
+                                                                f"section"))
             for number in cited_invariants:
                 if number not in invariants:
                     problems.append(Problem(f"{source}:{line}", f"cites invariant {number}, not in design.md §16"))
