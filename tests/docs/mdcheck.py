@@ -3,7 +3,7 @@
 Nothing here reads outside the repository it is given, and nothing needs the network. The rules:
 
 - A relative Markdown link or image (``[text](target)``, ``![alt](target)``, ``[id]: target``) outside
-  code must name a file or directory git knows in the repository (tracked, or untracked and not
+  code (and an HTML ``href``/``src``) must name a file or directory git knows in the repository (tracked, or untracked and not
   ignored): a built ``dist/`` file or a ``node_modules`` path does not count, since a fresh clone lacks
   it. A ``#fragment`` on a Markdown target (or a bare ``#fragment``) must be a heading anchor of that
   file, by GitHub's slug rules (:func:`github_slug`), or an explicit ``<a id|name="…">``.
@@ -62,6 +62,7 @@ _INLINE_LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\[\]]*\])*\]\(\s*(<[^>]*>|[^\s()]
                           r"(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?\s*\)")
 _REF_DEF = re.compile(r"^ {0,3}\[[^\]]+\]:\s*(<[^>]*>|\S+)")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_HTML_LINK = re.compile(r"<(?:a|img|source)\s[^>]*\b(?:href|src)\s*=\s*[\"']([^\"']*)[\"']", re.IGNORECASE)
 _HTML_ANCHOR = re.compile(r"<a\s[^>]*\b(?:id|name)\s*=\s*[\"']([^\"']+)[\"']", re.IGNORECASE)
 
 
@@ -86,10 +87,13 @@ def prose_lines(text: str, *, blank_code_spans: bool = True) -> list[tuple[int, 
 
 
 def links(text: str) -> list[tuple[int, str]]:
-    """``(line number, target)`` of every inline link, image and reference definition outside code."""
+    """``(line number, target)`` of every inline link, image, reference definition and HTML ``href``/``src``
+    outside code."""
     found: list[tuple[int, str]] = []
     for number, line in prose_lines(text):
         for match in _INLINE_LINK.finditer(line):
+            found.append((number, match.group(1)))
+        for match in _HTML_LINK.finditer(line):
             found.append((number, match.group(1)))
         ref = _REF_DEF.match(line)
         if ref:

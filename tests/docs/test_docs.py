@@ -115,6 +115,7 @@ def test_broken_links_are_found(tmp_path: Path) -> None:
             "[in a fence](docs/nope3.md)",
             "```",
             "[ref]: docs/nope4.md",
+            '<img src="docs/pic.png" alt="ok"> <a href="docs/a.md#the-a-section">ok</a> <img src="docs/nope5.svg">',
         ]),
         "docs/a.md": "# A\n\n## The `a` section\n\n## The a section\n\n[up](../README.md#top)\n",
         "docs/pic.png": "png\n",
@@ -129,6 +130,7 @@ def test_broken_links_are_found(tmp_path: Path) -> None:
         "README.md:8 link 'dist/index.js'",
         "README.md:9 link '../elsewhere.md' leaves the repository",
         "README.md:14 link 'docs/nope4.md'",
+        "README.md:15 link 'docs/nope5.svg'",
     ]), _report(problems)
 
 
