@@ -2,10 +2,10 @@
 
 Nothing here reads outside the repository it is given, and nothing needs the network. The rules:
 
-- A relative Markdown link or image (``[text](target)``, ``![alt](target)``, ``[id]: target``) outside
-  code (and an HTML ``href``/``src``) must name a file or directory git knows in the repository (tracked, or untracked and not
-  ignored): a built ``dist/`` file or a ``node_modules`` path does not count, since a fresh clone lacks
-  it. A ``#fragment`` on a Markdown target (or a bare ``#fragment``) must be a heading anchor of that
+- A relative Markdown link or image (``[text](target)``, ``![alt](target)``, ``[id]: target``, an HTML
+  ``href``/``src``) outside code must name a file or directory git knows in the repository (tracked, or
+  untracked and not ignored): a built ``dist/`` file or a ``node_modules`` path does not count, since a
+  fresh clone lacks it. A ``#fragment`` on a Markdown target (or a bare ``#fragment``) must be a heading anchor of that
   file, by GitHub's slug rules (:func:`github_slug`), or an explicit ``<a id|name="…">``.
 - A ``design.md §N`` citation (also ``§N–§M`` ranges and ``§N, §M`` lists) must name a section
   ``## N.`` of ``docs/design.md``; ``invariant N`` after it must be an item of §16's numbered list.
