@@ -63,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--config", type=Path, help="trusted config (default: <project>/spotpatch.config.json)")
     run.add_argument("--model", help="model profile id (default: the first configured)")
     run.add_argument("--apply", action="store_true", help="apply the diff to the working tree when the job succeeds")
+    run.add_argument("--suggest", action="store_true",
+                     help="when the job fails because the model cannot call tools and the config turns the "
+                          "suggestion lane on, print a read-only draft suggestion (it changes nothing)")
     demo = sub.add_parser("demo", help="run a real job on the bundled demo Vite app (offline without OPENAI_API_KEY)")
     demo.add_argument("--keep", action="store_true", help="keep the temporary demo project")
     demo.add_argument("--api", choices=("chat", "responses"), default="chat",
@@ -201,6 +204,7 @@ def serve(max_frame_bytes: int | None = None) -> int:
         "job/list": service.job_list,
         "job/events": service.job_events,
         "job/audit": service.job_audit,
+        "job/suggest": service.job_suggest,
         "provider/list": service.provider_list,
         "provider/probe": service.provider_probe,
     })

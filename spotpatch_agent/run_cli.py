@@ -47,6 +47,31 @@ def format_event(event: dict[str, Any], *, speaker: str = "model") -> str | None
     return None
 
 
+def format_suggestion(result: dict[str, Any]) -> str:
+    """A ``job/suggest`` result (wire dict) for the terminal: the label, the outcome, the draft, then its
+    citation check and the diff check. Every line of the draft is indented under the label."""
+    head = [
+        "",
+        f"=== SUGGESTION (draft) from {result['provider']} / {result['model']} ===",
+        result["label"],
+        f"Outcome: {result['outcome']} (breaker: {result['breaker']}) — {result['message']}",
+    ]
+    if result.get("error"):
+        head.append(f"Error: {result['error']['code']}: {result['error']['message']}")
+    excerpts = ", ".join(f"{e['path']}:{e['startLine']}-{e['endLine']}" for e in result["excerpts"]) or "none"
+    head.append(f"Excerpts offered: {excerpts}")
+    body = ["    " + line for line in result["text"].splitlines()] or ["    (no text)"]
+    flagged = [c["ref"] for c in result["citations"] if not c["verified"]]
+    tail = [f"Citations: {result['verified']} verified, {result['unverified']} unverified"
+            + (f" (NOT checked: {', '.join(flagged[:10])})" if flagged else "")]
+    diff = result.get("diff")
+    if diff:
+        tail.append(f"Diff: {diff['summary']}" + (f" — {diff['reason']}" if diff.get("reason") else "")
+                    + " (never applied)")
+    tail.append("=== end of suggestion: nothing was changed ===")
+    return "\n".join([*head, "", *body, "", *tail])
+
+
 def check_how(event: dict[str, Any]) -> str:
     """How a ``check`` event's check ran, for a terminal line: `` (confined, no network)``,
     `` (confined, WITH NETWORK)`` or `` — RAN UNCONFINED (no sandbox here; sandbox: "warn")``; empty when skipped."""
@@ -160,7 +185,9 @@ def run_command(args: argparse.Namespace) -> int:
                     print(provider_help(config, args.config or project / CONFIG_FILE), file=sys.stderr)
                     return 3
                 params = JobCreateParams(annotation=annotation, model_profile_id=model_id, apply_mode="review")
-                return await drive_job(service, params, apply=args.apply, revert=False, out=sys.stdout)
+                return await drive_job(service, params, apply=args.apply, revert=False, out=sys.stdout,
+                                       suggest=getattr(args, "suggest", False),
+                                       lane_on=config.suggestions.enabled)
             except SpotPatchError as exc:  # caught here, before the task group wraps it in a group
                 print(f"spotpatch-agent: {exc.code.value}: {exc.message}", file=sys.stderr)
                 return 1
@@ -177,8 +204,13 @@ def provider_help(config: TrustedConfig, file: Path) -> str:
             "in the environment, or copy the prompt above into any AI tool.")
 
 
-async def drive_job(service: Any, params: JobCreateParams, *, apply: bool, revert: bool, out: TextIO) -> int:
-    """Create the job, wait for it, print its diff; optionally apply (and revert). Returns an exit code."""
+async def drive_job(service: Any, params: JobCreateParams, *, apply: bool, revert: bool, out: TextIO,
+                    suggest: bool = False, lane_on: bool = False) -> int:
+    """Create the job, wait for it, print its diff; optionally apply (and revert). Returns an exit code.
+
+    A job that failed because its model cannot call tools: with ``suggest`` and ``lane_on`` (the trusted
+    config's ``suggestions.enabled``) the read-only suggestion lane's draft is printed (``job/suggest``);
+    otherwise a hint says how to ask for it. The exit code stays 1."""
     from spotpatch_agent.protocol.models import JobIdParams
 
     snapshot = await service.job_create(params)
@@ -188,6 +220,15 @@ async def drive_job(service: Any, params: JobCreateParams, *, apply: bool, rever
     if snapshot.status != "awaiting-review":
         err = snapshot.error
         print(f"Job {snapshot.status}: {err.code + ': ' + err.message if err else snapshot.message}", file=out)
+        if err is not None and err.code == "MODEL_TOOL_CALL_UNSUPPORTED":
+            if suggest and lane_on:
+                print(format_suggestion((await service.job_suggest(ids)).dump()), file=out)
+            elif suggest:
+                print("The suggestion lane is off: set \"suggestions\": {\"enabled\": true} in the config to "
+                      "ask this model for a read-only draft.", file=out)
+            elif lane_on:
+                print("This model cannot call tools. Re-run with --suggest for a read-only draft suggestion "
+                      "(it changes nothing).", file=out)
         return 1
     diff = await service.job_diff(ids)
     print("\n--- the agent's diff (against the job's baseline) ---", file=out)

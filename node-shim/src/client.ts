@@ -26,6 +26,7 @@ import type {
   RepoHealth,
   SessionGetResult,
   SpotAnnotation,
+  SuggestionResult,
 } from "./protocol.generated.js";
 
 export type * from "./protocol.generated.js";
@@ -48,6 +49,7 @@ export const PAGE_METHODS = [
   "job/apply",
   "job/revert",
   "job/close",
+  "job/suggest",
 ] as const;
 
 export type PageMethod = (typeof PAGE_METHODS)[number];
@@ -132,6 +134,11 @@ export interface SpotPatchClient {
   revert(jobId: string): Promise<JobSnapshot>;
   close(jobId: string): Promise<JobSnapshot>;
   /**
+   * The read-only suggestion lane (`job/suggest`): for a job that failed because its model cannot call
+   * tools, when `session().suggestions` is true. A draft that changed nothing (`kind: "suggestion"`).
+   */
+  suggest(jobId: string): Promise<SuggestionResult>;
+  /**
    * The job's events as they happen (SSE): first every event after `afterSeq`, then live ones, in `seq`
    * order and none twice. The stream stays open until `signal` aborts, the loop breaks, the job is
    * closed or the dev server stops. A cut connection throws `SpotPatchError` (`NETWORK`); to resume,
@@ -215,6 +222,7 @@ export function createSpotPatchClient(options: SpotPatchClientOptions): SpotPatc
     apply: (jobId) => call("job/apply", { jobId }),
     revert: (jobId) => call("job/revert", { jobId }),
     close: (jobId) => call("job/close", { jobId }),
+    suggest: (jobId) => call("job/suggest", { jobId }),
     watch,
   };
 }

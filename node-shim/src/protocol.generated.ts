@@ -73,6 +73,7 @@ export interface Capabilities {
   aiEnabled: boolean;
   applyModes: ApplyMode[];
   checksSandbox?: ChecksSandbox;
+  suggestions: boolean;
   tools: string[];
 }
 /**
@@ -201,6 +202,7 @@ export interface TrustedConfig {
   modes?: Modes;
   providers?: ProviderProfile[];
   sandbox?: "required" | "warn";
+  suggestions?: Suggestions;
 }
 /**
  * Every key optional; an absent key takes its default, a given one must be 1..hard cap.
@@ -252,6 +254,17 @@ export interface ModelProfile {
   id: string;
   maxOutputTokens?: number | null;
   model: string;
+}
+/**
+ * The read-only suggestion lane (docs/design.md §14, docs/configuration.md ``suggestions``): off unless
+ * ``enabled`` is JSON ``true``. ``timeoutSec``: wall-clock seconds for the one request, 1..600 (default
+ * 60); ``maxOutputBytes``: UTF-8 bytes of answer read before the stream is closed, 1024..262144 (default
+ * 16384).
+ */
+export interface Suggestions {
+  enabled?: boolean;
+  maxOutputBytes?: number;
+  timeoutSec?: number;
 }
 export interface InitializeResult {
   capabilities: Capabilities;
@@ -484,6 +497,7 @@ export interface SessionGetResult {
   checksSandbox?: ChecksSandbox;
   limits: SessionLimits;
   recovered: RecoveryReport[];
+  suggestions: boolean;
 }
 /**
  * The limits a page enforces before ``job/create`` (the trusted config's, defaults filled in).
@@ -491,6 +505,62 @@ export interface SessionGetResult {
 export interface SessionLimits {
   maxInstructionChars: number;
   maxTargets: number;
+}
+/**
+ * A ``path:line`` or ``path:a-b`` the suggestion cites. ``verified``: the range lies inside an excerpt
+ * it was given; an unverified citation was never checked against anything.
+ */
+export interface SuggestionCitation {
+  endLine: number;
+  path: string;
+  ref: string;
+  startLine: number;
+  verified: boolean;
+}
+/**
+ * The unified diff found in the suggestion, parsed with ``apply_patch``'s strict parser and applied to
+ * the excerpts in memory only (never written). ``reason``: why it does not apply.
+ */
+export interface SuggestionDiffCheck {
+  applies: boolean;
+  files: string[];
+  reason?: string;
+  summary: "applies cleanly to the excerpts" | "does not apply";
+}
+/**
+ * An excerpt the lane offered the model: a path and its line range only (never the lines).
+ */
+export interface SuggestionExcerpt {
+  endLine: number;
+  path: string;
+  startLine: number;
+}
+/**
+ * ``job/suggest``: a draft from the read-only suggestion lane (docs/design.md §14). It changed nothing.
+ *
+ * ``outcome``: ``complete``; ``partial`` (a breaker or the model's output limit cut the answer: ``text`` is
+ * what came before); ``failed`` (no usable answer: ``error`` says why). ``breaker``: ``none``, ``timeout``
+ * (``timeoutSec``) or ``output-bytes`` (``maxOutputBytes``: the stream was closed). ``verified`` /
+ * ``unverified`` count ``citations``.
+ */
+export interface SuggestionResult {
+  breaker: "none" | "timeout" | "output-bytes";
+  citations: SuggestionCitation[];
+  diff?: SuggestionDiffCheck;
+  durationMs: number;
+  error?: ErrorInfo;
+  excerpts: SuggestionExcerpt[];
+  jobId: string;
+  kind: "suggestion";
+  label: string;
+  message: string;
+  model: string;
+  outcome: "complete" | "partial" | "failed";
+  outputBytes: number;
+  provider: string;
+  text: string;
+  unverified: number;
+  verified: number;
 }
 
 /** Protocol version this package speaks (`x-protocolVersion`). */
@@ -510,6 +580,7 @@ export interface EngineRequests {
   "job/get": { params: JobIdParams; result: JobSnapshot };
   "job/list": { params: EmptyParams; result: JobListResult };
   "job/revert": { params: JobIdParams; result: JobSnapshot };
+  "job/suggest": { params: JobIdParams; result: SuggestionResult };
   "prompt/render": { params: PromptRenderParams; result: PromptRenderResult };
   "provider/list": { params: EmptyParams; result: ProviderListResult };
   "provider/probe": { params: ProviderProbeParams; result: ProbeResult };

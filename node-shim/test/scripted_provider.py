@@ -9,6 +9,9 @@ reaches EOF. SCRIPT is one of:
   plain       — test/apps/plain: the Save button's background in style.css becomes blue (#2563eb)
   vue-ts      — create-vite's vue-ts template: HelloWorld.vue's counter reads "Clicks: {{ count }}"
   svelte-ts   — create-vite's svelte-ts template: Counter.svelte's button reads "Clicks: {count}"
+  suggest     — a model that cannot call tools: a plain-text first turn (the job fails with
+                MODEL_TOOL_CALL_UNSUPPORTED), then a text-only suggestion for the read-only suggestion lane
+                (one citation inside the excerpt, one outside it, and a diff that applies to the excerpt)
 """
 
 from __future__ import annotations
@@ -76,10 +79,33 @@ APP_EDITS = {
     "svelte-ts": ("src/lib/Counter.svelte", "  Count is {count}", "  Clicks: {count}", "The counter says Clicks."),
 }
 
+SUGGESTION = (
+    "### Target 1\nWhere: src/components/ProductCard.tsx:12\n"
+    "Change: give the Save button the class btn-primary instead of btn-secondary.\n\n"
+    "### Target 2\nWhere: src/components/ProductCard.tsx:11 (and the helper at src/components/ProductCard.tsx:40)\n"
+    "Change: show the price with price.toFixed(2).\n\n"
+    "```diff\ndiff --git a/src/components/ProductCard.tsx b/src/components/ProductCard.tsx\n"
+    "--- a/src/components/ProductCard.tsx\n+++ b/src/components/ProductCard.tsx\n@@ -11,2 +11,2 @@\n"
+    "-      <span className=\"price\">${price}</span>\n"
+    "-      <button className=\"btn btn-secondary\" onClick={onSave}>Save</button>\n"
+    "+      <span className=\"price\">${price.toFixed(2)}</span>\n"
+    "+      <button className=\"btn btn-primary\" onClick={onSave}>Save</button>\n```\n"
+)
+
+
+def suggest_turns() -> list[dict]:
+    """A model that answers in text only: the job's first turn, then the suggestion lane's one request."""
+    return [
+        {"text": "I would make the Save button primary and format the price.", "finishReason": "stop"},
+        {"text": SUGGESTION, "finishReason": "stop"},
+    ]
+
+
 SCRIPTS = {
     "demo": lambda: demo_turns(),
     "stall-demo": lambda: [{"stall": True}, *demo_turns()],
     "hostile": hostile_turns,
+    "suggest": suggest_turns,
     **{name: (lambda edit=edit: edit_turns(*edit)) for name, edit in APP_EDITS.items()},
 }
 

@@ -194,6 +194,7 @@ test("session/get (issue 13) is guarded like every page method and reveals no ke
     applyModes: ["review", "auto"],
     limits: { maxTargets: 4, maxInstructionChars: 2000 },
     recovered: [],
+    suggestions: false,
   });
   const text = JSON.stringify(session);
   for (const secret of [CANARY, provider.baseUrl, "127.0.0.1", project.root, "KEY"]) assert.ok(!text.includes(secret), secret);

@@ -54,6 +54,7 @@ from spotpatch_agent.protocol.models import (
     SessionGetResult,
     SessionLimits,
     ServerInfo,
+    SuggestionResult,
     TrustedConfig,
 )
 from spotpatch_agent.worktree.git import run_git
@@ -129,6 +130,11 @@ class EngineService:
         self._project_lock: ProjectWriteLock | None = None
         #: Proven tool calling for the session (explicit probe or inline proof), per :func:`_probe_key`.
         self._probes: dict[tuple[str, str, str, str], ProbeResult] = {}
+        #: Model profiles whose explicit probe found no tool calling this session (the suggestion lane's
+        #: "probe failed"), per :func:`_probe_key`.
+        self._probe_failures: set[tuple[str, str, str, str]] = set()
+        #: Jobs whose suggestion lane is running now (one request per job at a time).
+        self._suggesting: set[str] = set()
         self._reserved = 0  # job/create calls past the conflict check that have not registered their job yet
         self._tg: TaskGroup | None = None
         self._pool: WorktreePool | None = None  # the project's warm worktree (worktree/pool.py)
@@ -172,7 +178,7 @@ class EngineService:
                 # The tools a job of this config offers; names as registered in tools/registry.py (not
                 # imported here: cold start).
                 job_tools(registered=("apply_patch", "run_check"), has_checks=bool(self._config.checks))),
-                checks_sandbox=self._checks_sandbox()),
+                checks_sandbox=self._checks_sandbox(), suggestions=self._config.suggestions.enabled),
         )
 
     async def configure(self, root: Path, config: TrustedConfig) -> list[RecoveryReport]:
@@ -252,7 +258,8 @@ class EngineService:
             ai_enabled=self.ai_enabled(), apply_modes=offered_modes(self._config.modes),
             limits=SessionLimits(max_targets=limits.get("maxTargets"),
                                  max_instruction_chars=limits.get("maxInstructionChars")),
-            recovered=list(self._recovered), checks_sandbox=self._checks_sandbox())
+            recovered=list(self._recovered), checks_sandbox=self._checks_sandbox(),
+            suggestions=self._config.suggestions.enabled)
 
     def _checks_sandbox(self) -> ChecksSandbox | None:
         """Whether checks run confined (``initialize``, ``session/get``); ``None`` without configured checks."""
@@ -508,6 +515,51 @@ class EngineService:
                    "files": len(job.files), "ledger": "events"}
         return JobAuditResult(job_id=job.job_id, summary=summary, entries=job.events.after(0))
 
+    async def job_suggest(self, params: JobIdParams) -> SuggestionResult:
+        """The read-only suggestion lane for a job whose model failed the capability (docs/design.md §14,
+        ``spotpatch_agent.suggestion``): bounded excerpts read by the host, one request without tools, a
+        draft labelled as having changed nothing. Writes nothing, runs no tool or check.
+
+        Refused with ``INVALID_REQUEST`` when the trusted config's ``suggestions.enabled`` is not true,
+        ``INVALID_STATE`` unless the job failed by the capability (``MODEL_TOOL_CALL_UNSUPPORTED``, or its
+        model's explicit probe failed this session) or while a suggestion for it is running, ``AI_DISABLED``
+        when the provider's key variable is unset. A provider failure or a breaker is a result
+        (``outcome`` ``failed`` / ``partial``), not an error."""
+        job = self._job(params.job_id)
+        settings = self._config.suggestions
+        if not settings.enabled:
+            raise SpotPatchError(ErrorCode.INVALID_REQUEST,
+                                 "The suggestion lane is off: set suggestions.enabled to true in the trusted config.")
+        capability_failed = (job.error is not None and job.error.code == ErrorCode.MODEL_TOOL_CALL_UNSUPPORTED) or (
+            _probe_key(job.provider, job.model) in self._probe_failures)
+        if job.status != "failed" or not capability_failed:
+            raise SpotPatchError(ErrorCode.INVALID_STATE, (
+                "A suggestion is only for a failed job whose model cannot call tools (MODEL_TOOL_CALL_UNSUPPORTED, "
+                f"or its probe failed); this job is {job.status!r}" + (
+                    f" with {job.error.code.value}." if job.error is not None else ".")))
+        if job.job_id in self._suggesting:
+            raise SpotPatchError(ErrorCode.INVALID_STATE, "A suggestion for this job is already being drafted.")
+        if not os.environ.get(job.provider.api_key_env):
+            raise SpotPatchError(ErrorCode.AI_DISABLED,
+                                 f"AI is off for {job.provider.display_name}: its key variable is not set.")
+        from spotpatch_agent.suggestion import run_suggestion
+
+        self._suggesting.add(job.job_id)
+        try:
+            run = await run_suggestion(
+                job_id=job.job_id, annotation=job.params.annotation, root=job.root, limits=job.limits,
+                settings=settings, adapter=self._adapter_factory(job.provider),
+                provider_name=job.provider.display_name, model=job.model.model,
+                max_output_tokens=job.model.output_cap)
+        finally:
+            self._suggesting.discard(job.job_id)
+        ledger = getattr(job, "ledger", None)  # the audit ledger (docs/design.md §13), when the job has one
+        if ledger is not None:
+            result = run.result
+            ledger.record_suggestion(excerpts=run.ledger_excerpts(), breaker=result.breaker,
+                                     verified=result.verified, unverified=result.unverified, outcome=result.outcome)
+        return run.result
+
     async def provider_list(self, _params: Any = None) -> ProviderListResult:
         """Profiles with ids and display names only — never URLs, headers or key names (docs/design.md §3)."""
         return ProviderListResult(providers=[
@@ -555,6 +607,8 @@ class EngineService:
                              models=None if outcome.models is None else [REDACTOR(m) for m in outcome.models])
         if result.ok:
             self._probes[_probe_key(provider, model)] = result
+        elif outcome.code == ErrorCode.MODEL_TOOL_CALL_UNSUPPORTED:
+            self._probe_failures.add(_probe_key(provider, model))
         return result
 
     def _note_inline_proof(self, job: Job) -> None:

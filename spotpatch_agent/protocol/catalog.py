@@ -39,6 +39,7 @@ from spotpatch_agent.protocol.models import (
     ProviderProbeParams,
     RepoHealth,
     SessionGetResult,
+    SuggestionResult,
 )
 
 Direction = Literal["client-to-engine", "engine-to-client"]
@@ -125,6 +126,11 @@ CATALOG: tuple[MethodSpec, ...] = (
                (*_JOB_STATE, E.JOB_CONFLICT, E.REPO_BLOCKED, E.REVERT_CONFLICT, E.INTERNAL)),
     MethodSpec("job/close", CLIENT, "request", JobIdParams, JobSnapshot,
                "Close a finished job and discard its diff and revert record.", _JOB_STATE),
+    MethodSpec("job/suggest", CLIENT, "request", JobIdParams, SuggestionResult,
+               "The read-only suggestion lane (docs/design.md §14): for a job that failed because its model cannot "
+               "call tools, ask the model once, without tools, for a draft over bounded excerpts; it changes nothing. "
+               "Breakers and provider failures are a result (outcome partial or failed), not an error.",
+               (E.JOB_NOT_FOUND, E.INVALID_REQUEST, E.INVALID_STATE, E.AI_DISABLED)),
     # ------------------------------------------------------------ engine → client
     MethodSpec("job/event", ENGINE, "notification", JobEventNotification, None,
                "One job event, tagged by kind; seq starts at 1 and increases by 1 per job.", served_by="engine"),

@@ -181,6 +181,17 @@ class Modes(InModel):
     trusted_auto: StrictBool = False
 
 
+class Suggestions(InModel):
+    """The read-only suggestion lane (docs/design.md §14, docs/configuration.md ``suggestions``): off unless
+    ``enabled`` is JSON ``true``. ``timeoutSec``: wall-clock seconds for the one request, 1..600 (default
+    60); ``maxOutputBytes``: UTF-8 bytes of answer read before the stream is closed, 1024..262144 (default
+    16384)."""
+
+    enabled: StrictBool = False
+    timeout_sec: StrictInt = Field(default=60, ge=1, le=600)
+    max_output_bytes: StrictInt = Field(default=16384, ge=1024, le=262_144)
+
+
 class TrustedConfig(InModel):
     """The trusted configuration (docs/design.md §12): Vite plugin options or ``spotpatch.config.json``."""
 
@@ -191,6 +202,8 @@ class TrustedConfig(InModel):
     #: When checks cannot be confined (no sandbox on this platform): ``required`` (default) fails the job
     #: closed before the check runs; ``warn`` runs it unconfined and every surface says so.
     sandbox: Literal["required", "warn"] = "required"
+    #: The read-only suggestion lane for models that cannot call tools (off by default).
+    suggestions: Suggestions = Field(default_factory=Suggestions)
 
     @model_validator(mode="after")
     def _unique_ids(self) -> TrustedConfig:
@@ -336,6 +349,8 @@ class Capabilities(WireModel):
     tools: list[str]
     #: Whether checks run confined (absent when the project configures no checks).
     checks_sandbox: ChecksSandbox | None = None
+    #: Whether the read-only suggestion lane (``job/suggest``) is on in the trusted config.
+    suggestions: bool = False
 
 
 class RecoveryReport(WireModel):
@@ -377,6 +392,8 @@ class SessionGetResult(WireModel):
     recovered: list[RecoveryReport]
     #: Whether checks run confined (absent when the project configures no checks).
     checks_sandbox: ChecksSandbox | None = None
+    #: Whether the read-only suggestion lane (``job/suggest``) is on in the trusted config.
+    suggestions: bool = False
 
 
 class EmptyParams(InModel):
@@ -653,6 +670,65 @@ class JobAuditResult(WireModel):
     entries: list[JobEventNotification]
 
 
+# ---------------------------------------------------------------- suggestion lane (§14)
+
+
+class SuggestionExcerpt(WireModel):
+    """An excerpt the lane offered the model: a path and its line range only (never the lines)."""
+
+    path: str
+    start_line: int
+    end_line: int
+
+
+class SuggestionCitation(WireModel):
+    """A ``path:line`` or ``path:a-b`` the suggestion cites. ``verified``: the range lies inside an excerpt
+    it was given; an unverified citation was never checked against anything."""
+
+    ref: str
+    path: str
+    start_line: int
+    end_line: int
+    verified: bool
+
+
+class SuggestionDiffCheck(WireModel):
+    """The unified diff found in the suggestion, parsed with ``apply_patch``'s strict parser and applied to
+    the excerpts in memory only (never written). ``reason``: why it does not apply."""
+
+    applies: bool
+    summary: Literal["applies cleanly to the excerpts", "does not apply"]
+    files: list[str] = Field(default_factory=list)
+    reason: str | None = None
+
+
+class SuggestionResult(WireModel):
+    """``job/suggest``: a draft from the read-only suggestion lane (docs/design.md §14). It changed nothing.
+
+    ``outcome``: ``complete``; ``partial`` (a breaker or the model's output limit cut the answer: ``text`` is
+    what came before); ``failed`` (no usable answer: ``error`` says why). ``breaker``: ``none``, ``timeout``
+    (``timeoutSec``) or ``output-bytes`` (``maxOutputBytes``: the stream was closed). ``verified`` /
+    ``unverified`` count ``citations``."""
+
+    kind: Literal["suggestion"] = "suggestion"
+    job_id: str
+    label: str
+    outcome: Literal["complete", "partial", "failed"]
+    breaker: Literal["none", "timeout", "output-bytes"]
+    message: str
+    provider: str
+    model: str
+    text: str
+    excerpts: list[SuggestionExcerpt]
+    citations: list[SuggestionCitation]
+    verified: int
+    unverified: int
+    diff: SuggestionDiffCheck | None = None
+    error: ErrorInfo | None = None
+    duration_ms: int
+    output_bytes: int
+
+
 # ---------------------------------------------------------------- notifications (§3)
 
 
@@ -682,5 +758,6 @@ JobCreateResult = JobSnapshot
 JobGetParams = JobCancelParams = JobApplyParams = JobRevertParams = JobCloseParams = JobIdParams
 JobGetResult = JobCancelResult = JobApplyResult = JobRevertResult = JobCloseResult = JobSnapshot
 JobListParams = EmptyParams
-JobDiffParams = JobAuditParams = JobIdParams
+JobDiffParams = JobAuditParams = JobSuggestParams = JobIdParams
+JobSuggestResult = SuggestionResult
 JobDiffResult = DiffResult

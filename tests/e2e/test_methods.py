@@ -113,7 +113,8 @@ def test_session_get_reports_ai_modes_limits_and_recovered(project: Path, canary
             init = eng.initialize(project, cfg)
             session = eng.call("session/get", {})
             assert session == {"aiEnabled": True, "applyModes": ["review", "trusted-auto"],
-                               "limits": {"maxTargets": 3, "maxInstructionChars": 500}, "recovered": []}
+                               "limits": {"maxTargets": 3, "maxInstructionChars": 500}, "recovered": [],
+                               "suggestions": False}
             assert session["applyModes"] == init["capabilities"]["applyModes"]
             assert eng.call("session/get") == session  # params may be omitted
             assert eng.request("session/get", {"x": 1})["error"]["code"] == -32602
@@ -127,6 +128,6 @@ def test_session_get_reports_ai_modes_limits_and_recovered(project: Path, canary
             eng.initialize(project, {"providers": config_for(server)["providers"]})
             assert eng.call("session/get", {}) == {"aiEnabled": False, "applyModes": ["review"],
                                                    "limits": {"maxTargets": 8, "maxInstructionChars": 2000},
-                                                   "recovered": []}
+                                                   "recovered": [], "suggestions": False}
         finally:
             eng.stop()

@@ -32,6 +32,7 @@ DESIGN_METHODS = {
     "job/events": ("client-to-engine", "request"),
     "job/diff": ("client-to-engine", "request"),
     "job/audit": ("client-to-engine", "request"),
+    "job/suggest": ("client-to-engine", "request"),
     "job/cancel": ("client-to-engine", "request"),
     "job/apply": ("client-to-engine", "request"),
     "job/revert": ("client-to-engine", "request"),

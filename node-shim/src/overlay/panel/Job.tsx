@@ -10,7 +10,8 @@ import { hasKey } from "../i18n.js";
 import type { Controller } from "./controller.js";
 import { DiffView } from "./Diff.js";
 import { CheckSandboxMarks, UnconfinedChecksNote } from "./Sandbox.js";
-import { ACTIVE, RUNNING, formatElapsed, providerOfModel, timelineOf } from "./state.js";
+import { ACTIVE, RUNNING, canSuggest, formatElapsed, providerOfModel, timelineOf } from "./state.js";
+import { SuggestionBox } from "./Suggestion.js";
 
 const MESSAGE_SHOWN = 1200;
 
@@ -69,6 +70,7 @@ export function JobPanel({ ctl }: { ctl: Controller }) {
           {!snapshot.error && snapshot.message && <p class="sp-code">{snapshot.message}</p>}
         </div>
       )}
+      {canSuggest(ctl.state.session, job) && <SuggestionBox ctl={ctl} />}
       {status === "cancelled" && (
         <p class="sp-note" role="status">
           {t("job.cancelled")}

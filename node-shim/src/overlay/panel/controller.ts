@@ -319,6 +319,20 @@ export class Controller extends JobFlow {
     }
   }
 
+  /** Copy the suggestion's text, with its draft label first (a pasted copy still says it changed nothing). */
+  async copySuggestion(): Promise<void> {
+    const suggestion = this.state.job?.suggestion;
+    if (!suggestion) return;
+    try {
+      await writeClipboard(`${this.t("suggest.label")}\n\n${suggestion.text}`, this.layer);
+      this.set({ notice: { tone: "ok", text: this.t("suggest.copied") } });
+    } catch (error) {
+      this.set({
+        notice: { tone: "error", text: this.t("composer.copyFailed", { message: errorParts(error).message }) },
+      });
+    }
+  }
+
   async openInEditor(source: { file: string; line: number; column?: number }): Promise<void> {
     const location = `${source.file}:${source.line}:${source.column ?? 1}`;
     try {

@@ -372,6 +372,19 @@ export abstract class JobFlow extends Store {
     return this.act((id) => this.client.revert(id));
   }
 
+  /** Ask the read-only suggestion lane once for this failed job (`job/suggest`); it changes nothing. */
+  async suggest(): Promise<void> {
+    const job = this.state.job;
+    if (!job || job.suggesting) return;
+    this.setJob({ suggesting: true, suggestionError: null });
+    try {
+      const suggestion = await this.client.suggest(job.jobId);
+      if (this.state.job?.jobId === job.jobId) this.setJob({ suggesting: false, suggestion });
+    } catch (error) {
+      if (this.state.job?.jobId === job.jobId) this.setJob({ suggesting: false, suggestionError: errorParts(error) });
+    }
+  }
+
   /** Close the job and return to the composer; `restore` puts the job's targets and instructions back. */
   async closeJob(restore: boolean): Promise<void> {
     const job = this.state.job;

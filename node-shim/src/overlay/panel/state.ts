@@ -15,6 +15,7 @@ import type {
   RepoHealth,
   SourceLocation,
   SpotAnnotation,
+  SuggestionResult,
   Target,
 } from "../../protocol.generated.js";
 import type { Lang } from "../i18n.js";
@@ -30,6 +31,8 @@ export interface SessionInfo {
   recovered: RecoveryReport[];
   /** Whether checks run confined here (absent: the project has no checks, or an older engine). */
   checksSandbox?: ChecksSandbox;
+  /** Whether the read-only suggestion lane (`job/suggest`) is on (absent: an older engine, off). */
+  suggestions?: boolean;
 }
 
 /** The engine's defaults and model caps (docs/protocol.md: targets 1..8, instructions 1..2000 chars). */
@@ -62,6 +65,19 @@ export interface JobView {
   /** When the watch began (ms since epoch), for the elapsed time. */
   startedAt: number;
   endedAt: number | null;
+  /** The read-only suggestion lane's draft for this failed job (`job/suggest`), once asked. */
+  suggestion?: SuggestionResult | null;
+  suggesting?: boolean;
+  suggestionError?: { code: string; message: string } | null;
+}
+
+/** Whether the page may offer a suggestion for `job`: the lane is on and the model failed the capability. */
+export function canSuggest(session: SessionInfo | null, job: JobView): boolean {
+  return (
+    session?.suggestions === true &&
+    job.snapshot.status === "failed" &&
+    job.snapshot.error?.code === "MODEL_TOOL_CALL_UNSUPPORTED"
+  );
 }
 
 export interface Notice {
