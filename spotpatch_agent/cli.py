@@ -6,7 +6,9 @@ the terminal; ``demo`` runs a real job on the bundled demo app (offline with a s
 ``demo --serve`` serves that app with ``vite dev``, the plugin and the page overlay until Ctrl-C.
 ``checks suggest`` prints a proposed checks config (never runs or writes anything). What ``run``, ``demo``
 and ``checks suggest`` print passes through :func:`~spotpatch_agent.terminal.inert` (control characters shown).
-``schema`` prints the protocol's JSON Schema (``--markdown``: the method reference of docs/protocol.md).
+``schema`` prints the protocol's JSON Schema (``--markdown``: the method reference of docs/protocol.md;
+``--config``: the JSON Schema of ``spotpatch.config.json``). ``doctor`` checks the set-up (git, the engine,
+the project's health, the config, each provider's key variable and reachability) and prints a checklist.
 """
 
 from __future__ import annotations
@@ -79,12 +81,16 @@ def main(argv: list[str] | None = None) -> int:
                                                     "and tsconfig.json (runs nothing, writes nothing)")
     suggest.add_argument("--root", type=Path, default=Path("."), help="the project directory (default: .)")
     schema = sub.add_parser("schema", help="print the protocol's JSON Schema (protocol/spotpatch.schema.json)")
-    schema.add_argument("--markdown", action="store_true",
-                        help="print the generated method reference of docs/protocol.md instead")
+    schema_kind = schema.add_mutually_exclusive_group()
+    schema_kind.add_argument("--markdown", action="store_true",
+                             help="print the generated method reference of docs/protocol.md instead")
+    schema_kind.add_argument("--config", action="store_true",
+                             help="print the JSON Schema of spotpatch.config.json instead "
+                                  "(protocol/spotpatch.config.schema.json)")
     args = parser.parse_args(argv)
 
     if args.command == "schema":
-        return print_schema(markdown=args.markdown)
+        return print_schema(markdown=args.markdown, config=args.config)
     if args.command == "serve":
         return serve(max_frame_bytes=args.max_frame_bytes)
     from spotpatch_agent.terminal import inert_terminal
@@ -215,10 +221,15 @@ def serve(max_frame_bytes: int | None = None) -> int:
     return server.serve()
 
 
-def print_schema(*, markdown: bool = False) -> int:
+def print_schema(*, markdown: bool = False, config: bool = False) -> int:
     """``schema``: print the protocol JSON Schema, or with ``markdown`` the generated method reference of
-    docs/protocol.md (docs/design.md §3). Imports the protocol package only (pydantic), never the engine."""
-    if markdown:
+    docs/protocol.md (docs/design.md §3), or with ``config`` the JSON Schema of ``spotpatch.config.json``.
+    Imports the protocol package only (pydantic), never the engine."""
+    if config:
+        from spotpatch_agent.protocol.config_schema import render_config_schema
+
+        text = render_config_schema()
+    elif markdown:
         from spotpatch_agent.protocol.docgen import render_method_reference
 
         text = render_method_reference()

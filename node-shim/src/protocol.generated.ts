@@ -209,6 +209,7 @@ export interface InitializeParams {
  * The trusted configuration (docs/design.md §12): Vite plugin options or ``spotpatch.config.json``.
  */
 export interface TrustedConfig {
+  $schema?: string | null;
   checks?: CheckConfig[];
   limits?: Limits;
   modes?: Modes;

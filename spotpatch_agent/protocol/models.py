@@ -191,6 +191,9 @@ class TrustedConfig(InModel):
     #: When checks cannot be confined (no sandbox on this platform): ``required`` (default) fails the job
     #: closed before the check runs; ``warn`` runs it unconfined and every surface says so.
     sandbox: Literal["required", "warn"] = "required"
+    #: The ``"$schema"`` line of ``spotpatch.config.json`` (editors complete and validate the file with
+    #: protocol/spotpatch.config.schema.json); accepted in the file and in ``initialize``, and ignored.
+    json_schema: str | None = Field(default=None, alias="$schema", max_length=2048)
 
     @model_validator(mode="after")
     def _unique_ids(self) -> TrustedConfig:
