@@ -65,6 +65,12 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--config", type=Path, help="trusted config (default: <project>/spotpatch.config.json)")
     run.add_argument("--model", help="model profile id (default: the first configured)")
     run.add_argument("--apply", action="store_true", help="apply the diff to the working tree when the job succeeds")
+    run.add_argument("--include-local-changes", action="store_true",
+                     help="start the job from your staged, unstaged and untracked changes (the consent the page "
+                          "asks for; without it a working tree with local changes runs no job)")
+    run.add_argument("--json", action="store_true",
+                     help="print one JSON object for scripts on stdout (progress goes to stderr); see "
+                          "docs/configuration.md, The CLI")
     demo = sub.add_parser("demo", help="run a real job on the bundled demo Vite app (offline without OPENAI_API_KEY)")
     demo.add_argument("--keep", action="store_true", help="keep the temporary demo project")
     demo.add_argument("--api", choices=("chat", "responses"), default="chat",
