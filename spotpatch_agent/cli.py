@@ -1,4 +1,4 @@
-"""Entry points: ``spotpatch-agent serve | run | demo | checks suggest | schema`` (docs/design.md §1, §3).
+"""Entry points: ``spotpatch-agent serve | run | demo | doctor | checks suggest | schema`` (docs/design.md §1, §3).
 
 ``serve`` speaks the protocol on stdin/stdout; fd 1 is reserved for frames before anything else runs, so
 a stray ``print``, a C-level write or a child process can only reach stderr. ``run`` drives one job from
@@ -81,6 +81,14 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--port", type=_port, default=5173,
                       help="with --serve: the dev server's port on 127.0.0.1 (default 5173, the next free one if taken; "
                            "0: any free port)")
+    doctor = sub.add_parser("doctor", help="check the set-up (git, the engine, the project's health, the config, "
+                                           "each provider's key variable and reachability) and print the fixes")
+    doctor.add_argument("--project", type=Path, default=Path("."), help="the project's git top level (default: .)")
+    doctor.add_argument("--config", type=Path, help="trusted config (default: <project>/spotpatch.config.json)")
+    doctor.add_argument("--no-probe", action="store_true", help="do not contact the providers (no probe)")
+    doctor.add_argument("--probe-timeout", type=_seconds, default=None, metavar="SECONDS",
+                        help="longest wait for one provider's probe (default 30)")
+    doctor.add_argument("--json", action="store_true", help="print {ok, exitCode, items} as JSON instead")
     checks = sub.add_parser("checks", help="project checks: 'checks suggest' proposes a config to paste")
     checks_sub = checks.add_subparsers(dest="checks_command", required=True)
     suggest = checks_sub.add_parser("suggest", help="print a proposed {\"checks\": [...]} from package.json scripts "
@@ -111,6 +119,11 @@ def main(argv: list[str] | None = None) -> int:
             from spotpatch_agent.run_cli import run_command
 
             return run_command(args)
+        if args.command == "doctor":
+            from spotpatch_agent.doctor import DEFAULT_PROBE_TIMEOUT, doctor_command
+
+            return doctor_command(args.project, args.config, probe=not args.no_probe, as_json=args.json,
+                                  timeout=args.probe_timeout or DEFAULT_PROBE_TIMEOUT)
         if args.serve:
             if args.keep:
                 parser.error("--keep does not apply to demo --serve (its temp project is removed on exit)")
@@ -145,6 +158,17 @@ def _port(text: str) -> int:
     if not text.isascii() or not text.isdigit() or int(text) > 65535:
         raise argparse.ArgumentTypeError("must be a port number, 0..65535")
     return int(text)
+
+
+def _seconds(text: str) -> float:
+    """``--probe-timeout``: a number of seconds, 1 to 600."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be a number of seconds") from None
+    if not 1 <= value <= 600:
+        raise argparse.ArgumentTypeError("must be between 1 and 600 seconds")
+    return value
 
 
 def _frame_bytes(text: str) -> int:
