@@ -310,7 +310,8 @@ class EngineService:
                     ErrorCode.CONSENT_REQUIRED,
                     "The working tree has local changes (staged {staged}, unstaged {unstaged}, untracked {untracked}): "
                     .format(**health.counts.dump()) + health_message(health)
-                    + " (docs/configuration.md \u201cRepository health\u201d).",
+                    + " In job/create, localChangesConsent: true includes them (docs/configuration.md "
+                    "\u201cRepository health\u201d).",
                 )
             head = (await run_git(["rev-parse", "--verify", "HEAD^{commit}"], cwd=root)).stdout.decode().strip()
             from spotpatch_agent.engine.job import Job

@@ -30,8 +30,8 @@ _BUILD_NAMES = frozenset({"dist", "build", "out", ".next", ".nuxt", ".output", "
                           ".parcel-cache", ".cache", "coverage", "__pycache__"})
 _KIND_WORDS = {"venv": "a Python virtualenv", "node_modules": "installed Node packages", "build": "build output"}
 
-_INCLUDE = ("include them in the job (the page's \u201cInclude my local changes\u201d box, "
-            "`spotpatch-agent run --include-local-changes`, or localChangesConsent: true in job/create)")
+_INCLUDE = ("include them in the job (\u201cInclude my local changes\u201d on the page, "
+            "`spotpatch-agent run --include-local-changes` in a terminal)")
 
 _FIXES = {
     "not-a-git-repository": "SpotPatch works on a git repository: run `git init` and make a first commit in the "

@@ -172,7 +172,8 @@ async def _check_health(root: Path, health: RepoHealth, include_local_changes: b
         raise SpotPatchError(
             ErrorCode.CONSENT_REQUIRED,
             "the working tree has local changes "
-            f"({c.staged} staged, {c.unstaged} unstaged, {c.untracked} untracked): " + health_message(health),
+            f"({c.staged} staged, {c.unstaged} unstaged, {c.untracked} untracked): " + health_message(health)
+            + " In job/create, localChangesConsent: true includes them.",
         )
 
 
