@@ -47,8 +47,8 @@ _FIXES = {
                                "(`git cherry-pick --abort`).",
     "revert-in-progress": "finish the revert (`git revert --continue`) or abort it (`git revert --abort`).",
     "bisect-in-progress": "end the bisect session (`git bisect reset`).",
-    "index-locked": "it exists: another git process is running or one crashed; remove it by hand once no git "
-                    "process runs (SpotPatch never deletes it).",
+    "index-locked": "another git process is running or one crashed; remove it by hand once no git process "
+                    "runs (SpotPatch never deletes it).",
     "conflicts": "resolve the conflicts, `git add` the files, and finish or abort the operation.",
     "untracked-symlink": "untracked symbolic links cannot be copied into a job's worktree: add them to "
                          ".gitignore, commit them, or remove them.",
@@ -116,6 +116,8 @@ def detail(root: Path, reason: str, paths: Iterable[str] = (), *, untracked_dirs
             shown[_collapse(rel, folders)] = None
     listed = sorted(shown, key=lambda p: (p not in kinds, p))
     fix = _fix(reason, kinds, limits, sizes, others=len(shown) > len(kinds))
+    if reason == "index-locked":
+        fix = f"{listed[0] if listed else 'index.lock'} exists: {fix}"
     cut = [redact_cut(p, _PATH_CHARS) for p in listed[:MAX_PATHS]]
     return HealthDetail(reason=reason, paths=cut, more_paths=max(0, len(listed) - MAX_PATHS), fix=fix)
 

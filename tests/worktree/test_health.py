@@ -301,7 +301,7 @@ async def test_index_lock_is_named_and_never_deleted(repo_factory) -> None:
     health = await repo_health(root, Limits())
     assert (health.state, health.reasons) == ("blocked", ["index-locked"])
     message = blocked_message(health)
-    assert message.startswith("index-locked (.git/index.lock): it exists")
+    assert message.startswith("index-locked (.git/index.lock): .git/index.lock exists: another git process")
     assert health.details[0].paths == [".git/index.lock"] and "remove it by hand" in health.details[0].fix
     assert str(root) not in message
     with pytest.raises(SpotPatchError) as info:
