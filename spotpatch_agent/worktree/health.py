@@ -17,7 +17,7 @@ import anyio
 from spotpatch_agent.errors import GitError
 from spotpatch_agent.protocol.models import HealthCounts, HealthDetail, Limits, RepoHealth
 from spotpatch_agent.worktree.git import run_git
-from spotpatch_agent.worktree.health_details import LOCAL_CHANGES, detail, health_message
+from spotpatch_agent.worktree.health_details import LOCAL_CHANGES, detail, health_message, template_folder
 from spotpatch_agent.worktree.repo import RepoLayout, locate, operation_reasons, resolve_head, same_path
 
 __all__ = ["repo_health", "read_status", "LocalStatus", "blocked_message", "hidden_non_regular", "over_limits",
@@ -164,7 +164,11 @@ async def repo_health(root: Path, limits: Limits) -> RepoHealth:
     if found:
         return await _blocked_with_folders(root, found, status, limits)
     if status.dirty:
-        changes = detail(root, LOCAL_CHANGES, [*status.changed, *status.submodules, *status.untracked])
+        cache: dict[str, bool] = {}
+        folders = await _untracked_dirs(root) if any(
+            template_folder(root, rel, cache) for rel in status.untracked) else []
+        changes = detail(root, LOCAL_CHANGES, [*status.changed, *status.submodules, *status.untracked],
+                         untracked=status.untracked, untracked_dirs=folders)
         return RepoHealth(state="consent-required", counts=status.counts, details=[changes])
     return RepoHealth(state="clean", counts=status.counts)
 
@@ -181,18 +185,25 @@ _FOLDER_REASONS = ("untracked-symlink", "untracked-not-regular", "local-changes-
 async def _blocked_with_folders(root: Path, found: dict[str, list[str]], status: LocalStatus,
                                 limits: Limits) -> RepoHealth:
     """Blocked health whose untracked paths are shown as git's untracked folders (``dir/``): one more
-    read-only ``git status --untracked-files=normal``, run only when a reason lists untracked paths."""
-    folders: list[str] = []
-    if any(reason in found for reason in _FOLDER_REASONS):
-        result = await run_git(["status", "--porcelain=v2", "-z", "--untracked-files=normal"], cwd=root,
-                               check=False, read_only=True)
-        if result.returncode == 0:
-            folders = [f[2:].decode("utf-8", "surrogateescape") for f in result.stdout.split(b"\0")
-                       if f.startswith(b"? ") and f.endswith(b"/")]
+    read-only ``git status --untracked-files=normal`` (:func:`_untracked_dirs`), run only when a reason
+    lists untracked paths. A ``consent-required`` tree pays it only when an untracked path lies in a
+    virtualenv, ``node_modules`` or build folder."""
+    folders = await _untracked_dirs(root) if any(reason in found for reason in _FOLDER_REASONS) else []
     sizes = _local_size(root, status) if "local-changes-over-limit" in found else None
-    details = [detail(root, reason, paths, untracked_dirs=folders, limits=limits, sizes=sizes)
-               for reason, paths in found.items()]
+    details = [detail(root, reason, paths, untracked=status.untracked, untracked_dirs=folders, limits=limits,
+                      sizes=sizes) for reason, paths in found.items()]
     return _blocked(root, found, status.counts, details)
+
+
+async def _untracked_dirs(root: Path) -> list[str]:
+    """git's collapsed untracked folders (``dir/``: nothing in them is tracked), from a read-only
+    ``git status --untracked-files=normal``; empty if git fails (paths are then shown one by one)."""
+    result = await run_git(["status", "--porcelain=v2", "-z", "--untracked-files=normal"], cwd=root,
+                           check=False, read_only=True)
+    if result.returncode != 0:
+        return []
+    return [f[2:].decode("utf-8", "surrogateescape") for f in result.stdout.split(b"\0")
+            if f.startswith(b"? ") and f.endswith(b"/")]
 
 
 def blocked_message(health: RepoHealth) -> str:

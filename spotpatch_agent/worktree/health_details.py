@@ -3,8 +3,8 @@
 :func:`detail` turns a reason code and the project-relative paths behind it into a
 ``HealthDetail{reason, paths, morePaths, fix}``. Paths under a folder a template leaves untracked — a
 Python virtualenv (``.venv/``, ``venv/``, any folder holding ``pyvenv.cfg``), ``node_modules/`` or a build
-folder (``dist/``, ``build/``, ``.next/`` …) — are shown as that folder, and the fix says to add it to
-``.gitignore``. Every path is relative (git reports them so), redacted and cut; the list holds at most
+folder (``dist/``, ``build/``, ``.next/`` …), when git tracks nothing in it — are shown as that folder, and
+the fix says to add it to ``.gitignore``. Every path is relative (git reports them so), redacted and cut; the list holds at most
 :data:`MAX_PATHS` entries and counts the rest. :func:`health_message` is the one-line form for errors.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from spotpatch_agent.policy.redact import redact_cut
 from spotpatch_agent.protocol.models import HealthDetail, Limits, RepoHealth
 
-__all__ = ["MAX_PATHS", "LOCAL_CHANGES", "detail", "health_message", "template_folder"]
+__all__ = ["MAX_PATHS", "LOCAL_CHANGES", "detail", "health_message", "template_folder", "wholly_untracked"]
 
 #: Paths listed per detail; the rest are counted in ``morePaths``.
 MAX_PATHS = 20
@@ -96,20 +96,30 @@ def _collapse(rel: str, folders: frozenset[str]) -> str:
     return rel
 
 
-def detail(root: Path, reason: str, paths: Iterable[str] = (), *, untracked_dirs: Iterable[str] = (),
-           limits: Limits | None = None, sizes: tuple[int, int] | None = None) -> HealthDetail:
+def wholly_untracked(folder: str, untracked_dirs: frozenset[str]) -> bool:
+    """Whether ``folder`` (``dir/``) holds nothing git tracks: it or a parent is one of git's collapsed
+    untracked folders (``git status --untracked-files=normal``)."""
+    parts = folder.rstrip("/").split("/")
+    return any("/".join(parts[:i]) + "/" in untracked_dirs for i in range(1, len(parts) + 1))
+
+
+def detail(root: Path, reason: str, paths: Iterable[str] = (), *, untracked: Iterable[str] = (),
+           untracked_dirs: Iterable[str] = (), limits: Limits | None = None,
+           sizes: tuple[int, int] | None = None) -> HealthDetail:
     """The ``HealthDetail`` of ``reason`` about ``paths`` (relative POSIX, as git prints them).
 
-    Paths inside a template folder become that folder; others inside one of ``untracked_dirs`` (git's
-    collapsed untracked folders, ``dir/``) become it. ``sizes`` is ``(files, bytes)`` of the local changes,
-    with ``limits``, for ``local-changes-over-limit``."""
+    An ``untracked`` path inside a template folder that git tracks nothing in (:func:`wholly_untracked`
+    by ``untracked_dirs``, git's collapsed untracked folders ``dir/``) becomes that folder, with the
+    .gitignore advice; other paths inside one of ``untracked_dirs`` become it. ``sizes`` is
+    ``(files, bytes)`` of the local changes, with ``limits``, for ``local-changes-over-limit``."""
     folders = frozenset(untracked_dirs)
+    untracked_set = frozenset(untracked)
     shown: dict[str, None] = {}
     kinds: dict[str, str] = {}
     cache: dict[str, bool] = {}
     for rel in paths:
-        found = template_folder(root, rel, cache)
-        if found is not None:
+        found = template_folder(root, rel, cache) if rel in untracked_set else None
+        if found is not None and wholly_untracked(found[0], folders):
             kinds[found[0]] = found[1]
             shown[found[0]] = None
         else:

@@ -161,3 +161,13 @@ async def test_paths_go_through_the_redactor(repo_factory) -> None:
     health = await repo_health(root, Limits())
     assert health.details[0].paths == [f"{SECRET_MARK}.txt"]
     assert canary not in dump(health) + blocked_message(health)
+
+
+async def test_a_tracked_build_folder_gets_no_gitignore_advice(repo_factory) -> None:
+    # `src/build/` holds tracked sources: a changed or new file there is not "an untracked build folder".
+    root = repo_factory({**FILES, "src/build/config.ts": "export {};\n"})
+    (root / "src/build/config.ts").write_text("export const x = 1;\n")
+    (root / "src/build/new.ts").write_text("export {};\n")
+    [d] = (await repo_health(root, Limits())).details
+    assert d.paths == ["src/build/config.ts", "src/build/new.ts"]
+    assert ".gitignore" not in d.fix and d.fix.startswith("commit or stash them")
