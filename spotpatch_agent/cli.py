@@ -1,4 +1,4 @@
-"""Entry points: ``spotpatch-agent serve | run | demo | checks suggest | schema`` (docs/design.md §1, §3).
+"""Entry points: ``spotpatch-agent serve | run | demo | doctor | checks suggest | schema`` (docs/design.md §1, §3).
 
 ``serve`` speaks the protocol on stdin/stdout; fd 1 is reserved for frames before anything else runs, so
 a stray ``print``, a C-level write or a child process can only reach stderr. ``run`` drives one job from
@@ -6,7 +6,9 @@ the terminal; ``demo`` runs a real job on the bundled demo app (offline with a s
 ``demo --serve`` serves that app with ``vite dev``, the plugin and the page overlay until Ctrl-C.
 ``checks suggest`` prints a proposed checks config (never runs or writes anything). What ``run``, ``demo``
 and ``checks suggest`` print passes through :func:`~spotpatch_agent.terminal.inert` (control characters shown).
-``schema`` prints the protocol's JSON Schema (``--markdown``: the method reference of docs/protocol.md).
+``schema`` prints the protocol's JSON Schema (``--markdown``: the method reference of docs/protocol.md;
+``--config``: the JSON Schema of ``spotpatch.config.json``). ``doctor`` checks the set-up (git, the engine,
+the project's health, the config, each provider's key variable and reachability) and prints a checklist.
 """
 
 from __future__ import annotations
@@ -66,6 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--suggest", action="store_true",
                      help="when the job fails because the model cannot call tools and the config turns the "
                           "suggestion lane on, print a read-only draft suggestion (it changes nothing)")
+    run.add_argument("--include-local-changes", action="store_true",
+                     help="start the job from your staged, unstaged and untracked changes (the consent the page "
+                          "asks for; without it a working tree with local changes runs no job)")
+    run.add_argument("--json", action="store_true",
+                     help="print one JSON object for scripts on stdout (progress goes to stderr); see "
+                          "docs/configuration.md, The CLI")
     demo = sub.add_parser("demo", help="run a real job on the bundled demo Vite app (offline without OPENAI_API_KEY)")
     demo.add_argument("--keep", action="store_true", help="keep the temporary demo project")
     demo.add_argument("--api", choices=("chat", "responses"), default="chat",
@@ -76,18 +84,30 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--port", type=_port, default=5173,
                       help="with --serve: the dev server's port on 127.0.0.1 (default 5173, the next free one if taken; "
                            "0: any free port)")
+    doctor = sub.add_parser("doctor", help="check the set-up (git, the engine, the project's health, the config, "
+                                           "each provider's key variable and reachability) and print the fixes")
+    doctor.add_argument("--project", type=Path, default=Path("."), help="the project's git top level (default: .)")
+    doctor.add_argument("--config", type=Path, help="trusted config (default: <project>/spotpatch.config.json)")
+    doctor.add_argument("--no-probe", action="store_true", help="do not contact the providers (no probe)")
+    doctor.add_argument("--probe-timeout", type=_seconds, default=None, metavar="SECONDS",
+                        help="longest wait for one provider's probe (default 30)")
+    doctor.add_argument("--json", action="store_true", help="print {ok, exitCode, items} as JSON instead")
     checks = sub.add_parser("checks", help="project checks: 'checks suggest' proposes a config to paste")
     checks_sub = checks.add_subparsers(dest="checks_command", required=True)
     suggest = checks_sub.add_parser("suggest", help="print a proposed {\"checks\": [...]} from package.json scripts "
                                                     "and tsconfig.json (runs nothing, writes nothing)")
     suggest.add_argument("--root", type=Path, default=Path("."), help="the project directory (default: .)")
     schema = sub.add_parser("schema", help="print the protocol's JSON Schema (protocol/spotpatch.schema.json)")
-    schema.add_argument("--markdown", action="store_true",
-                        help="print the generated method reference of docs/protocol.md instead")
+    schema_kind = schema.add_mutually_exclusive_group()
+    schema_kind.add_argument("--markdown", action="store_true",
+                             help="print the generated method reference of docs/protocol.md instead")
+    schema_kind.add_argument("--config", action="store_true",
+                             help="print the JSON Schema of spotpatch.config.json instead "
+                                  "(protocol/spotpatch.config.schema.json)")
     args = parser.parse_args(argv)
 
     if args.command == "schema":
-        return print_schema(markdown=args.markdown)
+        return print_schema(markdown=args.markdown, config=args.config)
     if args.command == "serve":
         return serve(max_frame_bytes=args.max_frame_bytes)
     from spotpatch_agent.terminal import inert_terminal
@@ -102,6 +122,11 @@ def main(argv: list[str] | None = None) -> int:
             from spotpatch_agent.run_cli import run_command
 
             return run_command(args)
+        if args.command == "doctor":
+            from spotpatch_agent.doctor import DEFAULT_PROBE_TIMEOUT, doctor_command
+
+            return doctor_command(args.project, args.config, probe=not args.no_probe, as_json=args.json,
+                                  timeout=args.probe_timeout or DEFAULT_PROBE_TIMEOUT)
         if args.serve:
             if args.keep:
                 parser.error("--keep does not apply to demo --serve (its temp project is removed on exit)")
@@ -136,6 +161,17 @@ def _port(text: str) -> int:
     if not text.isascii() or not text.isdigit() or int(text) > 65535:
         raise argparse.ArgumentTypeError("must be a port number, 0..65535")
     return int(text)
+
+
+def _seconds(text: str) -> float:
+    """``--probe-timeout``: a number of seconds, 1 to 600."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be a number of seconds") from None
+    if not 1 <= value <= 600:
+        raise argparse.ArgumentTypeError("must be between 1 and 600 seconds")
+    return value
 
 
 def _frame_bytes(text: str) -> int:
@@ -219,10 +255,15 @@ def serve(max_frame_bytes: int | None = None) -> int:
     return server.serve()
 
 
-def print_schema(*, markdown: bool = False) -> int:
+def print_schema(*, markdown: bool = False, config: bool = False) -> int:
     """``schema``: print the protocol JSON Schema, or with ``markdown`` the generated method reference of
-    docs/protocol.md (docs/design.md §3). Imports the protocol package only (pydantic), never the engine."""
-    if markdown:
+    docs/protocol.md (docs/design.md §3), or with ``config`` the JSON Schema of ``spotpatch.config.json``.
+    Imports the protocol package only (pydantic), never the engine."""
+    if config:
+        from spotpatch_agent.protocol.config_schema import render_config_schema
+
+        text = render_config_schema()
+    elif markdown:
         from spotpatch_agent.protocol.docgen import render_method_reference
 
         text = render_method_reference()

@@ -2,8 +2,10 @@
 
 Every target's location is checked first (``prompt/render``'s warnings, printed to stderr): exit 2 when the
 project is not a git repository or no target has a usable location. Without a usable provider it prints the
-v1 prompt (the text ``prompt/render`` returns) and how to configure one, and exits 3. Exit 0 only when the
-job reached ``awaiting-review`` (and, with ``--apply``, was applied).
+v1 prompt (the text ``prompt/render`` returns) and how to configure one, and exits 3. The repository's health
+is shown as the page shows it (reasons, paths, fixes); a blocked tree, or local changes without
+``--include-local-changes``, exits 1 before any job. Exit 0 only when the job reached ``awaiting-review``
+(and, with ``--apply``, was applied). ``--json`` prints one object for scripts (:func:`run_report`).
 """
 
 from __future__ import annotations
@@ -151,7 +153,48 @@ spotpatch.config.json at the project root (see docs/configuration.md), for examp
 and set the key variable it names (here OPENAI_API_KEY) in the environment."""
 
 
+def format_health(health: Any) -> list[str]:
+    """The page's health display as terminal lines (``RepoHealth``): the state, then each reason with its
+    paths and its fix (docs/configuration.md "Repository health"). Empty for a clean tree."""
+    if health.state == "clean":
+        return []
+    if health.state == "blocked":
+        lines = ["Repository: blocked — SpotPatch cannot start a job in this repository:"]
+    else:
+        c = health.counts
+        lines = [f"Repository: local changes ({c.staged} staged, {c.unstaged} unstaged, {c.untracked} untracked):"]
+    for d in health.details:
+        where = ", ".join(d.paths) + (f" (+{d.more_paths} more)" if d.more_paths else "")
+        lines.append(f"  - {d.reason}" + (f": {where}" if where else ""))
+        lines.append(f"    fix: {d.fix}")
+    return lines
+
+
 def run_command(args: argparse.Namespace) -> int:
+    """``run``; with ``--json`` one JSON object (:func:`run_report`) on stdout and the progress on stderr."""
+    if not args.json:
+        return _run(args, sys.stdout, {})
+    report: dict[str, Any] = {}
+    try:
+        code = _run(args, sys.stderr, report)
+    except SystemExit as exc:  # a usage error, already explained on stderr
+        code = exc.code if isinstance(exc.code, int) else 2
+        report.setdefault("outcome", "usage-error")
+    sys.stdout.write(json.dumps(run_report(code, report), ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+    return code
+
+
+def run_report(code: int, report: dict[str, Any]) -> dict[str, Any]:
+    """The ``run --json`` object (docs/configuration.md "The CLI"): ``{exitCode, outcome, health, job, diff,
+    error, prompt, suggestion}``, every key present (``null`` when it does not apply)."""
+    out = {"exitCode": code, "outcome": None, "health": None, "job": None, "diff": None, "error": None,
+           "prompt": None, "suggestion": None}
+    out.update(report)
+    return out
+
+
+def _run(args: argparse.Namespace, out: TextIO, report: dict[str, Any]) -> int:
     from spotpatch_agent.engine.service import EngineService
     from spotpatch_agent.protocol.models import PromptRenderParams
     from spotpatch_agent.worktree.repo import locate
@@ -159,11 +202,12 @@ def run_command(args: argparse.Namespace) -> int:
     project = args.project.resolve()
     config = load_config(project, args.config)
     annotation = build_annotation(args.target, args.instruction)
-    service = EngineService(send_event=print_event(sys.stdout))
+    service = EngineService(send_event=print_event(out))
     model_id = args.model or next((m.id for p in config.providers for m in p.models), None)
 
     async def main() -> int:
         if await locate(project) is None:
+            report["outcome"] = "not-a-git-repository"
             print(f"spotpatch-agent run: {project.name or project} is not a git repository (SpotPatch works on a "
                   "git repository: run `git init` and commit first)", file=sys.stderr)
             return 2
@@ -173,26 +217,59 @@ def run_command(args: argparse.Namespace) -> int:
                 banner = sandbox_banner((await service.session_get()).checks_sandbox)
                 if banner:
                     print(banner, file=sys.stderr, flush=True)
-                    print(banner, flush=True)
+                    if out is not sys.stderr:
+                        print(banner, file=out, flush=True)
                 rendered = await service.prompt_render(PromptRenderParams(annotation=annotation))
                 for warning in rendered.warnings or ():
                     print(f"spotpatch-agent run: {warning.message}", file=sys.stderr)
                 if rendered.warnings and len(rendered.warnings) == len(annotation.targets):
+                    report["outcome"] = "no-usable-target"
                     print("spotpatch-agent run: no target has a usable source location; nothing to do.", file=sys.stderr)
                     return 2
                 if model_id is None or not service.ai_enabled():
-                    print(rendered.text)
+                    report.update(outcome="no-provider", prompt=rendered.text)
+                    if out is sys.stdout:
+                        print(rendered.text)
                     print(provider_help(config, args.config or project / CONFIG_FILE), file=sys.stderr)
                     return 3
-                params = JobCreateParams(annotation=annotation, model_profile_id=model_id, apply_mode="review")
-                return await drive_job(service, params, apply=args.apply, revert=False, out=sys.stdout,
+                health = await service.health()
+                report["health"] = health.dump()
+                if not health_allows(health, include_local_changes=args.include_local_changes, report=report):
+                    return 1
+                params = JobCreateParams(annotation=annotation, model_profile_id=model_id, apply_mode="review",
+                                         local_changes_consent=args.include_local_changes or None)
+                return await drive_job(service, params, apply=args.apply, revert=False, out=out, report=report,
                                        suggest=getattr(args, "suggest", False),
                                        lane_on=config.suggestions.enabled)
             except SpotPatchError as exc:  # caught here, before the task group wraps it in a group
+                report.update(outcome="engine-error", error={"code": exc.code.value, "message": exc.message})
                 print(f"spotpatch-agent: {exc.code.value}: {exc.message}", file=sys.stderr)
                 return 1
 
     return anyio.run(main)
+
+
+def health_allows(health: Any, *, include_local_changes: bool, report: dict[str, Any]) -> bool:
+    """Print the health display to stderr; whether a job may start (blocked never; local changes only with
+    ``--include-local-changes``). Records the refusal in ``report``."""
+    for line in format_health(health):
+        print(line, file=sys.stderr)
+    if health.state == "blocked":
+        report["outcome"] = "repo-blocked"
+        print("spotpatch-agent run: no job ran (REPO_BLOCKED): apply the fixes above, then run again; "
+              "`spotpatch-agent doctor --project DIR` checks the whole set-up.", file=sys.stderr)
+        return False
+    if health.state == "consent-required" and not include_local_changes:
+        report["outcome"] = "consent-required"
+        print("spotpatch-agent run: no job ran (CONSENT_REQUIRED): commit or stash these changes, or run again "
+              "with --include-local-changes to start the job from them (the parts the job reads are sent to "
+              "the provider; the diff holds only the agent's change). docs/configuration.md \u201cThe CLI\u201d.",
+              file=sys.stderr)
+        return False
+    if health.state == "consent-required":
+        print("Including your local changes (--include-local-changes): the job starts from them; the diff holds "
+              "only the agent's change.", file=sys.stderr)
+    return True
 
 
 def provider_help(config: TrustedConfig, file: Path) -> str:
@@ -205,24 +282,31 @@ def provider_help(config: TrustedConfig, file: Path) -> str:
 
 
 async def drive_job(service: Any, params: JobCreateParams, *, apply: bool, revert: bool, out: TextIO,
-                    suggest: bool = False, lane_on: bool = False) -> int:
+                    report: dict[str, Any] | None = None, suggest: bool = False, lane_on: bool = False) -> int:
     """Create the job, wait for it, print its diff; optionally apply (and revert). Returns an exit code.
+    ``report`` (``run --json``) receives the outcome, the final job snapshot, the diff and the error.
 
     A job that failed because its model cannot call tools: with ``suggest`` and ``lane_on`` (the trusted
-    config's ``suggestions.enabled``) the read-only suggestion lane's draft is printed (``job/suggest``);
-    otherwise a hint says how to ask for it. The exit code stays 1."""
+    config's ``suggestions.enabled``) the read-only suggestion lane's draft is printed (``job/suggest``) and
+    put in the report's ``suggestion``; otherwise a hint says how to ask for it. The exit code stays 1."""
     from spotpatch_agent.protocol.models import JobIdParams
 
+    report = {} if report is None else report
     snapshot = await service.job_create(params)
     ids = JobIdParams(job_id=snapshot.job_id)
     await service.wait_job(snapshot.job_id)
     snapshot = await service.job_get(ids)
+    report.update(outcome=snapshot.status, job=snapshot.dump())
     if snapshot.status != "awaiting-review":
         err = snapshot.error
+        if err:
+            report["error"] = {"code": err.code, "message": err.message}
         print(f"Job {snapshot.status}: {err.code + ': ' + err.message if err else snapshot.message}", file=out)
         if err is not None and err.code == "MODEL_TOOL_CALL_UNSUPPORTED":
             if suggest and lane_on:
-                print(format_suggestion((await service.job_suggest(ids)).dump()), file=out)
+                suggestion = (await service.job_suggest(ids)).dump()
+                report["suggestion"] = suggestion
+                print(format_suggestion(suggestion), file=out)
             elif suggest:
                 print("The suggestion lane is off: set \"suggestions\": {\"enabled\": true} in the config to "
                       "ask this model for a read-only draft.", file=out)
@@ -231,14 +315,17 @@ async def drive_job(service: Any, params: JobCreateParams, *, apply: bool, rever
                       "(it changes nothing).", file=out)
         return 1
     diff = await service.job_diff(ids)
+    report["diff"] = diff.dump()
     print("\n--- the agent's diff (against the job's baseline) ---", file=out)
     print(diff.diff, file=out, end="" if diff.diff.endswith("\n") else "\n")
     if not apply:
         print("Review it, then re-run with --apply to apply it to the working tree.", file=out)
         return 0
     snapshot = await service.job_apply(ids)
+    report.update(outcome=snapshot.status, job=snapshot.dump())
     print(f"Applied: status {snapshot.status}.", file=out)
     if revert:
         snapshot = await service.job_revert(ids)
+        report.update(outcome=snapshot.status, job=snapshot.dump())
         print(f"Reverted: status {snapshot.status}.", file=out)
     return 0

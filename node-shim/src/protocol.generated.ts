@@ -186,6 +186,19 @@ export interface HealthCounts {
   unstaged: number;
   untracked: number;
 }
+/**
+ * What one health reason is about and how to fix it (docs/configuration.md "Repository health").
+ *
+ * ``reason`` is the code in ``RepoHealth.reasons`` (or ``local-changes`` for a ``consent-required``
+ * tree, which has no reasons); ``paths`` are project-relative POSIX paths (a folder ends with ``/``),
+ * at most 20, redacted; ``morePaths`` counts the ones left out; ``fix`` is one sentence for a person.
+ */
+export interface HealthDetail {
+  fix: string;
+  morePaths: number;
+  paths: string[];
+  reason: string;
+}
 export interface InitializeParams {
   clientInfo?: ClientInfo | null;
   config?: TrustedConfig;
@@ -197,6 +210,7 @@ export interface InitializeParams {
  * The trusted configuration (docs/design.md §12): Vite plugin options or ``spotpatch.config.json``.
  */
 export interface TrustedConfig {
+  $schema?: string | null;
   checks?: CheckConfig[];
   limits?: Limits;
   modes?: Modes;
@@ -484,6 +498,7 @@ export interface ProviderProbeParams {
 }
 export interface RepoHealth {
   counts: HealthCounts;
+  details: HealthDetail[];
   reasons: string[];
   state: "clean" | "consent-required" | "blocked";
 }

@@ -58,7 +58,7 @@ from spotpatch_agent.protocol.models import (
     TrustedConfig,
 )
 from spotpatch_agent.worktree.git import run_git
-from spotpatch_agent.worktree.health import blocked_message, repo_health
+from spotpatch_agent.worktree.health import blocked_message, health_message, repo_health
 from spotpatch_agent.worktree.isolation import sweep_orphans
 from spotpatch_agent.worktree.lock import ProjectWriteLock
 from spotpatch_agent.worktree.pool import POOL_ENV, WorktreePool, pool_mode
@@ -310,14 +310,15 @@ class EngineService:
             health = await repo_health(root, limits)
             if health.state == "blocked":
                 raise SpotPatchError(ErrorCode.REPO_BLOCKED,
-                                     "The repository cannot host a job now: " + await blocked_message(root, health.reasons))
+                                     "The repository cannot host a job now: " + blocked_message(health))
             if health.state == "consent-required" and not includes_local_changes(
                     params.apply_mode, params.trusted_fast_mode_consent, params.local_changes_consent):
                 raise SpotPatchError(
                     ErrorCode.CONSENT_REQUIRED,
-                    "The working tree has local changes (staged {staged}, unstaged {unstaged}, untracked {untracked}); "
-                    "commit or stash them, or pass localChangesConsent: true to include them in the job "
-                    "(docs/design.md §8 include-local-changes).".format(**health.counts.dump()),
+                    "The working tree has local changes (staged {staged}, unstaged {unstaged}, untracked {untracked}): "
+                    .format(**health.counts.dump()) + health_message(health)
+                    + " In job/create, localChangesConsent: true includes them (docs/configuration.md "
+                    "\u201cRepository health\u201d).",
                 )
             head = (await run_git(["rev-parse", "--verify", "HEAD^{commit}"], cwd=root)).stdout.decode().strip()
             from spotpatch_agent.engine.job import Job

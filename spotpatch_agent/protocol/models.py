@@ -204,6 +204,9 @@ class TrustedConfig(InModel):
     sandbox: Literal["required", "warn"] = "required"
     #: The read-only suggestion lane for models that cannot call tools (off by default).
     suggestions: Suggestions = Field(default_factory=Suggestions)
+    #: The ``"$schema"`` line of ``spotpatch.config.json`` (editors complete and validate the file with
+    #: protocol/spotpatch.config.schema.json); accepted in the file and in ``initialize``, and ignored.
+    json_schema: str | None = Field(default=None, alias="$schema", max_length=2048)
 
     @model_validator(mode="after")
     def _unique_ids(self) -> TrustedConfig:
@@ -488,10 +491,25 @@ class HealthCounts(WireModel):
     conflicted: int = 0
 
 
+class HealthDetail(WireModel):
+    """What one health reason is about and how to fix it (docs/configuration.md "Repository health").
+
+    ``reason`` is the code in ``RepoHealth.reasons`` (or ``local-changes`` for a ``consent-required``
+    tree, which has no reasons); ``paths`` are project-relative POSIX paths (a folder ends with ``/``),
+    at most 20, redacted; ``morePaths`` counts the ones left out; ``fix`` is one sentence for a person."""
+
+    reason: str
+    paths: list[str] = Field(default_factory=list)
+    more_paths: int = 0
+    fix: str
+
+
 class RepoHealth(WireModel):
     state: Literal["clean", "consent-required", "blocked"]
     reasons: list[str] = Field(default_factory=list)
     counts: HealthCounts = Field(default_factory=HealthCounts)
+    #: One entry per reason, in the same order (one ``local-changes`` entry when ``consent-required``).
+    details: list[HealthDetail] = Field(default_factory=list)
 
 
 # ---------------------------------------------------------------- events (§3)

@@ -15,11 +15,13 @@ from pathlib import Path
 import anyio
 
 from spotpatch_agent.errors import GitError
-from spotpatch_agent.protocol.models import HealthCounts, Limits, RepoHealth
+from spotpatch_agent.protocol.models import HealthCounts, HealthDetail, Limits, RepoHealth
 from spotpatch_agent.worktree.git import run_git
+from spotpatch_agent.worktree.health_details import LOCAL_CHANGES, detail, health_message, template_folder
 from spotpatch_agent.worktree.repo import RepoLayout, locate, operation_reasons, resolve_head, same_path
 
-__all__ = ["repo_health", "read_status", "LocalStatus", "blocked_message", "hidden_non_regular", "over_limits"]
+__all__ = ["repo_health", "read_status", "LocalStatus", "blocked_message", "hidden_non_regular", "over_limits",
+           "health_message"]
 
 #: Mode git reports for a symbolic link.
 _SYMLINK_MODE = "120000"
@@ -33,7 +35,7 @@ class LocalStatus:
     submodules excluded), ``untracked`` every untracked path (a nested repository shows as
     ``dir/``), ``submodules`` every submodule with a changed commit or content, ``symlinks`` every
     changed path whose working-tree entry is a symbolic link, ``ignored_dirs`` the ignored
-    directories (``dir/``; only when asked for).
+    directories (``dir/``; only when asked for), ``conflicted`` the unmerged paths.
     """
 
     counts: HealthCounts = field(default_factory=HealthCounts)
@@ -42,6 +44,7 @@ class LocalStatus:
     submodules: list[str] = field(default_factory=list)
     symlinks: list[str] = field(default_factory=list)
     ignored_dirs: list[str] = field(default_factory=list)
+    conflicted: list[str] = field(default_factory=list)
 
     @property
     def dirty(self) -> bool:
@@ -91,6 +94,7 @@ def _parse_status(raw: bytes) -> LocalStatus:
             # u XY sub m1 m2 m3 mW h1 h2 h3 path
             parts = entry.split(" ", 10)
             out.counts.conflicted += 1
+            out.conflicted.append(parts[-1])
             _add_changed(out, parts[-1], parts[2], parts[6])
     return out
 
@@ -107,7 +111,7 @@ def _add_changed(out: LocalStatus, path: str, sub: str, worktree_mode: str) -> N
 async def repo_health(root: Path, limits: Limits) -> RepoHealth:
     """The health of the repository whose top level must be ``root`` (docs/design.md §8).
 
-    Returns ``RepoHealth{state, reasons, counts}``:
+    Returns ``RepoHealth{state, reasons, counts, details}``:
 
     - ``blocked`` with one or more stable reasons — ``not-a-git-repository``, ``not-top-level``,
       ``head-unresolvable`` (unborn, or naming a missing ref or object), ``merge-in-progress``,
@@ -122,61 +126,93 @@ async def repo_health(root: Path, limits: Limits) -> RepoHealth:
       submodule counts too; its state never enters a worktree);
     - ``clean`` otherwise.
 
-    ``counts`` are entries of ``git status`` (a path staged and unstaged counts in both). Never
+    ``counts`` are entries of ``git status`` (a path staged and unstaged counts in both).
+    ``details`` has one ``HealthDetail{reason, paths, morePaths, fix}`` per reason, in order (one
+    ``local-changes`` detail when ``consent-required``): the relative paths the reason is about, untracked
+    ones shown as their untracked folder (``.venv/``), and the fix (:mod:`.health_details`). Never
     writes. Raises :class:`~spotpatch_agent.errors.GitError` only when git itself misbehaves on
     a repository it did recognise.
     """
     layout = await locate(root)
     if layout is None:
-        return RepoHealth(state="blocked", reasons=["not-a-git-repository"])
+        return _blocked(root, {"not-a-git-repository": []})
     if not same_path(layout.toplevel, root):
-        return RepoHealth(state="blocked", reasons=["not-top-level"])
-    reasons: list[str] = []
+        return _blocked(root, {"not-top-level": []})
+    found: dict[str, list[str]] = {}  # reason → the relative paths it is about, in order of discovery
     head = await resolve_head(root)
     if head is None:
-        reasons.append("head-unresolvable")
-    reasons.extend(operation_reasons(layout))
+        found["head-unresolvable"] = []
+    for reason in operation_reasons(layout):
+        found[reason] = [_lock_name(root, layout)] if reason == "index-locked" else []
     try:
         status = await read_status(root, ignored=True)
     except GitError:
         if head is None:  # e.g. HEAD holds the id of a missing object: git status itself refuses
-            return RepoHealth(state="blocked", reasons=reasons)
+            return _blocked(root, found)
         raise
     if status.counts.conflicted:
-        reasons.append("conflicts")
-    reasons.extend(_untracked_reasons(root, status.untracked))
-    if await hidden_non_regular(root, status.ignored_dirs):
-        reasons.append("untracked-not-regular")
+        found["conflicts"] = status.conflicted
+    for reason, paths in _untracked_reasons(root, status.untracked).items():
+        found.setdefault(reason, []).extend(paths)
+    hidden = await hidden_non_regular(root, status.ignored_dirs)
+    if hidden:
+        found.setdefault("untracked-not-regular", []).extend(hidden)
     if status.symlinks:
-        reasons.append("local-symlink")
+        found["local-symlink"] = status.symlinks
     if over_limits(root, status, limits):
-        reasons.append("local-changes-over-limit")
-    if reasons:
-        state = "blocked"
-    elif status.dirty:
-        state = "consent-required"
-    else:
-        state = "clean"
-    return RepoHealth(state=state, reasons=list(dict.fromkeys(reasons)), counts=status.counts)
+        found["local-changes-over-limit"] = [*status.changed, *status.untracked]
+    if found:
+        return await _blocked_with_folders(root, found, status, limits)
+    if status.dirty:
+        cache: dict[str, bool] = {}
+        folders = await _untracked_dirs(root) if any(
+            template_folder(root, rel, cache) for rel in status.untracked) else []
+        changes = detail(root, LOCAL_CHANGES, [*status.changed, *status.submodules, *status.untracked],
+                         untracked=status.untracked, untracked_dirs=folders)
+        return RepoHealth(state="consent-required", counts=status.counts, details=[changes])
+    return RepoHealth(state="clean", counts=status.counts)
 
 
-async def blocked_message(root: Path, reasons: list[str]) -> str:
-    """A one-line explanation of blocked ``reasons`` for an error message (relative paths only).
+def _blocked(root: Path, found: dict[str, list[str]], counts: HealthCounts | None = None,
+             details: list[HealthDetail] | None = None) -> RepoHealth:
+    details = details if details is not None else [detail(root, reason, paths) for reason, paths in found.items()]
+    return RepoHealth(state="blocked", reasons=list(found), counts=counts or HealthCounts(), details=details)
 
-    ``index-locked`` names the lock file relative to ``root`` (``.git/index.lock``) and says how to
-    resolve it; SpotPatch never deletes the lock (another git process may hold it). docs/design.md §8.
-    """
-    parts = []
-    for reason in reasons:
-        if reason == "index-locked":
-            layout = await locate(root)
-            lock = _lock_name(root, layout) if layout is not None else "index.lock"
-            reason = (
-                f"index-locked ({lock} exists: another git process is running or one crashed; "
-                "remove it by hand once no git process runs)"
-            )
-        parts.append(reason)
-    return ", ".join(parts)
+
+_FOLDER_REASONS = ("untracked-symlink", "untracked-not-regular", "local-changes-over-limit")
+
+
+async def _blocked_with_folders(root: Path, found: dict[str, list[str]], status: LocalStatus,
+                                limits: Limits) -> RepoHealth:
+    """Blocked health whose untracked paths are shown as git's untracked folders (``dir/``): one more
+    read-only ``git status --untracked-files=normal`` (:func:`_untracked_dirs`), run only when a reason
+    lists untracked paths. A ``consent-required`` tree pays it only when an untracked path lies in a
+    virtualenv, ``node_modules`` or build folder."""
+    folders = await _untracked_dirs(root) if any(reason in found for reason in _FOLDER_REASONS) else []
+    sizes = _local_size(root, status) if "local-changes-over-limit" in found else None
+    details = [detail(root, reason, paths, untracked=status.untracked, untracked_dirs=folders, limits=limits,
+                      sizes=sizes) for reason, paths in found.items()]
+    return _blocked(root, found, status.counts, details)
+
+
+async def _untracked_dirs(root: Path) -> list[str]:
+    """git's collapsed untracked folders (``dir/``: nothing in them is tracked), from a read-only
+    ``git status --untracked-files=normal``; empty if git fails (paths are then shown one by one)."""
+    result = await run_git(["status", "--porcelain=v2", "-z", "--untracked-files=normal"], cwd=root,
+                           check=False, read_only=True)
+    if result.returncode != 0:
+        return []
+    return [f[2:].decode("utf-8", "surrogateescape") for f in result.stdout.split(b"\0")
+            if f.startswith(b"? ") and f.endswith(b"/")]
+
+
+def blocked_message(health: RepoHealth) -> str:
+    """A one-line explanation of a blocked ``health`` for an error message (relative paths only): each
+    reason with its paths and fix (:func:`~spotpatch_agent.worktree.health_details.health_message`).
+
+    ``index-locked`` names the lock file relative to the root (``.git/index.lock``); SpotPatch never
+    deletes the lock (another git process may hold it). docs/design.md §8."""
+    return health_message(health)
 
 
 def _lock_name(root: Path, layout: RepoLayout) -> str:
@@ -231,18 +267,34 @@ def _walk_non_regular(root: Path, skip: set[str]) -> list[str]:
     return found
 
 
-def _untracked_reasons(root: Path, untracked: list[str]) -> list[str]:
-    reasons: list[str] = []
+def _untracked_reasons(root: Path, untracked: list[str]) -> dict[str, list[str]]:
+    """``untracked-symlink`` / ``untracked-not-regular`` → the untracked paths behind each."""
+    reasons: dict[str, list[str]] = {}
     for rel in untracked:
         try:
             st = os.lstat(root / rel.rstrip("/"))
         except OSError:
             continue  # vanished since status ran; the next check will see the new state
         if stat.S_ISLNK(st.st_mode):
-            reasons.append("untracked-symlink")
+            reasons.setdefault("untracked-symlink", []).append(rel)
         elif not stat.S_ISREG(st.st_mode):
-            reasons.append("untracked-not-regular")
+            reasons.setdefault("untracked-not-regular", []).append(rel)
     return reasons
+
+
+def _local_size(root: Path, status: LocalStatus) -> tuple[int, int]:
+    """``(paths, bytes)`` of the local changes: changed plus untracked paths, and the bytes of their
+    regular working-tree files (the measure of :func:`over_limits`)."""
+    paths = set(status.changed) | set(status.untracked)
+    total = 0
+    for rel in paths:
+        try:
+            st = os.lstat(root / rel.rstrip("/"))
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            total += st.st_size
+    return len(paths), total
 
 
 def over_limits(root: Path, status: LocalStatus, limits: Limits) -> bool:

@@ -43,7 +43,7 @@ from spotpatch_agent.process import kill_processes_inside
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import FileStat, Limits, RepoHealth
 from spotpatch_agent.worktree.git import run_git, sanitize
-from spotpatch_agent.worktree.health import blocked_message, repo_health
+from spotpatch_agent.worktree.health import blocked_message, health_message, repo_health
 from spotpatch_agent.worktree.refs import head_is, read_git_dir
 from spotpatch_agent.worktree.repo import locate, resolve_head, same_path
 from spotpatch_agent.worktree.snapshot import (
@@ -165,15 +165,15 @@ async def _add_detached(root: Path, path: Path, head: str) -> None:
 async def _check_health(root: Path, health: RepoHealth, include_local_changes: bool) -> None:
     if health.state == "blocked":
         raise SpotPatchError(
-            ErrorCode.REPO_BLOCKED, "the repository cannot be isolated: " + await blocked_message(root, health.reasons)
+            ErrorCode.REPO_BLOCKED, "the repository cannot be isolated: " + blocked_message(health)
         )
     if health.state == "consent-required" and not include_local_changes:
         c = health.counts
         raise SpotPatchError(
             ErrorCode.CONSENT_REQUIRED,
             "the working tree has local changes "
-            f"({c.staged} staged, {c.unstaged} unstaged, {c.untracked} untracked); "
-            "commit or stash them, or pass localChangesConsent: true to include them in the job",
+            f"({c.staged} staged, {c.unstaged} unstaged, {c.untracked} untracked): " + health_message(health)
+            + " In job/create, localChangesConsent: true includes them.",
         )
 
 

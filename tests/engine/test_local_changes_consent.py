@@ -62,7 +62,15 @@ def test_consent_job_diff_is_only_the_agent_increment_and_apply_revert_keep_loca
             assert eng.call("health/get", {})["state"] == "consent-required"
             refused = eng.request("job/create", {"annotation": annotation(), "modelProfileId": "m1"})
             assert refused["error"]["data"]["code"] == "CONSENT_REQUIRED"
-            assert "localChangesConsent" in refused["error"]["message"]
+            assert "localChangesConsent: true" in refused["error"]["message"]
+            # issue 20: the message names the paths and the real ways to include them, never an absolute path
+            assert (f"local-changes ({UNTRACKED}, {TOUCHED}, {STAGED}): commit or stash them"
+                    in refused["error"]["message"])
+            assert "spotpatch-agent run --include-local-changes" in refused["error"]["message"]
+            assert str(project) not in refused["error"]["message"]
+            health = eng.call("health/get", {})
+            assert health["details"] == [{"reason": "local-changes", "paths": [UNTRACKED, TOUCHED, STAGED],
+                                          "morePaths": 0, "fix": health["details"][0]["fix"]}]
             before = user_state(project)
 
             snap = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1",
@@ -93,3 +101,26 @@ def test_consent_job_diff_is_only_the_agent_increment_and_apply_revert_keep_loca
             eng.stop()
     assert canary not in eng.all_output()
     assert str(project) not in eng.all_output()
+
+
+def test_repo_blocked_names_the_untracked_virtualenv_and_the_fix(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    project = make_demo_project(tmp_path / "demo-app")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--symlinks", str(project / ".venv")],
+                   check=True, capture_output=True, timeout=120)
+    canary = "sk-canary-" + secrets.token_hex(16)
+    with ScriptedProviderServer([]) as server:
+        eng = start_engine(canary)
+        try:
+            eng.initialize(project, config_for(server))
+            refused = eng.request("job/create", {"annotation": annotation(), "modelProfileId": "m1",
+                                                 "localChangesConsent": True})
+        finally:
+            eng.stop()
+    assert refused["error"]["data"]["code"] == "REPO_BLOCKED"
+    message = refused["error"]["message"]
+    assert ("untracked-symlink (.venv/): `.venv/` is an untracked folder with symlinks (a Python virtualenv): "
+            "add it to .gitignore.") in message
+    assert str(tmp_path) not in message and "DESIGN.md" not in message

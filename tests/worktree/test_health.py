@@ -300,8 +300,9 @@ async def test_index_lock_is_named_and_never_deleted(repo_factory) -> None:
     lock.write_bytes(b"held by another git process")
     health = await repo_health(root, Limits())
     assert (health.state, health.reasons) == ("blocked", ["index-locked"])
-    message = await blocked_message(root, health.reasons)
-    assert message.startswith("index-locked (.git/index.lock exists")
+    message = blocked_message(health)
+    assert message.startswith("index-locked (.git/index.lock): .git/index.lock exists: another git process")
+    assert health.details[0].paths == [".git/index.lock"] and "remove it by hand" in health.details[0].fix
     assert str(root) not in message
     with pytest.raises(SpotPatchError) as info:
         await create_worktree(root, "job-1", include_local_changes=True)

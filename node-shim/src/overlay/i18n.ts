@@ -84,6 +84,9 @@ const en = {
   "health.coveredByTrusted": "Trusted-auto's consent covers your local changes.",
   "health.blocked": "SpotPatch cannot start a job in this repository:",
   "health.unknown": "Repository state unknown: {message}",
+  "health.paths": "Paths:",
+  "health.morePaths": " and {n} more",
+  "health.fix": "Fix:",
 
   "sandbox.heading": "Checks:",
   "sandbox.confined": "run in a sandbox ({mechanism}): no network, writes only in the job's own copy.",
@@ -292,6 +295,9 @@ const zh: Record<MessageKey, string> = {
   "health.coveredByTrusted": "信任自动模式的同意已包含你的本地改动。",
   "health.blocked": "SpotPatch 无法在此仓库中启动任务：",
   "health.unknown": "仓库状态未知：{message}",
+  "health.paths": "路径：",
+  "health.morePaths": "，另有 {n} 个",
+  "health.fix": "解决方法：",
 
   "sandbox.heading": "检查：",
   "sandbox.confined": "在沙箱中运行（{mechanism}）：无网络，只能写入任务自己的副本。",

@@ -5,7 +5,7 @@
  */
 import { useEffect, useRef } from "preact/hooks";
 
-import type { ApplyMode } from "../../protocol.generated.js";
+import type { ApplyMode, HealthDetail } from "../../protocol.generated.js";
 import { hasKey } from "../i18n.js";
 import type { Controller } from "./controller.js";
 import { ChecksSandboxNote } from "./Sandbox.js";
@@ -289,6 +289,9 @@ function Health({ ctl }: { ctl: Controller }) {
     return (
       <div class="sp-note sp-warn" role="status">
         <p>{t("health.consent", { ...health.counts })}</p>
+        {(health.details ?? []).map((detail) => (
+          <HealthDetailView key={detail.reason} ctl={ctl} detail={detail} />
+        ))}
         {state.applyMode === "trusted-auto" ? (
           <p class="sp-muted">{t("health.coveredByTrusted")}</p>
         ) : (
@@ -310,9 +313,41 @@ function Health({ ctl }: { ctl: Controller }) {
       <ul>
         {health.reasons.map((reason) => {
           const key = `reason.${reason}`;
-          return <li key={reason}>{hasKey(key) ? t(key) : reason}</li>;
+          const detail = health.details?.find((d) => d.reason === reason);
+          return (
+            <li key={reason}>
+              {hasKey(key) ? t(key) : reason}
+              {detail && <HealthDetailView ctl={ctl} detail={detail} />}
+            </li>
+          );
         })}
       </ul>
+    </div>
+  );
+}
+
+/** What one health reason is about: its project-relative paths (at most 20 from the engine, the rest
+ * counted) and the engine's fix, both as text (docs/configuration.md "Repository health"). */
+function HealthDetailView({ ctl, detail }: { ctl: Controller; detail: HealthDetail }) {
+  const { t } = ctl;
+  return (
+    <div class="sp-health-detail">
+      {detail.paths.length > 0 && (
+        <p>
+          <span class="sp-label">{t("health.paths")} </span>
+          {detail.paths.map((p, i) => (
+            <span key={p}>
+              {i > 0 && ", "}
+              <span class="sp-code">{p}</span>
+            </span>
+          ))}
+          {detail.morePaths > 0 && <span>{t("health.morePaths", { n: detail.morePaths })}</span>}
+        </p>
+      )}
+      <p>
+        <span class="sp-label">{t("health.fix")} </span>
+        {detail.fix}
+      </p>
     </div>
   );
 }

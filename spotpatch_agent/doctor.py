@@ -1,0 +1,266 @@
+"""``spotpatch-agent doctor``: is this set-up ready for a job? A checklist with the fix for each item.
+
+Items, in order (docs/configuration.md "spotpatch-agent doctor"):
+
+- ``git`` (required): ``git --version`` runs;
+- ``engine``: this engine's version and Python (informational, always passes);
+- ``project`` (required): the project is a git top level and not ``blocked`` — the health display of
+  ``run`` (reasons, paths, fixes); local changes are a warning (``run`` then needs
+  ``--include-local-changes``);
+- ``config`` (required): ``spotpatch.config.json`` (or ``--config``) is valid JSON matching
+  ``TrustedConfig`` — the errors are listed by location, never with the values; an absent file is a warning;
+- ``providers`` (required): at least one provider is configured;
+- ``key:<providerId>`` (required): the provider's ``apiKeyEnv`` variable is set — the name only, never
+  the value;
+- ``probe:<modelProfileId>`` (required unless ``--no-probe``): the provider's first model answers the
+  capability probe (``provider/probe``: the model listing, then one forced tool round trip) within
+  ``--probe-timeout`` seconds; skipped when its key is unset.
+
+Exit 0 when every required item passes, 1 otherwise. ``--json`` prints ``{ok, exitCode, items}`` instead.
+Everything shown goes through the redactor (provider messages can quote what a server answered).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+
+from spotpatch_agent import __version__
+from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
+
+__all__ = ["Item", "run_doctor", "checklist", "DEFAULT_PROBE_TIMEOUT"]
+
+#: Seconds allowed for one provider's whole probe (listing and both turns) unless ``--probe-timeout``.
+DEFAULT_PROBE_TIMEOUT = 30.0
+CONFIG_FILE = "spotpatch.config.json"
+_MARKS = {"pass": "\u2713", "fail": "\u2717", "warn": "!", "skip": "-"}
+_CONFIG_ERRORS = 20
+
+Status = Literal["pass", "fail", "warn", "skip"]
+
+
+@dataclass
+class Item:
+    """One checklist line: ``status`` ``pass`` / ``fail`` / ``warn`` / ``skip``; a ``required`` item that does
+    not pass makes the exit code 1. ``lines`` are indented sub-lines (health details, config errors)."""
+
+    id: str
+    title: str
+    status: Status
+    required: bool
+    detail: str
+    fix: str | None = None
+    lines: list[str] = field(default_factory=list)
+    data: dict[str, Any] | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.required and self.status == "fail"
+
+
+def _clean(text: str) -> str:
+    return shorten_paths(REDACTOR(text))
+
+
+def check_git() -> Item:
+    try:
+        res = subprocess.run(["git", "--version"], capture_output=True, text=True, timeout=10,
+                             stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Item("git", "git", "fail", True, f"git does not run ({type(exc).__name__})",
+                    "install git and make sure it is on PATH (SpotPatch runs every job in a git worktree).")
+    if res.returncode != 0 or not res.stdout.startswith("git version"):
+        return Item("git", "git", "fail", True, f"`git --version` exited {res.returncode}",
+                    "repair the git installation (`git --version` must work).")
+    return Item("git", "git", "pass", True, res.stdout.strip())
+
+
+def check_engine() -> Item:
+    where = " in a virtualenv" if sys.prefix != sys.base_prefix else ""
+    return Item("engine", "engine", "pass", False,
+                f"spotpatch-agent {__version__}, Python {platform.python_version()}{where}")
+
+
+def load_config_file(file: Path, explicit: bool) -> tuple[Any, Item]:
+    """``(TrustedConfig or None, the config item)``."""
+    from pydantic import ValidationError
+
+    from spotpatch_agent.protocol.models import TrustedConfig
+
+    name = str(file) if explicit else file.name
+    if not file.exists():
+        if explicit:
+            return None, Item("config", "config", "fail", True, f"{name} does not exist",
+                              "give --config the path of an existing file.")
+        return TrustedConfig(), Item(
+            "config", "config", "warn", True, f"no {CONFIG_FILE} at the project root: defaults, no provider",
+            f"create {CONFIG_FILE} (docs/configuration.md; `spotpatch-agent schema --config` prints its schema), "
+            "or give the Vite plugin its options.")
+    try:
+        raw = json.loads(file.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return None, Item("config", "config", "fail", True, f"{name} is not readable JSON: {_clean(str(exc))}",
+                          "fix the JSON syntax (an editor using the file's \"$schema\" shows where).")
+    try:
+        config = TrustedConfig.model_validate(raw)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False, include_input=False)
+        lines = [f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: {_clean(e['msg'])}"
+                 for e in errors[:_CONFIG_ERRORS]]
+        if len(errors) > _CONFIG_ERRORS:
+            lines.append(f"+{len(errors) - _CONFIG_ERRORS} more")
+        return None, Item("config", "config", "fail", True, f"{name} is not a valid SpotPatch config "
+                          f"({len(errors)} error{'s' if len(errors) != 1 else ''})",
+                          "fix the keys listed (docs/configuration.md; unknown keys are errors).", lines)
+    return config, Item("config", "config", "pass", True,
+                        f"{name} is valid ({len(config.providers)} provider(s), {len(config.checks)} check(s))")
+
+
+async def check_project(project: Path, config: Any) -> Item:
+    from spotpatch_agent.protocol.models import Limits
+    from spotpatch_agent.run_cli import format_health
+    from spotpatch_agent.worktree.health import repo_health
+
+    health = await repo_health(project, config.limits if config is not None else Limits())
+    lines = [line[2:] for line in format_health(health)[1:]]  # "- reason: paths", "  fix: …"
+    data = health.dump()
+    if health.state == "clean":
+        return Item("project", "project health", "pass", True, "clean: a job can start", data=data)
+    if health.state == "consent-required":
+        c = health.counts
+        return Item("project", "project health", "warn", True,
+                    f"local changes ({c.staged} staged, {c.unstaged} unstaged, {c.untracked} untracked)",
+                    "commit or stash them, or let jobs include them (the page's box, "
+                    "`spotpatch-agent run --include-local-changes`).", lines, data)
+    return Item("project", "project health", "fail", True, "blocked: " + ", ".join(health.reasons),
+                None, lines, data)  # each reason's fix is in its lines
+
+
+def check_keys(config: Any) -> list[Item]:
+    if config is None:
+        return []
+    if not config.providers:
+        return [Item("providers", "providers", "fail", True, "no provider is configured: jobs cannot run "
+                     "(the page offers Copy prompt only)",
+                     f"add a provider to {CONFIG_FILE} (docs/configuration.md, Providers).")]
+    items = []
+    for p in config.providers:
+        if os.environ.get(p.api_key_env):
+            items.append(Item(f"key:{p.id}", f"provider {p.id} key", "pass", True, f"{p.api_key_env} is set"))
+        else:
+            items.append(Item(f"key:{p.id}", f"provider {p.id} key", "fail", True, f"{p.api_key_env} is not set",
+                              f"set {p.api_key_env} in the environment of the shell that runs Vite or "
+                              "`spotpatch-agent run` (never in the config file)."))
+    return items
+
+
+async def check_probes(config: Any, *, probe: bool, timeout: float) -> list[Item]:
+    if config is None:
+        return []
+    items = []
+    for p in config.providers:
+        if not p.models:
+            continue
+        model = p.models[0]
+        item_id, title = f"probe:{model.id}", f"provider {p.id} probe ({model.id})"
+        if not probe:
+            items.append(Item(item_id, title, "skip", False, "skipped (--no-probe)"))
+        elif not os.environ.get(p.api_key_env):
+            items.append(Item(item_id, title, "skip", False, f"skipped: {p.api_key_env} is not set"))
+        else:
+            items.append(await _probe(p, model, item_id, title, timeout))
+    return items
+
+
+async def _probe(provider: Any, model: Any, item_id: str, title: str, timeout: float) -> Item:
+    from spotpatch_agent.engine.service import make_adapter
+    from spotpatch_agent.errors import SpotPatchError
+    from spotpatch_agent.provider.probe import run_probe
+
+    key = os.environ.get(provider.api_key_env) or None
+    REDACTOR.add_secret(key)
+    adapter = make_adapter(provider)
+    started = anyio.current_time()
+    try:
+        with anyio.fail_after(timeout + 5):  # run_probe bounds itself; this only guards its clean-up
+            outcome = await run_probe(adapter, model=model.model, base_url=provider.base_url, api_key=key,
+                                      headers=provider.headers, timeout=timeout,
+                                      max_output_tokens=model.output_cap)
+        ok, message, code = outcome.tool_calling, outcome.message, outcome.code
+    except SpotPatchError as exc:
+        ok, message, code = False, exc.message, exc.code
+    except TimeoutError:
+        ok, message, code = False, f"no answer within {timeout:g} s", None
+    finally:
+        with anyio.CancelScope(shield=True):
+            await adapter.aclose()
+    ms = int((anyio.current_time() - started) * 1000)
+    text = _clean(message)[:500]
+    if ok:
+        return Item(item_id, title, "pass", True, f"reachable, tool calling works ({ms} ms)")
+    prefix = f"{code.value}: " if code is not None else ""
+    return Item(item_id, title, "fail", True, f"{prefix}{text} ({ms} ms)",
+                "check baseUrl, the key and the model name (docs/configuration.md, Probe and inline proof); "
+                "--no-probe skips this check.")
+
+
+def run_doctor(project: Path, config_path: Path | None, *, probe: bool = True,
+               timeout: float = DEFAULT_PROBE_TIMEOUT) -> list[Item]:
+    """Every checklist item for ``project`` (see the module docstring), in order."""
+    from spotpatch_agent.worktree.repo import locate
+
+    items = [check_git(), check_engine()]
+    config, config_item = load_config_file(config_path or project / CONFIG_FILE, config_path is not None)
+
+    async def main() -> list[Item]:
+        found: list[Item] = []
+        if items[0].status == "pass":
+            if await locate(project) is None:
+                found.append(Item("project", "project health", "fail", True,
+                                  f"{project.name or 'the folder'} is not a git repository",
+                                  "run `git init` and make a first commit in the project folder."))
+            else:
+                found.append(await check_project(project, config))
+        found.append(config_item)
+        found.extend(check_keys(config))
+        found.extend(await check_probes(config, probe=probe, timeout=timeout))
+        return found
+
+    return items + anyio.run(main)
+
+
+def checklist(items: list[Item]) -> str:
+    """The checklist as text: ``✓ title: detail`` per item, its sub-lines and ``fix:`` indented, then the verdict."""
+    out = []
+    for item in items:
+        out.append(f"{_MARKS[item.status]} {item.title}: {item.detail}")
+        out.extend(f"    {line}" for line in item.lines)
+        if item.fix and item.status in ("fail", "warn"):
+            out.append(f"    fix: {item.fix}")
+    failed = [i for i in items if i.failed]
+    out.append(f"\n{len(failed)} required item(s) failed: " + ", ".join(i.title for i in failed) if failed
+               else "\nReady: every required item passed.")
+    return "\n".join(out) + "\n"
+
+
+def doctor_command(project: Path, config_path: Path | None, *, probe: bool, timeout: float, as_json: bool) -> int:
+    """``doctor``: print the checklist (or ``{ok, exitCode, items}`` with ``as_json``); 0 when every
+    required item passed, else 1."""
+    items = run_doctor(project.resolve(), config_path, probe=probe, timeout=timeout)
+    code = 1 if any(i.failed for i in items) else 0
+    if as_json:
+        body = {"ok": code == 0, "exitCode": code, "items": [
+            {k: v for k, v in asdict(i).items() if v is not None} for i in items]}
+        sys.stdout.write(json.dumps(body, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(checklist(items))
+    sys.stdout.flush()
+    return code
