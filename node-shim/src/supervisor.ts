@@ -9,11 +9,18 @@
  */
 
 import { EngineProcess, type EngineCommand, type EngineLogger } from "./engine.js";
+import type { EngineLocation } from "./engine-locate.js";
 import type { PageMethod, PageParams, PageResult, ServerErrorCode } from "./client.js";
 import type { ErrorInfo, JobEventNotification, JobSnapshot, JobStatus, TrustedConfig } from "./protocol.generated.js";
 
 export interface SupervisorOptions {
   command: EngineCommand;
+  /**
+   * Finds the engine before each start (src/engine-locate.ts), so an engine installed while the dev
+   * server runs is found by the next request; its `problem` fails the start with that message. Without
+   * it `command` is run as it is.
+   */
+  locate?: () => EngineLocation;
   projectRoot: string;
   config: TrustedConfig;
   logger: EngineLogger;
@@ -134,8 +141,10 @@ export class EngineSupervisor {
     let engine: EngineProcess | undefined;
     let diedEarly = false;
     try {
+      const location = this.options.locate?.();
+      if (location?.problem) throw new Error(location.problem);
       engine = await EngineProcess.start({
-        command: this.options.command,
+        command: location?.command ?? this.options.command,
         projectRoot: this.options.projectRoot,
         config: this.options.config,
         logger,
