@@ -5,43 +5,18 @@
 // and the plugin's dependencies come from npm's cache when they are there: --prefer-offline).
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 
-import { NODE_SHIM } from "./support.mjs";
-
-const NPM = process.platform === "win32" ? "npm.cmd" : "npm";
-
-/** The files of node-shim/ a fresh clone has (tracked, plus new files not ignored), as paths relative to it. */
-export function checkoutFiles() {
-  return execFileSync("git", ["ls-files", "--cached", "--others", "--exclude-standard", "-z", "."], { cwd: NODE_SHIM, encoding: "utf8" })
-    .split("\0")
-    .filter((file) => file && existsSync(path.join(NODE_SHIM, file)));
-}
-
-/** `npm pack` of a fresh copy of node-shim/ (its node_modules linked, no dist/); returns the tarball's path. */
-export function packFreshCheckout(dir) {
-  const copy = path.join(dir, "node-shim");
-  for (const file of checkoutFiles()) {
-    mkdirSync(path.dirname(path.join(copy, file)), { recursive: true });
-    cpSync(path.join(NODE_SHIM, file), path.join(copy, file));
-  }
-  assert.equal(existsSync(path.join(copy, "dist")), false, "the copy starts without dist/");
-  symlinkSync(path.join(NODE_SHIM, "node_modules"), path.join(copy, "node_modules"), "dir");
-  const out = path.join(dir, "packed");
-  mkdirSync(out);
-  execFileSync(NPM, ["pack", "--pack-destination", out, "--loglevel=error"], { cwd: copy, stdio: ["ignore", "ignore", "pipe"] });
-  const [tarball] = readdirSync(out);
-  return path.join(out, tarball);
-}
+import { NPM, packFreshCheckout } from "./pack-support.mjs";
 
 test("npm pack of a fresh checkout builds the plugin; the tarball installs into a new project and imports", async (t) => {
   const dir = realpathSync(mkdtempSync(path.join(tmpdir(), "spotpatch-pack-")));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   let started = Date.now();
-  const tarball = packFreshCheckout(dir);
+  const tarball = await packFreshCheckout(dir);
   t.diagnostic(`npm pack (with its build): ${Date.now() - started} ms`);
   assert.match(path.basename(tarball), /^vite-plugin-spotpatch-\d+\.\d+\.\d+\.tgz$/);
 

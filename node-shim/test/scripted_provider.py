@@ -9,6 +9,7 @@ reaches EOF. SCRIPT is one of:
   plain       — test/apps/plain: the Save button's background in style.css becomes blue (#2563eb)
   vue-ts      — create-vite's vue-ts template: HelloWorld.vue's counter reads "Clicks: {{ count }}"
   svelte-ts   — create-vite's svelte-ts template: Counter.svelte's button reads "Clicks: {count}"
+  react-ts    — create-vite's react-ts template: App.tsx's counter button reads "Clicks: {count}"
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ APP_EDITS = {
     "plain": ("style.css", "  background: #e5e7eb;\n  color: #111827;", "  background: #2563eb;\n  color: #ffffff;", "The Save button is blue."),
     "vue-ts": ("src/components/HelloWorld.vue", "      Count is {{ count }}", "      Clicks: {{ count }}", "The counter says Clicks."),
     "svelte-ts": ("src/lib/Counter.svelte", "  Count is {count}", "  Clicks: {count}", "The counter says Clicks."),
+    "react-ts": ("src/App.tsx", "          Count is {count}", "          Clicks: {count}", "The counter says Clicks."),
 }
 
 SCRIPTS = {
