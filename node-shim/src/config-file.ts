@@ -1,6 +1,6 @@
 /**
  * `spotpatch.config.json` at the project root (the git top level): one trusted configuration for
- * `spotpatch-agent run` and this plugin (docs/configuration.md "One file for run and the Vite plugin").
+ * `spotpatch-agent run` and this plugin (docs/node-shim.md "One configuration").
  *
  * The rule: the file's top-level keys (`providers`, `checks`, `limits`, `modes`, `sandbox`) are the
  * base; each of those keys given in `spotpatch(options)` replaces the file's value of that key as a
