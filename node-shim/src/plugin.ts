@@ -23,7 +23,7 @@ import path from "node:path";
 import { version as importedViteVersion, type Plugin, type ResolvedConfig, type ViteDevServer } from "vite";
 
 import { mergeConfig, readConfigFile } from "./config-file.js";
-import { locateEngine, type EngineLocation } from "./engine-locate.js";
+import { locateEngine } from "./engine-locate.js";
 import { createEndpoints, type Endpoints } from "./http.js";
 import { accessPolicy, type AccessPolicy } from "./guard.js";
 import { clientModuleGuard } from "./module-guard.js";
@@ -54,18 +54,14 @@ class DevInstance {
   readonly overlay: OverlayOptions | false;
   private closing: Promise<void> | undefined;
 
-  /** Where the engine is (or what was tried), looked up again before each engine start. */
-  readonly locate: () => EngineLocation;
-
   constructor(config: ResolvedConfig, options: ResolvedOptions, projectRoot: string, trusted: ResolvedOptions["config"]) {
     this.overlay = options.overlay && { ...options.overlay, projectKey: projectKey(projectRoot) };
     this.policy = accessPolicy(config.server, options.allowRemoteAccess);
     const { commandSource } = options;
     const given = commandSource === "default" ? undefined : { command: options.command, source: commandSource };
-    this.locate = () => locateEngine({ given, root: config.root, projectRoot });
     this.supervisor = new EngineSupervisor({
       command: engineCommand(options.command, config.root),
-      locate: this.locate,
+      locate: () => locateEngine({ given, root: config.root, projectRoot }),
       projectRoot,
       config: trusted,
       logger: config.logger,
@@ -141,8 +137,7 @@ export function spotpatchServer(options: ResolvedOptions, locateRoot: { root?: s
       } else {
         // The engine is not started before the page asks; only looked up (file-system checks), so a
         // missing engine is said at start, in the words the page will show.
-        const { problem } = instance.locate();
-        if (problem) config.logger.error(`[spotpatch] ${problem}`);
+        instance.supervisor.checkEngine(); // logs the problem, if any, once
       }
     },
 

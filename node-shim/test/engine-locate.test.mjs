@@ -108,9 +108,9 @@ async function withoutEngineOnPath(t) {
   });
 }
 
-test("dev server without an engine: starts at once, one Vite error line names what was tried, nothing spawned; the page says the same", async (t) => {
+test("dev server without an engine: starts at once, one Vite error line names what was tried, nothing spawned; the page says the same; an engine installed meanwhile is found", async (t) => {
   await withoutEngineOnPath(t);
-  const project = makeDemoProject(t);
+  const project = makeDemoProject(t, { edit: (root) => writeFileSync(path.join(root, ".gitignore"), "node_modules\n.venv\n") });
   const started = Date.now();
   const { url, logger } = await startDevServer(t, project, { options: { command: undefined } });
   const startMs = Date.now() - started;
@@ -137,6 +137,21 @@ test("dev server without an engine: starts at once, one Vite error line names wh
   await page.waitForSelector(HOST, { state: "attached", timeout: 15_000 });
   await page.getByRole("button", { name: "SpotPatch", exact: true }).click();
   await panelOf(page).getByText(`SpotPatch could not reach the engine: ${message}`).waitFor({ timeout: 15_000 });
+
+  // A set-up problem, not a crash: every request keeps saying it (no ENGINE_FAILED after "restarts"),
+  // and the log still has the one line.
+  for (let i = 0; i < 6; i += 1) {
+    const again = await client.health().then(() => null, (e) => e);
+    assert.deepEqual([again?.code, again?.message], ["ENGINE_UNAVAILABLE", message]);
+  }
+  assert.equal(logger.lines.filter((l) => l.msg.includes("SpotPatch engine not found")).length, 1, logger.text());
+
+  // The engine installed into the project's .venv while Vite runs: the next request finds and starts it.
+  mkdirSync(path.join(project.root, ".venv", "bin"), { recursive: true });
+  symlinkSync(AGENT, path.join(project.root, ".venv", "bin", "spotpatch-agent"));
+  assert.equal((await client.health()).state, "clean");
+  const [engine] = await engineProcesses();
+  assert.match(engine.args, /\.venv\/bin\/spotpatch-agent serve$/);
 });
 
 test("dev server with the engine in the project's .venv (gitignored) and no command option: found and used", async (t) => {
