@@ -1,7 +1,9 @@
 /**
  * `spotpatch:server` (docs/design.md §15): dev server only (`apply: 'serve'`). Per dev-server instance it
- * makes a session token, mounts the `/__spotpatch/` endpoints, injects the page's code, owns the engine
- * process through an `EngineSupervisor`, and tears it all down when the instance closes.
+ * reads `spotpatch.config.json` under the options (src/config-file.ts), looks the engine up and says at
+ * once when it is missing (src/engine-locate.ts), makes a session token, mounts the `/__spotpatch/`
+ * endpoints, injects the page's code, owns the engine process through an `EngineSupervisor`, and tears
+ * it all down when the instance closes.
  *
  * The page's code is three virtual modules: `virtual:spotpatch/client` (the typed client, the only
  * place the token is delivered), `virtual:spotpatch/loader` (the overlay's small page-load part,
@@ -109,7 +111,7 @@ export function spotpatchServer(options: ResolvedOptions, locateRoot: { root?: s
         const root = gitTopLevel(config.root);
         projectRoots.set(config, root);
         locateRoot.root = root;
-        // spotpatch.config.json under the options (docs/configuration.md); an invalid file fails the start.
+        // spotpatch.config.json under the options (docs/node-shim.md "One configuration"); an invalid file fails the start.
         trustedConfigs.set(config, mergeConfig(options.config, readConfigFile(root)));
       },
     },
