@@ -13,7 +13,7 @@ import type { OverlayOptions } from "./overlay/types.js";
 import type { TrustedConfig } from "./protocol.generated.js";
 import { describeErrors, validatorFor } from "./schema.js";
 
-export interface SpotPatchOptions extends TrustedConfig {
+export interface SpotPatchOptions extends Omit<TrustedConfig, "$schema"> {
   /**
    * The engine to run, without a shell. A string is one executable started with `serve`
    * (`".venv/bin/spotpatch-agent"`); an array is the whole argv (`["uvx", "spotpatch-agent", "serve"]`).
