@@ -7,17 +7,18 @@
 
 import path from "node:path";
 
+import { TRUSTED_KEYS } from "./config-file.js";
 import type { EngineCommand } from "./engine.js";
 import type { OverlayOptions } from "./overlay/types.js";
 import type { TrustedConfig } from "./protocol.generated.js";
 import { describeErrors, validatorFor } from "./schema.js";
 
-export interface SpotPatchOptions extends TrustedConfig {
+export interface SpotPatchOptions extends Omit<TrustedConfig, "$schema"> {
   /**
    * The engine to run, without a shell. A string is one executable started with `serve`
    * (`".venv/bin/spotpatch-agent"`); an array is the whole argv (`["uvx", "spotpatch-agent", "serve"]`).
    * A relative path containing a slash is resolved against Vite's `root`. Default: `spotpatch-agent serve`
-   * from `PATH`. Conflicts with `python`.
+   * from `PATH`, else from the project's `.venv/` or `venv/` (src/engine-locate.ts). Conflicts with `python`.
    */
   command?: string | readonly string[];
   /** A Python interpreter with spotpatch-agent installed: runs `<python> -m spotpatch_agent serve`. */
@@ -51,13 +52,15 @@ export type ResolvedOverlay = Omit<OverlayOptions, "projectKey">;
 export interface ResolvedOptions {
   /** The argv; a relative `file` is resolved by `engineCommand`. */
   command: EngineCommand;
+  /** Which option gave `command`, or `"default"` (then `locateEngine` searches PATH and the virtualenvs). */
+  commandSource: "command" | "python" | "default";
+  /** The trusted keys given as options (the plugin merges them over spotpatch.config.json, src/config-file.ts). */
   config: TrustedConfig;
   allowRemoteAccess: boolean;
   /** `false`: API only, no overlay. */
   overlay: ResolvedOverlay | false;
 }
 
-const TRUSTED_KEYS = ["providers", "checks", "limits", "modes", "sandbox", "suggestions"] as const;
 const OWN_KEYS = ["command", "python", "allowRemoteAccess", "overlay"] as const;
 
 export const DEFAULT_OVERLAY: ResolvedOverlay = { shortcut: "Alt+Shift+S", launcher: "bottom-right" };
@@ -79,12 +82,17 @@ export function resolveOptions(options: SpotPatchOptions = {}): ResolvedOptions 
 
   if (options.command !== undefined && options.python !== undefined) problems.push("give either command or python, not both");
   let command: EngineCommand = { file: "spotpatch-agent", args: ["serve"] };
-  if (typeof options.command === "string" && options.command) command = { file: options.command, args: ["serve"] };
-  else if (Array.isArray(options.command) && options.command.length > 0 && options.command.every((a) => typeof a === "string" && a)) {
+  let commandSource: ResolvedOptions["commandSource"] = "default";
+  if (typeof options.command === "string" && options.command) {
+    command = { file: options.command, args: ["serve"] };
+    commandSource = "command";
+  } else if (Array.isArray(options.command) && options.command.length > 0 && options.command.every((a) => typeof a === "string" && a)) {
     command = { file: options.command[0]!, args: options.command.slice(1) };
+    commandSource = "command";
   } else if (options.command !== undefined) problems.push("command must be a non-empty string or array of non-empty strings");
   if (typeof options.python === "string" && options.python) {
     command = { file: options.python, args: ["-m", "spotpatch_agent", "serve"] };
+    commandSource = "python";
   } else if (options.python !== undefined) problems.push("python must be a non-empty string");
   if (options.allowRemoteAccess !== undefined && typeof options.allowRemoteAccess !== "boolean") {
     problems.push("allowRemoteAccess must be a boolean");
@@ -93,7 +101,7 @@ export function resolveOptions(options: SpotPatchOptions = {}): ResolvedOptions 
   const overlay = resolveOverlay(options.overlay, problems);
 
   if (problems.length) throw new Error(`vite-plugin-spotpatch: invalid options: ${problems.join("; ")}.`);
-  return { command, config, allowRemoteAccess: options.allowRemoteAccess === true, overlay };
+  return { command, commandSource, config, allowRemoteAccess: options.allowRemoteAccess === true, overlay };
 }
 
 /** The `overlay` option with defaults filled in; each problem is pushed onto `problems`. */

@@ -1,7 +1,9 @@
 /**
  * `spotpatch:server` (docs/design.md §15): dev server only (`apply: 'serve'`). Per dev-server instance it
- * makes a session token, mounts the `/__spotpatch/` endpoints, injects the page's code, owns the engine
- * process through an `EngineSupervisor`, and tears it all down when the instance closes.
+ * reads `spotpatch.config.json` under the options (src/config-file.ts), looks the engine up and says at
+ * once when it is missing (src/engine-locate.ts), makes a session token, mounts the `/__spotpatch/`
+ * endpoints, injects the page's code, owns the engine process through an `EngineSupervisor`, and tears
+ * it all down when the instance closes.
  *
  * The page's code is three virtual modules: `virtual:spotpatch/client` (the typed client, the only
  * place the token is delivered), `virtual:spotpatch/loader` (the overlay's small page-load part,
@@ -22,6 +24,8 @@ import path from "node:path";
 
 import { version as importedViteVersion, type Plugin, type ResolvedConfig, type ViteDevServer } from "vite";
 
+import { mergeConfig, readConfigFile } from "./config-file.js";
+import { locateEngine } from "./engine-locate.js";
 import { createEndpoints, type Endpoints } from "./http.js";
 import { accessPolicy, type AccessPolicy } from "./guard.js";
 import { clientModuleGuard } from "./module-guard.js";
@@ -52,13 +56,16 @@ class DevInstance {
   readonly overlay: OverlayOptions | false;
   private closing: Promise<void> | undefined;
 
-  constructor(config: ResolvedConfig, options: ResolvedOptions, projectRoot: string) {
+  constructor(config: ResolvedConfig, options: ResolvedOptions, projectRoot: string, trusted: ResolvedOptions["config"]) {
     this.overlay = options.overlay && { ...options.overlay, projectKey: projectKey(projectRoot) };
     this.policy = accessPolicy(config.server, options.allowRemoteAccess);
+    const { commandSource } = options;
+    const given = commandSource === "default" ? undefined : { command: options.command, source: commandSource };
     this.supervisor = new EngineSupervisor({
       command: engineCommand(options.command, config.root),
+      locate: () => locateEngine({ given, root: config.root, projectRoot }),
       projectRoot,
-      config: options.config,
+      config: trusted,
       logger: config.logger,
       clientVersion: PACKAGE_VERSION,
     });
@@ -82,6 +89,7 @@ class DevInstance {
  */
 export function spotpatchServer(options: ResolvedOptions, locateRoot: { root?: string }): Plugin {
   const projectRoots = new WeakMap<ResolvedConfig, string>();
+  const trustedConfigs = new WeakMap<ResolvedConfig, ResolvedOptions["config"]>();
   const instances = new WeakMap<ResolvedConfig, DevInstance>();
   let latest: DevInstance | undefined;
   let viteRefusal: string | undefined; // set when the running Vite is one SpotPatch must not run on
@@ -103,6 +111,8 @@ export function spotpatchServer(options: ResolvedOptions, locateRoot: { root?: s
         const root = gitTopLevel(config.root);
         projectRoots.set(config, root);
         locateRoot.root = root;
+        // spotpatch.config.json under the options (docs/node-shim.md "One configuration"); an invalid file fails the start.
+        trustedConfigs.set(config, mergeConfig(options.config, readConfigFile(root)));
       },
     },
 
@@ -114,7 +124,9 @@ export function spotpatchServer(options: ResolvedOptions, locateRoot: { root?: s
         server.middlewares.use(refusedEndpoints(viteRefusal));
         return; // no token, no engine
       }
-      const instance = new DevInstance(config, options, projectRoots.get(config) ?? gitTopLevel(config.root));
+      const root = projectRoots.get(config) ?? gitTopLevel(config.root);
+      const trusted = trustedConfigs.get(config) ?? mergeConfig(options.config, readConfigFile(root));
+      const instance = new DevInstance(config, options, root, trusted);
       instances.set(config, instance);
       latest = instance;
       server.middlewares.use(instance.endpoints.middleware);
@@ -124,6 +136,10 @@ export function spotpatchServer(options: ResolvedOptions, locateRoot: { root?: s
         config.logger.warn(
           `[spotpatch] SpotPatch is off: ${instance.policy.exposure}. Serve on localhost, or opt in with spotpatch({ allowRemoteAccess: true }).`,
         );
+      } else {
+        // The engine is not started before the page asks; only looked up (file-system checks), so a
+        // missing engine is said at start, in the words the page will show.
+        instance.supervisor.checkEngine(); // logs the problem, if any, once
       }
     },
 

@@ -9,11 +9,18 @@
  */
 
 import { EngineProcess, type EngineCommand, type EngineLogger } from "./engine.js";
+import type { EngineLocation } from "./engine-locate.js";
 import type { PageMethod, PageParams, PageResult, ServerErrorCode } from "./client.js";
 import type { ErrorInfo, JobEventNotification, JobSnapshot, JobStatus, TrustedConfig } from "./protocol.generated.js";
 
 export interface SupervisorOptions {
   command: EngineCommand;
+  /**
+   * Finds the engine before each start (src/engine-locate.ts), so an engine installed while the dev
+   * server runs is found by the next request; its `problem` fails the start with that message. Without
+   * it `command` is run as it is.
+   */
+  locate?: () => EngineLocation;
   projectRoot: string;
   config: TrustedConfig;
   logger: EngineLogger;
@@ -53,6 +60,8 @@ export class EngineSupervisor {
   private closed = false;
   private closing: Promise<void> | undefined;
   private wake: (() => void) | undefined;
+  /** The not-found message last logged (logged again only when it changes). */
+  private reportedProblem: string | undefined;
   private readonly jobs = new Map<string, { status: JobStatus; lastSeq: number }>();
   private readonly lost = new Map<string, JobEventNotification[]>();
   private readonly listeners = new Set<Listener>();
@@ -127,15 +136,29 @@ export class EngineSupervisor {
     this.listeners.clear();
   }
 
+  /**
+   * Look the engine up (`locate`) without starting it; a problem is logged once (until it changes or
+   * goes away) and returned. The plugin calls this at dev-server start; each engine start calls it too.
+   */
+  checkEngine(): { command: EngineCommand; problem: string | undefined } {
+    const location = this.options.locate?.() ?? { command: this.options.command, problem: undefined };
+    if (location.problem && location.problem !== this.reportedProblem) this.options.logger.error(`[spotpatch] ${location.problem}`);
+    this.reportedProblem = location.problem;
+    return location;
+  }
+
   private async startEngine(): Promise<EngineProcess> {
     const { logger } = this.options;
+    // A missing engine is a set-up problem, not a crash: no back-off, no restart counted, logged once.
+    const { command, problem } = this.checkEngine();
+    if (problem) throw new EngineUnavailableError("ENGINE_UNAVAILABLE", problem);
     if (this.attempts > 0) await this.backOff();
     this.attempts += 1;
     let engine: EngineProcess | undefined;
     let diedEarly = false;
     try {
       engine = await EngineProcess.start({
-        command: this.options.command,
+        command,
         projectRoot: this.options.projectRoot,
         config: this.options.config,
         logger,

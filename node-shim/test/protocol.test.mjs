@@ -5,7 +5,14 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { GENERATED_PATH, SCHEMA_PATH, UPSTREAM_SCHEMA_PATH, generateProtocolTypes } from "../scripts/gen-protocol.mjs";
+import {
+  CONFIG_SCHEMA_PATH,
+  GENERATED_PATH,
+  SCHEMA_PATH,
+  UPSTREAM_CONFIG_SCHEMA_PATH,
+  UPSTREAM_SCHEMA_PATH,
+  generateProtocolTypes,
+} from "../scripts/gen-protocol.mjs";
 import { PAGE_METHODS } from "../dist/client.js";
 import { SCHEMA, paramsModel, validatorFor } from "../dist/schema.js";
 
@@ -13,6 +20,13 @@ test("src/spotpatch.schema.json is byte-identical to protocol/spotpatch.schema.j
   assert.ok(
     readFileSync(SCHEMA_PATH).equals(readFileSync(UPSTREAM_SCHEMA_PATH)),
     "the schema copy drifted: run `npm run protocol` in node-shim",
+  );
+});
+
+test("spotpatch.config.schema.json (shipped for the config file's $schema line) is byte-identical to protocol/'s", () => {
+  assert.ok(
+    readFileSync(CONFIG_SCHEMA_PATH).equals(readFileSync(UPSTREAM_CONFIG_SCHEMA_PATH)),
+    "the config schema copy drifted: run `npm run protocol` in node-shim",
   );
 });
 

@@ -12,6 +12,7 @@ reaches EOF. SCRIPT is one of:
   suggest     — a model that cannot call tools: a plain-text first turn (the job fails with
                 MODEL_TOOL_CALL_UNSUPPORTED), then a text-only suggestion for the read-only suggestion lane
                 (one citation inside the excerpt, one outside it, and a diff that applies to the excerpt)
+  react-ts    — create-vite's react-ts template: App.tsx's counter button reads "Clicks: {count}"
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ APP_EDITS = {
     "plain": ("style.css", "  background: #e5e7eb;\n  color: #111827;", "  background: #2563eb;\n  color: #ffffff;", "The Save button is blue."),
     "vue-ts": ("src/components/HelloWorld.vue", "      Count is {{ count }}", "      Clicks: {{ count }}", "The counter says Clicks."),
     "svelte-ts": ("src/lib/Counter.svelte", "  Count is {count}", "  Clicks: {count}", "The counter says Clicks."),
+    "react-ts": ("src/App.tsx", "          Count is {count}", "          Clicks: {count}", "The counter says Clicks."),
 }
 
 SUGGESTION = (

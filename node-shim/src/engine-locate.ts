@@ -1,0 +1,124 @@
+/**
+ * Which engine executable the plugin runs (docs/node-shim.md "Finding the engine"), decided without
+ * starting it: the `command` or `python` option when given, else `spotpatch-agent` on `PATH`, else the
+ * project's own virtualenv (`.venv/`, then `venv/`, in Vite's root and then in the project root; `bin/`
+ * and `Scripts/` layouts). Only file-system look-ups (no process), so it runs at every dev-server start
+ * and before every engine start without delaying either.
+ *
+ * When nothing is found the result carries one message naming every place tried and the fix; the Vite
+ * log shows it at start and the page shows it as the engine-unavailable error. It names places relative
+ * to the project root (or by base name), never by absolute path: the page sees it too.
+ */
+
+import { accessSync, constants, statSync } from "node:fs";
+import path from "node:path";
+
+import type { EngineCommand } from "./engine.js";
+
+/** Where the engine comes from: the `command` or `python` option, or found on `PATH` or in a virtualenv. */
+export type EngineSource = "command" | "python" | "path" | "venv";
+
+export interface EngineLocation {
+  /** The argv to run (absolute `file` when found on disk); set even when not found (the default name). */
+  command: EngineCommand;
+  /** Where it came from; undefined when nothing was found. */
+  source: EngineSource | undefined;
+  /** What was tried, in order, as the message names it. */
+  tried: string[];
+  /** Set when no usable executable was found: the whole message (what was tried, how to fix it). */
+  problem: string | undefined;
+}
+
+export interface LocateRequest {
+  /** The `command`/`python` option's argv, or undefined for the default search. */
+  given: { command: EngineCommand; source: "command" | "python" } | undefined;
+  /** Vite's root: a relative `command` is resolved against it, and its virtualenvs are tried first. */
+  root: string;
+  /** The project root (the git top level): its virtualenvs are tried next, and messages name paths relative to it. */
+  projectRoot: string;
+  env?: NodeJS.ProcessEnv;
+  platform?: NodeJS.Platform;
+}
+
+export const ENGINE_NAME = "spotpatch-agent";
+const VENV_DIRS = [".venv", "venv"] as const;
+const INSTALL_HINT =
+  "Install it into the project's virtualenv (python3 -m venv .venv && .venv/bin/pip install <path or git URL of the SpotPatch repository>) " +
+  'or point the plugin at it: spotpatch({ command: "path/to/spotpatch-agent" }) or spotpatch({ python: "path/to/python" }).';
+
+/** The engine to run for `request`; never throws. */
+export function locateEngine(request: LocateRequest): EngineLocation {
+  const env = request.env ?? process.env;
+  const platform = request.platform ?? process.platform;
+  const shown = (file: string) => displayPath(file, request.projectRoot);
+
+  if (request.given) {
+    const { command, source } = request.given;
+    const file = command.file;
+    const isPath = file.includes("/") || file.includes("\\");
+    const resolved = isPath ? path.resolve(request.root, file) : searchPath(file, env, platform);
+    const option = source === "command" ? "command" : "python";
+    if (resolved && isExecutable(resolved, platform)) {
+      return { command: { file: resolved, args: command.args }, source, tried: [shown(resolved)], problem: undefined };
+    }
+    const what = isPath ? `${shown(path.resolve(request.root, file))}` : `"${file}" on PATH`;
+    const problem =
+      `SpotPatch engine not found: the ${option} option names ${what}, which ${isPath ? "is not an executable file" : "is not there"}. ` +
+      `Fix the ${option} option, or remove it to use ${ENGINE_NAME} from PATH or the project's .venv/venv. ${INSTALL_HINT}`;
+    return { command: { file: resolved ?? file, args: command.args }, source: undefined, tried: [what], problem };
+  }
+
+  const tried: string[] = [`${ENGINE_NAME} on PATH`];
+  const onPath = searchPath(ENGINE_NAME, env, platform);
+  if (onPath) return { command: { file: onPath, args: ["serve"] }, source: "path", tried, problem: undefined };
+
+  const roots = [...new Set([request.root, request.projectRoot].map((r) => path.resolve(r)))];
+  for (const root of roots) {
+    for (const venv of VENV_DIRS) {
+      for (const file of venvExecutables(path.join(root, venv))) {
+        tried.push(shown(file));
+        if (isExecutable(file, platform)) {
+          return { command: { file, args: ["serve"] }, source: "venv", tried, problem: undefined };
+        }
+      }
+    }
+  }
+  const problem = `SpotPatch engine not found: tried ${tried.join(", ")}. ${INSTALL_HINT}`;
+  return { command: { file: ENGINE_NAME, args: ["serve"] }, source: undefined, tried, problem };
+}
+
+/** `<venv>/bin/spotpatch-agent` (POSIX layout) and `<venv>/Scripts/spotpatch-agent.exe` (Windows layout). */
+function venvExecutables(venv: string): string[] {
+  return [path.join(venv, "bin", ENGINE_NAME), path.join(venv, "Scripts", `${ENGINE_NAME}.exe`)];
+}
+
+/** The first executable `name` in `env.PATH` (with `PATHEXT` on Windows), or undefined. */
+export function searchPath(name: string, env: NodeJS.ProcessEnv, platform: NodeJS.Platform): string | undefined {
+  const pathValue = env.PATH ?? env.Path ?? "";
+  const extensions = platform === "win32" ? ["", ...(env.PATHEXT ?? ".EXE;.CMD;.BAT;.COM").split(";").filter(Boolean)] : [""];
+  for (const dir of pathValue.split(platform === "win32" ? ";" : path.delimiter)) {
+    if (!dir) continue;
+    for (const ext of extensions) {
+      const file = path.resolve(dir, name + ext);
+      if (isExecutable(file, platform)) return file;
+    }
+  }
+  return undefined;
+}
+
+function isExecutable(file: string, platform: NodeJS.Platform): boolean {
+  try {
+    if (!statSync(file).isFile()) return false;
+    if (platform !== "win32") accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `file` relative to the project root when inside it (`.venv/bin/spotpatch-agent`), else its base name. */
+function displayPath(file: string, projectRoot: string): string {
+  const relative = path.relative(path.resolve(projectRoot), file);
+  if (relative && !relative.startsWith("..") && !path.isAbsolute(relative)) return relative.split(path.sep).join("/");
+  return path.basename(file);
+}

@@ -1,0 +1,115 @@
+// Issue 20, "one configuration" (acceptance 2: config file shared by `run` and the plugin with the
+// override rule): spotpatch.config.json at the project root is the base of the plugin's trusted config;
+// each top-level key given in spotpatch(options) replaces the file's key whole. The file's "$schema" line
+// (the JSON Schema this package ships) is for editors and never reaches the engine. An invalid file stops
+// the dev server's start with an error naming the file and the key. `spotpatch-agent run` reads the same file.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { test } from "node:test";
+import { promisify } from "node:util";
+
+import { Ajv2020 } from "ajv/dist/2020.js";
+
+import { TRUSTED_KEYS, checkConfigFile, mergeConfig } from "../dist/config-file.js";
+import { CONFIG_SCHEMA_PATH } from "../scripts/gen-protocol.mjs";
+import { AGENT, TOUCHED, git, makeDemoProject, pageSession, providerConfig, startDevServer, startProvider } from "./support.mjs";
+
+const SCHEMA_LINE = "./node_modules/vite-plugin-spotpatch/spotpatch.config.schema.json";
+
+const profile = (id, baseUrl = "http://127.0.0.1:9/v1") => ({
+  id,
+  displayName: id,
+  api: "chat",
+  baseUrl,
+  apiKeyEnv: "SPOTPATCH_TEST_PROVIDER_KEY",
+  models: [{ id: `${id}-m`, model: "m", displayName: `${id} model` }],
+});
+
+test("the file's keys are exactly TrustedConfig's keys (no key of the engine's config is missing from the merge)", () => {
+  const schema = JSON.parse(readFileSync(CONFIG_SCHEMA_PATH, "utf8"));
+  const keys = Object.keys(schema.properties).filter((key) => key !== "$schema").sort();
+  assert.deepEqual([...TRUSTED_KEYS].sort(), keys);
+});
+
+test("the override rule: options win key by key over the file (top-level keys, no deep merge)", () => {
+  const file = { providers: [profile("file")], limits: { maxTurns: 5, maxTargets: 3 }, sandbox: "warn" };
+  assert.deepEqual(mergeConfig({}, file), file);
+  assert.deepEqual(mergeConfig({ limits: { maxTurns: 9 } }, file), {
+    providers: [profile("file")],
+    limits: { maxTurns: 9 }, // the file's maxTargets is not kept: the option replaces the whole key
+    sandbox: "warn",
+  });
+  assert.deepEqual(mergeConfig({ providers: [] }, file).providers, [], "an empty list given as an option still wins");
+  assert.deepEqual(mergeConfig({ checks: [] }, undefined), { checks: [] });
+});
+
+test("the file: $schema is dropped; bad keys are named with the file, plugin-only keys say where they belong", () => {
+  assert.deepEqual(checkConfigFile({ $schema: SCHEMA_LINE, sandbox: "warn" }), { sandbox: "warn" });
+  const fails = (value, pattern) => assert.throws(() => checkConfigFile(value), (e) => pattern.test(e.message) && /^vite-plugin-spotpatch: spotpatch\.config\.json \(at the project root\)/.test(e.message));
+  fails({ command: ".venv/bin/spotpatch-agent" }, /"command" is a Vite plugin option: give it in spotpatch\(\{ command: … \}\)/);
+  fails({ provider: [] }, new RegExp(`unknown key "provider" \\(allowed: ${TRUSTED_KEYS.join(", ")}, \\$schema\\)`));
+  fails({ limits: { maxTurnz: 3 } }, /key \/limits: must NOT have additional properties \(maxTurnz\)/);
+  fails({ providers: [{ id: "x" }] }, /key \/providers\/0: must have required property 'displayName'/);
+  fails({ $schema: 3 }, /"\$schema" must be a string/);
+  fails([], /must be a JSON object/);
+});
+
+test("the shipped JSON Schema accepts a documented config file (with its $schema line) and rejects a bad key", () => {
+  const schema = JSON.parse(readFileSync(CONFIG_SCHEMA_PATH, "utf8"));
+  const validate = new Ajv2020({ strict: false, allErrors: true }).compile(schema);
+  assert.equal(validate({ $schema: SCHEMA_LINE, providers: [profile("openai")], limits: { maxTurns: 16 } }), true, JSON.stringify(validate.errors));
+  assert.equal(validate({ providers: [profile("openai")], limitz: {} }), false);
+  const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
+  assert.equal(pkg.name, "vite-plugin-spotpatch", "the $schema line's package folder");
+  assert.ok(pkg.files.includes("spotpatch.config.schema.json"), "shipped in the package");
+});
+
+/** The demo app with `config` committed as spotpatch.config.json at its root. */
+function projectWithConfig(t, config) {
+  return makeDemoProject(t, { edit: (root) => writeFileSync(path.join(root, "spotpatch.config.json"), `${JSON.stringify(config, null, 2)}\n`) });
+}
+
+test("dev server: the file's providers serve the page; a providers option replaces them, other file keys stay", async (t) => {
+  const provider = await startProvider(t, "demo");
+  const fileConfig = { $schema: SCHEMA_LINE, ...providerConfig(provider.baseUrl), limits: { maxTargets: 3 } };
+  const project = projectWithConfig(t, fileConfig);
+
+  const fromFile = await startDevServer(t, project);
+  const { client } = await pageSession(fromFile.url);
+  assert.deepEqual((await client.providers()).providers.map((p) => [p.id, p.available]), [["scripted", true]]);
+  assert.equal((await client.session()).limits.maxTargets, 3, "limits from the file");
+  assert.equal((await client.health()).state, "clean", "the committed config file leaves the tree clean");
+
+  const overridden = await startDevServer(t, project, { options: { providers: [profile("option")] } });
+  const { client: client2 } = await pageSession(overridden.url);
+  assert.deepEqual((await client2.providers()).providers.map((p) => p.id), ["option"]);
+  assert.equal((await client2.session()).limits.maxTargets, 3, "the file's other keys stay");
+});
+
+test("dev server: an invalid spotpatch.config.json fails the start with the file and the key", async (t) => {
+  const project = projectWithConfig(t, { providers: [{ id: "openai", displayName: "OpenAI", api: "chat" }] });
+  await assert.rejects(
+    startDevServer(t, project),
+    /spotpatch\.config\.json \(at the project root\) is not a valid SpotPatch config: key \/providers\/0: must have required property 'baseUrl'/,
+  );
+  writeFileSync(path.join(project.root, "spotpatch.config.json"), "{ providers: [] }");
+  await assert.rejects(startDevServer(t, project), /spotpatch\.config\.json \(at the project root\) is not valid JSON/);
+});
+
+test("spotpatch-agent run reads the same file (with its $schema line): the file's provider makes the job", async (t) => {
+  const provider = await startProvider(t, "demo");
+  const project = projectWithConfig(t, { $schema: SCHEMA_LINE, ...providerConfig(provider.baseUrl) });
+  const { stdout } = await promisify(execFile)(
+    AGENT,
+    [
+      "run", "--project", project.root,
+      "--target", `${TOUCHED}:12:7`, "--instruction", "Make the Save button the primary button (class `btn-primary`).",
+      "--target", `${TOUCHED}:11:7`, "--instruction", "Show the price with two decimals.",
+    ],
+    { encoding: "utf8", timeout: 60_000 },
+  );
+  assert.match(stdout, /\+ {6}<button className="btn btn-primary" onClick=\{onSave\}>Save<\/button>/);
+  assert.equal(git(project.root, "status", "--porcelain"), "", "without --apply nothing is written");
+});
