@@ -31,8 +31,10 @@ MAX_PATCH_PATHS = 20
 #: Tools whose successful call writes a file (the ledger's "first write").
 WRITE_TOOLS = frozenset({"replace_text", "apply_patch"})
 
-# A token that looks like a credential: 24+ characters of key alphabet with letters and digits mixed.
-_SECRET_SHAPE = re.compile(r"[A-Za-z0-9_\-+/=.]{24,}")
+# A token that looks like a credential (:func:`_secret_shaped`): 24+ characters of key alphabet, as one
+# path or name segment, or as a base64-like run with a few "/".
+_SECRET_SEGMENT = re.compile(r"[A-Za-z0-9_\-+=]{24,}")
+_SECRET_SHAPE = re.compile(r"[A-Za-z0-9_\-+/=]{24,}")
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _PATCH_HEADER = re.compile(r"^diff --git a/(\S+) b/(\S+)", re.MULTILINE)
 _SERVED = re.compile(r" \(lines (\d+)-(\d+) of \d+\)$")
@@ -44,13 +46,21 @@ def sha256_text(text: str) -> str:
 
 
 def _secret_shaped(token: str) -> bool:
-    return any(c.isdigit() for c in token) and any(c.isalpha() for c in token) and not token.count("/") > 3
+    """Mixed case with 3+ digits (``ghp_…``, ``sk-…``, base64), or 32+ characters with 6+ digits and 6+
+    letters (hex keys); a long CamelCase name with one digit is not one."""
+    if token.count("/") > 3:
+        return False
+    digits = sum(c.isdigit() for c in token)
+    letters = sum(c.isalpha() for c in token)
+    mixed = any(c.isupper() for c in token) and any(c.islower() for c in token)
+    return (mixed and digits >= 3) or (len(token) >= 32 and digits >= 6 and letters >= 6)
 
 
 def scrub(text: str, limit: int) -> str:
     """``text`` through the redactor, absolute paths shortened, secret-shaped tokens masked, then cut to
     ``limit`` characters (``…`` marks a cut). The order is the one of policy/redact.py: redact, then cut."""
     text = shorten_paths(REDACTOR(text))
+    text = _SECRET_SEGMENT.sub(lambda m: SECRET_MARK if _secret_shaped(m.group(0)) else m.group(0), text)
     text = _SECRET_SHAPE.sub(lambda m: SECRET_MARK if _secret_shaped(m.group(0)) else m.group(0), text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
