@@ -57,7 +57,7 @@ export interface ResolvedOptions {
   overlay: ResolvedOverlay | false;
 }
 
-const TRUSTED_KEYS = ["providers", "checks", "limits", "modes", "sandbox"] as const;
+const TRUSTED_KEYS = ["providers", "checks", "limits", "modes", "sandbox", "audit"] as const;
 const OWN_KEYS = ["command", "python", "allowRemoteAccess", "overlay"] as const;
 
 export const DEFAULT_OVERLAY: ResolvedOverlay = { shortcut: "Alt+Shift+S", launcher: "bottom-right" };
