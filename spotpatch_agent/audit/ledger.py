@@ -3,7 +3,8 @@
 :class:`JobLedger` is ``Job.ledger``. The engine records into it as the job runs: ``job_start`` before the
 loop (engine/job.py), one ``tool_call`` per completed call (engine/loop.py), final ``check`` results and
 ``limit`` hits (engine/job.py), then :meth:`JobLedger.finish` appends ``job_end`` (the derived summary,
-audit/derive.py) and persists the ledger when trusted config asks for it (``audit.persist``).
+audit/derive.py) before the job's last status, and :meth:`JobLedger.flush` persists the ledger after it when
+trusted config asks for it (``audit.persist``), so the disk is never on the job's path.
 After ``job_end`` come ``apply`` / ``revert`` (engine/service.py) and ``suggestion``
 (:meth:`JobLedger.record_suggestion`, the suggestion lane), each appended and persisted at once.
 
@@ -11,8 +12,9 @@ Bounds: :data:`MAX_RECORDS` records up to the end; the next one becomes a single
 keeps counting what is dropped (``dropped``, ``droppedTools``, ``droppedFailed``); ``job_end`` is always
 kept. After ``job_end`` at most :data:`MAX_AFTER_END` more records are kept.
 
-Fail-open: no method raises for a ledger problem and none waits on the disk longer than
-:data:`WRITE_TIMEOUT_SEC`; a failed or late write sets ``auditWriteFailed`` in the summary.
+Fail-open: no method raises for a ledger problem; only :meth:`JobLedger.flush` waits on the disk, after the
+job's last status and at most :data:`WRITE_TIMEOUT_SEC`; a failed or late write sets ``auditWriteFailed`` in
+the summary (and in the in-memory ``job_end``). A record after ``job_end`` is appended with its own fsync.
 """
 
 from __future__ import annotations
@@ -69,6 +71,8 @@ class JobLedger:
         self._after_end = 0
         self._write_failed = False
         self._seq = 0
+        self._flushed = False  # flush() started: later records are appended one by one
+        self._written_seq: int | None = None  # the last record on disk
 
     # ------------------------------------------------------------------ reading
 
@@ -204,28 +208,40 @@ class JobLedger:
 
     # ------------------------------------------------------------------ the end
 
-    async def finish(self, *, outcome: str, error_code: str | None = None) -> None:
-        """Append ``job_end`` (once) and, when persistence is on, write the ledger (append + fsync, then
-        prune to ``keep`` files) in a worker thread, waiting at most :data:`WRITE_TIMEOUT_SEC`. Never raises."""
+    def finish(self, *, outcome: str, error_code: str | None = None) -> None:
+        """Append ``job_end`` (once): the summary derived from the records so far (in memory, no I/O; the
+        job's last status follows it, so ``job/audit`` then always has it). Never raises."""
         if self._end is not None:
             return
         try:
-            before = list(self._records)
-            end = {"type": "job_end", **derive_summary(before, outcome=outcome, error_code=error_code,
+            end = {"type": "job_end", **derive_summary(list(self._records), outcome=outcome, error_code=error_code,
                                                        audit_write_failed=self._write_failed)}
             self._seq += 1
             self._end = {"seq": self._seq, "recordedAtMs": _now_ms(), **end}
             self._records.append(self._end)
-            if self._persist_dir is None:
-                return
-            written = False
-            with anyio.move_on_after(WRITE_TIMEOUT_SEC):
-                written = await anyio.to_thread.run_sync(self._write_all, [dict(r) for r in self._records],
-                                                         abandon_on_cancel=True)
-            if not written:
-                self._mark_failed()
         except Exception:  # noqa: BLE001 - fail-open
             log.exception("audit job_end failed")
+
+    async def flush(self) -> None:
+        """When persistence is on, write every record so far (append + fsync, then prune to ``keep``
+        files) in a worker thread, waiting at most :data:`WRITE_TIMEOUT_SEC`; from then on each later
+        record is appended as it comes. Called after the job's last status (the disk is never on the
+        job's path). A failure or time-out sets ``auditWriteFailed`` (summary and ``job_end``). Never raises."""
+        if self._persist_dir is None or self._flushed or self._end is None:
+            return
+        self._flushed = True
+        try:
+            batch = [dict(r) for r in self._records]
+            written = False
+            with anyio.move_on_after(WRITE_TIMEOUT_SEC):
+                written = await anyio.to_thread.run_sync(self._write_all, batch, abandon_on_cancel=True)
+            if not written:
+                self._mark_failed()
+                return
+            self._written_seq = batch[-1]["seq"]
+            self._persist_after_end()  # what came while the thread wrote (an auto Apply, …)
+        except Exception:  # noqa: BLE001 - fail-open
+            log.exception("audit ledger not written")
             self._mark_failed()
 
     def _mark_failed(self) -> None:
@@ -242,10 +258,16 @@ class JobLedger:
         return ok
 
     def _persist_after_end(self) -> None:
+        """Append the records after the last written one (once the ledger was flushed)."""
         path = self.path
-        if path is None or self._end is None or not self._records or self._records[-1]["seq"] != self._seq:
+        if path is None or not self._flushed or self._write_failed or self._written_seq is None:
             return
-        if not sink.append(path, [self._records[-1]]):
+        pending = [r for r in self._records if r["seq"] > self._written_seq]
+        if not pending:
+            return
+        if sink.append(path, pending):
+            self._written_seq = pending[-1]["seq"]
+        else:
             self._write_failed = True
 
 

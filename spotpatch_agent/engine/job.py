@@ -190,11 +190,12 @@ async def run_job(job: Job, adapter: ProviderAdapter, *, apply: AutoApply | None
             if finish is None:  # the engine is stopping (cancelled from outside the job's own scope)
                 finish = partial(job.set_status, "cancelled", "Cancelled.")
             try:
-                await _end_ledger(job, finish)  # before the terminal status: job/audit then has job_end
+                _end_ledger(job, finish)  # before the last status: job/audit then has job_end
                 pending = finish()
                 if pending is not None:  # the auto modes' Apply (docs/design.md §10): validating → applying → …
                     await pending
             finally:
+                await job.ledger.flush()  # the JSONL (audit.persist), after the last status; never raises
                 job.done.set()
 
 
@@ -213,7 +214,7 @@ def limit_name(message: str) -> str:
     return "other"
 
 
-async def _end_ledger(job: Job, finish: Callable[[], Awaitable[None] | None]) -> None:
+def _end_ledger(job: Job, finish: Callable[[], Awaitable[None] | None]) -> None:
     """``job_end`` of the job's ledger (and ``job_start`` when the run ended before its worktree): the
     outcome is the status ``finish`` sets — ``auto-apply`` when it is the auto modes' Apply, whose result
     follows as an ``apply`` record. Never raises (the ledger is fail-open)."""
@@ -226,7 +227,7 @@ async def _end_ledger(job: Job, finish: Callable[[], Awaitable[None] | None]) ->
             outcome, code = "failed", getattr(finish.args[0], "code", None)
         elif isinstance(finish, partial) and finish.func == job.set_status:
             outcome = str(finish.args[0])
-        await job.ledger.finish(outcome=outcome, error_code=None if code is None else str(code))
+        job.ledger.finish(outcome=outcome, error_code=None if code is None else str(code))
     except Exception:  # noqa: BLE001 - fail-open
         log.exception("audit ledger: job_end not recorded")
 

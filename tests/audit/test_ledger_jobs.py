@@ -132,9 +132,7 @@ def test_257_calls_are_truncated_with_counts_kept() -> None:
                                 arguments_json='{"path": "src/App.tsx", "startLine": null, "endLine": null}',
                                 ok=n % 3 != 0, code=None if n % 3 else "TOOL_PATH_DENIED", retryable=True,
                                 duration_ms=1, output="src/App.tsx (lines 1-1 of 1)", content_sha256=None)
-    import anyio
-
-    anyio.run(lambda: ledger.finish(outcome="awaiting-review"))
+    ledger.finish(outcome="awaiting-review")
     records = ledger.records
     assert len(records) == 258  # job_start + 255 calls + truncated + job_end
     truncated = records[256]
@@ -263,3 +261,33 @@ def test_audit_config_is_validated() -> None:
     for bad in ({"persist": "yes"}, {"keep": 0}, {"keep": 10_001}, {"keep": 2.5}, {"path": "/tmp"}):
         with pytest.raises(ValueError):
             TrustedConfig.model_validate({"audit": bad})
+
+
+@pytest.mark.anyio
+async def test_a_stalled_sink_never_holds_up_the_job(root, monkeypatch) -> None:
+    import threading
+    import time
+
+    from spotpatch_agent.audit import ledger as ledger_module
+    from spotpatch_agent.audit import sink
+
+    release = threading.Event()
+
+    def stalled(_path, _records) -> bool:  # a disk that never answers (NFS gone, …)
+        release.wait(30)
+        return False
+
+    monkeypatch.setattr(sink, "append", stalled)
+    monkeypatch.setattr(ledger_module, "WRITE_TIMEOUT_SEC", 0.5)
+    turns = [{"toolCalls": [read("r1", "src/App.tsx")]},
+             {"toolCalls": [replace("w1", "src/App.tsx", ">Go<", ">Start<")]}, DONE]
+    started = time.monotonic()
+    try:
+        ran = await run_audited_job(root, turns, monkeypatch, annotation(target(1, "src/App.tsx")),
+                                    audit={"persist": True, "keep": 5})
+    finally:
+        release.set()
+    assert ran.status == "awaiting-review" and time.monotonic() - started < 20
+    statuses = [e["status"] for e in ran.events if e["kind"] == "status"]
+    assert statuses[-1] == "awaiting-review"  # the last status went out; the write came after it
+    assert ran.audit["summary"]["auditWriteFailed"] is True and end_of(ran.audit)["auditWriteFailed"] is True
