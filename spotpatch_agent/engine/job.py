@@ -200,10 +200,11 @@ async def run_job(job: Job, adapter: ProviderAdapter, *, apply: AutoApply | None
 
 
 #: Words of a ``LIMIT_EXCEEDED`` message → the limit it names (the ledger's ``limit`` record).
-_LIMIT_WORDS = (("turns", "maxTurns"), ("tool calls", "maxToolCalls"), ("same failing", "maxRepeatedFailedCalls"),
+#: Most specific first (the stuck-call message also says "turns").
+_LIMIT_WORDS = (("same failing", "maxRepeatedFailedCalls"), ("again after its one correction", "argumentCorrections"),
+                ("turns without finishing", "maxTurns"), ("tool calls", "maxToolCalls"),
                 ("took longer than", "toolTimeoutSec"), ("exceeded toolTimeoutSec", "toolTimeoutSec"),
-                ("again after its one correction", "argumentCorrections"), ("arguments", "argumentBytes"),
-                ("output limit", "maxOutputTokens"), ("KiB of text", "turnTextBytes"))
+                ("arguments", "argumentBytes"), ("output limit", "maxOutputTokens"), ("KiB of text", "turnTextBytes"))
 
 
 def limit_name(message: str) -> str:

@@ -291,3 +291,17 @@ async def test_a_stalled_sink_never_holds_up_the_job(root, monkeypatch) -> None:
     statuses = [e["status"] for e in ran.events if e["kind"] == "status"]
     assert statuses[-1] == "awaiting-review"  # the last status went out; the write came after it
     assert ran.audit["summary"]["auditWriteFailed"] is True and end_of(ran.audit)["auditWriteFailed"] is True
+
+
+def test_limit_records_name_the_limit_from_the_loop_messages() -> None:
+    from spotpatch_agent.engine.job import limit_name
+
+    assert limit_name("The model used all 24 turns without finishing.") == "maxTurns"
+    assert limit_name("The model asked for more than 80 tool calls.") == "maxToolCalls"
+    assert limit_name("The model sent the same failing read_file call 3 times (identical arguments, files "
+                      "unchanged) … instead of using up its turns (maxRepeatedFailedCalls).") == "maxRepeatedFailedCalls"
+    assert limit_name("The model sent invalid arguments for read_file again after its one correction; the job "
+                      "stops") == "argumentCorrections"
+    assert limit_name("The read_file tool took longer than 30 s.") == "toolTimeoutSec"
+    assert limit_name("The model sent tool-call arguments over the size limit.") == "argumentBytes"
+    assert limit_name("something new") == "other"
