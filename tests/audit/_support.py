@@ -51,11 +51,11 @@ class Ran:
 
 
 def config(server: ScriptedProviderServer, *, audit: dict | None = None, checks: list[dict] | None = None,
-           **limits: int) -> TrustedConfig:
+           sandbox: str = "warn", **limits: int) -> TrustedConfig:
     body: dict[str, Any] = {"providers": [{
         "id": "p", "displayName": "P", "baseUrl": server.base_url, "apiKeyEnv": KEY_ENV,
         "models": [{"id": "m", "model": "scripted-model", "displayName": "M"}]}],
-        "checks": checks or [], "limits": limits, "sandbox": "warn"}
+        "checks": checks or [], "limits": limits, "sandbox": sandbox}
     if audit is not None:
         body["audit"] = audit
     return TrustedConfig.model_validate(body)
@@ -63,7 +63,8 @@ def config(server: ScriptedProviderServer, *, audit: dict | None = None, checks:
 
 async def run_audited_job(
     root: Path, turns: list, monkeypatch: pytest.MonkeyPatch, ann: dict, *, audit: dict | None = None,
-    checks: list[dict] | None = None, before_create=None, after=None, key: str | None = None, **limits: int,
+    checks: list[dict] | None = None, before_create=None, after=None, key: str | None = None, sandbox: str = "warn",
+    **limits: int,
 ) -> Ran:
     """Run one job to its end and return its ``job/audit`` result (wire dict). ``after(service, job_id)``
     runs while the service is still up (Apply, Revert …); the audit is taken after it."""
@@ -73,7 +74,7 @@ async def run_audited_job(
     with ScriptedProviderServer(turns) as server:
         service = EngineService(send_event=events.append)
         async with service.running():
-            await service.configure(root, config(server, audit=audit, checks=checks, **limits))
+            await service.configure(root, config(server, audit=audit, checks=checks, sandbox=sandbox, **limits))
             if before_create is not None:
                 before_create(service)
             snap = await service.job_create(JobCreateParams.model_validate({"annotation": ann, "modelProfileId": "m"}))

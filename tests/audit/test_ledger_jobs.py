@@ -305,3 +305,18 @@ def test_limit_records_name_the_limit_from_the_loop_messages() -> None:
     assert limit_name("The read_file tool took longer than 30 s.") == "toolTimeoutSec"
     assert limit_name("The model sent tool-call arguments over the size limit.") == "argumentBytes"
     assert limit_name("something new") == "other"
+
+
+@pytest.mark.anyio
+async def test_a_job_that_fails_before_its_worktree_still_has_start_and_end(root, monkeypatch) -> None:
+    monkeypatch.setenv("SPOTPATCH_SIMULATE_NO_SANDBOX", "1")  # checks must run confined, and cannot here
+    check = {"id": "lint", "name": "Lint", "command": sys.executable, "args": ["-c", "pass"]}
+    ran = await run_audited_job(root, [], monkeypatch, annotation(target(1, "src/App.tsx")), checks=[check],
+                                sandbox="required")
+    assert ran.status == "failed"
+    kinds = [r["type"] for r in ran.audit["records"]]
+    assert kinds == ["job_start", "job_end"]
+    assert records_of(ran, "job_start")[0]["targets"][0]["hashSkipped"] == "not-started"
+    end = end_of(ran.audit)
+    assert end["outcome"] == "failed" and end["errorCode"] == "CHECK_FAILED" and end["toolCounts"] == {}
+    assert_recomputes(ran.audit)
