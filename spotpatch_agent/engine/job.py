@@ -373,12 +373,10 @@ async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor)
     # The project context, read through the tools' cache: a later read_file of these files reads nothing again.
     context = await build_prompt_context(executor.context, job.params.annotation, checks=job.checks)
     job.context_files = context.files
-    try:  # the ledger's job_start: the offered files' hashes through the same (cached) reader
-        hashes = await offered_hashes(executor.context, job.params.annotation)
-    except Exception:  # noqa: BLE001 - fail-open: recorded without hashes
-        log.warning("audit ledger: offered files not hashed", exc_info=True)
-        hashes = None
-    job.ledger.record_job_start(**_start_fields(job, hashes))
+    try:  # the ledger's job_start: the offered files' hashes through the same (cached) reader; fail-open
+        job.ledger.record_job_start(**_start_fields(job, await offered_hashes(executor.context, job.params.annotation)))
+    except Exception:  # noqa: BLE001 - the job goes on; _end_ledger records job_start without hashes
+        log.warning("audit ledger: job_start not recorded", exc_info=True)
     log.debug("job %s: project context of %d file(s) built in %.1f ms", job.job_id, len(context.files),
              context.build_ms)
     task = agent_task(job.params.annotation, max_turns=budget.max_turns, max_tool_calls=budget.max_tool_calls,
