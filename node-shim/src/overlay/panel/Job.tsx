@@ -318,11 +318,11 @@ function AuditLines({ ctl, targets }: { ctl: Controller; targets: AuditTargetSum
       <h4 class="sp-label" style="margin:0">
         {t("audit.heading")}
       </h4>
-      <ul class="sp-files sp-col">
+      <ul class="sp-audit sp-col">
         {targets.map((target) => {
           const [before, ...after] = line(target).split(PATH);
           return (
-            <li key={target.index} class="sp-audit-line">
+            <li key={target.index}>
               <span>
                 {before}
                 {after.length > 0 && <span class="sp-code">{target.path}</span>}
