@@ -1,4 +1,4 @@
-"""Entry points: ``spotpatch-agent serve | run | demo | doctor | checks suggest | schema`` (docs/design.md §1, §3).
+"""Entry points: ``spotpatch-agent serve | run | demo | doctor | checks suggest | audit | schema`` (docs/design.md §1, §3).
 
 ``serve`` speaks the protocol on stdin/stdout; fd 1 is reserved for frames before anything else runs, so
 a stray ``print``, a C-level write or a child process can only reach stderr. ``run`` drives one job from
@@ -6,6 +6,7 @@ the terminal; ``demo`` runs a real job on the bundled demo app (offline with a s
 ``demo --serve`` serves that app with ``vite dev``, the plugin and the page overlay until Ctrl-C.
 ``checks suggest`` prints a proposed checks config (never runs or writes anything). What ``run``, ``demo``
 and ``checks suggest`` print passes through :func:`~spotpatch_agent.terminal.inert` (control characters shown).
+``audit`` lists or shows the persisted audit ledgers (spotpatch_agent/audit/show.py).
 ``schema`` prints the protocol's JSON Schema (``--markdown``: the method reference of docs/protocol.md;
 ``--config``: the JSON Schema of ``spotpatch.config.json``). ``doctor`` checks the set-up (git, the engine,
 the project's health, the config, each provider's key variable and reachability) and prints a checklist.
@@ -97,6 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     suggest = checks_sub.add_parser("suggest", help="print a proposed {\"checks\": [...]} from package.json scripts "
                                                     "and tsconfig.json (runs nothing, writes nothing)")
     suggest.add_argument("--root", type=Path, default=Path("."), help="the project directory (default: .)")
+    audit = sub.add_parser("audit", help="list the persisted audit ledgers of a project, or show one "
+                                         "(trusted config audit.persist)")
+    audit.add_argument("job_id", nargs="?", metavar="JOB_ID", help="the job whose ledger to show (default: list them)")
+    audit.add_argument("--project", type=Path, default=Path("."), help="a directory of the git project (default: .)")
+    audit.add_argument("--json", action="store_true", help="print JSON instead of a table")
     schema = sub.add_parser("schema", help="print the protocol's JSON Schema (protocol/spotpatch.schema.json)")
     schema_kind = schema.add_mutually_exclusive_group()
     schema_kind.add_argument("--markdown", action="store_true",
@@ -117,6 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     with inert_terminal():
         if args.command == "checks":
             return suggest_checks_command(args.root)
+        if args.command == "audit":
+            from spotpatch_agent.audit.show import audit_command
+
+            return audit_command(args.project, args.job_id, as_json=args.json)
         setup_logging()
         if args.command == "run":
             from spotpatch_agent.run_cli import run_command

@@ -16,6 +16,7 @@ import type {
   DiffResult,
   EngineRequests,
   ErrorCode,
+  JobAuditResult,
   JobCreateParams,
   JobEventNotification,
   JobEventsResult,
@@ -45,6 +46,7 @@ export const PAGE_METHODS = [
   "job/list",
   "job/events",
   "job/diff",
+  "job/audit",
   "job/cancel",
   "job/apply",
   "job/revert",
@@ -129,6 +131,8 @@ export interface SpotPatchClient {
   /** Events after `afterSeq` in one reply (`job/events`). */
   jobEvents(jobId: string, afterSeq?: number): Promise<JobEventsResult>;
   diff(jobId: string): Promise<DiffResult>;
+  /** The job's audit ledger (`job/audit`): what the agent read of each target before it wrote. */
+  audit(jobId: string): Promise<JobAuditResult>;
   cancel(jobId: string): Promise<JobSnapshot>;
   apply(jobId: string): Promise<JobSnapshot>;
   revert(jobId: string): Promise<JobSnapshot>;
@@ -218,6 +222,7 @@ export function createSpotPatchClient(options: SpotPatchClientOptions): SpotPatc
     listJobs: () => call("job/list", {}),
     jobEvents: (jobId, afterSeq = 0) => call("job/events", { jobId, afterSeq }),
     diff: (jobId) => call("job/diff", { jobId }),
+    audit: (jobId) => call("job/audit", { jobId }),
     cancel: (jobId) => call("job/cancel", { jobId }),
     apply: (jobId) => call("job/apply", { jobId }),
     revert: (jobId) => call("job/revert", { jobId }),

@@ -17,7 +17,7 @@ import type { TrustedConfig } from "./protocol.generated.js";
 import { describeErrors, validatorFor } from "./schema.js";
 
 export const CONFIG_FILE = "spotpatch.config.json";
-export const TRUSTED_KEYS = ["providers", "checks", "limits", "modes", "sandbox", "suggestions"] as const;
+export const TRUSTED_KEYS = ["providers", "checks", "limits", "modes", "sandbox", "suggestions", "audit"] as const;
 const PLUGIN_ONLY_KEYS = ["command", "python", "allowRemoteAccess", "overlay"];
 
 /**

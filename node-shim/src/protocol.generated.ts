@@ -6,6 +6,15 @@
  */
 export type ToolErrorCode = "TOOL_ARGUMENTS_INVALID" | "TOOL_PATH_DENIED" | "PATCH_REJECTED";
 export type ApplyMode = "review" | "auto" | "trusted-auto";
+export type AuditRecord =
+  | AuditJobStartRecord
+  | AuditToolCallRecord
+  | AuditCheckRecord
+  | AuditLimitRecord
+  | AuditTruncatedRecord
+  | AuditApplyRecord
+  | AuditSuggestionRecord
+  | AuditJobEndRecord;
 /**
  * Application error codes (data.code of a -32000 error, ErrorInfo.code).
  */
@@ -62,6 +71,246 @@ export interface ActivityEvent {
   tool: string;
   toolCallId: string;
   turn: number;
+}
+/**
+ * An Apply (``apply``) or Revert (``revert``): the job's status after it, files, conflicting paths.
+ */
+export interface AuditApplyRecord {
+  conflictPaths?: AuditPath[];
+  errorCode?: string;
+  fileCount: number;
+  recordedAtMs: number;
+  seq: number;
+  status: string;
+  type: "apply" | "revert";
+}
+/**
+ * A project-relative POSIX path, or ``pathRejected: true`` when it could not be made one (never raw).
+ */
+export interface AuditPath {
+  path?: string;
+  pathRejected?: boolean;
+}
+export interface AuditApplySummary {
+  conflictPaths?: AuditPath[];
+  errorCode?: string;
+  fileCount: number;
+  status: string;
+  type: "apply" | "revert";
+}
+export interface AuditCheckRecord {
+  checkId: string;
+  durationMs: number;
+  exitCode?: number;
+  recordedAtMs: number;
+  seq: number;
+  status: string;
+  type: "check";
+}
+export interface AuditCheckSummary {
+  checkId: string;
+  durationMs: number;
+  exitCode?: number;
+  status: string;
+}
+/**
+ * The audit ledger's persistence (docs/design.md §13). ``persist``: also write each job's ledger as
+ * JSONL under ``<git-common-dir>/spotpatch/audit/`` (default false: memory only, ``job/audit``);
+ * ``keep``: ledger files kept there, the oldest removed beyond it (1..10000, default 100).
+ */
+export interface AuditConfig {
+  keep?: number;
+  persist?: boolean;
+}
+export interface AuditContextFile {
+  kind: string;
+  path?: string;
+  pathRejected?: boolean;
+  sha256: string;
+}
+export interface AuditExcerpt {
+  endLine?: number;
+  path?: string;
+  pathRejected?: boolean;
+  sha256?: string;
+  startLine?: number;
+}
+export interface AuditFirstWrite {
+  path?: string;
+  seq: number;
+  tool: string;
+}
+export interface AuditJobEndRecord {
+  applies: AuditApplySummary[];
+  auditWriteFailed: boolean;
+  checks: AuditCheckSummary[];
+  droppedRecords: number;
+  errorCode?: string;
+  failedCalls: {
+    [k: string]: number | undefined;
+  };
+  firstWrite?: AuditFirstWrite;
+  limitsHit: string[];
+  outcome: string;
+  recordedAtMs: number;
+  seq: number;
+  suggestions: AuditSuggestionSummary[];
+  targets: AuditTargetSummary[];
+  toolCounts: {
+    [k: string]: number | undefined;
+  };
+  truncated: boolean;
+  type: "job_end";
+}
+export interface AuditSuggestionSummary {
+  breaker: string;
+  outcome: string;
+  unverified: number;
+  verified: number;
+}
+/**
+ * Per target: did the agent read its offered file (``read``), a range with the offered line
+ * (``lineCovered``), before its first write (``readBeforeFirstWrite``), the same bytes it was offered
+ * (``contentSha256Match``, first read; absent without both hashes); ``lines``: the first read's range.
+ */
+export interface AuditTargetSummary {
+  contentSha256Match?: boolean;
+  index: number;
+  line?: number;
+  lineCovered: boolean;
+  lines?: AuditLines;
+  path?: string;
+  pathRejected?: boolean;
+  read: boolean;
+  readBeforeFirstWrite: boolean;
+}
+/**
+ * A 1-based inclusive line range.
+ */
+export interface AuditLines {
+  end: number;
+  start: number;
+}
+export interface AuditJobStartRecord {
+  contextFiles: AuditContextFile[];
+  contextFilesOmitted: number;
+  jobId: string;
+  limits: {
+    [k: string]: number | undefined;
+  };
+  localChangesIncluded: boolean;
+  mode: string;
+  modelProfileId: string;
+  providerId: string;
+  recordedAtMs: number;
+  seq: number;
+  targets: AuditTargetStart[];
+  type: "job_start";
+}
+/**
+ * A target as offered at job start: its source path and line, the file's SHA-256 in the job's worktree
+ * (or ``hashSkipped``: ``missing``, ``too-large``, ``not-started``), the instruction's length and SHA-256.
+ */
+export interface AuditTargetStart {
+  hashSkipped?: "missing" | "too-large" | "not-started";
+  index: number;
+  instructionChars: number;
+  instructionSha256: string;
+  line?: number;
+  path?: string;
+  pathRejected?: boolean;
+  sha256?: string;
+}
+export interface AuditLimitRecord {
+  limit: string;
+  recordedAtMs: number;
+  seq: number;
+  type: "limit";
+}
+/**
+ * One completed tool call. Arguments are whitelisted: never contents, diffs or output.
+ */
+export interface AuditToolCallRecord {
+  callId: string;
+  checkId?: string;
+  contentSha256?: string;
+  durationMs: number;
+  endLine?: number;
+  errorCode?: string;
+  glob?: string;
+  maxResults?: number;
+  newTextChars?: number;
+  newTextSha256?: string;
+  ok: boolean;
+  oldTextChars?: number;
+  oldTextSha256?: string;
+  patchChars?: number;
+  patchSha256?: string;
+  path?: string;
+  pathRejected?: boolean;
+  paths?: AuditPath[];
+  query?: string;
+  recordedAtMs: number;
+  retryable?: boolean;
+  seq: number;
+  servedLines?: AuditLines;
+  startLine?: number;
+  tool: string;
+  turn: number;
+  type: "tool_call";
+}
+/**
+ * Stands for every record dropped past the bound (256), with counts of what was dropped.
+ */
+export interface AuditTruncatedRecord {
+  dropped: number;
+  droppedFailed: {
+    [k: string]: number | undefined;
+  };
+  droppedTools: {
+    [k: string]: number | undefined;
+  };
+  recordedAtMs: number;
+  seq: number;
+  type: "truncated";
+}
+/**
+ * A suggestion-lane run (``job/suggest``): excerpts offered, breaker outcome, citation counts.
+ */
+export interface AuditSuggestionRecord {
+  breaker: string;
+  excerpts: AuditExcerpt[];
+  excerptsOmitted: number;
+  outcome: string;
+  recordedAtMs: number;
+  seq: number;
+  type: "suggestion";
+  unverified: number;
+  verified: number;
+}
+/**
+ * The ledger's derived summary (spotpatch_agent/audit/derive.py): recomputable from the records.
+ * ``outcome``: the job's status when its run ended (``auto-apply`` when the auto modes' Apply followed),
+ * the current status while it runs.
+ */
+export interface AuditSummary {
+  applies: AuditApplySummary[];
+  auditWriteFailed: boolean;
+  checks: AuditCheckSummary[];
+  droppedRecords: number;
+  errorCode?: string;
+  failedCalls: {
+    [k: string]: number | undefined;
+  };
+  firstWrite?: AuditFirstWrite;
+  limitsHit: string[];
+  outcome: string;
+  suggestions: AuditSuggestionSummary[];
+  targets: AuditTargetSummary[];
+  toolCounts: {
+    [k: string]: number | undefined;
+  };
+  truncated: boolean;
 }
 /**
  * ``$/cancelRequest``: cancel the in-flight request with this JSON-RPC ``id``.
@@ -211,6 +460,7 @@ export interface InitializeParams {
  */
 export interface TrustedConfig {
   $schema?: string | null;
+  audit?: AuditConfig;
   checks?: CheckConfig[];
   limits?: Limits;
   modes?: Modes;
@@ -305,36 +555,13 @@ export interface ServerInfo {
   version: string;
 }
 /**
- * The job's audit ledger (docs/design.md §13). Until the audit ledger lands: the job's events.
+ * The job's audit ledger (docs/design.md §13): the live ``summary`` (derived from every record) and the
+ * ordered, redacted ``records`` — no file contents, diffs, model text, instruction text or absolute paths.
  */
 export interface JobAuditResult {
-  entries: JobEventNotification[];
   jobId: string;
-  summary: {
-    [k: string]: unknown | undefined;
-  };
-}
-/**
- * The job's status changed; ``message`` is the final model text, the failure or the refusal reason.
- */
-export interface StatusEvent {
-  at: string;
-  jobId: string;
-  kind: "status";
-  message?: string;
-  seq: number;
-  status: JobStatus;
-}
-/**
- * Bounded model text of one turn (at most 4000 characters).
- */
-export interface MessageEvent {
-  at: string;
-  jobId: string;
-  kind: "message";
-  seq: number;
-  text: string;
-  turn?: number;
+  records: AuditRecord[];
+  summary: AuditSummary;
 }
 export interface JobCreateParams {
   annotation: SpotAnnotation;
@@ -391,6 +618,28 @@ export interface UsageSite {
   component?: string | null;
   file: string;
   line: number;
+}
+/**
+ * The job's status changed; ``message`` is the final model text, the failure or the refusal reason.
+ */
+export interface StatusEvent {
+  at: string;
+  jobId: string;
+  kind: "status";
+  message?: string;
+  seq: number;
+  status: JobStatus;
+}
+/**
+ * Bounded model text of one turn (at most 4000 characters).
+ */
+export interface MessageEvent {
+  at: string;
+  jobId: string;
+  kind: "message";
+  seq: number;
+  text: string;
+  turn?: number;
 }
 export interface JobEventsParams {
   afterSeq?: number;

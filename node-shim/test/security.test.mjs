@@ -70,7 +70,7 @@ test("every refused request gets a clear error and no job is created", async (t)
   );
   await refused("form body", 415, "UNSUPPORTED_MEDIA_TYPE", { token, contentType: "application/x-www-form-urlencoded", body: "a=1" });
   await refused("text/plain without token", 401, "BAD_TOKEN", { contentType: "text/plain", body: JSON.stringify(create) });
-  for (const method of ["provider/probe", "job/audit", "initialize", "shutdown", "exit", "$/cancelRequest", "nope"]) {
+  for (const method of ["provider/probe", "initialize", "shutdown", "exit", "$/cancelRequest", "nope"]) {
     await refused(`method ${method}`, 404, "UNKNOWN_METHOD", { token, route: `rpc/${method}`, body: {} });
   }
   await refused("unknown endpoint", 404, "NOT_FOUND", { token, route: "admin", body: {} });

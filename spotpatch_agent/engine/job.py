@@ -15,6 +15,8 @@ from pathlib import Path
 
 import anyio
 
+from spotpatch_agent.audit import JobLedger
+from spotpatch_agent.audit.ledger import job_start_fields, offered_hashes, target_entries
 from spotpatch_agent.context.build import build_prompt_context
 from spotpatch_agent.context.conventions import ContextFile
 from spotpatch_agent.engine import gates
@@ -26,6 +28,7 @@ from spotpatch_agent.engine.states import job_tools  # defined there: a light im
 from spotpatch_agent.errors import JobFailure, SpotPatchError
 from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
 from spotpatch_agent.protocol.errors import ErrorCode
+from spotpatch_agent.protocol.limits import LIMITS
 from spotpatch_agent.protocol.models import (
     ErrorInfo,
     FileStat,
@@ -95,6 +98,13 @@ class Job:
     context_files: tuple[ContextFile, ...] = ()
     cancel_scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     done: anyio.Event = field(default_factory=anyio.Event)
+    #: The job's audit ledger (docs/design.md §13, spotpatch_agent.audit); memory only unless the service
+    #: gives one that persists (trusted ``audit.persist``).
+    ledger: JobLedger | None = None
+
+    def __post_init__(self) -> None:
+        if self.ledger is None:
+            self.ledger = JobLedger(self.job_id)
 
     def set_status(self, status: str, message: str | None = None) -> None:
         self.status = status
@@ -156,10 +166,13 @@ async def run_job(job: Job, adapter: ProviderAdapter, *, apply: AutoApply | None
                     job.events.emit("diff", files=job.files)
                     finish = await _decide(job, worktree, executor, apply)
             except TimeoutError:
+                job.ledger.record_limit(limit="jobTimeoutSec")
                 await _keep_reviewable_diff(job, worktree)
                 limit = job.limits.get("jobTimeoutSec")
                 finish = partial(job.fail, JobFailure(ErrorCode.LIMIT_EXCEEDED, f"The job took longer than {limit} s."))
             except SpotPatchError as exc:
+                if exc.code == ErrorCode.LIMIT_EXCEEDED:
+                    job.ledger.record_limit(limit=limit_name(exc.message))
                 if exc.code != ErrorCode.CHANGESET_REJECTED:
                     await _keep_reviewable_diff(job, worktree)
                 finish = partial(job.fail, exc)
@@ -177,11 +190,56 @@ async def run_job(job: Job, adapter: ProviderAdapter, *, apply: AutoApply | None
             if finish is None:  # the engine is stopping (cancelled from outside the job's own scope)
                 finish = partial(job.set_status, "cancelled", "Cancelled.")
             try:
+                _end_ledger(job, finish)  # before the last status: job/audit then has job_end
                 pending = finish()
                 if pending is not None:  # the auto modes' Apply (docs/design.md §10): validating → applying → …
                     await pending
             finally:
+                await job.ledger.flush()  # the JSONL (audit.persist), after the last status; never raises
                 job.done.set()
+
+
+#: Words of a ``LIMIT_EXCEEDED`` message → the limit it names (the ledger's ``limit`` record).
+#: Most specific first (the stuck-call message also says "turns").
+_LIMIT_WORDS = (("same failing", "maxRepeatedFailedCalls"), ("again after its one correction", "argumentCorrections"),
+                ("turns without finishing", "maxTurns"), ("tool calls", "maxToolCalls"),
+                ("took longer than", "toolTimeoutSec"), ("exceeded toolTimeoutSec", "toolTimeoutSec"),
+                ("arguments", "argumentBytes"), ("output limit", "maxOutputTokens"), ("KiB of text", "turnTextBytes"))
+
+
+def limit_name(message: str) -> str:
+    """The limit a ``LIMIT_EXCEEDED`` message is about, as a config name where there is one; else ``other``."""
+    for words, name in _LIMIT_WORDS:
+        if words in message:
+            return name
+    return "other"
+
+
+def _end_ledger(job: Job, finish: Callable[[], Awaitable[None] | None]) -> None:
+    """``job_end`` of the job's ledger (and ``job_start`` when the run ended before its worktree): the
+    outcome is the status ``finish`` sets — ``auto-apply`` when it is the auto modes' Apply, whose result
+    follows as an ``apply`` record. Never raises (the ledger is fail-open)."""
+    assert job.ledger is not None
+    try:
+        if not job.ledger.has_start():
+            job.ledger.record_job_start(**_start_fields(job, None))
+        outcome, code = "auto-apply", None
+        if isinstance(finish, partial) and finish.func == job.fail:
+            outcome, code = "failed", getattr(finish.args[0], "code", None)
+        elif isinstance(finish, partial) and finish.func == job.set_status:
+            outcome = str(finish.args[0])
+        job.ledger.finish(outcome=outcome, error_code=None if code is None else str(code))
+    except Exception:  # noqa: BLE001 - fail-open
+        log.exception("audit ledger: job_end not recorded")
+
+
+def _start_fields(job: Job, hashes: dict[str, dict[str, str]] | None) -> dict:
+    return job_start_fields(
+        job_id=job.job_id, provider_id=job.provider.id, model_profile_id=job.model.id, mode=job.params.apply_mode,
+        limits={name: job.limits.get(name) for name in LIMITS},
+        local_changes=gates.includes_local_changes(job.params.apply_mode, job.params.trusted_fast_mode_consent,
+                                                   job.params.local_changes_consent),
+        targets=target_entries(job.params.annotation, hashes), context_files=job.context_files)
 
 
 async def _keep_reviewable_diff(job: Job, worktree: Worktree | None) -> None:
@@ -215,6 +273,7 @@ async def _decide(
         for check in job.checks:
             job.events.emit("check", check_id=check.id, name=check.name, status="skipped", ok=False,
                             duration_ms=0, required=check.required)
+            job.ledger.record_check(check_id=check.id, status="skipped", duration_ms=0, exit_code=None)
         skipped = "project checks were skipped, not passed"
         blockers = [] if proven else [gates.UNPROVEN]  # unreachable after a real loop; kept fail-closed
         return _apply_unless_blocked(job, apply, blockers, applied=f"Applied directly (trusted-auto); {skipped}.",
@@ -255,6 +314,8 @@ def _apply_unless_blocked(
 
 def _emit_check(job: Job, result: gates.FinalCheck) -> None:
     run = result.run
+    job.ledger.record_check(check_id=run.check_id, status=run.status, duration_ms=run.duration_ms,
+                            exit_code=run.exit_code)
     job.events.emit("check", check_id=run.check_id, name=run.name, status=run.status, ok=run.ok,
                     duration_ms=run.duration_ms, required=run.required, output=run.output or None,
                     sandbox=run.sandbox, network=run.network)
@@ -312,6 +373,10 @@ async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor)
     # The project context, read through the tools' cache: a later read_file of these files reads nothing again.
     context = await build_prompt_context(executor.context, job.params.annotation, checks=job.checks)
     job.context_files = context.files
+    try:  # the ledger's job_start: the offered files' hashes through the same (cached) reader; fail-open
+        job.ledger.record_job_start(**_start_fields(job, await offered_hashes(executor.context, job.params.annotation)))
+    except Exception:  # noqa: BLE001 - the job goes on; _end_ledger records job_start without hashes
+        log.warning("audit ledger: job_start not recorded", exc_info=True)
     log.debug("job %s: project context of %d file(s) built in %.1f ms", job.job_id, len(context.files),
              context.build_ms)
     task = agent_task(job.params.annotation, max_turns=budget.max_turns, max_tool_calls=budget.max_tool_calls,
@@ -319,7 +384,7 @@ async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor)
     await run_loop(
         adapter=adapter, model=job.model.model, system=SYSTEM_PROMPT, task=task, tools=tool_specs(executor.tool_names),
         executor=executor, budget=budget, events=job.events, stats=job.stats,
-        tool_calling_known=job.tool_calling_known,
+        tool_calling_known=job.tool_calling_known, ledger=job.ledger,
     )
 
 

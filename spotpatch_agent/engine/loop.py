@@ -41,7 +41,7 @@ import re
 import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -65,6 +65,9 @@ from spotpatch_agent.provider.base import (
 )
 from spotpatch_agent.provider.calls import MAX_TEXT_BYTES
 from spotpatch_agent.tools.executor import ToolExecutor, ToolResult
+
+if TYPE_CHECKING:
+    from spotpatch_agent.audit import JobLedger
 
 READ_ONLY_TOOLS = frozenset({"list_files", "search_text", "read_file"})
 MAX_TURN_TEXT = 16 * 1024
@@ -123,11 +126,13 @@ async def run_loop(
     events: JobEventLog,
     stats: LoopStats,
     tool_calling_known: bool = False,
+    ledger: JobLedger | None = None,
 ) -> str:
     """Drive turns until the model's final message, which is returned (bounded, redacted).
 
     ``tool_calling_known``: this model profile already proved tool calling (the probe, or an earlier job's
     inline proof), which changes only the wording of a first turn answered without a call.
+    ``ledger``: the job's audit ledger; every answered call is recorded in it (docs/design.md §13).
     Raises :class:`JobFailure` (``LIMIT_EXCEEDED``, ``MODEL_TOOL_CALL_UNSUPPORTED``, ``PROVIDER_PROTOCOL``,
     terminal tool failures) and :class:`spotpatch_agent.errors.ProviderError`; cancellation propagates.
     """
@@ -170,7 +175,7 @@ async def run_loop(
             raise JobFailure(ErrorCode.LIMIT_EXCEEDED, f"The model asked for more than {budget.max_tool_calls} tool calls.")
         stats.tool_calls += len(calls)
         offered = frozenset(spec.name for spec in tools)
-        results = await _execute_turn(turn, calls, executor, budget, events, stats, offered)
+        results = await _execute_turn(turn, calls, executor, budget, events, stats, offered, ledger)
         items.append(AssistantTurn(text=text, tool_calls=tuple(
             ToolCallRecord(id=c.id, name=_echo_name(c.name), arguments_json=c.arguments_json) for c in calls),
             replay=replay))
@@ -233,7 +238,7 @@ async def _collect_turn(
 
 async def _execute_turn(
     turn: int, calls: list[ToolCallEvent], executor: ToolExecutor, budget: LoopBudget,
-    events: JobEventLog, stats: LoopStats, offered: frozenset[str],
+    events: JobEventLog, stats: LoopStats, offered: frozenset[str], ledger: JobLedger | None = None,
 ) -> list[ToolResult]:
     """Consecutive read-only calls run concurrently; each write runs alone, in event order. After each
     group the retry-once rule is applied in event order, before any later call of the turn runs."""
@@ -251,7 +256,7 @@ async def _execute_turn(
 
         async def run_one(k: int) -> None:
             try:
-                results[k] = await _execute_call(turn, calls[k], executor, budget, events, stats)
+                results[k] = await _execute_call(turn, calls[k], executor, budget, events, stats, ledger)
             except Exception as exc:  # noqa: BLE001 - re-raised below, outside the task group
                 failures.append(exc)
 
@@ -273,7 +278,7 @@ async def _execute_turn(
 
 async def _execute_call(
     turn: int, call: ToolCallEvent, executor: ToolExecutor, budget: LoopBudget,
-    events: JobEventLog, stats: LoopStats,
+    events: JobEventLog, stats: LoopStats, ledger: JobLedger | None = None,
 ) -> ToolResult:
     key = (turn, call.id)
     if key in stats.results:
@@ -301,11 +306,16 @@ async def _execute_call(
             and result.code != ToolErrorCode.TOOL_ARGUMENTS_INVALID.value):
         stats.failed_calls.setdefault(stuck_key, (turn, result.code, [0]))
     stats.results[key] = result
+    duration_ms = int((time.perf_counter() - started) * 1000)
     events.emit(
         "activity", phase="finished", tool=call.name, tool_call_id=call.id, turn=turn, path=result.path,
-        ok=result.ok, duration_ms=int((time.perf_counter() - started) * 1000),
+        ok=result.ok, duration_ms=duration_ms,
         error_code=result.code, retryable=result.retryable if not result.ok else None,
     )
+    if ledger is not None:
+        ledger.record_tool_call(turn=turn, call_id=call.id, name=call.name, arguments_json=call.arguments_json,
+                                ok=result.ok, code=result.code, retryable=result.retryable, duration_ms=duration_ms,
+                                output=result.output, content_sha256=getattr(result, "content_sha256", None))
     return result
 
 

@@ -18,6 +18,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from spotpatch_agent import PROTOCOL_VERSION, __version__
+from spotpatch_agent.audit.sink import audit_dir
 from spotpatch_agent.engine.events import JobEventLog
 from spotpatch_agent.engine.modes import check_mode_request, includes_local_changes, offered_modes
 from spotpatch_agent.engine.locations import check_tags, lines_reader
@@ -101,6 +102,21 @@ _UNCHANGED = frozenset({ErrorCode.APPLY_CONFLICT, ErrorCode.REVERT_CONFLICT, Err
                         ErrorCode.INVALID_STATE, ErrorCode.CHANGESET_REJECTED})
 
 
+def _record_change(job: Job, kind: str, exc: BaseException | None) -> None:
+    """The ledger's ``apply`` / ``revert`` record: the status after it, the files, and for a conflict the
+    job's paths its message names (project-relative; never the message itself). Never raises."""
+    try:
+        assert job.ledger is not None
+        paths = [f.path for f in job.files]
+        code = getattr(exc, "code", None) if exc is not None else None
+        message = getattr(exc, "message", "") if exc is not None else ""
+        conflicts = [p for p in paths if p in message] if code in (ErrorCode.APPLY_CONFLICT, ErrorCode.REVERT_CONFLICT) else []
+        job.ledger.record_apply(kind, status=job.status, file_count=len(paths), conflict_paths=conflicts,
+                                error_code=None if exc is None else str(code or ErrorCode.INTERNAL.value))
+    except Exception:  # noqa: BLE001 - fail-open
+        log.exception("audit ledger: %s not recorded", kind)
+
+
 def _nothing_written(exc: BaseException) -> bool:
     return isinstance(exc, SpotPatchError) and exc.code in _UNCHANGED
 
@@ -141,6 +157,7 @@ class EngineService:
         self._adapter_factory: Callable[[ProviderProfile], ProviderAdapter] = make_adapter
         #: Apply and Revert of any job are serialised: one working-tree write at a time (docs/design.md §8).
         self._write_lock: anyio.Lock | None = None
+        self._audit_dir: Path | None = None
 
     def _lock(self) -> anyio.Lock:
         if self._write_lock is None:
@@ -190,6 +207,8 @@ class EngineService:
         REDACTOR.add_path(self._root, ".")
         layout = await locate(self._root)
         self._project_lock = ProjectWriteLock(layout.common_dir) if layout is not None else None
+        #: Where job ledgers are persisted when ``audit.persist`` (docs/design.md §13): never the working tree.
+        self._audit_dir = audit_dir(layout.common_dir) if layout is not None and config.audit.persist else None
         self._config = config
         for provider in config.providers:
             REDACTOR.add_secret(os.environ.get(provider.api_key_env))
@@ -323,8 +342,11 @@ class EngineService:
             head = (await run_git(["rev-parse", "--verify", "HEAD^{commit}"], cwd=root)).stdout.decode().strip()
             from spotpatch_agent.engine.job import Job
             adapter = self._adapter_factory(provider)
+            from spotpatch_agent.audit import JobLedger
+
             job_id = "job_" + secrets.token_hex(8)
-            job = Job(job_id=job_id, params=params, root=root, head_oid=head, provider=provider, model=model,
+            ledger = JobLedger(job_id, persist_dir=self._audit_dir, keep=self._config.audit.keep)
+            job = Job(job_id=job_id, ledger=ledger, params=params, root=root, head_oid=head, provider=provider, model=model,
                       limits=limits, events=JobEventLog(job_id, self._emit), checks=tuple(self._config.checks),
                       sandbox=self._config.sandbox,
                       capability_probed=self._probe_passed(provider, model), pool=self._pool, health=health,
@@ -433,8 +455,10 @@ class EngineService:
                 job.set_status("awaiting-review", reason if auto is None else "Not applied automatically: " + reason)
             else:
                 job.fail(_as_error(exc, "Apply"))
+            _record_change(job, "apply", exc)
             raise
         job.set_status("applied", auto)
+        _record_change(job, "apply", None)
         return job.snapshot()
 
     async def _auto_apply(self, job: Job, message: str) -> None:
@@ -483,8 +507,10 @@ class EngineService:
                 job.set_status("applied", _failure_message(exc, "Revert"))
             else:
                 job.fail(_as_error(exc, "Revert"))
+            _record_change(job, "revert", exc)
             raise
         job.set_status("reverted")
+        _record_change(job, "revert", None)
         return job.snapshot()
 
     async def job_close(self, params: JobIdParams) -> JobSnapshot:
@@ -510,11 +536,11 @@ class EngineService:
         return JobEventsResult(job_id=job.job_id, events=job.events.after(params.after_seq), last_seq=job.events.last_seq)
 
     async def job_audit(self, params: JobIdParams) -> JobAuditResult:
-        """The audit ledger of docs/design.md §13; until it lands, the job's (redacted) events and counts."""
+        """The job's audit ledger (docs/design.md §13, spotpatch_agent.audit): the live summary and the records."""
         job = self._job(params.job_id)
-        summary = {"status": job.status, "turns": job.stats.turns, "toolCalls": job.stats.tool_calls,
-                   "files": len(job.files), "ledger": "events"}
-        return JobAuditResult(job_id=job.job_id, summary=summary, entries=job.events.after(0))
+        assert job.ledger is not None
+        return JobAuditResult.model_validate({"jobId": job.job_id, "summary": job.ledger.summary(status=job.status),
+                                              "records": job.ledger.records})
 
     async def job_suggest(self, params: JobIdParams) -> SuggestionResult:
         """The read-only suggestion lane for a job whose model failed the capability (docs/design.md §14,
@@ -554,12 +580,15 @@ class EngineService:
                 max_output_tokens=job.model.output_cap)
         finally:
             self._suggesting.discard(job.job_id)
-        ledger = getattr(job, "ledger", None)  # the audit ledger (docs/design.md §13), when the job has one
-        if ledger is not None:
-            result = run.result
-            ledger.record_suggestion(excerpts=run.ledger_excerpts(), breaker=result.breaker,
-                                     verified=result.verified, unverified=result.unverified, outcome=result.outcome)
-        return run.result
+        result = run.result
+        try:  # the audit ledger (docs/design.md §13) is fail-open: recording never costs the user the draft
+            job.ledger.record_suggestion(excerpts=run.ledger_excerpts(), breaker=result.breaker,
+                                         verified=result.verified, unverified=result.unverified,
+                                         outcome=result.outcome)
+        except Exception as exc:  # noqa: BLE001 - logged, never raised
+            log.warning("audit ledger: recording the suggestion run of job %s failed (%s)", job.job_id,
+                        type(exc).__name__)
+        return result
 
     async def provider_list(self, _params: Any = None) -> ProviderListResult:
         """Profiles with ids and display names only — never URLs, headers or key names (docs/design.md §3)."""

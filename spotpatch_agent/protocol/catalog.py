@@ -114,7 +114,7 @@ CATALOG: tuple[MethodSpec, ...] = (
     MethodSpec("job/diff", CLIENT, "request", JobIdParams, DiffResult,
                "The job's unified diff and per-file counts (empty until awaiting-review).", _JOB_STATE),
     MethodSpec("job/audit", CLIENT, "request", JobIdParams, JobAuditResult,
-               "The job's audit ledger summary and entries (docs/design.md §13; for now its events).",
+               "The job's audit ledger: the derived summary and the redacted records (docs/design.md §13).",
                (E.JOB_NOT_FOUND,)),
     MethodSpec("job/cancel", CLIENT, "request", JobIdParams, JobSnapshot,
                "Cancel a running job, or discard one awaiting review; nothing is applied.", _JOB_STATE),

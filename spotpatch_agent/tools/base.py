@@ -57,6 +57,8 @@ class ToolResult:
     paths only). ``code``: a :class:`~spotpatch_agent.protocol.errors.ToolErrorCode` value when not ok.
     ``retryable``: the model may correct the call. ``path``: the relative POSIX path the call was about, for
     UI events (None for list/search and for denied or unnormalizable paths). ``wrote``: the worktree changed.
+    ``content_sha256``: for a successful ``read_file``, the SHA-256 (hex) of the file's bytes it served
+    from (the audit ledger, docs/design.md §13); None otherwise.
     """
 
     ok: bool
@@ -65,6 +67,7 @@ class ToolResult:
     retryable: bool = False
     path: str | None = None
     wrote: bool = False
+    content_sha256: str | None = None
 
     @classmethod
     def success(cls, output: str, *, path: str | None = None, wrote: bool = False) -> ToolResult:

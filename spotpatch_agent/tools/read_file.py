@@ -23,6 +23,8 @@ result :data:`~spotpatch_agent.tools.base.PATH_DENIED_MESSAGE`, with no hint of 
 
 from __future__ import annotations
 
+import hashlib
+
 from pydantic import Field
 
 from spotpatch_agent.policy.redact import REDACTOR
@@ -114,7 +116,9 @@ async def read_file(ctx: WorktreeContext, args: ReadFileArgs) -> ToolResult:
         above = max(1, start - max_lines)
         text += (f"\n[lines 1-{start - 1} not shown (the read starts near the target's line): read them with "
                  f"startLine {above} and endLine {start - 1}]")
-    return ToolResult.success(text, path=file.rel)
+    result = ToolResult.success(text, path=file.rel)
+    result.content_sha256 = hashlib.sha256(file.data).hexdigest()  # the audit ledger's "bytes served"
+    return result
 
 
 READ_FILE = ToolDef(name="read_file", description=DESCRIPTION, args=ReadFileArgs, handler=read_file, writes=False)

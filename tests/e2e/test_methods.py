@@ -34,7 +34,12 @@ def test_job_list_events_and_audit(project: Path, canary: str) -> None:
             assert [e["seq"] for e in tail] == list(range(6, len(pushed) + 1))
             assert eng.call("job/events", {"jobId": job_id, "afterSeq": 10_000})["events"] == []
             audit = eng.call("job/audit", {"jobId": job_id})
-            assert audit["jobId"] == job_id and audit["entries"] == pushed and audit["summary"]["toolCalls"] == 5
+            # The audit ledger (issue 18): one tool_call record per finished activity, the summary derived.
+            finished = [e for e in pushed if e["kind"] == "activity" and e["phase"] == "finished"]
+            calls = [r for r in audit["records"] if r["type"] == "tool_call"]
+            assert audit["jobId"] == job_id and len(calls) == len(finished) == 5
+            assert [r["type"] for r in audit["records"]][::len(audit["records"]) - 1] == ["job_start", "job_end"]
+            assert audit["summary"]["outcome"] == "awaiting-review" and sum(audit["summary"]["toolCounts"].values()) == 5
             bad = eng.request("job/events", {"jobId": job_id, "afterSeq": -1})
             assert bad["error"]["code"] == -32602
             assert eng.request("job/audit", {"jobId": "job_nope"})["error"]["data"]["code"] == "JOB_NOT_FOUND"

@@ -94,9 +94,20 @@ def test_job_event_is_a_union_tagged_by_kind() -> None:
     assert union["discriminator"]["propertyName"] == "kind"
     kinds = {schema["$defs"][ref["$ref"].removeprefix("#/$defs/")]["properties"]["kind"]["const"] for ref in union["oneOf"]}
     assert kinds == {"status", "activity", "message", "check", "diff", "error"}
-    for result in ("JobEventsResult", "JobAuditResult"):
-        items = schema["$defs"][result]["properties"]["events" if result == "JobEventsResult" else "entries"]["items"]
-        assert items == {"$ref": "#/$defs/JobEventNotification"}
+    items = schema["$defs"]["JobEventsResult"]["properties"]["events"]["items"]
+    assert items == {"$ref": "#/$defs/JobEventNotification"}
+
+
+def test_audit_record_is_a_union_tagged_by_type() -> None:
+    schema = load_schema()
+    assert schema["$defs"]["JobAuditResult"]["properties"]["records"]["items"] == {"$ref": "#/$defs/AuditRecord"}
+    union = schema["$defs"]["AuditRecord"]
+    assert union["discriminator"]["propertyName"] == "type"
+    kinds = set()
+    for ref in union["oneOf"]:
+        kind = schema["$defs"][ref["$ref"].removeprefix("#/$defs/")]["properties"]["type"]
+        kinds.update([kind["const"]] if "const" in kind else kind["enum"])
+    assert kinds == {"job_start", "tool_call", "check", "limit", "truncated", "apply", "revert", "suggestion", "job_end"}
 
 
 def test_engine_output_is_described_strictly_and_params_reject_unknown_keys() -> None:

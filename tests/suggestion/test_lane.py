@@ -185,26 +185,35 @@ async def test_a_failed_probe_makes_a_job_that_failed_otherwise_eligible(tmp_pat
     assert result.outcome == "complete" and result.verified == 2 and session.leaks(result.dump()) == []
 
 
-async def test_the_audit_ledger_records_the_run_when_the_job_has_one(tmp_path, monkeypatch):
-    recorded: list[dict] = []
-
-    class Ledger:
-        def record_suggestion(self, **fields):
-            recorded.append(fields)
-
-    from spotpatch_agent.engine import job as job_module
-
-    original = job_module.Job.__init__
-
-    def with_ledger(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        self.ledger = Ledger()
-
-    monkeypatch.setattr(job_module.Job, "__init__", with_ledger)
-    result, _, _ = await suggest_after_failure(tmp_path, monkeypatch, GOOD)
-    [entry] = recorded
-    assert entry["breaker"] == "none" and entry["outcome"] == "complete"
+async def test_the_audit_ledger_records_the_run(tmp_path, monkeypatch):
+    root = repo(tmp_path)
+    key = canary(monkeypatch)
+    with ScriptedProviderServer([PROSE, GOOD]) as server:
+        session = Session(EngineService(send_event=lambda e: session.events.append(e)), server, root, key)
+        async with session.service.running():
+            await session.service.configure(root, config(server))
+            snap = await session.failed_job()
+            ids = JobIdParams(job_id=snap.job_id)
+            before = (await session.service.job_audit(ids)).dump()
+            await session.service.job_suggest(ids)
+            after = (await session.service.job_audit(ids)).dump()
+    assert [r["type"] for r in before["records"]][-1] == "job_end"
+    assert before["records"] == after["records"][:-1]  # appended after job_end, nothing before it changed
+    entry = after["records"][-1]
+    assert entry["type"] == "suggestion" and entry["breaker"] == "none" and entry["outcome"] == "complete"
     assert (entry["verified"], entry["unverified"]) == (2, 0)
     [excerpt] = entry["excerpts"]
     assert (excerpt["path"], excerpt["startLine"], excerpt["endLine"]) == ("src/App.tsx", 6, 20)
     assert len(excerpt["sha256"]) == 64
+    assert session.leaks(after) == []
+
+
+async def test_a_failing_ledger_never_costs_the_draft(tmp_path, monkeypatch):
+    from spotpatch_agent.audit.ledger import JobLedger
+
+    def broken(self, **fields):
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(JobLedger, "record_suggestion", broken)
+    result, _, _ = await suggest_after_failure(tmp_path, monkeypatch, GOOD)
+    assert result.outcome == "complete" and result.verified == 2

@@ -88,6 +88,8 @@ p.sp-flag { display: block; }
 .sp-status[data-tone="warn"] { background: var(--sp-warn-bg); color: var(--sp-warn); }
 .sp-files { list-style: none; margin: 0; padding: 0; }
 .sp-files li { display: flex; gap: 8px; justify-content: space-between; font-size: 13px; }
+.sp-audit { list-style: none; margin: 0; padding: 0; gap: 2px; }
+.sp-audit li { font-size: 13px; overflow-wrap: anywhere; min-width: 0; }
 .sp-add { color: var(--sp-ok); } .sp-del { color: var(--sp-danger); }
 .sp-output { margin: 4px 0 0; padding: 6px 8px; max-height: 12em; overflow: auto; white-space: pre-wrap; overflow-wrap: anywhere;
   background: var(--sp-soft); border-radius: 6px; font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }

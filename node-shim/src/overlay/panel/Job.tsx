@@ -1,11 +1,12 @@
 /**
  * A job on the page: live timeline (status, tool activity, bounded model messages, checks, elapsed time)
- * with Cancel; review (provider and model names, files with +/-, the full diff, checks) with Apply,
+ * with Cancel; review (provider and model names, what the agent read per target, files with +/-, the full
+ * diff, checks) with Apply,
  * Cancel and Back to edit; Revert after Apply; failures with their diagnostics, never shown as passed.
  */
 import { useEffect, useState } from "preact/hooks";
 
-import type { CheckEvent, JobEventNotification, JobStatus } from "../../protocol.generated.js";
+import type { AuditTargetSummary, CheckEvent, JobEventNotification, JobStatus } from "../../protocol.generated.js";
 import { hasKey } from "../i18n.js";
 import type { Controller } from "./controller.js";
 import { DiffView } from "./Diff.js";
@@ -299,6 +300,44 @@ function describe(ctl: Controller, event: JobEventNotification) {
   }
 }
 
+/** One line per target from the audit ledger: did the agent read the offered file, which lines, before it wrote. */
+function AuditLines({ ctl, targets }: { ctl: Controller; targets: AuditTargetSummary[] }) {
+  const { t } = ctl;
+  const PATH = "\u0000"; // where the path goes in the translated line (shown as code)
+  const line = (target: AuditTargetSummary): string => {
+    const vars = { index: target.index, path: PATH };
+    if (!target.path) return t("audit.noSource", vars);
+    if (!target.read) return t("audit.notRead", vars);
+    const lines = { ...vars, start: target.lines?.start ?? "?", end: target.lines?.end ?? "?" };
+    const text = t(target.readBeforeFirstWrite ? "audit.readBefore" : "audit.readAfter", lines);
+    const notes: string[] = [];
+    if (target.line != null && !target.lineCovered) notes.push(t("audit.lineMissed", { line: target.line }));
+    if (target.contentSha256Match === false) notes.push(t("audit.changed"));
+    return notes.length ? `${text} (${notes.join("; ")})` : text;
+  };
+  return (
+    <div class="sp-col" data-sp-audit>
+      <h4 class="sp-label" style="margin:0">
+        {t("audit.heading")}
+      </h4>
+      <ul class="sp-audit sp-col">
+        {targets.map((target) => {
+          const [before, ...after] = line(target).split(PATH);
+          return (
+            <li key={target.index}>
+              <span>
+                {before}
+                {after.length > 0 && <span class="sp-code">{target.path}</span>}
+                {after.join("")}
+              </span>
+            </li>
+          );
+        })}
+      </ul>
+    </div>
+  );
+}
+
 function Review({ ctl, checks, failed }: { ctl: Controller; checks: CheckEvent[]; failed: boolean }) {
   const { t } = ctl;
   const job = ctl.state.job!;
@@ -328,6 +367,7 @@ function Review({ ctl, checks, failed }: { ctl: Controller; checks: CheckEvent[]
           </ul>
         </div>
       )}
+      {job.audit && job.audit.length > 0 && <AuditLines ctl={ctl} targets={job.audit} />}
       {job.diff &&
         (job.diff.diff ? (
           <DiffView diff={job.diff.diff} label={t("review.diff")} />

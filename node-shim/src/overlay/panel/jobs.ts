@@ -127,6 +127,7 @@ export abstract class JobFlow extends Store {
       events,
       input,
       diff: null,
+      audit: null,
       actionError: null,
       busy: false,
       startedAt: Date.parse(snapshot.createdAt) || Date.now(),
@@ -221,6 +222,7 @@ export abstract class JobFlow extends Store {
       events: past,
       input,
       diff: null,
+      audit: null,
       actionError: null,
       busy: false,
       startedAt: Date.parse(snapshot.createdAt) || Date.now(),
@@ -331,6 +333,17 @@ export abstract class JobFlow extends Store {
       if (this.state.job?.jobId === job.jobId) this.setJob({ diff });
     } catch {
       /* no diff (closed or lost): the files list still shows */
+    }
+    await this.loadAudit(job.jobId);
+  }
+
+  /** The audit ledger's per-target lines for the review (docs/design.md §13); without it the review shows none. */
+  protected async loadAudit(jobId: string): Promise<void> {
+    try {
+      const audit = await this.client.audit(jobId);
+      if (this.state.job?.jobId === jobId) this.setJob({ audit: audit.summary.targets.slice(0, 8) });
+    } catch {
+      /* an engine without the ledger, or the job is gone: the review goes without these lines */
     }
   }
 

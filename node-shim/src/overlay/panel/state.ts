@@ -5,6 +5,7 @@
  */
 import type {
   ApplyMode,
+  AuditTargetSummary,
   ChecksSandbox,
   DiffResult,
   ElementInfo,
@@ -59,6 +60,8 @@ export interface JobView {
   events: JobEventNotification[];
   input: JobInput | null;
   diff: DiffResult | null;
+  /** Per target, what the agent read before its first write (the audit ledger's summary), once it ended. */
+  audit: AuditTargetSummary[] | null;
   /** An Apply/Revert/Cancel refusal or failure to explain (the job itself may be fine). */
   actionError: { code: string; message: string } | null;
   busy: boolean;

@@ -1,0 +1,14 @@
+"""The per-job audit ledger (docs/design.md §13): what the agent was offered, what it read, what it wrote first.
+
+- :class:`JobLedger` (ledger.py) — one job's ordered, redacted, bounded, fail-open records (``Job.ledger``).
+- :func:`derive_summary` (derive.py) — the ``job_end`` summary as a pure function of the records.
+- records.py — the record builders and the argument whitelist; sink.py — JSONL under the git directory.
+"""
+
+from __future__ import annotations
+
+from spotpatch_agent.audit.derive import derive_summary
+from spotpatch_agent.audit.ledger import MAX_RECORDS, JobLedger
+from spotpatch_agent.audit.sink import audit_dir, ledger_path, list_ledgers, read_ledger
+
+__all__ = ["MAX_RECORDS", "JobLedger", "audit_dir", "derive_summary", "ledger_path", "list_ledgers", "read_ledger"]
