@@ -43,15 +43,20 @@ async def run_git(
     max_bytes: int = 32 * 1024 * 1024,
     ok_codes: tuple[int, ...] = (0,),
     config: tuple[str, ...] = (),
+    index_file: str | None = None,
 ) -> GitOutput:
     """Run ``git <args>`` in ``root`` with a minimal environment; stdout bounded to ``max_bytes`` bytes.
 
     Raises :class:`~spotpatch_agent.errors.GitError` (code ``INTERNAL``, sanitized message naming only the
     subcommand and exit code) when git exits with a code outside ``ok_codes``. A truncated run is not an
-    error: the caller decides what partial output means. ``config`` adds ``-c key=value`` options.
+    error: the caller decides what partial output means. ``config`` adds ``-c key=value`` options;
+    ``index_file`` makes git use that index file instead of the worktree's (``GIT_INDEX_FILE``).
     """
     argv = [*_GIT_PREFIX, *(part for item in config for part in ("-c", item)), *args]
-    process = await anyio.open_process(argv, cwd=root, env=git_env(), stdin=subprocess.DEVNULL,
+    env = git_env()
+    if index_file is not None:
+        env["GIT_INDEX_FILE"] = index_file
+    process = await anyio.open_process(argv, cwd=root, env=env, stdin=subprocess.DEVNULL,
                                         start_new_session=os.name != "nt")
     chunks: list[bytes] = []
     size = 0

@@ -9,6 +9,7 @@ never return stale content (docs/design.md §6 "Caches of listings and reads are
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
 import hashlib
 import itertools
@@ -176,6 +177,9 @@ class WorktreeContext:
         # file on every write, so an unchanged key means unchanged content): (index path, key, entries).
         self._index_path: str | None = None
         self._index_cache: tuple[tuple[int, ...], list[_IndexEntry]] | None = None
+        # Per path: (index file key, bytes of a small index holding that path's entry and every
+        # ``.gitattributes`` entry) for the whitespace check (:meth:`diff_check`); None = no usable entry.
+        self._check_indexes: dict[str, tuple[tuple[int, ...], bytes | None]] = {}
 
     @property
     def version(self) -> int:
@@ -288,10 +292,8 @@ class WorktreeContext:
 
     async def _index_entries(self, max_bytes: int) -> list[_IndexEntry] | None:
         """The parsed index (see :func:`_parse_index`), reused while the index file is unchanged."""
-        if self._index_path is None:
-            out = await self.git("rev-parse", "--path-format=absolute", "--git-path", "index")
-            self._index_path = out.stdout.rstrip(b"\n").decode("utf-8", errors="surrogateescape")
-        key = _file_key(self._index_path)
+        index_path = await self._git_index_path()
+        key = _file_key(index_path)
         cached = self._index_cache
         if key is not None and cached is not None and cached[0] == key:
             return cached[1]
@@ -299,9 +301,16 @@ class WorktreeContext:
         if out.truncated:
             return None
         entries = await anyio.to_thread.run_sync(_parse_index, out.stdout)
-        if entries is not None and key is not None and _file_key(self._index_path) == key:
+        if entries is not None and key is not None and _file_key(index_path) == key:
             self._index_cache = (key, entries)
         return entries
+
+    async def _git_index_path(self) -> str:
+        """Absolute path of the worktree's own index file (asked once)."""
+        if self._index_path is None:
+            out = await self.git("rev-parse", "--path-format=absolute", "--git-path", "index")
+            self._index_path = out.stdout.rstrip(b"\n").decode("utf-8", errors="surrogateescape")
+        return self._index_path
 
     # ------------------------------------------------------------ reads
 
@@ -396,6 +405,93 @@ class WorktreeContext:
             logger.debug("read denied: %s", denied.reason)
             return None
         return TextFile(rel=rel, data=allowed.data, lines=display_lines(allowed.data))
+
+    # ------------------------------------------------------------ the write tools' git and fingerprint
+
+    async def diff_check(self, rel: str, config: tuple[str, ...] = ()) -> GitOutput:
+        """``git diff --check --no-color --no-ext-diff -- :(literal)<rel>`` (the worktree file against the index),
+        exit codes 0 and 2 accepted, output bounded to 1 MiB.
+
+        The same command, but git reads a small index instead of the worktree's (whose size grows with the
+        repository): the path's own entry plus every ``.gitattributes`` entry (attributes of a deleted
+        ``.gitattributes`` come from the index), taken with one ``git ls-files -s`` and kept while the index
+        file is unchanged (SpotPatch's tools never write the index; a check may, and then the file changes).
+        A path without exactly one ordinary stage-0 entry (untracked, unmerged, intent-to-add, not a regular
+        file) is checked against the real index as before.
+        """
+        args = ("diff", "--check", "--no-color", "--no-ext-diff", "--", f":(literal){rel}")
+        small = await self._check_index(rel)
+        if small is None:
+            return await self.git(*args, ok_codes=(0, 2), max_bytes=1024 * 1024, config=config)
+        target = self._check_index_file()
+        with open(target, "wb") as handle:
+            handle.write(small)
+        return await run_git(self.root, *args, ok_codes=(0, 2), max_bytes=1024 * 1024, config=config,
+                             index_file=target)
+
+    def _check_index_file(self) -> str:
+        assert self._index_path is not None
+        return os.path.join(os.path.dirname(self._index_path), "spotpatch-check.index")
+
+    async def _check_index(self, rel: str) -> bytes | None:
+        index_path = await self._git_index_path()
+        key = _file_key(index_path)
+        cached = self._check_indexes.get(rel)
+        if key is not None and cached is not None and cached[0] == key:
+            return cached[1]
+        out = await self.git("ls-files", "-s", "-z", "--", f":(literal){rel}", ":(glob)**/.gitattributes",
+                             max_bytes=1024 * 1024)
+        small = None if out.truncated else await self._build_check_index(rel, out.stdout)
+        if key is not None and _file_key(index_path) == key:
+            self._check_indexes[rel] = (key, small)
+        return small
+
+    async def _build_check_index(self, rel: str, listed: bytes) -> bytes | None:
+        own: list[tuple[str, str, str]] = []
+        cacheinfo: list[str] = []
+        for record in listed.split(b"\0"):
+            if not record:
+                continue
+            head, tab, raw_path = record.partition(b"\t")
+            fields = head.split(b" ")
+            if not tab or len(fields) != 3:
+                return None
+            mode, oid, stage = (f.decode("ascii", errors="replace") for f in fields)
+            path = raw_path.decode("utf-8", errors="surrogateescape")
+            if path == rel:
+                own.append((mode, oid, stage))
+            elif stage != "0":
+                return None
+            if "\0" in path or path.startswith("-"):
+                return None
+            cacheinfo += ["--cacheinfo", mode, oid, path]
+        if len(own) != 1 or own[0][0] not in ("100644", "100755") or own[0][2] != "0" or own[0][1] in _EMPTY_BLOBS:
+            return None
+        target = self._check_index_file()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(target)
+        try:
+            await run_git(self.root, "update-index", "--add", *cacheinfo, index_file=target, max_bytes=64 * 1024)
+            with open(target, "rb") as handle:
+                return handle.read()
+        except GitError:
+            return None
+
+    async def write_fingerprint(self, rels: Sequence[str]) -> str:
+        """A digest of the paths ``rels`` as they are on disk (type, executable bit, bytes or link target, or
+        missing): what a write tool compares before and after undoing its edit.
+
+        Exactly as decisive as comparing :meth:`fingerprint` there: a write tool runs alone under the
+        executor's write gate (no other tool, no check), the engine is the only writer of a job worktree
+        besides checks (which :meth:`fingerprint` brackets), and the tool itself writes only ``rels`` (and a
+        same-directory temp file that it renames or removes). So between two moments of one such call the
+        worktree can differ only at ``rels``, and it is unchanged exactly when they are. The cost is that of
+        reading these files, whatever the size of the repository.
+        """
+        paths = sorted(set(rels))
+        if len(paths) <= 8:
+            return _digest_paths(self.root, paths)
+        return await anyio.to_thread.run_sync(_digest_paths, self.root, paths)
 
     # ------------------------------------------------------------ fingerprint
 
@@ -568,6 +664,32 @@ def _dir_ok(base: str, rel_dir: str, cache: dict[str, bool]) -> bool:
                 ok = False
         cache[rel_dir] = ok
     return ok
+
+
+_EMPTY_BLOBS = ("e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
+                "473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813")
+
+
+def _digest_paths(root: Path, rels: list[str]) -> str:
+    digest = hashlib.sha256()
+    for rel in rels:
+        raw = rel.encode("utf-8", errors="surrogateescape")
+        digest.update(b"\0" + raw + b"\0")
+        full = os.path.join(os.fsencode(root), raw)
+        try:
+            st = os.lstat(full)
+        except FileNotFoundError:
+            digest.update(b"<missing>")
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            digest.update(b"<link>" + os.readlink(full))
+        elif stat.S_ISREG(st.st_mode):
+            digest.update(b"<x>" if st.st_mode & stat.S_IXUSR else b"<f>")
+            with open(full, "rb") as handle:
+                digest.update(hashlib.file_digest(handle, "sha256").digest())
+        else:
+            digest.update(b"<other>%o" % stat.S_IFMT(st.st_mode))
+    return digest.hexdigest()
 
 
 def _status_paths(out: bytes) -> list[bytes]:
