@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +45,7 @@ async def run_git(
     ok_codes: tuple[int, ...] = (0,),
     config: tuple[str, ...] = (),
     index_file: str | None = None,
+    sink: Callable[[bytes], Awaitable[bool]] | None = None,
 ) -> GitOutput:
     """Run ``git <args>`` in ``root`` with a minimal environment; stdout bounded to ``max_bytes`` bytes.
 
@@ -51,6 +53,10 @@ async def run_git(
     subcommand and exit code) when git exits with a code outside ``ok_codes``. A truncated run is not an
     error: the caller decides what partial output means. ``config`` adds ``-c key=value`` options;
     ``index_file`` makes git use that index file instead of the worktree's (``GIT_INDEX_FILE``).
+
+    With ``sink``, stdout is not kept: each chunk is awaited in ``sink`` as it arrives (the result's
+    ``stdout`` is empty) and ``max_bytes`` bounds the total streamed; ``sink`` returning False stops git and
+    marks the result ``truncated``, like passing the bound.
     """
     argv = [*_GIT_PREFIX, *(part for item in config for part in ("-c", item)), *args]
     env = git_env()
@@ -73,6 +79,13 @@ async def run_git(
             assert process.stdout is not None and process.stderr is not None
             tg.start_soon(drain_stderr, process.stderr)
             async for chunk in process.stdout:
+                if sink is not None:
+                    size += len(chunk)
+                    if size > max_bytes or not await sink(chunk):
+                        truncated = True
+                        kill_tree(process)
+                        break
+                    continue
                 if size + len(chunk) > max_bytes:
                     chunks.append(chunk[: max_bytes - size])
                     truncated = True

@@ -145,6 +145,7 @@ async def apply_patch(ctx: WorktreeContext, args: ApplyPatchArgs) -> ToolResult:
     if named != paths:
         # git reads the patch as touching other paths than the parser did: never let it write them.
         raise JobFailure(ErrorCode.INTERNAL, "apply_patch: the patch could not be applied cleanly")
+    ctx.note_written(paths)
     try:
         applied = await _git_apply(ctx, parsed, check=False)
     finally:

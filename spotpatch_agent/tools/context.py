@@ -17,7 +17,7 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -173,10 +173,16 @@ class WorktreeContext:
         # True once a SpotPatch write tool ran: tracked files may then differ from the index (edited,
         # deleted), which ``git diff-files`` reports. Before that the worktree is the checkout itself.
         self._written = False
+        # The paths SpotPatch's write tools named before writing (:meth:`note_written`): the only tracked files
+        # that can differ from the index while no check ran. ``_unnamed_write`` once a write call touched the
+        # disk without naming its paths: from then on ``git diff-files`` finds them instead.
+        self._written_paths: set[str] = set()
+        self._unnamed_write = False
+        self._write_call: tuple[int, bool] | None = None  # (version at the call's start, paths named)
         # Parsed ``git ls-files -s --debug`` output, keyed by the index file's lstat (git replaces the index
         # file on every write, so an unchanged key means unchanged content): (index path, key, entries).
         self._index_path: str | None = None
-        self._index_cache: tuple[tuple[int, ...], list[_IndexEntry]] | None = None
+        self._index_cache: tuple[tuple[int, ...], _IndexBase] | None = None
         # Per path: (index file key, bytes of a small index holding that path's entry and every
         # ``.gitattributes`` entry) for the whitespace check (:meth:`diff_check`); None = no usable entry.
         self._check_indexes: dict[str, tuple[tuple[int, ...], bytes | None]] = {}
@@ -200,11 +206,25 @@ class WorktreeContext:
         self._listing = None
 
     def mark_own_write(self) -> None:
-        """Record that a SpotPatch write tool is about to run: from now on the listing asks git which tracked
-        files differ from the index and checks those on disk. Drops the cached listing (the tool bumps the
-        version when it touches the disk)."""
+        """Record that a SpotPatch write tool is about to run: from now on the listing checks on disk the
+        tracked files the write tools named (:meth:`note_written`). Drops the cached listing (the tool bumps the
+        version when it touches the disk). Pair with :meth:`end_own_write`."""
         self._written = True
         self._listing = None
+        self._write_call = (self._version, False)
+
+    def note_written(self, rels: Sequence[str]) -> None:
+        """Name the paths the running write tool may write, create or delete (before it writes them)."""
+        self._written_paths.update(rels)
+        if self._write_call is not None:
+            self._write_call = (self._write_call[0], True)
+
+    def end_own_write(self) -> None:
+        """The write tool of :meth:`mark_own_write` returned: if it changed the worktree without naming its
+        paths, the listing asks ``git diff-files`` from now on (whole-worktree, but never stale)."""
+        call, self._write_call = self._write_call, None
+        if call is not None and call[0] != self._version and not call[1]:
+            self._unnamed_write = True
 
     @property
     def externally_changed(self) -> bool:
@@ -217,9 +237,10 @@ class WorktreeContext:
         max_bytes: int = 32 * 1024 * 1024,
         ok_codes: tuple[int, ...] = (0,),
         config: tuple[str, ...] = (),
+        sink: Callable[[bytes], Awaitable[bool]] | None = None,
     ) -> GitOutput:
         """Run a fixed-argv git command in the worktree (see :func:`spotpatch_agent.tools._git.run_git`)."""
-        return await run_git(self.root, *args, max_bytes=max_bytes, ok_codes=ok_codes, config=config)
+        return await run_git(self.root, *args, max_bytes=max_bytes, ok_codes=ok_codes, config=config, sink=sink)
 
     # ------------------------------------------------------------ listing
 
@@ -252,9 +273,10 @@ class WorktreeContext:
 
         Tracked entries come from ``git ls-files -s --debug`` (mode and the size git recorded from ``lstat``).
         Until a write tool ran, the worktree is the checkout git recorded; after one (:meth:`mark_own_write`),
-        ``git diff-files`` names every tracked path whose ``lstat`` no longer matches the index (content, size,
-        type change, deletion, a symlink on the leading path). Those, the untracked files, unmerged, empty and
-        unusual entries get the full filesystem check. The remaining entries are
+        the paths the write tools named (:meth:`note_written`) are the only tracked files that can differ
+        (or, after a write that named none, ``git diff-files`` names every tracked path whose ``lstat`` no
+        longer matches the index: content, size, type change, deletion, a symlink on the leading path).
+        Those, the untracked files, unmerged, empty and unusual entries get the full filesystem check. The remaining entries are
         on disk exactly as the index says: regular files (mode 100644/100755) of the recorded size, under real
         directories (git never tracks a path through a symlink). Symlinks (120000) and submodules (160000) are
         dropped. Returns None (caller falls back to the full check) when any output is truncated or unexpected.
@@ -264,14 +286,16 @@ class WorktreeContext:
 
         async def index_side() -> None:
             dirty = b""
-            if self._written:
+            if self._written and self._unnamed_write:
                 out = await self.git("diff-files", "-z", "--name-only", "--ignore-submodules=all")
                 if out.truncated:
                     tracked.append(None)
                     return
                 dirty = out.stdout
-            entries = await self._index_entries(max_bytes)
-            tracked.append(None if entries is None else _split_entries(entries, dirty, max_bytes))
+            elif self._written:
+                dirty = b"\0".join(rel.encode("utf-8", errors="surrogateescape") for rel in sorted(self._written_paths))
+            base = await self._index_entries(max_bytes)
+            tracked.append(None if base is None else base.split(dirty))
 
         async def others_side() -> None:
             others.append(await self.git("ls-files", "-z", "--others", "--exclude-standard"))
@@ -290,20 +314,23 @@ class WorktreeContext:
             files = tuple(trusted)  # the index is sorted by path bytes, which is str order for UTF-8
         return Listing(files=files, truncated=False)
 
-    async def _index_entries(self, max_bytes: int) -> list[_IndexEntry] | None:
-        """The parsed index (see :func:`_parse_index`), reused while the index file is unchanged."""
+    async def _index_entries(self, max_bytes: int) -> _IndexBase | None:
+        """The index read as :class:`_IndexBase`, reused while the index file is unchanged.
+
+        ``git ls-files -z -s --debug`` is parsed as it streams (about 220 bytes per entry: 43 MB for 200,000
+        files), so memory holds the kept paths, never the whole output; a bound of 1 GiB of output (about
+        five million entries) still applies."""
         index_path = await self._git_index_path()
         key = _file_key(index_path)
         cached = self._index_cache
-        if key is not None and cached is not None and cached[0] == key:
+        if key is not None and cached is not None and cached[0] == key and cached[1].max_bytes == max_bytes:
             return cached[1]
-        out = await self.git("ls-files", "-z", "-s", "--debug")
-        if out.truncated:
-            return None
-        entries = await anyio.to_thread.run_sync(_parse_index, out.stdout)
-        if entries is not None and key is not None and _file_key(index_path) == key:
-            self._index_cache = (key, entries)
-        return entries
+        parser = _IndexParser(max_bytes)
+        out = await self.git("ls-files", "-z", "-s", "--debug", max_bytes=_INDEX_OUTPUT_MAX_BYTES, sink=parser.feed)
+        base = None if out.truncated else await parser.finish()
+        if base is not None and key is not None and _file_key(index_path) == key:
+            self._index_cache = (key, base)
+        return base
 
     async def _git_index_path(self) -> str:
         """Absolute path of the worktree's own index file (asked once)."""
@@ -557,11 +584,6 @@ _REGULAR_MODES = (b"100644", b"100755")
 _SKIPPED_MODES = (b"120000", b"160000")
 
 
-# One parsed index entry: raw path, mode, stage, size git recorded, and the path as str when its name
-# passes the policy (normalized, not protected), else None.
-_IndexEntry = tuple[bytes, bytes, bytes, int, "str | None"]
-
-
 def _file_key(path: str) -> tuple[int, ...] | None:
     try:
         st = os.lstat(path)
@@ -570,34 +592,106 @@ def _file_key(path: str) -> tuple[int, ...] | None:
     return (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _parse_index(index: bytes) -> list[_IndexEntry] | None:
-    """Parse ``git ls-files -z -s --debug`` output; None when it is not as expected."""
-    entries = _INDEX_ENTRY.findall(index)
-    if len(entries) != index.count(b"\0"):  # every NUL ends a path: each entry must have parsed
-        return None
-    names = [path for mode, _stage, path, _size in entries if mode in _REGULAR_MODES]
-    ok = {rel.encode("utf-8"): rel for rel in _filter_names(names)}
-    return [(path, mode, stage, int(size), ok.get(path)) for mode, stage, path, size in entries]
+_INDEX_OUTPUT_MAX_BYTES = 1024 * 1024 * 1024
+# Parse the streamed index in batches of about this many bytes (in a worker thread).
+_INDEX_BATCH_BYTES = 4 * 1024 * 1024
 
 
-def _split_entries(entries: list[_IndexEntry], dirty: bytes, max_bytes: int) -> tuple[list[str], list[bytes]]:
-    """Split index entries into the allowed paths that need no filesystem check and the raw paths that do
-    (see :meth:`WorktreeContext._fast_listing`)."""
-    dirty_set = set(dirty.split(b"\0"))
-    dirty_set.discard(b"")
-    trusted: list[str] = []
-    check: list[bytes] = []
-    for path, mode, stage, size, rel in entries:
-        if path in dirty_set or stage != b"0":
-            check.append(path)
-        elif mode in _REGULAR_MODES:
-            if size == 0:
+@dataclass(frozen=True)
+class _IndexBase:
+    """The index as the fast listing needs it, before looking at what changed on disk: ``trusted`` the
+    paths (sorted) that are on disk exactly as recorded while git's stat data still matches (regular files
+    of 1..``max_bytes`` recorded bytes whose names pass the policy), ``check`` the raw paths that always get
+    the filesystem check (unmerged, empty, unusual modes). Symlinks, submodules, oversized regular files and
+    refused names are in neither."""
+
+    trusted: tuple[str, ...]
+    check: tuple[bytes, ...]
+    max_bytes: int
+
+    def split(self, dirty: bytes) -> tuple[list[str], list[bytes]]:
+        """``(trusted, check)`` once ``dirty`` (NUL-separated paths whose stat no longer matches the index,
+        from ``git diff-files``) is known: those move from ``trusted`` (or from nowhere) to ``check``."""
+        dirty_raw = [item for item in dirty.split(b"\0") if item]
+        if not dirty_raw:
+            return list(self.trusted), list(self.check)
+        moved = {item.decode("utf-8", errors="surrogateescape") for item in dirty_raw}
+        return [rel for rel in self.trusted if rel not in moved], [*self.check, *dirty_raw]
+
+
+class _IndexParser:
+    """Streaming parse of ``git ls-files -z -s --debug`` into an :class:`_IndexBase` (``feed`` each chunk,
+    then ``finish``). Any output that is not exactly a sequence of entries makes ``finish`` return None."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._pending: list[bytes] = []
+        self._pending_size = 0
+        self._tail = b""
+        self._trusted: list[str] = []
+        self._check: list[bytes] = []
+        self._ok = True
+
+    async def feed(self, chunk: bytes) -> bool:
+        self._pending.append(chunk)
+        self._pending_size += len(chunk)
+        if self._pending_size >= _INDEX_BATCH_BYTES:
+            await self._flush(final=False)
+        return self._ok
+
+    async def finish(self) -> _IndexBase | None:
+        await self._flush(final=True)
+        if not self._ok or self._tail:
+            return None
+        return _IndexBase(tuple(self._trusted), tuple(self._check), self.max_bytes)
+
+    async def _flush(self, *, final: bool) -> None:
+        data = self._tail + b"".join(self._pending)
+        self._pending, self._pending_size = [], 0
+        if final:
+            cut = len(data)
+        else:
+            cut = _last_entry_end(data)
+        self._tail = data[cut:]
+        if cut and self._ok:
+            self._ok = await anyio.to_thread.run_sync(self._parse, data[:cut])
+
+    def _parse(self, data: bytes) -> bool:
+        entries = _INDEX_ENTRY.findall(data)
+        if len(entries) != data.count(b"\0"):  # every NUL ends a path: each entry must have parsed
+            return False
+        max_bytes = self.max_bytes
+        candidates: list[bytes] = []
+        check = self._check
+        for mode, stage, path, size in entries:
+            if stage != b"0":
                 check.append(path)
-            elif size <= max_bytes and rel is not None:
-                trusted.append(rel)
-        elif mode not in _SKIPPED_MODES:
-            check.append(path)
-    return trusted, check
+            elif mode in _REGULAR_MODES:
+                recorded = int(size)
+                if recorded == 0:
+                    check.append(path)
+                elif recorded <= max_bytes:
+                    candidates.append(path)
+            elif mode not in _SKIPPED_MODES:
+                check.append(path)
+        if candidates:
+            self._trusted.extend(_filter_names(candidates))
+        return True
+
+
+def _last_entry_end(data: bytes) -> int:
+    """Offset just after the last complete entry in ``data`` (0 when there is none): each entry's last line
+    is ``  size: N\tflags: X\n``. A path holding that text can only make the cut early or land inside a
+    path, which then fails the parse (fallback), never a wrong listing."""
+    end = len(data)
+    while True:
+        at = data.rfind(b"\tflags: ", 0, end)
+        if at < 0:
+            return 0
+        newline = data.find(b"\n", at)
+        if newline >= 0:
+            return newline + 1
+        end = at
 
 
 def _merge_checked(root: Path, trusted: list[str], check: list[bytes], max_bytes: int) -> tuple[str, ...]:

@@ -190,6 +190,7 @@ async def _write_checked(ctx: WorktreeContext, rel: str, original: bytes, new: b
     before_fp = await ctx.write_fingerprint([rel])
     before = await _whitespace_problems(ctx, rel, config)
     path = _recheck(ctx, rel, original)
+    ctx.note_written([rel])
     try:
         write_atomic(path, new)
     except OSError:
