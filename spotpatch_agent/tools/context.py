@@ -680,18 +680,21 @@ class _IndexParser:
 
 
 def _last_entry_end(data: bytes) -> int:
-    """Offset just after the last complete entry in ``data`` (0 when there is none): each entry's last line
-    is ``  size: N\tflags: X\n``. A path holding that text can only make the cut early or land inside a
-    path, which then fails the parse (fallback), never a wrong listing."""
-    end = len(data)
-    while True:
-        at = data.rfind(b"\tflags: ", 0, end)
-        if at < 0:
+    """Offset just after the last entry of ``data`` that is surely complete (0 when there is none).
+
+    An entry is ``<mode> <oid> <stage>\\t<path>\\0`` and five lines of cached stat data (no NUL, no newline
+    inside a line). So the entry holding the next-to-last NUL is complete: it ends at the fifth newline after
+    that NUL, whatever its path or the next one holds."""
+    last = data.rfind(b"\0")
+    previous = data.rfind(b"\0", 0, last) if last > 0 else -1
+    if previous < 0:
+        return 0
+    pos = previous
+    for _ in range(5):
+        pos = data.find(b"\n", pos + 1)
+        if pos < 0 or pos > last:
             return 0
-        newline = data.find(b"\n", at)
-        if newline >= 0:
-            return newline + 1
-        end = at
+    return pos + 1
 
 
 def _merge_checked(root: Path, trusted: list[str], check: list[bytes], max_bytes: int) -> tuple[str, ...]:
