@@ -259,6 +259,21 @@ class WorktreeContext:
             self._listing = listing
         return listing
 
+    async def allowed_among(self, rels: Sequence[str]) -> frozenset[str]:
+        """The paths of ``rels`` that :meth:`allowed_files` lists, for paths git names as tracked or untracked
+        and not ignored (``git grep --untracked --exclude-standard`` hits): this version's listing when it is
+        cached, else the listing's own per-path decision for just these paths (name policy, real parent
+        directories, a regular file within ``editableFileMaxBytes``), the same answer without listing the
+        whole worktree."""
+        listing = self._listing
+        if listing is not None:
+            return frozenset(rel for rel in rels if rel in listing.file_set)
+        if not rels:
+            return frozenset()
+        max_bytes = self.limits.get("editableFileMaxBytes")
+        raw = [rel.encode("utf-8", errors="surrogateescape") for rel in rels]
+        return frozenset(await anyio.to_thread.run_sync(_filter_listing, self.root, raw, max_bytes))
+
     async def _full_listing(self, max_bytes: int) -> Listing:
         """Every listed path checked on the filesystem (lstat of the file and of each parent directory)."""
         out = await self.git("ls-files", "-z", "--cached", "--others", "--exclude-standard")

@@ -3,7 +3,8 @@
 Read-only. Runs ``git grep -F -n -I --no-color -z --untracked --exclude-standard -e <query>`` in the worktree:
 the query is one argv element after ``-e`` (never a shell word, never a regex, a leading ``-`` is literal),
 binary files are skipped, ignored files are not searched. Hits are kept only in files of the allowed listing
-(so never in protected, symlinked or oversized files) and matching the optional glob. Output: a header,
+(so never in protected, symlinked or oversized files; decided for the hit files alone,
+:meth:`WorktreeContext.allowed_among`) and matching the optional glob. Output: a header,
 then ``path:line: text`` per hit (text redacted, then cut to 200 characters), at most
 ``min(maxResults, searchMaxResults)`` hits and :data:`~spotpatch_agent.tools.base.OUTPUT_MAX_CHARS` characters.
 """
@@ -194,28 +195,16 @@ async def search_text(ctx: WorktreeContext, args: SearchTextArgs) -> ToolResult:
         if isinstance(compiled, ToolResult):
             return compiled
         match = compiled
-    results: dict[str, object] = {}
-
-    async def listing() -> None:
-        results["listing"] = await ctx.allowed_files()
-
-    async def grep() -> None:
-        stream = _HitStream(_RAW_OUTPUT_MAX_BYTES)
-        out = await ctx.git(
-            "grep", "-F", "-n", "-I", "--no-color", "-z", "--untracked", "--exclude-standard", "--full-name",
-            "-e", args.query, max_bytes=_GREP_STREAM_MAX_BYTES, ok_codes=(0, 1), sink=stream.feed,
-        )  # fmt: skip
-        results["grep"] = GitOutput(out.returncode, stream.output(), out.truncated)
-
-    # Both read the same worktree version (reads hold the executor's gate; no write runs meanwhile).
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(listing)
-        tg.start_soon(grep)
-    allowed = results["listing"].file_set  # type: ignore[attr-defined]
-    out = results["grep"]
-    assert isinstance(out, GitOutput)
+    stream = _HitStream(_RAW_OUTPUT_MAX_BYTES)
+    out = await ctx.git(
+        "grep", "-F", "-n", "-I", "--no-color", "-z", "--untracked", "--exclude-standard", "--full-name",
+        "-e", args.query, max_bytes=_GREP_STREAM_MAX_BYTES, ok_codes=(0, 1), sink=stream.feed,
+    )  # fmt: skip
+    parsed = [hit for hit in _parse_hits(stream.output()) if match is None or match(hit[0])]
+    # Only the files with hits are looked up in the allowed listing (the whole listing is not built for them).
+    allowed = await ctx.allowed_among(list(dict.fromkeys(hit[0] for hit in parsed)))
     cap = min(args.max_results, ctx.limits.get("searchMaxResults"))
-    hits = [hit for hit in _parse_hits(out.stdout) if hit[0] in allowed and (match is None or match(hit[0]))]
+    hits = [hit for hit in parsed if hit[0] in allowed]
     max_bytes = ctx.limits.get("editableFileMaxBytes")
     shown, more_hits = await anyio.to_thread.run_sync(_select, os.fspath(ctx.root), hits, cap, max_bytes)
     more = out.truncated or more_hits

@@ -189,6 +189,9 @@ async def test_listing_matches_the_reference_after_random_writes(tmp_path: Path,
     root = random_repo(tmp_path / "repo", seed)
     executor = _executor(root)
     for step in range(12):
+        executor.invalidate()
+        searched = await executor.execute("search_text", call(query="line", glob=None, maxResults=1000))
+        assert searched.output == await old_search_text(executor.context, "line", None, 1000, 8 * 1024 * 1024)
         listed = await _listed(executor)
         assert listed == reference_listing(root, MAX), step
         texts = [rel for rel in listed if b"line" in (root / rel).read_bytes() and not is_protected(rel, for_write=True)]
@@ -289,6 +292,7 @@ async def test_search_matches_the_old_search_on_random_trees(tmp_path: Path, see
     for cap in (8 * 1024 * 1024, 4000, 700, 90):
         monkeypatch.setattr(search_module, "_RAW_OUTPUT_MAX_BYTES", cap)
         for query, glob in ((NEEDLE, None), ("line", None), ("line", "**/*.ts"), ("'", "src/**"), ("zzz", None)):
+            executor.invalidate()  # no cached listing: the search decides for its hit files alone
             new = await executor.execute("search_text", call(query=query, glob=glob, maxResults=1000))
             old = await old_search_text(executor.context, query, glob, 1000, cap)
             assert new.ok and new.output == old, (cap, query, glob)
@@ -315,6 +319,7 @@ async def test_search_drops_hits_under_build_directories_before_they_count(tmp_p
     outputs = {}
     for cap in (8 * 1024 * 1024, 2000, 300, 120, 60):
         monkeypatch.setattr(search_module, "_RAW_OUTPUT_MAX_BYTES", cap)
+        executor.invalidate()
         new = await executor.execute("search_text", call(query=NEEDLE, glob=None, maxResults=1000))
         old = await old_search_text(executor.context, NEEDLE, None, 1000, cap)
         assert new.output == old, cap
