@@ -24,7 +24,8 @@ from pathlib import Path
 import anyio
 from wcmatch import glob as wcglob
 
-from spotpatch_agent.policy.paths import (  # the private regex: see _SCAN
+from spotpatch_agent.policy.paths import (  # the private regex and suffixes: see _SCAN
+    _KEY_SUFFIXES,
     _PROTECTED_READ,
     BOM,
     MAX_PATH_CHARS,
@@ -591,6 +592,14 @@ _INDEX_ENTRY = re.compile(
 _FAST_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._ +@-/\n"
 _FAST_BAD = (b"//", b"/\n", b"\n/", b"\n\n", b"./", b".\n", b" /", b" \n")
 _PROTECTED_BODY = _PROTECTED_READ.pattern.replace("(?:^|/)", "").replace(r"\Z", "$").replace("[^/]", "[^/\\n]")
+# The key-file branch ("a last segment ending in .pem/.key/.p12") may start anywhere in a segment, so the
+# regex engine would try it at every "/" and scan the segment each time (over a second at 200,000 paths).
+# It is scanned on its own instead, as line ends ("$" under MULTILINE: the last segment of each path).
+_KEY_BRANCH = "[^/\\n]*(?:" + "|".join(re.escape(s) for s in _KEY_SUFFIXES) + ")|"
+_KEY_SCAN = None
+if _KEY_BRANCH in _PROTECTED_BODY:
+    _PROTECTED_BODY = _PROTECTED_BODY.replace(_KEY_BRANCH, "", 1)
+    _KEY_SCAN = re.compile("(?:" + "|".join(re.escape(s) for s in _KEY_SUFFIXES) + ")$", re.MULTILINE)
 _SCAN = re.compile(
     rf"/(?:(?P<device>(?:con|prn|aux|nul|com[0-9]|lpt[0-9])(?:[./\n]|\Z))|{_PROTECTED_BODY})",
     _PROTECTED_READ.flags | re.MULTILINE,
@@ -738,10 +747,13 @@ def _filter_names(raw: list[bytes]) -> list[str]:
         return _filter_names_slow(raw)
     text = "/" + blob.decode("ascii").replace("\n", "\n/")
     hits: list[int] = []
-    for m in _SCAN.finditer(text.lower()):
+    lowered = text.lower()
+    for m in _SCAN.finditer(lowered):
         if m.lastgroup == "device":
             return _filter_names_slow(raw)
         hits.append(m.start())
+    if _KEY_SCAN is not None:
+        hits.extend(m.start() for m in _KEY_SCAN.finditer(lowered))
     rels = text[1:].split("\n/")
     if not hits:
         return rels

@@ -404,3 +404,16 @@ async def test_the_small_index_whitespace_check_matches_the_real_one(tmp_path: P
     git(root, "add", "a.ts")  # the index file is replaced: the small index is built again
     ours, theirs = await _both_checks(ctx, "a.ts")
     assert ours == theirs == b""
+
+
+def test_the_joined_key_suffix_scan_matches_the_policy() -> None:
+    # The listing scans key-file suffixes (.pem, .key, .p12) separately from the other protected names.
+    names = ["a.pem", "dir/x.KEY", "x.p12", "x.pem.bak", "a.pem/b.ts", "key/p12", "deep/a/b.Pem", "x.pem2",
+             "pem", ".key", "d.key/e.key", "ok.ts", "id_rsa.pub", "src/.env.example", "src/.env.local"]
+    raw = [name.encode() for name in names]
+    expected = []
+    for name in names:
+        if not is_protected(name):
+            expected.append(name)
+    assert context_module._filter_names(raw) == expected
+    assert "a.pem/b.ts" in expected and "x.pem.bak" in expected and "dir/x.KEY" not in expected
