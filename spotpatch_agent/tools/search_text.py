@@ -20,7 +20,6 @@ from pydantic import Field
 from spotpatch_agent.policy.paths import is_text
 from spotpatch_agent.policy.redact import redact_cut
 from spotpatch_agent.protocol.errors import ToolErrorCode
-from spotpatch_agent.tools._git import GitOutput
 from spotpatch_agent.tools.base import (
     OUTPUT_MAX_CHARS,
     ToolArgs,
