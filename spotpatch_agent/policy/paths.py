@@ -268,23 +268,20 @@ def git_env() -> dict[str, str]:
 async def is_ignored(root: Path, rel: str) -> bool:
     """Whether git ignores the normalized path ``rel`` in the work tree at ``root`` (docs/design.md §7).
 
-    The answer of ``git check-ignore -q -- <rel>`` (fixed argv). Tracked files are never "ignored" (same
-    rule as ``git ls-files --others --exclude-standard``, so this agrees with ``list_files``). Fails closed:
-    any git error (exit code other than 0/1, e.g. a path beyond a symlink) counts as ignored.
-
-    Asked in two steps so that the common case does not read the index (a cost that grows with the
-    repository): ``--no-index`` first matches the exclude patterns alone; a path no pattern ignores is not
-    ignored, tracked or not. Only a path a pattern ignores (or an error) is asked again with the index, which
-    then decides whether it is tracked. The answers are the same as one call with the index.
+    Runs ``git check-ignore -q -- <rel>`` (fixed argv). Tracked files are never "ignored" (same rule as
+    ``git ls-files --others --exclude-standard``, so this agrees with ``list_files``). Fails closed: any
+    git error (exit code other than 0/1, e.g. a path beyond a symlink or inside a submodule) counts as
+    ignored.
     """
-    if await _check_ignore(root, "--no-index", rel) == 1:
-        return False
-    return await _check_ignore(root, None, rel) != 1
+    return await check_ignore(root, rel) != 1
 
 
-async def _check_ignore(root: Path, option: str | None, rel: str) -> int:
+async def check_ignore(root: Path, rel: str, *, no_index: bool = False) -> int:
+    """The exit code of ``git check-ignore -q [--no-index] -- <rel>`` in ``root``: 0 ignored, 1 not ignored,
+    anything else an error. With ``no_index`` git matches the exclude patterns alone: it neither reads the
+    index (whose size grows with the repository) nor knows which paths are tracked or inside a submodule."""
     result = await anyio.run_process(
-        ["git", "-c", "core.fsmonitor=false", "check-ignore", "-q", *([option] if option else []), "--", rel],
+        ["git", "-c", "core.fsmonitor=false", "check-ignore", "-q", *(["--no-index"] if no_index else []), "--", rel],
         cwd=root,
         env=git_env(),
         stdin=subprocess.DEVNULL,

@@ -43,7 +43,7 @@ import anyio
 from pydantic import Field
 
 from spotpatch_agent.errors import JobFailure
-from spotpatch_agent.policy.paths import BOM, PathDenied, is_ignored, load_allowed
+from spotpatch_agent.policy.paths import BOM, PathDenied, load_allowed
 from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
 from spotpatch_agent.tools._fs import write_atomic
 from spotpatch_agent.tools.base import ToolArgs, ToolDef, ToolResult, arguments_guidance
@@ -180,7 +180,7 @@ class _Undo(Exception):
 
 async def _check_target(ctx: WorktreeContext, file: FilePatch, max_bytes: int) -> _Original | ToolResult:
     rel = file.path
-    if await is_ignored(ctx.root, rel):
+    if await ctx.ignored(rel):
         raise _refused(rel)
     if file.kind != "create":
         try:

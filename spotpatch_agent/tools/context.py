@@ -28,6 +28,7 @@ from spotpatch_agent.policy.paths import (  # the private regex and suffixes: se
     _KEY_SUFFIXES,
     _PROTECTED_READ,
     BOM,
+    check_ignore,
     MAX_PATH_CHARS,
     PathDenied,
     is_ignored,
@@ -187,6 +188,8 @@ class WorktreeContext:
         # Per path: (index file key, bytes of a small index holding that path's entry and every
         # ``.gitattributes`` entry) for the whitespace check (:meth:`diff_check`); None = no usable entry.
         self._check_indexes: dict[str, tuple[tuple[int, ...], bytes | None]] = {}
+        # Submodule (gitlink) paths of the index, keyed by the index file's lstat (see :meth:`ignored`).
+        self._gitlinks: tuple[tuple[int, ...], frozenset[str]] | None = None
 
     @property
     def version(self) -> int:
@@ -520,6 +523,37 @@ class WorktreeContext:
         except GitError:
             return None
 
+    async def ignored(self, rel: str) -> bool:
+        """:func:`~spotpatch_agent.policy.paths.is_ignored` for the normalized path ``rel``, the same answer
+        without reading the whole index each time: ``git check-ignore --no-index`` matches the exclude
+        patterns alone, and a path no pattern ignores is not ignored, tracked or not, unless it lies inside a
+        submodule (git then fails, which counts as ignored). The submodule paths come from the index once
+        while the index file is unchanged. Any other case asks git with the index, as before."""
+        if await check_ignore(self.root, rel, no_index=True) == 1:
+            links = await self._submodules()
+            if links is not None and not any(rel.startswith(link + "/") for link in links):
+                return False
+        return await is_ignored(self.root, rel)
+
+    async def _submodules(self) -> frozenset[str] | None:
+        index_path = await self._git_index_path()
+        key = _file_key(index_path)
+        cached = self._gitlinks
+        if key is not None and cached is not None and cached[0] == key:
+            return cached[1]
+        listing = self._index_cache
+        if key is not None and listing is not None and listing[0] == key:
+            links = listing[1].gitlinks
+        else:
+            collector = _GitlinkCollector()
+            out = await self.git("ls-files", "-z", "-s", max_bytes=_INDEX_OUTPUT_MAX_BYTES, sink=collector.feed)
+            if out.truncated or collector.tail:
+                return None
+            links = frozenset(collector.links)
+        if key is not None and _file_key(index_path) == key:
+            self._gitlinks = (key, links)
+        return links
+
     async def write_fingerprint(self, rels: Sequence[str]) -> str:
         """A digest of the paths ``rels`` as they are on disk (type, executable bit, bytes or link target, or
         missing): what a write tool compares before and after undoing its edit.
@@ -632,6 +666,7 @@ class _IndexBase:
     trusted: tuple[str, ...]
     check: tuple[bytes, ...]
     max_bytes: int
+    gitlinks: frozenset[str] = frozenset()
 
     def split(self, dirty: bytes) -> tuple[list[str], list[bytes]]:
         """``(trusted, check)`` once ``dirty`` (NUL-separated paths whose stat no longer matches the index,
@@ -654,6 +689,7 @@ class _IndexParser:
         self._tail = b""
         self._trusted: list[str] = []
         self._check: list[bytes] = []
+        self._gitlinks: list[str] = []
         self._ok = True
 
     async def feed(self, chunk: bytes) -> bool:
@@ -667,7 +703,7 @@ class _IndexParser:
         await self._flush(final=True)
         if not self._ok or self._tail:
             return None
-        return _IndexBase(tuple(self._trusted), tuple(self._check), self.max_bytes)
+        return _IndexBase(tuple(self._trusted), tuple(self._check), self.max_bytes, frozenset(self._gitlinks))
 
     async def _flush(self, *, final: bool) -> None:
         data = self._tail + b"".join(self._pending)
@@ -688,6 +724,8 @@ class _IndexParser:
         candidates: list[bytes] = []
         check = self._check
         for mode, stage, path, size in entries:
+            if mode == b"160000":
+                self._gitlinks.append(path.decode("utf-8", errors="surrogateescape"))
             if stage != b"0":
                 check.append(path)
             elif mode in _REGULAR_MODES:
@@ -700,6 +738,22 @@ class _IndexParser:
                 check.append(path)
         if candidates:
             self._trusted.extend(_filter_names(candidates))
+        return True
+
+
+class _GitlinkCollector:
+    """Keeps the submodule paths (mode 160000) of streamed ``git ls-files -z -s`` output."""
+
+    def __init__(self) -> None:
+        self.links: list[str] = []
+        self.tail = b""
+
+    async def feed(self, chunk: bytes) -> bool:
+        records = (self.tail + chunk).split(b"\0")
+        self.tail = records.pop()
+        for record in records:
+            if record.startswith(b"160000 "):
+                self.links.append(record.partition(b"\t")[2].decode("utf-8", errors="surrogateescape"))
         return True
 
 

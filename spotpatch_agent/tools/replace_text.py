@@ -36,7 +36,6 @@ from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.policy.paths import (
     BOM,
     PathDenied,
-    is_ignored,
     is_protected,
     load_allowed,
     normalize_rel_path,
@@ -115,7 +114,7 @@ async def replace_text(ctx: WorktreeContext, args: ReplaceTextArgs) -> ToolResul
         rel = normalize_rel_path(args.path)
     except PathDenied:
         raise _terminal_path(None) from None
-    if is_protected(rel, for_write=True) or await is_ignored(ctx.root, rel):
+    if is_protected(rel, for_write=True) or await ctx.ignored(rel):
         raise _terminal_path(rel)
     try:
         allowed = load_allowed(ctx.root, rel, for_write=True, max_bytes=max_bytes)

@@ -332,20 +332,35 @@ async def test_search_drops_hits_under_build_directories_before_they_count(tmp_p
 # ---------------------------------------------------------------- ignore and whitespace checks
 
 
-async def test_is_ignored_matches_one_check_ignore_call(tmp_path: Path) -> None:
+@pytest.mark.parametrize("listed_first", [False, True])
+async def test_ignored_matches_one_check_ignore_call(tmp_path: Path, listed_first: bool) -> None:
+    # WorktreeContext.ignored asks check-ignore --no-index first; the answer must be the one of a single
+    # git check-ignore with the index, submodules included (git fails inside one: counts as ignored).
     root = random_repo(tmp_path / "repo", 7)
+    head = git(root, "rev-parse", "HEAD").strip()
+    git(root, "update-index", "--add", "--cacheinfo", f"160000,{head},vendor/mod")  # a submodule entry
+    git(root, "commit", "-q", "-m", "submodule")
+    (root / "vendor/mod").mkdir(parents=True)
     paths = ["x.log", "keep.log", "ignored/a.ts", "src/a.ts", "fresh/u1.tmp", "nope/none.ts", "a.tmp",
-             "link_dir/a.ts", "dangling.ts", "src/link_file.ts", ".gitignore", "Node_Modules/pkg/a.ts"]
+             "link_dir/a.ts", "dangling.ts", "src/link_file.ts", ".gitignore", "Node_Modules/pkg/a.ts",
+             "vendor/mod", "vendor/mod/a.ts", "vendor/mod/deep/b.ts", "vendor/modx/a.ts", "vendor/a.ts"]
     paths += [os.fsdecode(p) for p in subprocess.run(["git", "ls-files", "-z", "--others", "--cached"], cwd=root,
                                                       capture_output=True, check=True).stdout.split(b"\0") if p][:80]
     paths += [os.fsdecode(p) for p in subprocess.run(["git", "ls-files", "-z", "--others", "--ignored",
                                                        "--exclude-standard"], cwd=root, capture_output=True,
                                                       check=True).stdout.split(b"\0") if p]
+    ctx = WorktreeContext(root, Limits(editable_file_max_bytes=MAX))
+    if listed_first:
+        await ctx.allowed_files()  # the submodule paths then come from the parsed index
+    answers = {}
     for rel in paths:
         if "\0" in rel:
             continue
         one = subprocess.run(["git", "check-ignore", "-q", "--", rel], cwd=root).returncode != 1
+        answers[rel] = one
+        assert await ctx.ignored(rel) == one, rel
         assert await is_ignored(root, rel) == one, rel
+    assert answers["vendor/mod/a.ts"] and not answers["vendor/modx/a.ts"] and not answers["src/a.ts"]
 
 
 async def _both_checks(ctx: WorktreeContext, rel: str, config: tuple[str, ...] = ()) -> tuple[bytes, bytes]:
