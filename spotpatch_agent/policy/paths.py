@@ -270,13 +270,21 @@ async def is_ignored(root: Path, rel: str) -> bool:
 
     Runs ``git check-ignore -q -- <rel>`` (fixed argv). Tracked files are never "ignored" (same rule as
     ``git ls-files --others --exclude-standard``, so this agrees with ``list_files``). Fails closed: any
-    git error (exit code other than 0/1, e.g. a path beyond a symlink) counts as ignored.
+    git error (exit code other than 0/1, e.g. a path beyond a symlink or inside a submodule) counts as
+    ignored.
     """
+    return await check_ignore(root, rel) != 1
+
+
+async def check_ignore(root: Path, rel: str, *, no_index: bool = False) -> int:
+    """The exit code of ``git check-ignore -q [--no-index] -- <rel>`` in ``root``: 0 ignored, 1 not ignored,
+    anything else an error. With ``no_index`` git matches the exclude patterns alone: it neither reads the
+    index (whose size grows with the repository) nor knows which paths are tracked or inside a submodule."""
     result = await anyio.run_process(
-        ["git", "-c", "core.fsmonitor=false", "check-ignore", "-q", "--", rel],
+        ["git", "-c", "core.fsmonitor=false", "check-ignore", "-q", *(["--no-index"] if no_index else []), "--", rel],
         cwd=root,
         env=git_env(),
         stdin=subprocess.DEVNULL,
         check=False,
     )
-    return result.returncode != 1
+    return result.returncode
