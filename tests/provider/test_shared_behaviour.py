@@ -259,7 +259,9 @@ async def test_a_stalled_stream_hits_the_idle_timeout(server, api):
 ], ids=["401", "400-bearer", "200-json-error", "stall"])
 async def test_the_key_never_appears_in_an_error(server, api, turn):
     server.add_turns(turn)
-    adapter = make_adapter(api, server, idle_timeout=0.2)
+    # Only the stall case needs the idle timeout to fire; the others must reach the server first, even on
+    # a loaded machine (0.2 s for every case made the 401 case fail under load before any request landed).
+    adapter = make_adapter(api, server, idle_timeout=0.2 if turn.get("stall") else 10.0)
     try:
         err = await raises(adapter)
     finally:
