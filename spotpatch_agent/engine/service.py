@@ -20,8 +20,6 @@ from anyio.abc import TaskGroup
 from spotpatch_agent import PROTOCOL_VERSION, __version__
 from spotpatch_agent.engine.events import JobEventLog
 from spotpatch_agent.engine.modes import check_mode_request, includes_local_changes, offered_modes
-from spotpatch_agent.engine.locations import check_tags, lines_reader
-from spotpatch_agent.engine.prompt import render_prompt
 from spotpatch_agent.engine.states import ACTIVE, job_tools
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.policy.redact import REDACTOR, redact_cut, shorten_paths
@@ -60,15 +58,16 @@ from spotpatch_agent.worktree.git import run_git
 from spotpatch_agent.worktree.health import blocked_message, repo_health
 from spotpatch_agent.worktree.isolation import empty_trash, sweep_orphans
 from spotpatch_agent.worktree.lock import ProjectWriteLock
-from spotpatch_agent.worktree.pool import POOL_ENV, WorktreePool, pool_mode
 from spotpatch_agent.worktree.repo import locate
 
 if TYPE_CHECKING:
     from spotpatch_agent.engine.job import Job
     from spotpatch_agent.provider.base import ProviderAdapter
+    from spotpatch_agent.worktree.pool import WorktreePool
 
-# Imported where first needed (cold start, issue 3): engine.job (the tool loop, the tools, wcmatch),
-# worktree.changes and provider.probe are not needed to answer initialize.
+# Imported where first needed (cold start, issues 3 and 17): engine.job (the tool loop, the tools, wcmatch),
+# worktree.changes, provider.probe, engine.prompt and engine.locations (prompt/render) and worktree.pool
+# (opened after initialize's reply) are not needed to answer initialize.
 
 log = logging.getLogger("spotpatch.engine")
 
@@ -245,6 +244,8 @@ class EngineService:
 
     async def _open_pool(self) -> None:
         """A fresh warm worktree pool for the project, warmed in the background (never awaited here)."""
+        from spotpatch_agent.worktree.pool import POOL_ENV, WorktreePool, pool_mode
+
         if self._pool is not None:
             await self._pool.aclose()
         assert self._root is not None
@@ -300,6 +301,9 @@ class EngineService:
         marked exact or approximate: ``engine.locations``) and the conventions summary
         (``spotpatch_agent.context``). Without a project yet, or when it is not a git repository, nothing is
         read: the locations as given."""
+        from spotpatch_agent.engine.locations import check_tags, lines_reader
+        from spotpatch_agent.engine.prompt import render_prompt
+
         if self._root is None or self._project_lock is None:  # no project, or not a git repository: the
             return render_prompt(params.annotation)            # git-ignore policy cannot be applied, read nothing
         from spotpatch_agent.context.build import project_prompt_context

@@ -47,9 +47,6 @@ from spotpatch_agent.worktree.git import run_git, sanitize
 from spotpatch_agent.worktree.health import blocked_message, repo_health
 from spotpatch_agent.worktree.refs import head_is, read_git_dir
 from spotpatch_agent.worktree.repo import locate, resolve_head, same_path
-from spotpatch_agent.worktree.snapshot import (
-    include_local_changes as copy_local_changes,
-)
 
 if TYPE_CHECKING:
     from spotpatch_agent.worktree.pool import WorktreePool
@@ -151,6 +148,8 @@ async def create_worktree(
         health = await repo_health(root, limits)
         await _check_health(root, health, include_local_changes)
         if health.state == "consent-required":
+            from spotpatch_agent.worktree.snapshot import include_local_changes as copy_local_changes  # cold start
+
             await copy_local_changes(root, job_dir, head, limits)
         wt.baseline_oid = await _commit_baseline(wt, clean=health.state == "clean")
         return wt

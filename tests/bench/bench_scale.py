@@ -59,6 +59,11 @@ PEAK_GOAL_MIB = 120.0
 PEAK_GOAL_FILES = 200_000
 
 
+#: Both sides of every start-up figure may use and write ``.pyc`` files, as an installed engine does (a
+#: ``PYTHONDONTWRITEBYTECODE`` in the caller's environment would make the engine recompile every start).
+_PYC = {"PYTHONDONTWRITEBYTECODE": ""}
+
+
 class BenchError(Exception):
     pass
 
@@ -145,7 +150,7 @@ class Session:
     def __init__(self, repo: Path, server: ScriptedProviderServer) -> None:
         self.repo, self.server = repo, server
         started = time.perf_counter()
-        self.eng = EngineProcess(env={KEY_ENV: "bench-key", "SPOTPATCH_BENCH": ""})
+        self.eng = EngineProcess(env={KEY_ENV: "bench-key", "SPOTPATCH_BENCH": "", **_PYC})
         self.eng.initialize(repo, _config(server))
         self.init_s = time.perf_counter() - started
 
@@ -245,7 +250,7 @@ def cold_start(repo: Path, runs: int) -> tuple[float, float]:
     with ScriptedProviderServer() as server:
         for _ in range(runs):
             started = time.perf_counter()
-            subprocess.run([sys.executable, "-c", IMPORTS], check=True)
+            subprocess.run([sys.executable, "-c", IMPORTS], check=True, env={**os.environ, **_PYC})
             imports.append(time.perf_counter() - started)
             session = Session(repo, server)
             engine.append(session.init_s)
