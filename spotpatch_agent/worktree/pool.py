@@ -19,7 +19,8 @@ registered for it and holds our marker with this process's id. Then, always with
 repository: the worktree's HEAD reflog is dropped (no earlier job's baseline commit stays reachable through
 it), ``checkout --detach --force <head> --``, ``clean -ffdxq`` (untracked and ignored files, nested
 repositories) and HEAD must be ``head``. The user's repository gains nothing but what a fresh ``worktree
-add`` writes. Any failure discards the worktree (removed like a job's) and the job falls back to a cold
+add`` writes. Any failure discards the worktree (moved aside in one rename and its registration deleted; the
+files go in the background: ``isolation.drop_worktree``, ``empty_trash``) and the job falls back to a cold
 ``git worktree add``; cancellation discards it too, so nothing leaks.
 
 **Ownership**: a pooled worktree is idle in the pool (at most ``capacity``), or being warmed or recycled
