@@ -92,6 +92,23 @@ def make_adapter(provider: ProviderProfile) -> ProviderAdapter:
     return ChatCompletionsAdapter(base_url=provider.base_url, api_key=key, headers=provider.headers)
 
 
+#: What the first job imports (engine.job pulls in the tool loop, the tools and the adapters' base).
+_JOB_RUNNER = ("spotpatch_agent.engine.job", "spotpatch_agent.provider.chat", "spotpatch_agent.provider.responses")
+
+
+async def _preload_job_runner() -> None:
+    """Import the job runner in a worker thread after ``initialize``'s reply, while the start-up health check
+    waits on git (issue 17: the imports moved out of initialize are not paid by the first job instead).
+    Never raises: a failed import is raised again where the module is first used."""
+    import importlib
+
+    for name in _JOB_RUNNER:
+        try:
+            await anyio.to_thread.run_sync(importlib.import_module, name)
+        except Exception:  # noqa: BLE001 - see the docstring
+            return
+
+
 def _probe_key(provider: ProviderProfile, model: ModelProfile) -> tuple[str, str, str, str]:
     """What a proven tool round trip is valid for: the model profile at this endpoint, API and model name."""
     return model.id, provider.api, provider.base_url, model.model
@@ -227,7 +244,9 @@ class EngineService:
         (after the sweep, which would remove a pooled worktree of this process); then delete the worktrees
         the sweep or an earlier engine moved aside (never awaited by anyone). Never raises."""
         try:
-            blocked = (await repo_health(root, config.limits)).state == "blocked"
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_preload_job_runner)  # beside the health check's git work
+                blocked = (await repo_health(root, config.limits)).state == "blocked"
             if not blocked and root == self._root:
                 await self._open_pool()
         except Exception as exc:  # noqa: BLE001 - jobs then start cold; their own health check reports
