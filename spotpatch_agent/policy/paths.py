@@ -268,15 +268,26 @@ def git_env() -> dict[str, str]:
 async def is_ignored(root: Path, rel: str) -> bool:
     """Whether git ignores the normalized path ``rel`` in the work tree at ``root`` (docs/design.md §7).
 
-    Runs ``git check-ignore -q -- <rel>`` (fixed argv). Tracked files are never "ignored" (same rule as
-    ``git ls-files --others --exclude-standard``, so this agrees with ``list_files``). Fails closed: any
-    git error (exit code other than 0/1, e.g. a path beyond a symlink) counts as ignored.
+    The answer of ``git check-ignore -q -- <rel>`` (fixed argv). Tracked files are never "ignored" (same
+    rule as ``git ls-files --others --exclude-standard``, so this agrees with ``list_files``). Fails closed:
+    any git error (exit code other than 0/1, e.g. a path beyond a symlink) counts as ignored.
+
+    Asked in two steps so that the common case does not read the index (a cost that grows with the
+    repository): ``--no-index`` first matches the exclude patterns alone; a path no pattern ignores is not
+    ignored, tracked or not. Only a path a pattern ignores (or an error) is asked again with the index, which
+    then decides whether it is tracked. The answers are the same as one call with the index.
     """
+    if await _check_ignore(root, "--no-index", rel) == 1:
+        return False
+    return await _check_ignore(root, None, rel) != 1
+
+
+async def _check_ignore(root: Path, option: str | None, rel: str) -> int:
     result = await anyio.run_process(
-        ["git", "-c", "core.fsmonitor=false", "check-ignore", "-q", "--", rel],
+        ["git", "-c", "core.fsmonitor=false", "check-ignore", "-q", *([option] if option else []), "--", rel],
         cwd=root,
         env=git_env(),
         stdin=subprocess.DEVNULL,
         check=False,
     )
-    return result.returncode != 1
+    return result.returncode

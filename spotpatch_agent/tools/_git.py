@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,15 +44,25 @@ async def run_git(
     max_bytes: int = 32 * 1024 * 1024,
     ok_codes: tuple[int, ...] = (0,),
     config: tuple[str, ...] = (),
+    index_file: str | None = None,
+    sink: Callable[[bytes], Awaitable[bool]] | None = None,
 ) -> GitOutput:
     """Run ``git <args>`` in ``root`` with a minimal environment; stdout bounded to ``max_bytes`` bytes.
 
     Raises :class:`~spotpatch_agent.errors.GitError` (code ``INTERNAL``, sanitized message naming only the
     subcommand and exit code) when git exits with a code outside ``ok_codes``. A truncated run is not an
-    error: the caller decides what partial output means. ``config`` adds ``-c key=value`` options.
+    error: the caller decides what partial output means. ``config`` adds ``-c key=value`` options;
+    ``index_file`` makes git use that index file instead of the worktree's (``GIT_INDEX_FILE``).
+
+    With ``sink``, stdout is not kept: each chunk is awaited in ``sink`` as it arrives (the result's
+    ``stdout`` is empty) and ``max_bytes`` bounds the total streamed; ``sink`` returning False stops git and
+    marks the result ``truncated``, like passing the bound.
     """
     argv = [*_GIT_PREFIX, *(part for item in config for part in ("-c", item)), *args]
-    process = await anyio.open_process(argv, cwd=root, env=git_env(), stdin=subprocess.DEVNULL,
+    env = git_env()
+    if index_file is not None:
+        env["GIT_INDEX_FILE"] = index_file
+    process = await anyio.open_process(argv, cwd=root, env=env, stdin=subprocess.DEVNULL,
                                         start_new_session=os.name != "nt")
     chunks: list[bytes] = []
     size = 0
@@ -68,6 +79,13 @@ async def run_git(
             assert process.stdout is not None and process.stderr is not None
             tg.start_soon(drain_stderr, process.stderr)
             async for chunk in process.stdout:
+                if sink is not None:
+                    size += len(chunk)
+                    if size > max_bytes or not await sink(chunk):
+                        truncated = True
+                        kill_tree(process)
+                        break
+                    continue
                 if size + len(chunk) > max_bytes:
                     chunks.append(chunk[: max_bytes - size])
                     truncated = True

@@ -19,18 +19,20 @@ Outcomes, in the order they are decided:
   created file's existing parent directories must be real directories inside the root and the path must
   not be ignored; anything else is terminal ``JobFailure(CHANGESET_REJECTED)``. A created file that
   already exists (as a regular file) is a retryable ``PATCH_REJECTED``.
-- ``git apply --check`` fails (context mismatch): retryable ``PATCH_REJECTED`` when the worktree
-  fingerprint still equals the pre-call one, terminal ``JobFailure(INTERNAL)`` otherwise.
-- ``git apply``; then: only the patch's paths changed (else restore, terminal ``INTERNAL``); every
-  resulting file is allowed text within the size bound; a CRLF file gained no bare-LF line and no file
-  gained or lost its BOM (else restore, retryable ``PATCH_REJECTED`` if the fingerprint is back to the
-  pre-call one, terminal ``INTERNAL`` otherwise).
+- ``git apply --check --numstat`` fails (context mismatch): retryable ``PATCH_REJECTED`` when the worktree
+  fingerprint still equals the pre-call one, terminal ``JobFailure(INTERNAL)`` otherwise. The fingerprint
+  here is :meth:`WorktreeContext.write_fingerprint` of the patch's paths: the call runs alone and writes
+  only those, so they are the only part of the worktree that can differ.
+- git reads the patch as touching other paths than the parser (its ``--numstat``): terminal ``INTERNAL``,
+  before anything is written.
+- ``git apply``; then: every resulting file is allowed text within the size bound; a CRLF file gained no
+  bare-LF line and no file gained or lost its BOM (else restore, retryable ``PATCH_REJECTED`` if the
+  fingerprint is back to the pre-call one, terminal ``INTERNAL`` otherwise).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import stat
 import tempfile
@@ -45,7 +47,7 @@ from spotpatch_agent.policy.paths import BOM, PathDenied, is_ignored, load_allow
 from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
 from spotpatch_agent.tools._fs import write_atomic
 from spotpatch_agent.tools.base import ToolArgs, ToolDef, ToolResult, arguments_guidance
-from spotpatch_agent.tools.context import WorktreeContext, _status_paths
+from spotpatch_agent.tools.context import WorktreeContext
 from spotpatch_agent.tools.patch_parse import (
     FilePatch,
     ParsedPatch,
@@ -128,18 +130,22 @@ async def apply_patch(ctx: WorktreeContext, args: ApplyPatchArgs) -> ToolResult:
             return original
         originals.append(original)
 
-    before_fp = await ctx.fingerprint()
-    before_status = await _status_records(ctx)
-    applied = await _git_apply(ctx, parsed, check=True)
+    paths = [original.rel for original in originals]
+    before_fp = await ctx.write_fingerprint(paths)
+    applied, named = await _git_apply_check(ctx, parsed)
     if not applied:
         failing = [f.path for f in parsed.files if not await _git_apply(ctx, f, check=True)] or list(parsed.paths)
-        if await ctx.fingerprint() != before_fp:
+        if await ctx.write_fingerprint(paths) != before_fp:
             raise JobFailure(ErrorCode.INTERNAL, "apply_patch: the worktree changed while checking the patch")
         return _rejected(
             f"The patch does not apply to the current content of {summarize_paths(failing)}: a context or "
             "removed line does not match the file exactly (or the file ends differently). " + _RETRY_HINT,
             single,
         )
+    if named != paths:
+        # git reads the patch as touching other paths than the parser did: never let it write them.
+        raise JobFailure(ErrorCode.INTERNAL, "apply_patch: the patch could not be applied cleanly")
+    ctx.note_written(paths)
     try:
         applied = await _git_apply(ctx, parsed, check=False)
     finally:
@@ -147,13 +153,12 @@ async def apply_patch(ctx: WorktreeContext, args: ApplyPatchArgs) -> ToolResult:
     try:
         if not applied:
             raise _Undo(None)
-        await _verify_changed_paths(ctx, before_status, originals)
         problem = _check_results(ctx.root, originals, max_bytes)
         if problem is not None:
             raise _Undo(problem)
     except _Undo as undo:
         _restore(ctx, originals)  # synchronous: cancellation cannot interrupt it
-        if undo.problem is None or await ctx.fingerprint() != before_fp:
+        if undo.problem is None or await ctx.write_fingerprint(paths) != before_fp:
             raise JobFailure(ErrorCode.INTERNAL, "apply_patch: the patch could not be applied cleanly") from None
         if undo.problem.startswith("LIMIT:"):
             raise JobFailure(ErrorCode.LIMIT_EXCEEDED, undo.problem[len("LIMIT:") :]) from None
@@ -252,38 +257,37 @@ async def _git_apply(ctx: WorktreeContext, parsed: ParsedPatch | FilePatch, *, c
     return out.returncode == 0
 
 
-async def _status_records(ctx: WorktreeContext) -> dict[bytes, str]:
-    """Every path git status lists plus its record and content digest, as one comparable string."""
-    out = await ctx.git("status", "--porcelain=v2", "-z", "--untracked-files=all", "--ignored=no")
-    if out.truncated:
-        raise OSError("git status output exceeded its bound")
-    records: dict[bytes, str] = {}
-    for raw in _status_paths(out.stdout):
-        records[raw] = _digest(ctx.root, raw)
-    return records
-
-
-def _digest(root: Path, raw: bytes) -> str:
-    full = os.path.join(os.fsencode(root), raw)
+async def _git_apply_check(ctx: WorktreeContext, parsed: ParsedPatch) -> tuple[bool, list[str]]:
+    """``git apply --check --numstat -z`` of the whole patch: whether it applies, and the paths git reads in
+    it, in order (a rename would name two)."""
+    fd, name = tempfile.mkstemp(prefix="spotpatch-", suffix=".patch")
     try:
-        st = os.lstat(full)
-    except OSError:
-        return "missing"
-    if stat.S_ISREG(st.st_mode):
-        with open(full, "rb") as handle:
-            return "file:" + hashlib.file_digest(handle, "sha256").hexdigest()
-    if stat.S_ISLNK(st.st_mode):
-        return "link:" + os.readlink(full).hex()
-    return f"other:{stat.S_IFMT(st.st_mode):o}"
-
-
-async def _verify_changed_paths(ctx: WorktreeContext, before: dict[bytes, str], originals: list[_Original]) -> None:
-    """Exactly the patch's paths changed: any other status path appearing, vanishing or changing → undo."""
-    after = await _status_records(ctx)
-    ours = {os.fsencode(o.rel) for o in originals}
-    for raw in set(before) | set(after):
-        if raw not in ours and before.get(raw) != after.get(raw):
-            raise _Undo(None)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(parsed.text.encode("utf-8"))
+        out = await ctx.git("apply", "--check", "--numstat", "-z", "--whitespace=nowarn", "--", name,
+                            ok_codes=tuple(range(256)), max_bytes=1024 * 1024)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+    if out.returncode != 0:
+        return False, []
+    named: list[str] = []
+    fields = out.stdout.split(b"\0")
+    i = 0
+    while i < len(fields):
+        record = fields[i]
+        i += 1
+        if not record:
+            continue
+        parts = record.split(b"\t", 2)
+        if len(parts) != 3:
+            return True, ["?"]
+        if parts[2]:
+            named.append(parts[2].decode("utf-8", errors="replace"))
+        else:  # a rename or copy: "\0old\0new"
+            named += [f.decode("utf-8", errors="replace") for f in fields[i : i + 2]]
+            i += 2
+    return True, named
 
 
 # ------------------------------------------------------------------ result checks

@@ -9,6 +9,7 @@ never return stale content (docs/design.md §6 "Caches of listings and reads are
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
 import hashlib
 import itertools
@@ -16,7 +17,7 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -172,10 +173,19 @@ class WorktreeContext:
         # True once a SpotPatch write tool ran: tracked files may then differ from the index (edited,
         # deleted), which ``git diff-files`` reports. Before that the worktree is the checkout itself.
         self._written = False
+        # The paths SpotPatch's write tools named before writing (:meth:`note_written`): the only tracked files
+        # that can differ from the index while no check ran. ``_unnamed_write`` once a write call touched the
+        # disk without naming its paths: from then on ``git diff-files`` finds them instead.
+        self._written_paths: set[str] = set()
+        self._unnamed_write = False
+        self._write_call: tuple[int, bool] | None = None  # (version at the call's start, paths named)
         # Parsed ``git ls-files -s --debug`` output, keyed by the index file's lstat (git replaces the index
         # file on every write, so an unchanged key means unchanged content): (index path, key, entries).
         self._index_path: str | None = None
-        self._index_cache: tuple[tuple[int, ...], list[_IndexEntry]] | None = None
+        self._index_cache: tuple[tuple[int, ...], _IndexBase] | None = None
+        # Per path: (index file key, bytes of a small index holding that path's entry and every
+        # ``.gitattributes`` entry) for the whitespace check (:meth:`diff_check`); None = no usable entry.
+        self._check_indexes: dict[str, tuple[tuple[int, ...], bytes | None]] = {}
 
     @property
     def version(self) -> int:
@@ -196,11 +206,25 @@ class WorktreeContext:
         self._listing = None
 
     def mark_own_write(self) -> None:
-        """Record that a SpotPatch write tool is about to run: from now on the listing asks git which tracked
-        files differ from the index and checks those on disk. Drops the cached listing (the tool bumps the
-        version when it touches the disk)."""
+        """Record that a SpotPatch write tool is about to run: from now on the listing checks on disk the
+        tracked files the write tools named (:meth:`note_written`). Drops the cached listing (the tool bumps the
+        version when it touches the disk). Pair with :meth:`end_own_write`."""
         self._written = True
         self._listing = None
+        self._write_call = (self._version, False)
+
+    def note_written(self, rels: Sequence[str]) -> None:
+        """Name the paths the running write tool may write, create or delete (before it writes them)."""
+        self._written_paths.update(rels)
+        if self._write_call is not None:
+            self._write_call = (self._write_call[0], True)
+
+    def end_own_write(self) -> None:
+        """The write tool of :meth:`mark_own_write` returned: if it changed the worktree without naming its
+        paths, the listing asks ``git diff-files`` from now on (whole-worktree, but never stale)."""
+        call, self._write_call = self._write_call, None
+        if call is not None and call[0] != self._version and not call[1]:
+            self._unnamed_write = True
 
     @property
     def externally_changed(self) -> bool:
@@ -213,9 +237,10 @@ class WorktreeContext:
         max_bytes: int = 32 * 1024 * 1024,
         ok_codes: tuple[int, ...] = (0,),
         config: tuple[str, ...] = (),
+        sink: Callable[[bytes], Awaitable[bool]] | None = None,
     ) -> GitOutput:
         """Run a fixed-argv git command in the worktree (see :func:`spotpatch_agent.tools._git.run_git`)."""
-        return await run_git(self.root, *args, max_bytes=max_bytes, ok_codes=ok_codes, config=config)
+        return await run_git(self.root, *args, max_bytes=max_bytes, ok_codes=ok_codes, config=config, sink=sink)
 
     # ------------------------------------------------------------ listing
 
@@ -234,6 +259,21 @@ class WorktreeContext:
             self._listing = listing
         return listing
 
+    async def allowed_among(self, rels: Sequence[str]) -> frozenset[str]:
+        """The paths of ``rels`` that :meth:`allowed_files` lists, for paths git names as tracked or untracked
+        and not ignored (``git grep --untracked --exclude-standard`` hits): this version's listing when it is
+        cached, else the listing's own per-path decision for just these paths (name policy, real parent
+        directories, a regular file within ``editableFileMaxBytes``), the same answer without listing the
+        whole worktree."""
+        listing = self._listing
+        if listing is not None:
+            return frozenset(rel for rel in rels if rel in listing.file_set)
+        if not rels:
+            return frozenset()
+        max_bytes = self.limits.get("editableFileMaxBytes")
+        raw = [rel.encode("utf-8", errors="surrogateescape") for rel in rels]
+        return frozenset(await anyio.to_thread.run_sync(_filter_listing, self.root, raw, max_bytes))
+
     async def _full_listing(self, max_bytes: int) -> Listing:
         """Every listed path checked on the filesystem (lstat of the file and of each parent directory)."""
         out = await self.git("ls-files", "-z", "--cached", "--others", "--exclude-standard")
@@ -248,9 +288,10 @@ class WorktreeContext:
 
         Tracked entries come from ``git ls-files -s --debug`` (mode and the size git recorded from ``lstat``).
         Until a write tool ran, the worktree is the checkout git recorded; after one (:meth:`mark_own_write`),
-        ``git diff-files`` names every tracked path whose ``lstat`` no longer matches the index (content, size,
-        type change, deletion, a symlink on the leading path). Those, the untracked files, unmerged, empty and
-        unusual entries get the full filesystem check. The remaining entries are
+        the paths the write tools named (:meth:`note_written`) are the only tracked files that can differ
+        (or, after a write that named none, ``git diff-files`` names every tracked path whose ``lstat`` no
+        longer matches the index: content, size, type change, deletion, a symlink on the leading path).
+        Those, the untracked files, unmerged, empty and unusual entries get the full filesystem check. The remaining entries are
         on disk exactly as the index says: regular files (mode 100644/100755) of the recorded size, under real
         directories (git never tracks a path through a symlink). Symlinks (120000) and submodules (160000) are
         dropped. Returns None (caller falls back to the full check) when any output is truncated or unexpected.
@@ -260,14 +301,16 @@ class WorktreeContext:
 
         async def index_side() -> None:
             dirty = b""
-            if self._written:
+            if self._written and self._unnamed_write:
                 out = await self.git("diff-files", "-z", "--name-only", "--ignore-submodules=all")
                 if out.truncated:
                     tracked.append(None)
                     return
                 dirty = out.stdout
-            entries = await self._index_entries(max_bytes)
-            tracked.append(None if entries is None else _split_entries(entries, dirty, max_bytes))
+            elif self._written:
+                dirty = b"\0".join(rel.encode("utf-8", errors="surrogateescape") for rel in sorted(self._written_paths))
+            base = await self._index_entries(max_bytes)
+            tracked.append(None if base is None else base.split(dirty))
 
         async def others_side() -> None:
             others.append(await self.git("ls-files", "-z", "--others", "--exclude-standard"))
@@ -286,22 +329,30 @@ class WorktreeContext:
             files = tuple(trusted)  # the index is sorted by path bytes, which is str order for UTF-8
         return Listing(files=files, truncated=False)
 
-    async def _index_entries(self, max_bytes: int) -> list[_IndexEntry] | None:
-        """The parsed index (see :func:`_parse_index`), reused while the index file is unchanged."""
+    async def _index_entries(self, max_bytes: int) -> _IndexBase | None:
+        """The index read as :class:`_IndexBase`, reused while the index file is unchanged.
+
+        ``git ls-files -z -s --debug`` is parsed as it streams (about 220 bytes per entry: 43 MB for 200,000
+        files), so memory holds the kept paths, never the whole output; a bound of 1 GiB of output (about
+        five million entries) still applies."""
+        index_path = await self._git_index_path()
+        key = _file_key(index_path)
+        cached = self._index_cache
+        if key is not None and cached is not None and cached[0] == key and cached[1].max_bytes == max_bytes:
+            return cached[1]
+        parser = _IndexParser(max_bytes)
+        out = await self.git("ls-files", "-z", "-s", "--debug", max_bytes=_INDEX_OUTPUT_MAX_BYTES, sink=parser.feed)
+        base = None if out.truncated else await parser.finish()
+        if base is not None and key is not None and _file_key(index_path) == key:
+            self._index_cache = (key, base)
+        return base
+
+    async def _git_index_path(self) -> str:
+        """Absolute path of the worktree's own index file (asked once)."""
         if self._index_path is None:
             out = await self.git("rev-parse", "--path-format=absolute", "--git-path", "index")
             self._index_path = out.stdout.rstrip(b"\n").decode("utf-8", errors="surrogateescape")
-        key = _file_key(self._index_path)
-        cached = self._index_cache
-        if key is not None and cached is not None and cached[0] == key:
-            return cached[1]
-        out = await self.git("ls-files", "-z", "-s", "--debug")
-        if out.truncated:
-            return None
-        entries = await anyio.to_thread.run_sync(_parse_index, out.stdout)
-        if entries is not None and key is not None and _file_key(self._index_path) == key:
-            self._index_cache = (key, entries)
-        return entries
+        return self._index_path
 
     # ------------------------------------------------------------ reads
 
@@ -397,6 +448,93 @@ class WorktreeContext:
             return None
         return TextFile(rel=rel, data=allowed.data, lines=display_lines(allowed.data))
 
+    # ------------------------------------------------------------ the write tools' git and fingerprint
+
+    async def diff_check(self, rel: str, config: tuple[str, ...] = ()) -> GitOutput:
+        """``git diff --check --no-color --no-ext-diff -- :(literal)<rel>`` (the worktree file against the index),
+        exit codes 0 and 2 accepted, output bounded to 1 MiB.
+
+        The same command, but git reads a small index instead of the worktree's (whose size grows with the
+        repository): the path's own entry plus every ``.gitattributes`` entry (attributes of a deleted
+        ``.gitattributes`` come from the index), taken with one ``git ls-files -s`` and kept while the index
+        file is unchanged (SpotPatch's tools never write the index; a check may, and then the file changes).
+        A path without exactly one ordinary stage-0 entry (untracked, unmerged, intent-to-add, not a regular
+        file) is checked against the real index as before.
+        """
+        args = ("diff", "--check", "--no-color", "--no-ext-diff", "--", f":(literal){rel}")
+        small = await self._check_index(rel)
+        if small is None:
+            return await self.git(*args, ok_codes=(0, 2), max_bytes=1024 * 1024, config=config)
+        target = self._check_index_file()
+        with open(target, "wb") as handle:
+            handle.write(small)
+        return await run_git(self.root, *args, ok_codes=(0, 2), max_bytes=1024 * 1024, config=config,
+                             index_file=target)
+
+    def _check_index_file(self) -> str:
+        assert self._index_path is not None
+        return os.path.join(os.path.dirname(self._index_path), "spotpatch-check.index")
+
+    async def _check_index(self, rel: str) -> bytes | None:
+        index_path = await self._git_index_path()
+        key = _file_key(index_path)
+        cached = self._check_indexes.get(rel)
+        if key is not None and cached is not None and cached[0] == key:
+            return cached[1]
+        out = await self.git("ls-files", "-s", "-z", "--", f":(literal){rel}", ":(glob)**/.gitattributes",
+                             max_bytes=1024 * 1024)
+        small = None if out.truncated else await self._build_check_index(rel, out.stdout)
+        if key is not None and _file_key(index_path) == key:
+            self._check_indexes[rel] = (key, small)
+        return small
+
+    async def _build_check_index(self, rel: str, listed: bytes) -> bytes | None:
+        own: list[tuple[str, str, str]] = []
+        cacheinfo: list[str] = []
+        for record in listed.split(b"\0"):
+            if not record:
+                continue
+            head, tab, raw_path = record.partition(b"\t")
+            fields = head.split(b" ")
+            if not tab or len(fields) != 3:
+                return None
+            mode, oid, stage = (f.decode("ascii", errors="replace") for f in fields)
+            path = raw_path.decode("utf-8", errors="surrogateescape")
+            if path == rel:
+                own.append((mode, oid, stage))
+            elif stage != "0":
+                return None
+            if "\0" in path or path.startswith("-"):
+                return None
+            cacheinfo += ["--cacheinfo", mode, oid, path]
+        if len(own) != 1 or own[0][0] not in ("100644", "100755") or own[0][2] != "0" or own[0][1] in _EMPTY_BLOBS:
+            return None
+        target = self._check_index_file()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(target)
+        try:
+            await run_git(self.root, "update-index", "--add", *cacheinfo, index_file=target, max_bytes=64 * 1024)
+            with open(target, "rb") as handle:
+                return handle.read()
+        except GitError:
+            return None
+
+    async def write_fingerprint(self, rels: Sequence[str]) -> str:
+        """A digest of the paths ``rels`` as they are on disk (type, executable bit, bytes or link target, or
+        missing): what a write tool compares before and after undoing its edit.
+
+        Exactly as decisive as comparing :meth:`fingerprint` there: a write tool runs alone under the
+        executor's write gate (no other tool, no check), the engine is the only writer of a job worktree
+        besides checks (which :meth:`fingerprint` brackets), and the tool itself writes only ``rels`` (and a
+        same-directory temp file that it renames or removes). So between two moments of one such call the
+        worktree can differ only at ``rels``, and it is unchanged exactly when they are. The cost is that of
+        reading these files, whatever the size of the repository.
+        """
+        paths = sorted(set(rels))
+        if len(paths) <= 8:
+            return _digest_paths(self.root, paths)
+        return await anyio.to_thread.run_sync(_digest_paths, self.root, paths)
+
     # ------------------------------------------------------------ fingerprint
 
     async def fingerprint(self) -> str:
@@ -461,11 +599,6 @@ _REGULAR_MODES = (b"100644", b"100755")
 _SKIPPED_MODES = (b"120000", b"160000")
 
 
-# One parsed index entry: raw path, mode, stage, size git recorded, and the path as str when its name
-# passes the policy (normalized, not protected), else None.
-_IndexEntry = tuple[bytes, bytes, bytes, int, "str | None"]
-
-
 def _file_key(path: str) -> tuple[int, ...] | None:
     try:
         st = os.lstat(path)
@@ -474,34 +607,109 @@ def _file_key(path: str) -> tuple[int, ...] | None:
     return (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _parse_index(index: bytes) -> list[_IndexEntry] | None:
-    """Parse ``git ls-files -z -s --debug`` output; None when it is not as expected."""
-    entries = _INDEX_ENTRY.findall(index)
-    if len(entries) != index.count(b"\0"):  # every NUL ends a path: each entry must have parsed
-        return None
-    names = [path for mode, _stage, path, _size in entries if mode in _REGULAR_MODES]
-    ok = {rel.encode("utf-8"): rel for rel in _filter_names(names)}
-    return [(path, mode, stage, int(size), ok.get(path)) for mode, stage, path, size in entries]
+_INDEX_OUTPUT_MAX_BYTES = 1024 * 1024 * 1024
+# Parse the streamed index in batches of about this many bytes (in a worker thread).
+_INDEX_BATCH_BYTES = 4 * 1024 * 1024
 
 
-def _split_entries(entries: list[_IndexEntry], dirty: bytes, max_bytes: int) -> tuple[list[str], list[bytes]]:
-    """Split index entries into the allowed paths that need no filesystem check and the raw paths that do
-    (see :meth:`WorktreeContext._fast_listing`)."""
-    dirty_set = set(dirty.split(b"\0"))
-    dirty_set.discard(b"")
-    trusted: list[str] = []
-    check: list[bytes] = []
-    for path, mode, stage, size, rel in entries:
-        if path in dirty_set or stage != b"0":
-            check.append(path)
-        elif mode in _REGULAR_MODES:
-            if size == 0:
+@dataclass(frozen=True)
+class _IndexBase:
+    """The index as the fast listing needs it, before looking at what changed on disk: ``trusted`` the
+    paths (sorted) that are on disk exactly as recorded while git's stat data still matches (regular files
+    of 1..``max_bytes`` recorded bytes whose names pass the policy), ``check`` the raw paths that always get
+    the filesystem check (unmerged, empty, unusual modes). Symlinks, submodules, oversized regular files and
+    refused names are in neither."""
+
+    trusted: tuple[str, ...]
+    check: tuple[bytes, ...]
+    max_bytes: int
+
+    def split(self, dirty: bytes) -> tuple[list[str], list[bytes]]:
+        """``(trusted, check)`` once ``dirty`` (NUL-separated paths whose stat no longer matches the index,
+        from ``git diff-files``) is known: those move from ``trusted`` (or from nowhere) to ``check``."""
+        dirty_raw = [item for item in dirty.split(b"\0") if item]
+        if not dirty_raw:
+            return list(self.trusted), list(self.check)
+        moved = {item.decode("utf-8", errors="surrogateescape") for item in dirty_raw}
+        return [rel for rel in self.trusted if rel not in moved], [*self.check, *dirty_raw]
+
+
+class _IndexParser:
+    """Streaming parse of ``git ls-files -z -s --debug`` into an :class:`_IndexBase` (``feed`` each chunk,
+    then ``finish``). Any output that is not exactly a sequence of entries makes ``finish`` return None."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._pending: list[bytes] = []
+        self._pending_size = 0
+        self._tail = b""
+        self._trusted: list[str] = []
+        self._check: list[bytes] = []
+        self._ok = True
+
+    async def feed(self, chunk: bytes) -> bool:
+        self._pending.append(chunk)
+        self._pending_size += len(chunk)
+        if self._pending_size >= _INDEX_BATCH_BYTES:
+            await self._flush(final=False)
+        return self._ok
+
+    async def finish(self) -> _IndexBase | None:
+        await self._flush(final=True)
+        if not self._ok or self._tail:
+            return None
+        return _IndexBase(tuple(self._trusted), tuple(self._check), self.max_bytes)
+
+    async def _flush(self, *, final: bool) -> None:
+        data = self._tail + b"".join(self._pending)
+        self._pending, self._pending_size = [], 0
+        if final:
+            cut = len(data)
+        else:
+            cut = _last_entry_end(data)
+        self._tail = data[cut:]
+        if cut and self._ok:
+            self._ok = await anyio.to_thread.run_sync(self._parse, data[:cut])
+
+    def _parse(self, data: bytes) -> bool:
+        entries = _INDEX_ENTRY.findall(data)
+        if len(entries) != data.count(b"\0"):  # every NUL ends a path: each entry must have parsed
+            return False
+        max_bytes = self.max_bytes
+        candidates: list[bytes] = []
+        check = self._check
+        for mode, stage, path, size in entries:
+            if stage != b"0":
                 check.append(path)
-            elif size <= max_bytes and rel is not None:
-                trusted.append(rel)
-        elif mode not in _SKIPPED_MODES:
-            check.append(path)
-    return trusted, check
+            elif mode in _REGULAR_MODES:
+                recorded = int(size)
+                if recorded == 0:
+                    check.append(path)
+                elif recorded <= max_bytes:
+                    candidates.append(path)
+            elif mode not in _SKIPPED_MODES:
+                check.append(path)
+        if candidates:
+            self._trusted.extend(_filter_names(candidates))
+        return True
+
+
+def _last_entry_end(data: bytes) -> int:
+    """Offset just after the last entry of ``data`` that is surely complete (0 when there is none).
+
+    An entry is ``<mode> <oid> <stage>\\t<path>\\0`` and five lines of cached stat data (no NUL, no newline
+    inside a line). So the entry holding the next-to-last NUL is complete: it ends at the fifth newline after
+    that NUL, whatever its path or the next one holds."""
+    last = data.rfind(b"\0")
+    previous = data.rfind(b"\0", 0, last) if last > 0 else -1
+    if previous < 0:
+        return 0
+    pos = previous
+    for _ in range(5):
+        pos = data.find(b"\n", pos + 1)
+        if pos < 0 or pos > last:
+            return 0
+    return pos + 1
 
 
 def _merge_checked(root: Path, trusted: list[str], check: list[bytes], max_bytes: int) -> tuple[str, ...]:
@@ -568,6 +776,32 @@ def _dir_ok(base: str, rel_dir: str, cache: dict[str, bool]) -> bool:
                 ok = False
         cache[rel_dir] = ok
     return ok
+
+
+_EMPTY_BLOBS = ("e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
+                "473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813")
+
+
+def _digest_paths(root: Path, rels: list[str]) -> str:
+    digest = hashlib.sha256()
+    for rel in rels:
+        raw = rel.encode("utf-8", errors="surrogateescape")
+        digest.update(b"\0" + raw + b"\0")
+        full = os.path.join(os.fsencode(root), raw)
+        try:
+            st = os.lstat(full)
+        except FileNotFoundError:
+            digest.update(b"<missing>")
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            digest.update(b"<link>" + os.readlink(full))
+        elif stat.S_ISREG(st.st_mode):
+            digest.update(b"<x>" if st.st_mode & stat.S_IXUSR else b"<f>")
+            with open(full, "rb") as handle:
+                digest.update(hashlib.file_digest(handle, "sha256").digest())
+        else:
+            digest.update(b"<other>%o" % stat.S_IFMT(st.st_mode))
+    return digest.hexdigest()
 
 
 def _status_paths(out: bytes) -> list[bytes]:

@@ -208,7 +208,10 @@ class ToolExecutor:
                         self._ctx.mark_external_change()
                         return await self._run_check_watched(tool, args_or_problem)
                     self._ctx.mark_own_write()
-                    return await tool.handler(self._ctx, args_or_problem)
+                    try:
+                        return await tool.handler(self._ctx, args_or_problem)
+                    finally:
+                        self._ctx.end_own_write()
         except TimeoutError:
             raise JobFailure(ErrorCode.LIMIT_EXCEEDED, f"{name} exceeded toolTimeoutSec") from None
         except GitError as exc:

@@ -15,11 +15,13 @@ Outcomes, in the order they are decided:
   regular, missing, binary, too big) — docs/design.md §6 "path escapes, protected files … are terminal".
 - retryable ``PATCH_REJECTED`` (file unchanged): ``oldText`` occurs zero times, or more than once (the
   answer names the lines), or ``newText`` would put a BOM at the start.
-- the write: fingerprint the worktree, re-read and compare the original bytes (changed → terminal
+- the write: fingerprint the file (:meth:`WorktreeContext.write_fingerprint`), re-read and compare the original
+  bytes (changed → terminal
   ``JobFailure(INTERNAL)``), write through a same-directory temp file and ``os.replace``; then
   ``git diff --check`` on the path. New whitespace problems → the original bytes are restored and, only if
   the worktree fingerprint equals the pre-call one, a retryable ``PATCH_REJECTED`` naming the problems is
-  returned; otherwise (or if restoring fails) terminal ``JobFailure(INTERNAL)``.
+  returned; otherwise (or if restoring fails) terminal ``JobFailure(INTERNAL)``. The whitespace check reads a
+  small index holding the file's entry (:meth:`WorktreeContext.diff_check`), not the whole index.
 """
 
 from __future__ import annotations
@@ -185,9 +187,10 @@ async def _write_checked(ctx: WorktreeContext, rel: str, original: bytes, new: b
     fails, or the fingerprint after restoring differs from the one before the call.
     """
     config = await _whitespace_config(ctx) if crlf else ()
-    before_fp = await ctx.fingerprint()
+    before_fp = await ctx.write_fingerprint([rel])
     before = await _whitespace_problems(ctx, rel, config)
     path = _recheck(ctx, rel, original)
+    ctx.note_written([rel])
     try:
         write_atomic(path, new)
     except OSError:
@@ -204,7 +207,7 @@ async def _write_checked(ctx: WorktreeContext, rel: str, original: bytes, new: b
     if not added:
         return []
     _restore(ctx, rel, path, original)
-    if await ctx.fingerprint() != before_fp:
+    if await ctx.write_fingerprint([rel]) != before_fp:
         raise JobFailure(ErrorCode.INTERNAL, f"replace_text: the worktree changed while undoing the edit of {rel}")
     problems: list[str] = []
     for (message, text), number in after:
@@ -248,17 +251,7 @@ _Problem = tuple[tuple[str, str], int]
 async def _whitespace_problems(ctx: WorktreeContext, rel: str, config: tuple[str, ...]) -> list[_Problem]:
     """``git diff --check -- <rel>`` problems as ``((message, added line text), line number)``; the key
     leaves out the line number, so a problem present before and after an edit compares equal."""
-    out = await ctx.git(
-        "diff",
-        "--check",
-        "--no-color",
-        "--no-ext-diff",
-        "--",
-        f":(literal){rel}",
-        ok_codes=(0, 2),
-        max_bytes=1024 * 1024,
-        config=config,
-    )
+    out = await ctx.diff_check(rel, config)
     lines = out.stdout.decode("utf-8", errors="replace").split("\n")
     prefix = f"{rel}:"
     problems: list[_Problem] = []

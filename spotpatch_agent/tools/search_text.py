@@ -3,7 +3,8 @@
 Read-only. Runs ``git grep -F -n -I --no-color -z --untracked --exclude-standard -e <query>`` in the worktree:
 the query is one argv element after ``-e`` (never a shell word, never a regex, a leading ``-`` is literal),
 binary files are skipped, ignored files are not searched. Hits are kept only in files of the allowed listing
-(so never in protected, symlinked or oversized files) and matching the optional glob. Output: a header,
+(so never in protected, symlinked or oversized files; decided for the hit files alone,
+:meth:`WorktreeContext.allowed_among`) and matching the optional glob. Output: a header,
 then ``path:line: text`` per hit (text redacted, then cut to 200 characters), at most
 ``min(maxResults, searchMaxResults)`` hits and :data:`~spotpatch_agent.tools.base.OUTPUT_MAX_CHARS` characters.
 """
@@ -41,21 +42,17 @@ _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # never wait on a FIFO swapped in (i
 #: Longest line text shown per hit, in characters.
 HIT_TEXT_MAX_CHARS = 200
 _RAW_OUTPUT_MAX_BYTES = 8 * 1024 * 1024
-# Pathspecs that keep git from even reading protected trees (an optimisation; the listing filter decides).
-_EXCLUDES = tuple(
-    f":(exclude,icase,glob)**/{d}/**"
-    for d in (
-        "node_modules",
-        ".spotpatch",
-        "dist",
-        "build",
-        ".vite",
-        "coverage",
-        ".next",
-        ".nuxt",
-        ".svelte-kit",
-        "out",
-    )
+# Hits under a directory of one of these names (ASCII case-insensitive, at any depth) are dropped as git's
+# output streams, before they count toward _RAW_OUTPUT_MAX_BYTES: the same hits and the same bound as
+# ``:(exclude,icase,glob)**/<name>/**`` pathspecs, without git matching ten globs against every path (half a
+# second at 200,000 files). The listing filter still decides what is shown.
+# Bound on everything git grep may stream (kept or dropped): a repository whose excluded trees alone hold this
+# much matching text gets a truncated answer rather than an unbounded read.
+_GREP_STREAM_MAX_BYTES = 1024 * 1024 * 1024
+_EXCLUDED_DIRS = frozenset(
+    name.encode()
+    for name in ("node_modules", ".spotpatch", "dist", "build", ".vite", "coverage", ".next", ".nuxt",
+                 ".svelte-kit", "out")
 )
 
 
@@ -63,6 +60,57 @@ class SearchTextArgs(ToolArgs):
     query: str = Field(description="Exact text to find (case-sensitive, single line, not a regex).")
     glob: str | None = Field(description="Optional glob on the relative path, e.g. 'src/**/*.tsx'; null for all.")
     max_results: int = Field(ge=1, description="Maximum hits to return (the job's limit caps it).")
+
+
+class _HitStream:
+    """Collects ``git grep -z`` records (``path\\0line\\0text\\n``) as they stream: records in an excluded
+    directory are dropped, the rest are kept while their bytes fit in ``max_bytes`` (``feed`` returns False
+    once one does not: git's output is then cut there, exactly where a plain bound on the kept output would
+    cut it). An incomplete record is held only while it could still fit (or, excluded, not at all)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.kept: list[bytes] = []
+        self.size = 0
+        self._tail = b""
+        self._skipping = False  # inside the text of an excluded record: drop up to its newline
+
+    async def feed(self, chunk: bytes) -> bool:
+        if self._skipping:
+            newline = chunk.find(b"\n")
+            if newline < 0:
+                return True
+            chunk, self._skipping = chunk[newline + 1 :], False
+        data = self._tail + chunk
+        pos = 0
+        while True:
+            path_end = data.find(b"\0", pos)
+            line_end = data.find(b"\0", path_end + 1) if path_end >= 0 else -1
+            text_end = data.find(b"\n", line_end + 1) if line_end >= 0 else -1
+            if text_end < 0:
+                break
+            start, pos = pos, text_end + 1
+            if _excluded(data[start:path_end]):
+                continue
+            if self.size + pos - start > self.max_bytes:
+                return False
+            self.kept.append(data[start:pos])
+            self.size += pos - start
+        self._tail = data[pos:]
+        if len(self._tail) > self.max_bytes - self.size and line_end >= 0:  # a long line, still incomplete
+            if not _excluded(data[pos:path_end]):
+                return False
+            self._tail, self._skipping = b"", True
+        return True
+
+    def output(self) -> bytes:
+        return b"".join(self.kept)
+
+
+def _excluded(path: bytes) -> bool:
+    """Whether a directory on ``path`` has a name in :data:`_EXCLUDED_DIRS` (ASCII case-insensitive)."""
+    parts = path.split(b"/")
+    return len(parts) > 1 and any(part.lower() in _EXCLUDED_DIRS for part in parts[:-1])
 
 
 def _parse_hits(out: bytes) -> list[tuple[str, int, str]]:
@@ -147,27 +195,16 @@ async def search_text(ctx: WorktreeContext, args: SearchTextArgs) -> ToolResult:
         if isinstance(compiled, ToolResult):
             return compiled
         match = compiled
-    results: dict[str, object] = {}
-
-    async def listing() -> None:
-        results["listing"] = await ctx.allowed_files()
-
-    async def grep() -> None:
-        results["grep"] = await ctx.git(
-            "grep", "-F", "-n", "-I", "--no-color", "-z", "--untracked", "--exclude-standard", "--full-name",
-            "-e", args.query, "--", *_EXCLUDES,
-            max_bytes=_RAW_OUTPUT_MAX_BYTES, ok_codes=(0, 1),
-        )  # fmt: skip
-
-    # Both read the same worktree version (reads hold the executor's gate; no write runs meanwhile).
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(listing)
-        tg.start_soon(grep)
-    allowed = results["listing"].file_set  # type: ignore[attr-defined]
-    out = results["grep"]
-    assert isinstance(out, GitOutput)
+    stream = _HitStream(_RAW_OUTPUT_MAX_BYTES)
+    out = await ctx.git(
+        "grep", "-F", "-n", "-I", "--no-color", "-z", "--untracked", "--exclude-standard", "--full-name",
+        "-e", args.query, max_bytes=_GREP_STREAM_MAX_BYTES, ok_codes=(0, 1), sink=stream.feed,
+    )  # fmt: skip
+    parsed = [hit for hit in _parse_hits(stream.output()) if match is None or match(hit[0])]
+    # Only the files with hits are looked up in the allowed listing (the whole listing is not built for them).
+    allowed = await ctx.allowed_among(list(dict.fromkeys(hit[0] for hit in parsed)))
     cap = min(args.max_results, ctx.limits.get("searchMaxResults"))
-    hits = [hit for hit in _parse_hits(out.stdout) if hit[0] in allowed and (match is None or match(hit[0]))]
+    hits = [hit for hit in parsed if hit[0] in allowed]
     max_bytes = ctx.limits.get("editableFileMaxBytes")
     shown, more_hits = await anyio.to_thread.run_sync(_select, os.fspath(ctx.root), hits, cap, max_bytes)
     more = out.truncated or more_hits

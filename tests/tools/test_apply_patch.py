@@ -143,31 +143,33 @@ async def test_undo_restores_deleted_and_removes_created(make_executor) -> None:
     assert stat.S_IMODE(os.stat(root / "old.sh").st_mode) == 0o755
 
 
-async def test_unrelated_change_during_apply_is_terminal(make_executor, monkeypatch) -> None:
+async def test_git_reading_other_paths_is_terminal_before_any_write(make_executor, monkeypatch) -> None:
+    # The call's write fingerprint covers the patch's paths only, so git must not write any other path: when
+    # git's own reading of the patch (--numstat) names other paths than the parser did, nothing is applied.
     root, executor = make_executor({"a.txt": A, "b.txt": "b\n"})
-    real = apply_patch_module._git_apply
+    real = apply_patch_module._git_apply_check
 
-    async def sneaky(ctx, parsed, *, check):
-        ok = await real(ctx, parsed, check=check)
-        if not check:
-            (root / "b.txt").write_text("changed\n")
-        return ok
+    async def misread(ctx, parsed):
+        ok, named = await real(ctx, parsed)
+        assert named == ["a.txt"]
+        return ok, [*named, "b.txt"]
 
-    monkeypatch.setattr(apply_patch_module, "_git_apply", sneaky)
+    monkeypatch.setattr(apply_patch_module, "_git_apply_check", misread)
     with pytest.raises(JobFailure) as raised:
         await executor.execute("apply_patch", call(patch=update("a.txt", "two", "TWO")))
     assert raised.value.code is ErrorCode.INTERNAL
-    assert (root / "a.txt").read_text() == A  # our own path is restored
+    assert (root / "a.txt").read_text() == A
+    assert (root / "b.txt").read_text() == "b\n"
 
 
 async def test_changed_fingerprint_after_rejection_is_terminal(make_executor, monkeypatch) -> None:
     _, executor = make_executor({"a.txt": A})
     counter = iter(range(100))
 
-    async def drifting(self) -> str:
+    async def drifting(self, rels) -> str:
         return str(next(counter))
 
-    monkeypatch.setattr(WorktreeContext, "fingerprint", drifting)
+    monkeypatch.setattr(WorktreeContext, "write_fingerprint", drifting)
     with pytest.raises(JobFailure) as raised:
         await executor.execute("apply_patch", call(patch=update("a.txt", "zwei", "TWO")))
     assert raised.value.code is ErrorCode.INTERNAL

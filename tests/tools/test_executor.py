@@ -76,13 +76,13 @@ async def test_concurrent_reads_and_a_write(make_executor) -> None:
 
 async def test_change_before_write_is_terminal(make_executor, monkeypatch: pytest.MonkeyPatch) -> None:
     root, executor = make_executor({"src/a.ts": "value = 1\n"})
-    real = WorktreeContext.fingerprint
+    real = WorktreeContext.write_fingerprint
 
-    async def racing_fingerprint(self: WorktreeContext) -> str:
+    async def racing_fingerprint(self: WorktreeContext, rels) -> str:
         (root / "src/a.ts").write_text("value = 1  # edited by someone else\n")
-        return await real(self)
+        return await real(self, rels)
 
-    monkeypatch.setattr(WorktreeContext, "fingerprint", racing_fingerprint)
+    monkeypatch.setattr(WorktreeContext, "write_fingerprint", racing_fingerprint)
     with pytest.raises(JobFailure) as info:
         await executor.execute("replace_text", call(path="src/a.ts", oldText="value = 1", newText="value = 2"))
     assert info.value.code is ErrorCode.INTERNAL
@@ -93,10 +93,10 @@ async def test_fingerprint_change_after_restore_is_terminal(make_executor, monke
     root, executor = make_executor({"src/a.ts": "value = 1\n"})
     calls = iter(["before", "after"])
 
-    async def shifting_fingerprint(self: WorktreeContext) -> str:
+    async def shifting_fingerprint(self: WorktreeContext, rels) -> str:
         return next(calls)
 
-    monkeypatch.setattr(WorktreeContext, "fingerprint", shifting_fingerprint)
+    monkeypatch.setattr(WorktreeContext, "write_fingerprint", shifting_fingerprint)
     with pytest.raises(JobFailure) as info:
         await executor.execute("replace_text", call(path="src/a.ts", oldText="value = 1", newText="value = 2   "))
     assert info.value.code is ErrorCode.INTERNAL

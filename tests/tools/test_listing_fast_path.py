@@ -94,7 +94,8 @@ async def test_fast_and_full_listings_agree_after_own_writes(tmp_path: Path) -> 
 
 
 async def test_a_write_state_listing_sees_tracked_files_changed_on_disk(tmp_path: Path) -> None:
-    # Once a write tool ran, git diff-files names every tracked path whose disk state left the index.
+    # Once a write call changed the disk without naming its paths (note_written), git diff-files names every
+    # tracked path whose disk state left the index.
     root = tricky_repo(tmp_path / "repo")
     executor = executor_for(root)
     executor._ctx.mark_own_write()
@@ -103,6 +104,28 @@ async def test_a_write_state_listing_sees_tracked_files_changed_on_disk(tmp_path
     (root / "exact.txt").write_text("y" * (MAX + 1))  # grows over the limit
     (root / "docs").rename(root / "docs2")
     os.symlink("docs2", root / "docs")  # a tracked file now behind a symlinked directory
+    executor._ctx.bump()
+    executor._ctx.end_own_write()
+    fast, full = await both(executor)
+    assert fast == full
+    assert not {"src/b.ts", "exact.txt", "docs/README.md"} & set(fast)
+
+
+async def test_a_write_state_listing_checks_the_named_paths(tmp_path: Path) -> None:
+    # A write call that named its paths: exactly those tracked paths are checked on disk again.
+    root = tricky_repo(tmp_path / "repo")
+    executor = executor_for(root)
+    ctx = executor._ctx
+    ctx.mark_own_write()
+    ctx.note_written(["src/b.ts", "exact.txt", "docs/README.md"])
+    (root / "src/b.ts").unlink()
+    os.symlink("a.ts", root / "src/b.ts")
+    (root / "exact.txt").write_text("y" * (MAX + 1))
+    (root / "docs").rename(root / "docs2")
+    os.symlink("docs2", root / "docs")
+    ctx.bump()
+    ctx.end_own_write()
+    assert not ctx._unnamed_write
     fast, full = await both(executor)
     assert fast == full
     assert not {"src/b.ts", "exact.txt", "docs/README.md"} & set(fast)
