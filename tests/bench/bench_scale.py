@@ -264,7 +264,11 @@ def tool_rows_for(repo: Path, label: str) -> list[dict[str, Any]] | None:
         module = importlib.import_module("tests.bench.scale_tools")
     except ModuleNotFoundError:
         return None
-    return module.tool_rows(repo, label)
+    try:
+        return module.tool_rows(repo, label)
+    except Exception as exc:  # noqa: BLE001 - the other rows still count; this one is reported as failed
+        print(f"  tool rows [{label}] failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return None
 
 
 def build_rows(label: str, files: int, s: SizeSamples, empty: SizeSamples) -> list[Row]:
