@@ -324,8 +324,8 @@ def _tool_table_rows(found: list[dict[str, Any]] | None, label: str, smallest: d
     without a baseline is compared with the same metric on the smallest size (``smallest``, filled here)."""
     if found is None:
         return [Row(f"{name} [{label}]", float("nan"), float("nan"), "", "-", None) for name in (
-            "list_files '**' vs git ls-files", "search_text vs git grep -F -n", "one replace_text call",
-            "one apply_patch call")]
+            "list_files '**' vs git ls-files", "search_text vs git grep -F -n", "one replace_text",
+            "one apply_patch")]
     rows = []
     for item in found:
         name = str(item["metric"]).replace(f"({label})", "").strip()

@@ -21,7 +21,8 @@ def test_scale_bench_runs_tiny_and_prints_every_row(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stdout + out.stderr
     lines = out.stdout.splitlines()
-    for metric in ("list_files '**' vs git ls-files", "search_text vs git grep -F -n", "one replace_text call",
+    for metric in ("list_files '**' vs git ls-files", "search_text vs git grep -F -n", "one replace_text",
+                   "one apply_patch",
                    "spawn -> initialize result", "first job after initialize, first start",
                    "first job after initialize, restart", "later job start (warm pool)",
                    "engine shutdown -> process gone", "engine peak RSS", "idle RSS after jobs"):
