@@ -21,8 +21,6 @@ from spotpatch_agent import PROTOCOL_VERSION, __version__
 from spotpatch_agent.audit.sink import audit_dir
 from spotpatch_agent.engine.events import JobEventLog
 from spotpatch_agent.engine.modes import check_mode_request, includes_local_changes, offered_modes
-from spotpatch_agent.engine.locations import check_tags, lines_reader
-from spotpatch_agent.engine.prompt import render_prompt
 from spotpatch_agent.engine.states import ACTIVE, job_tools
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.policy.redact import REDACTOR, redact_cut, shorten_paths
@@ -60,19 +58,23 @@ from spotpatch_agent.protocol.models import (
 )
 from spotpatch_agent.worktree.git import run_git
 from spotpatch_agent.worktree.health import blocked_message, health_message, repo_health
-from spotpatch_agent.worktree.isolation import sweep_orphans
+from spotpatch_agent.worktree.isolation import empty_trash, sweep_orphans
 from spotpatch_agent.worktree.lock import ProjectWriteLock
-from spotpatch_agent.worktree.pool import POOL_ENV, WorktreePool, pool_mode
 from spotpatch_agent.worktree.repo import locate
 
 if TYPE_CHECKING:
     from spotpatch_agent.engine.job import Job
     from spotpatch_agent.provider.base import ProviderAdapter
+    from spotpatch_agent.worktree.pool import WorktreePool
 
-# Imported where first needed (cold start, issue 3): engine.job (the tool loop, the tools, wcmatch),
-# worktree.changes and provider.probe are not needed to answer initialize.
+# Imported where first needed (cold start, issues 3 and 17): engine.job (the tool loop, the tools, wcmatch),
+# worktree.changes, provider.probe, engine.prompt and engine.locations (prompt/render) and worktree.pool
+# (opened after initialize's reply) are not needed to answer initialize.
 
 log = logging.getLogger("spotpatch.engine")
+
+#: Longest a job/create waits for the start-up sweep and pool opening after initialize, in seconds.
+_SETTLE_WAIT = 60.0
 
 #: Statuses in which a job's task is still running (cancellable by job/cancel).
 RUNNING = frozenset({"preparing", "running", "validating"})
@@ -90,6 +92,23 @@ def make_adapter(provider: ProviderProfile) -> ProviderAdapter:
     from spotpatch_agent.provider.chat import ChatCompletionsAdapter
 
     return ChatCompletionsAdapter(base_url=provider.base_url, api_key=key, headers=provider.headers)
+
+
+#: What the first job imports (engine.job pulls in the tool loop, the tools and the adapters' base).
+_JOB_RUNNER = ("spotpatch_agent.engine.job", "spotpatch_agent.provider.chat", "spotpatch_agent.provider.responses")
+
+
+async def _preload_job_runner() -> None:
+    """Import the job runner in a worker thread after ``initialize``'s reply, while the start-up health check
+    waits on git (issue 17: the imports moved out of initialize are not paid by the first job instead).
+    Never raises: a failed import is raised again where the module is first used."""
+    import importlib
+
+    for name in _JOB_RUNNER:
+        try:
+            await anyio.to_thread.run_sync(importlib.import_module, name)
+        except Exception:  # noqa: BLE001 - see the docstring
+            return
 
 
 def _probe_key(provider: ProviderProfile, model: ModelProfile) -> tuple[str, str, str, str]:
@@ -158,6 +177,8 @@ class EngineService:
         #: Apply and Revert of any job are serialised: one working-tree write at a time (docs/design.md §8).
         self._write_lock: anyio.Lock | None = None
         self._audit_dir: Path | None = None
+        #: Set once the start-up work after ``initialize`` (:meth:`_settle`) ran; ``None`` before any.
+        self._settled: anyio.Event | None = None
 
     def _lock(self) -> anyio.Lock:
         if self._write_lock is None:
@@ -226,17 +247,49 @@ class EngineService:
 
                 tg.start_soon(detect)
             # The sweep touches only our own registrations, so it runs whatever state the user's tree is in
-            # (a rebase in progress, an index.lock): an orphan is never kept for a later start.
-            swept = await sweep_orphans(self._root)
+            # (a rebase in progress, an index.lock): an orphan is never kept for a later start. Its cost does
+            # not grow with the repository: an orphan's directory is moved aside in one rename, its files are
+            # deleted after the reply (issue 17).
+            swept = await sweep_orphans(self._root, defer_deletes=True)
             if swept:
                 log.info("removed %d orphaned SpotPatch worktree(s) from an earlier run", swept)
-            blocked = (await repo_health(self._root, config.limits)).state == "blocked"
-        if not blocked:
-            await self._open_pool()  # after the sweep, which would remove a pooled worktree of this process
+        # Nothing proportional to the repository before the reply (issue 17): the health check that decides
+        # the warm pool (git status and a walk of the tree) and emptying the trash run after it, in the
+        # service's task group. job/create waits for the first (:meth:`_wait_settled`); health/get always
+        # reads the disk afresh.
+        self._settled = anyio.Event()
+        if self._tg is None:  # in-process without a task group: as before, before returning
+            await self._settle(self._root, config, self._settled)
+        else:
+            self._tg.start_soon(self._settle, self._root, config, self._settled)
         return recovered
+
+    async def _settle(self, root: Path, config: TrustedConfig, settled: anyio.Event) -> None:
+        """Start-up work after ``initialize``'s reply: unless the repository is blocked, open the warm pool
+        (after the sweep, which would remove a pooled worktree of this process); then delete the worktrees
+        the sweep or an earlier engine moved aside (never awaited by anyone). Never raises."""
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_preload_job_runner)  # beside the health check's git work
+                blocked = (await repo_health(root, config.limits)).state == "blocked"
+            if not blocked and root == self._root:
+                await self._open_pool()
+        except Exception as exc:  # noqa: BLE001 - jobs then start cold; their own health check reports
+            log.warning("start-up health check failed: %s", _failure_message(exc, "The start-up health check"))
+        finally:
+            settled.set()
+        await empty_trash(root)
+
+    async def _wait_settled(self) -> None:
+        """Wait (bounded) for :meth:`_settle`'s sweep, health check and pool opening."""
+        if self._settled is not None:
+            with anyio.move_on_after(_SETTLE_WAIT):
+                await self._settled.wait()
 
     async def _open_pool(self) -> None:
         """A fresh warm worktree pool for the project, warmed in the background (never awaited here)."""
+        from spotpatch_agent.worktree.pool import POOL_ENV, WorktreePool, pool_mode
+
         if self._pool is not None:
             await self._pool.aclose()
         assert self._root is not None
@@ -293,6 +346,9 @@ class EngineService:
         marked exact or approximate: ``engine.locations``) and the conventions summary
         (``spotpatch_agent.context``). Without a project yet, or when it is not a git repository, nothing is
         read: the locations as given."""
+        from spotpatch_agent.engine.locations import check_tags, lines_reader
+        from spotpatch_agent.engine.prompt import render_prompt
+
         if self._root is None or self._project_lock is None:  # no project, or not a git repository: the
             return render_prompt(params.annotation)            # git-ignore policy cannot be applied, read nothing
         from spotpatch_agent.context.build import project_prompt_context
@@ -325,6 +381,7 @@ class EngineService:
         self._reserved += 1  # held across the awaits below, so two concurrent creates cannot both pass
         locked = False
         try:
+            await self._wait_settled()  # the start-up sweep ran and the warm pool is open (when it will be)
             locked = self._acquire_project_lock()
             health = await repo_health(root, limits)
             if health.state == "blocked":

@@ -20,7 +20,7 @@ from spotpatch_agent.protocol.limits import LIMITS
 class WireModel(BaseModel):
     """Base of every model sent by the engine (unknown keys ignored on read)."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=False)
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=False, defer_build=True)
 
     def dump(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -29,7 +29,7 @@ class WireModel(BaseModel):
 class InModel(WireModel):
     """Base of every model received from a client or trusted config: unknown keys are errors."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", defer_build=True)
 
 
 # ---------------------------------------------------------------- trusted configuration (§12)
@@ -538,7 +538,7 @@ class _Event(WireModel):
     Built by the engine from keyword fields (``JobEvent``), so a field that does not belong to the kind is
     an engine bug and is rejected (``extra="forbid"``)."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", defer_build=True)
 
     job_id: str
     seq: int = Field(ge=1)
@@ -623,7 +623,7 @@ JobEventNotification = TypeAliasType(
               Field(discriminator="kind")],
 )
 AnyJobEvent = StatusEvent | ActivityEvent | MessageEvent | CheckEvent | DiffEvent | ErrorEvent
-JOB_EVENT_ADAPTER: TypeAdapter[AnyJobEvent] = TypeAdapter(JobEventNotification)
+JOB_EVENT_ADAPTER: TypeAdapter[AnyJobEvent] = TypeAdapter(JobEventNotification, config=ConfigDict(defer_build=True))
 
 
 def JobEvent(**fields: Any) -> AnyJobEvent:  # noqa: N802 - the builder's name engine/events.py imports

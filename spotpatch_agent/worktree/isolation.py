@@ -31,6 +31,7 @@ import secrets
 import shutil
 import stat
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,9 +47,6 @@ from spotpatch_agent.worktree.git import run_git, sanitize
 from spotpatch_agent.worktree.health import blocked_message, health_message, repo_health
 from spotpatch_agent.worktree.refs import head_is, read_git_dir
 from spotpatch_agent.worktree.repo import locate, resolve_head, same_path
-from spotpatch_agent.worktree.snapshot import (
-    include_local_changes as copy_local_changes,
-)
 
 if TYPE_CHECKING:
     from spotpatch_agent.worktree.pool import WorktreePool
@@ -59,6 +57,8 @@ __all__ = [
     "result_diff",
     "remove_worktree",
     "sweep_orphans",
+    "drop_worktree",
+    "empty_trash",
     "MARKER_NAME",
     "BASELINE_IDENTITY",
 ]
@@ -148,6 +148,8 @@ async def create_worktree(
         health = await repo_health(root, limits)
         await _check_health(root, health, include_local_changes)
         if health.state == "consent-required":
+            from spotpatch_agent.worktree.snapshot import include_local_changes as copy_local_changes  # cold start
+
             await copy_local_changes(root, job_dir, head, limits)
         wt.baseline_oid = await _commit_baseline(wt, clean=health.state == "clean")
         return wt
@@ -664,6 +666,73 @@ def _rmtree(path: Path) -> None:
         raise OSError(f"could not delete {path}")
 
 
+#: Prefix of a job directory moved aside in its base directory to be deleted later (``<base>/trash-<hex>``).
+TRASH_PREFIX = "trash-"
+_TRASH_NAME = re.compile(r"^trash-[0-9a-f]{16}$")
+
+
+async def drop_worktree(root: Path, wt: Worktree, *, proven: bool = False) -> bool:
+    """Remove the job's worktree in time independent of its size (issue 17): its directory is renamed to
+    ``<base>/trash-<random>`` in its own base directory (deleted later by :func:`empty_trash`), then its
+    registration (the private git directory) and sidecar are deleted — what ``git worktree remove`` leaves,
+    minus the per-file deletes. Only for one of our job directories whose ``.git`` names its registration;
+    returns False (nothing done) otherwise, or when the rename fails: then use :func:`remove_worktree`.
+    ``proven``: the caller proved the registration ours another way (the sweep: marker or dead-owner
+    sidecar), so a ``.git`` file that a killed ``worktree add`` never wrote is no reason to refuse.
+    Never raises."""
+    try:
+        admin = wt.admin_dir or await _find_admin_dir(root, wt.path)
+        if admin is None or not _looks_like_job_dir(wt.path) or not _is_real_dir(wt.path) \
+                or not (proven or _points_back(wt.path, admin)):
+            return False
+        trash = wt.path.parent / (TRASH_PREFIX + secrets.token_hex(8))
+        os.rename(wt.path, trash)
+        _unlink_sidecar(wt.path)
+        await anyio.to_thread.run_sync(_rmtree, admin)
+        return True
+    except Exception as exc:  # noqa: BLE001 - the caller falls back to remove_worktree
+        log.info("could not move a worktree aside: %s", sanitize(str(exc), root, wt.path))
+        return False
+
+
+async def empty_trash(root: Path) -> int:
+    """Delete every ``trash-<hex>`` directory in our base directories of ``root`` (see :func:`drop_worktree`);
+    returns how many. Slow on a big checkout (per-file deletes), so it runs in a daemon thread: the engine
+    runs it in the background after start-up, and an exit never waits for it — a deletion cut short is
+    finished by the next start. Never raises."""
+    bases = _our_bases(root)
+    result: list[int] = []
+    worker = threading.Thread(target=lambda: result.append(_empty_trash(bases)), name="spotpatch-trash",
+                              daemon=True)
+    worker.start()
+    while worker.is_alive():
+        await anyio.sleep(0.05)
+    return result[0] if result else 0
+
+
+def _empty_trash(bases: list[Path]) -> int:
+    removed = 0
+    for base in bases:
+        try:
+            names = [n for n in os.listdir(base) if _TRASH_NAME.match(n)]
+        except OSError:
+            continue
+        for name in names:
+            path = base / name
+            if not _is_real_dir(path):
+                continue
+            try:
+                _rmtree(path)
+                removed += 1
+            except OSError:
+                log.warning("could not delete a SpotPatch worktree moved aside for deletion")
+        try:
+            base.rmdir()  # once empty
+        except OSError:
+            pass
+    return removed
+
+
 def _owner_alive(marker: dict[str, object]) -> bool:
     """Whether another live engine process owns this worktree (never sweep a running job of another
     engine on the same repository). POSIX probe; on Windows ``os.kill(pid, 0)`` is not a probe, so
@@ -692,8 +761,8 @@ def _sweep_detached_temp_worktrees() -> int:
             continue
         admin = Path(text[len("gitdir:"):].strip())
         if admin.is_absolute() and not os.path.lexists(admin):
-            try:
-                _rmtree(path)
+            try:  # moved aside in one rename; its files are deleted by empty_trash in the background
+                os.rename(path, base / (TRASH_PREFIX + secrets.token_hex(8)))
                 _unlink_sidecar(path)
                 removed += 1
             except OSError:
@@ -701,7 +770,8 @@ def _sweep_detached_temp_worktrees() -> int:
     return removed
 
 
-async def sweep_orphans(root: Path, *, live_job_ids: frozenset[str] | set[str] = frozenset()) -> int:
+async def sweep_orphans(root: Path, *, live_job_ids: frozenset[str] | set[str] = frozenset(),
+                        defer_deletes: bool = False) -> int:
     """Remove worktrees of ``root`` left by a crashed or failed run; returns how many were removed.
 
     Only our registrations are touched, in every state a kill or a failed clean-up can leave them
@@ -729,6 +799,10 @@ async def sweep_orphans(root: Path, *, live_job_ids: frozenset[str] | set[str] =
     user's own, locked or prunable ones included — are never touched, not even pruned, and nothing outside
     our base directories is deleted but a marked registration's own directory. Never raises for cleanup
     failures (logged, see :func:`remove_worktree`); returns 0 when ``root`` is not a repository.
+
+    An orphan in one of our base directories is moved aside in one rename (:func:`drop_worktree`); its files
+    are deleted at the end (:func:`empty_trash`) — or, with ``defer_deletes``, left for the caller to delete
+    in the background (the engine's start-up: issue 17, nothing proportional to the repository blocks).
     """
     removed = _sweep_detached_temp_worktrees()
     bases = _our_bases(root)
@@ -750,6 +824,9 @@ async def sweep_orphans(root: Path, *, live_job_ids: frozenset[str] | set[str] =
         if not admin.exists():
             removed += 1
     await anyio.to_thread.run_sync(_sweep_stale_sidecars, _our_bases(root))
+    if not defer_deletes:
+        await empty_trash(root)
+        await anyio.to_thread.run_sync(_sweep_stale_sidecars, _our_bases(root))  # each base once empty
     return removed
 
 
@@ -765,7 +842,10 @@ async def _remove_orphan(root: Path, wt: Worktree) -> None:
             killed = await anyio.to_thread.run_sync(kill_processes_inside, wt.path)  # in it, or git on it
             if killed:
                 log.info("stopped %d process(es) left running in an orphaned worktree", len(killed))
-        await remove_worktree(root, wt)
+        # One rename into the trash when the directory is one of ours (issue 17: the start-up work never
+        # pays per-file deletes); else, or if that fails, git's own removal.
+        if not await drop_worktree(root, wt, proven=True):
+            await remove_worktree(root, wt)
         if not os.path.lexists(wt.path) and not wt.admin_dir.exists():
             return
 

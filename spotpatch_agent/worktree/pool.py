@@ -9,7 +9,7 @@ proportional to the files that differ (its index's stat cache is warm)::
     tg.start_soon(pool.warm)                  background: one detached worktree at HEAD, marker "pool-…"
     path = await pool.acquire(head)           create_worktree: a clean detached checkout at head, or None
     await pool.release(wt)                    end of run_job: recycled in the background, or removed
-    await pool.aclose()                       EngineService.stop_all: every idle worktree removed
+    await pool.aclose()                       EngineService.stop_all: every idle worktree moved aside
 
 **Reset** (``acquire``, and the background recycle after ``release``): the directory must still be a real
 directory named like our job directories, placed where a fresh worktree would be placed *now*
@@ -19,7 +19,8 @@ registered for it and holds our marker with this process's id. Then, always with
 repository: the worktree's HEAD reflog is dropped (no earlier job's baseline commit stays reachable through
 it), ``checkout --detach --force <head> --``, ``clean -ffdxq`` (untracked and ignored files, nested
 repositories) and HEAD must be ``head``. The user's repository gains nothing but what a fresh ``worktree
-add`` writes. Any failure discards the worktree (removed like a job's) and the job falls back to a cold
+add`` writes. Any failure discards the worktree (moved aside in one rename and its registration deleted; the
+files go in the background: ``isolation.drop_worktree``, ``empty_trash``) and the job falls back to a cold
 ``git worktree add``; cancellation discards it too, so nothing leaks.
 
 **Ownership**: a pooled worktree is idle in the pool (at most ``capacity``), or being warmed or recycled
@@ -51,7 +52,6 @@ from spotpatch_agent.errors import GitError
 from spotpatch_agent.worktree.git import run_git, sanitize
 from spotpatch_agent.worktree.isolation import (  # the pool shares the job worktrees' placement and marker
     Worktree,
-    _add_detached,
     _admin_dir,
     _looks_like_job_dir,
     _make_job_dir,
@@ -60,6 +60,8 @@ from spotpatch_agent.worktree.isolation import (  # the pool shares the job work
     _read_marker,
     _registered_path,
     _write_marker,
+    drop_worktree,
+    empty_trash,
     remove_worktree,
 )
 from spotpatch_agent.worktree.repo import resolve_head, same_path
@@ -163,6 +165,10 @@ class WorktreePool:
                 return
             except RuntimeError:  # the task group is closed
                 self._busy -= 1
+        if self._closed:  # the engine stops: one rename now, the files are deleted by the next start
+            with anyio.CancelScope(shield=True):
+                if await drop_worktree(self.root, wt):
+                    return
         await remove_worktree(self.root, wt)
 
     # ---------------------------------------------------------------- background
@@ -190,17 +196,19 @@ class WorktreePool:
             self._busy -= 1
 
     async def aclose(self) -> None:
-        """Remove every idle pooled worktree; a warm or recycle in flight removes its own when it ends.
+        """Remove every idle pooled worktree; a warm or recycle in flight removes its own when it ends (or
+        is cancelled). Later ``release`` calls remove instead of recycling.
 
-        Later ``release`` calls remove instead of recycling. Bound it with a deadline: what is left is
-        removed by the next engine's start-up sweep (the marker names this process).
+        Time independent of the repository (issue 17, the engine's shutdown): each idle worktree is moved
+        aside in one rename and its registration deleted (:func:`drop_worktree`); its files are deleted by
+        the next engine's start-up, in the background. Never waits for a warm or recycle in flight: a
+        ``worktree add`` cut short by the engine's exit is swept by the next start (its sidecar names this
+        process).
         """
         self._closed = True
         idle, self._idle = self._idle, []
         for slot in idle:
             await self._discard(slot, None, count=False)
-        async with self._lock:  # wait for a warm or recycle in flight: it sees _closed and removes its own
-            pass
 
     async def _recycle(self, path: Path, admin_dir: Path, head: str) -> None:
         slot = _Slot(path, admin_dir, "pool-" + secrets.token_hex(6))
@@ -227,12 +235,18 @@ class WorktreePool:
         pool_id = "pool-" + secrets.token_hex(6)
         path = await _make_job_dir(self.root)
         try:
-            await _add_detached(self.root, path, head)
+            # Not shielded (a job's add is): the engine's stop must not wait for a full checkout. Cancelled,
+            # git is killed (run_git) and what it wrote is moved aside below.
+            await run_git(["worktree", "add", "--detach", "--quiet", str(path), head], cwd=self.root,
+                          redact=[path], timeout=_STEP_TIMEOUT)
             admin = await _admin_dir(path)
             _write_marker(admin, pool_id)
             return _Slot(path, admin, pool_id)
         except BaseException:
-            await remove_worktree(self.root, Worktree(path=path, head_oid=head, baseline_oid="", job_id=pool_id))
+            wt = Worktree(path=path, head_oid=head, baseline_oid="", job_id=pool_id)
+            with anyio.CancelScope(shield=True):  # our own directory (sidecar): one rename, else git's removal
+                if not await drop_worktree(self.root, wt, proven=True):
+                    await remove_worktree(self.root, wt)
             raise
 
     # ---------------------------------------------------------------- reset and checks
@@ -298,5 +312,13 @@ class WorktreePool:
         marker = _read_marker(slot.admin_dir)
         if marker is not None and marker.get("pid") != os.getpid():
             return
-        await remove_worktree(self.root, Worktree(path=slot.path, head_oid="", baseline_oid="",
-                                                  job_id=slot.pool_id, admin_dir=slot.admin_dir))
+        wt = Worktree(path=slot.path, head_oid="", baseline_oid="", job_id=slot.pool_id, admin_dir=slot.admin_dir)
+        with anyio.CancelScope(shield=True):  # one rename and a small delete (issue 17); else git's removal
+            dropped = await drop_worktree(self.root, wt)
+            if not dropped:
+                await remove_worktree(self.root, wt)
+        if dropped and not self._closed and self._tg is not None:
+            try:  # its files, in the background (the engine's next start finishes what an exit cut short)
+                self._tg.start_soon(empty_trash, self.root)
+            except RuntimeError:  # the task group is closed
+                pass

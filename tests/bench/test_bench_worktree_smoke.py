@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from spotpatch_agent.worktree.isolation import TRASH_PREFIX, _empty_trash
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -28,4 +30,9 @@ def test_worktree_bench_runs_tiny_and_prints_every_ratio(tmp_path: Path) -> None
         [line] = [line for line in out.stdout.splitlines() if line.startswith(metric)]
         assert baseline in line and "x " in line, line
     assert "where the in-process time goes" in out.stdout and "git apply" in out.stdout
+    # The engine's shutdown moves its warm worktree aside (``trash-*``, issue 17); the next start deletes it.
+    trash = tmp_path / "spotpatch-worktrees"
+    if trash.exists():
+        assert all(p.name.startswith(TRASH_PREFIX) for p in trash.iterdir()), list(trash.iterdir())
+        _empty_trash([trash])
     assert list(tmp_path.iterdir()) == []  # the generated repositories and every worktree were removed

@@ -27,6 +27,7 @@ from spotpatch_agent.worktree.isolation import (
 )
 from spotpatch_agent.worktree.pool import WorktreePool, pool_mode
 from tests.conftest import git
+from spotpatch_agent.worktree.isolation import _empty_trash
 from tests.worktree._util import files, run, snapshot, temp_base, worktree_list
 
 pytestmark = pytest.mark.anyio
@@ -73,6 +74,11 @@ def only_main_worktree(root: Path) -> bool:
 
 
 def temp_base_empty() -> bool:
+    """Nothing left in the temp base but what the next start deletes: worktrees moved aside (``trash-*``,
+    issue 17: removal at shutdown or on a discard is one rename; the files are deleted in the background)."""
+    if temp_base().exists():
+        assert all(p.name.startswith("trash-") for p in temp_base().iterdir()), list(temp_base().iterdir())
+        _empty_trash([temp_base()])
     return not temp_base().exists() or list(temp_base().iterdir()) == []
 
 
