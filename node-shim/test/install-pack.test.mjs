@@ -5,7 +5,7 @@
 // and the plugin's dependencies come from npm's cache when they are there: --prefer-offline).
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
@@ -57,5 +57,8 @@ test("npm pack of a fresh checkout builds the plugin; the tarball installs into 
   const out = JSON.parse(execFileSync(process.execPath, ["--input-type=module", "-e", probe], { cwd: app, encoding: "utf8" }));
   assert.deepEqual(out.names.slice(0, 2), ["spotpatch:server", "spotpatch:locate"]);
   assert.equal(out.client, "function");
-  assert.equal(out.schema, "TrustedConfig");
+  // The shipped file is the engine's generated config schema (protocol/spotpatch.config.schema.json).
+  const shipped = JSON.parse(readFileSync(new URL("../../protocol/spotpatch.config.schema.json", import.meta.url), "utf8"));
+  assert.equal(out.schema, shipped.title);
+  assert.match(out.schema, /spotpatch\.config\.json/);
 });
