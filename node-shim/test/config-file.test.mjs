@@ -5,14 +5,15 @@
 // the dev server's start with an error naming the file and the key. `spotpatch-agent run` reads the same file.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 import { promisify } from "node:util";
 
 import { Ajv2020 } from "ajv/dist/2020.js";
 
-import { TRUSTED_KEYS, checkConfigFile, mergeConfig } from "../dist/config-file.js";
+import { TRUSTED_KEYS, checkConfigFile, mergeConfig, readConfigFile } from "../dist/config-file.js";
 import { CONFIG_SCHEMA_PATH } from "../scripts/gen-protocol.mjs";
 import { AGENT, TOUCHED, git, makeDemoProject, pageSession, providerConfig, startDevServer, startProvider } from "./support.mjs";
 
@@ -112,4 +113,29 @@ test("spotpatch-agent run reads the same file (with its $schema line): the file'
   );
   assert.match(stdout, /\+ {6}<button className="btn btn-primary" onClick=\{onSave\}>Save<\/button>/);
   assert.equal(git(project.root, "status", "--porcelain"), "", "without --apply nothing is written");
+});
+
+test("the file: a JSON error never quotes the text (a pasted key, a link to another file); a BOM is allowed; $schema as run judges it", (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), "spotpatch-config-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, "spotpatch.config.json");
+  const canary = "sk-breaker-canary-3c9d1e7a";
+  const readFails = (pattern) => assert.throws(() => readConfigFile(dir), (e) => {
+    assert.match(e.message, pattern);
+    assert.ok(!e.message.includes("sk-") && !e.message.includes("root:"), e.message);
+    return true;
+  });
+  writeFileSync(file, `{"providers": [{"id": "openai", "apiKey": ${canary}}]}`);
+  readFails(/is not valid JSON: Unexpected token 's'\.$/);
+  writeFileSync(file, `{"providers": [{"id": "openai", "apiKey": '${canary}'}]}`);
+  readFails(/is not valid JSON: Unexpected token '''\.$/);
+  rmSync(file);
+  symlinkSync("/etc/passwd", file);
+  readFails(/is not valid JSON: Unexpected token 'r'\.$/);
+  rmSync(file);
+
+  writeFileSync(file, `\uFEFF${JSON.stringify({ $schema: SCHEMA_LINE, sandbox: "warn" })}`);
+  assert.deepEqual(readConfigFile(dir), { sandbox: "warn" }, "a BOM is skipped, as spotpatch-agent run does");
+  assert.deepEqual(checkConfigFile({ $schema: null, sandbox: "warn" }), { sandbox: "warn" }, "the engine accepts a null $schema");
+  assert.throws(() => checkConfigFile({ $schema: "x".repeat(2049) }), /key \/\$schema: must NOT have more than 2048 characters/);
 });
