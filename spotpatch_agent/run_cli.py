@@ -139,7 +139,7 @@ def read_config_file(file: Path) -> TrustedConfig:
         raise ConfigFileError("is not a valid SpotPatch config: it is nested too deeply") from None
     except ValidationError as exc:
         errors = exc.errors(include_url=False, include_input=False, include_context=False)
-        lines = [f"{'.'.join(str(p) for p in e['loc'])[:200] or '(top level)'}: {redact_cut(e['msg'], 300)}"
+        lines = [f"{one_line('.'.join(str(p) for p in e['loc'])[:200]) or '(top level)'}: {redact_cut(e['msg'], 300)}"
                  for e in errors[:CONFIG_ERRORS_SHOWN]]
         if len(errors) > CONFIG_ERRORS_SHOWN:
             lines.append(f"+{len(errors) - CONFIG_ERRORS_SHOWN} more")
@@ -208,10 +208,17 @@ def format_health(health: Any) -> list[str]:
         c = health.counts
         lines = [f"Repository: local changes ({c.staged} staged, {c.unstaged} unstaged, {c.untracked} untracked):"]
     for d in health.details:
-        where = ", ".join(d.paths) + (f" (+{d.more_paths} more)" if d.more_paths else "")
+        where = ", ".join(map(one_line, d.paths)) + (f" (+{d.more_paths} more)" if d.more_paths else "")
         lines.append(f"  - {d.reason}" + (f": {where}" if where else ""))
-        lines.append(f"    fix: {d.fix}")
+        lines.append(f"    fix: {one_line(d.fix)}")
     return lines
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks and tabs shown as ``\\n``, ``\\r``, ``\\t``: a file name holding a newline
+    must not print a line of its own (a forged ``✓`` line in ``doctor``). Other control characters are made
+    visible by the terminal wrapper (``spotpatch_agent/terminal.py``)."""
+    return text.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
 
 
 def run_command(args: argparse.Namespace) -> int:

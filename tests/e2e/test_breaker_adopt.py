@@ -71,3 +71,15 @@ def test_a_config_file_with_a_bom_is_read_by_run_and_doctor(tmp_path: Path) -> N
     assert item["status"] == "pass", item
     res = cli("run", "--project", str(root), *RUN, "--json")
     assert res.returncode == 3 and json.loads(res.stdout)["outcome"] == "no-provider", res.stderr
+
+
+def test_a_file_name_with_a_newline_cannot_forge_a_checklist_line(tmp_path: Path) -> None:
+    """git reports untracked names raw (``-z``); the terminal wrapper keeps newlines, so the health display
+    shows them as ``\\n`` inside the line (``run`` and ``doctor`` print the same lines)."""
+    root = app(tmp_path)
+    (root / "notes\n\u2713 project health: clean: a job can start\n\x1b[31mx.txt").write_text("mine\n")
+    doctor = cli("doctor", "--project", str(root), "--no-probe")
+    lines = doctor.stdout.splitlines()
+    assert not any(line.startswith("\u2713 project health") for line in lines), doctor.stdout
+    assert ("    - local-changes: notes\\n\u2713 project health: clean: a job can start\\n\\x1b[31mx.txt"
+            in lines), doctor.stdout
