@@ -26,12 +26,18 @@ const PLUGIN_ONLY_KEYS = ["command", "python", "allowRemoteAccess", "overlay"];
  */
 export function readConfigFile(projectRoot: string): TrustedConfig | undefined {
   const file = path.join(projectRoot, CONFIG_FILE);
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readFileSync(file, "utf8");
+    bytes = readFileSync(file);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw invalid(`cannot be read (${(error as NodeJS.ErrnoException).code ?? "read error"})`);
+  }
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes); // no silent U+FFFD: `run` refuses such a file too
+  } catch {
+    throw invalid("is not UTF-8 text");
   }
   let value: unknown;
   try {

@@ -138,4 +138,6 @@ test("the file: a JSON error never quotes the text (a pasted key, a link to anot
   assert.deepEqual(readConfigFile(dir), { sandbox: "warn" }, "a BOM is skipped, as spotpatch-agent run does");
   assert.deepEqual(checkConfigFile({ $schema: null, sandbox: "warn" }), { sandbox: "warn" }, "the engine accepts a null $schema");
   assert.throws(() => checkConfigFile({ $schema: "x".repeat(2049) }), /key \/\$schema: must NOT have more than 2048 characters/);
+  writeFileSync(file, Buffer.concat([Buffer.from('{"providers": [{"id": "caf'), Buffer.from([0xe9]), Buffer.from('"}]}')]));
+  readFails(/spotpatch\.config\.json \(at the project root\) is not UTF-8 text\.$/); // Latin-1: refused as run refuses it, not read as U+FFFD
 });
