@@ -121,10 +121,12 @@ class ConfigFileError(Exception):
 
 def read_config_file(file: Path) -> TrustedConfig:
     """The ``TrustedConfig`` in ``file`` (UTF-8, a leading BOM allowed); raises :class:`ConfigFileError`
-    for a file that cannot be read (a folder, no permission), is not JSON (nested too deeply included) or
+    for a file that is not a regular file (a folder, a FIFO) or cannot be read (no permission), is not JSON (nested too deeply included) or
     does not match the model. Shared by ``run`` and ``doctor``."""
     from pydantic import ValidationError
 
+    if file.exists() and not file.is_file():  # a FIFO would block for good; a folder cannot be read
+        raise ConfigFileError("is not a regular file")
     try:
         raw = json.loads(file.read_text("utf-8-sig"))
     except OSError as exc:  # its str() names the absolute path; the reason alone is enough

@@ -10,7 +10,7 @@
  * The file is read at every dev-server start (and `server.restart()`), not watched.
  */
 
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 
 import type { TrustedConfig } from "./protocol.generated.js";
@@ -28,8 +28,11 @@ export function readConfigFile(projectRoot: string): TrustedConfig | undefined {
   const file = path.join(projectRoot, CONFIG_FILE);
   let bytes: Buffer;
   try {
+    // A FIFO would block the dev server's start for good; a folder says EISDIR anyway.
+    if (!statSync(file).isFile()) throw invalid("is not a regular file");
     bytes = readFileSync(file);
   } catch (error) {
+    if (!(error as NodeJS.ErrnoException).code) throw error;
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw invalid(`cannot be read (${(error as NodeJS.ErrnoException).code ?? "read error"})`);
   }

@@ -4,8 +4,8 @@
 // (the JSON Schema this package ships) is for editors and never reaches the engine. An invalid file stops
 // the dev server's start with an error naming the file and the key. `spotpatch-agent run` reads the same file.
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { execFile, execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
@@ -140,4 +140,10 @@ test("the file: a JSON error never quotes the text (a pasted key, a link to anot
   assert.throws(() => checkConfigFile({ $schema: "x".repeat(2049) }), /key \/\$schema: must NOT have more than 2048 characters/);
   writeFileSync(file, Buffer.concat([Buffer.from('{"providers": [{"id": "caf'), Buffer.from([0xe9]), Buffer.from('"}]}')]));
   readFails(/spotpatch\.config\.json \(at the project root\) is not UTF-8 text\.$/); // Latin-1: refused as run refuses it, not read as U+FFFD
+  rmSync(file);
+  execFileSync("mkfifo", [file]); // no writer: reading it would block the dev server's start for good
+  readFails(/spotpatch\.config\.json \(at the project root\) is not a regular file\.$/);
+  rmSync(file);
+  mkdirSync(file);
+  readFails(/spotpatch\.config\.json \(at the project root\) is not a regular file\.$/);
 });

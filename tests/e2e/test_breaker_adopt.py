@@ -4,6 +4,7 @@ it, and the health display in the terminal. Real CLI processes on real git repos
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -39,15 +40,19 @@ def test_run_never_echoes_a_key_pasted_into_the_config_file(tmp_path: Path) -> N
     assert CANARY not in doctor.stdout + doctor.stderr
 
 
-@pytest.mark.parametrize("kind", ["folder", "deeply-nested"])
+@pytest.mark.parametrize("kind", ["folder", "fifo", "deeply-nested"])
 def test_an_unusable_config_file_is_a_usage_error_without_a_traceback(tmp_path: Path, kind: str) -> None:
-    """A folder named spotpatch.config.json, or JSON nested deeper than the parser's recursion: ``run`` exits 2
-    with one line naming the file (``--json``: the usage-error object), ``doctor`` fails the config item."""
+    """A folder or a FIFO (reading it would block for good) named spotpatch.config.json, or JSON nested deeper
+    than the parser's recursion: ``run`` exits 2 with one line naming the file (``--json``: the usage-error
+    object), ``doctor`` fails the config item."""
     root = app(tmp_path)
     file = root / "spotpatch.config.json"
-    if kind == "folder":
-        file.mkdir()
-        expected = "spotpatch.config.json cannot be read (Is a directory)"
+    if kind in ("folder", "fifo"):
+        if kind == "folder":
+            file.mkdir()
+        else:
+            os.mkfifo(file)
+        expected = "spotpatch.config.json is not a regular file"
     else:
         file.write_text("[" * 100_000 + "]" * 100_000)
         expected = "spotpatch.config.json is not usable JSON: it is nested too deeply"
