@@ -42,7 +42,6 @@ __all__ = ["Item", "run_doctor", "checklist", "DEFAULT_PROBE_TIMEOUT"]
 DEFAULT_PROBE_TIMEOUT = 30.0
 CONFIG_FILE = "spotpatch.config.json"
 _MARKS = {"pass": "\u2713", "fail": "\u2717", "warn": "!", "skip": "-"}
-_CONFIG_ERRORS = 20
 
 Status = Literal["pass", "fail", "warn", "skip"]
 
@@ -91,9 +90,8 @@ def check_engine() -> Item:
 
 def load_config_file(file: Path, explicit: bool) -> tuple[Any, Item]:
     """``(TrustedConfig or None, the config item)``."""
-    from pydantic import ValidationError
-
     from spotpatch_agent.protocol.models import TrustedConfig
+    from spotpatch_agent.run_cli import ConfigFileError, read_config_file
 
     name = str(file) if explicit else file.name
     if not file.exists():
@@ -105,21 +103,12 @@ def load_config_file(file: Path, explicit: bool) -> tuple[Any, Item]:
             f"create {CONFIG_FILE} (docs/configuration.md; `spotpatch-agent schema --config` prints its schema), "
             "or give the Vite plugin its options.")
     try:
-        raw = json.loads(file.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        return None, Item("config", "config", "fail", True, f"{name} is not readable JSON: {_clean(str(exc))}",
-                          "fix the JSON syntax (an editor using the file's \"$schema\" shows where).")
-    try:
-        config = TrustedConfig.model_validate(raw)
-    except ValidationError as exc:
-        errors = exc.errors(include_url=False, include_input=False)
-        lines = [f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: {_clean(e['msg'])}"
-                 for e in errors[:_CONFIG_ERRORS]]
-        if len(errors) > _CONFIG_ERRORS:
-            lines.append(f"+{len(errors) - _CONFIG_ERRORS} more")
-        return None, Item("config", "config", "fail", True, f"{name} is not a valid SpotPatch config "
-                          f"({len(errors)} error{'s' if len(errors) != 1 else ''})",
-                          "fix the keys listed (docs/configuration.md; unknown keys are errors).", lines)
+        config = read_config_file(file)
+    except ConfigFileError as exc:
+        fix = ("fix the keys listed (docs/configuration.md; unknown keys are errors)." if exc.lines else
+               "fix the file: valid JSON in UTF-8 (an editor using the file's \"$schema\" shows where).")
+        return None, Item("config", "config", "fail", True, f"{name} {_clean(exc.reason)}", fix,
+                          [_clean(line) for line in exc.lines])
     return config, Item("config", "config", "pass", True,
                         f"{name} is valid ({len(config.providers)} provider(s), {len(config.checks)} check(s))")
 

@@ -104,8 +104,54 @@ def print_event(out: TextIO, *, speaker: str = "model") -> Any:
     return send
 
 
+#: Validation errors listed for an invalid config file; the rest are counted.
+CONFIG_ERRORS_SHOWN = 20
+
+
+class ConfigFileError(Exception):
+    """The config file cannot be used. ``reason`` completes "<file> …" (``is not readable JSON: …``);
+    ``lines`` are the validation errors by location (``providers.0.apiKey: Extra inputs are not
+    permitted``), never with the values: a key pasted into the file must not be echoed."""
+
+    def __init__(self, reason: str, lines: list[str] | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.lines = lines or []
+
+
+def read_config_file(file: Path) -> TrustedConfig:
+    """The ``TrustedConfig`` in ``file`` (UTF-8, a leading BOM allowed); raises :class:`ConfigFileError`
+    for a file that is not a regular file (a folder, a FIFO) or cannot be read (no permission), is not JSON (nested too deeply included) or
+    does not match the model. Shared by ``run`` and ``doctor``."""
+    from pydantic import ValidationError
+
+    if file.exists() and not file.is_file():  # a FIFO would block for good; a folder cannot be read
+        raise ConfigFileError("is not a regular file")
+    try:
+        raw = json.loads(file.read_text("utf-8-sig"))
+    except OSError as exc:  # its str() names the absolute path; the reason alone is enough
+        raise ConfigFileError(f"cannot be read ({exc.strerror or type(exc).__name__})") from None
+    except RecursionError:
+        raise ConfigFileError("is not usable JSON: it is nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError say where, not what
+        raise ConfigFileError(f"is not readable JSON: {redact_cut(str(exc), 300)}") from None
+    try:
+        return TrustedConfig.model_validate(raw)
+    except RecursionError:
+        raise ConfigFileError("is not a valid SpotPatch config: it is nested too deeply") from None
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False, include_input=False, include_context=False)
+        lines = [f"{one_line('.'.join(str(p) for p in e['loc'])[:200]) or '(top level)'}: {redact_cut(e['msg'], 300)}"
+                 for e in errors[:CONFIG_ERRORS_SHOWN]]
+        if len(errors) > CONFIG_ERRORS_SHOWN:
+            lines.append(f"+{len(errors) - CONFIG_ERRORS_SHOWN} more")
+        raise ConfigFileError(f"is not a valid SpotPatch config ({len(errors)} error"
+                              f"{'s' if len(errors) != 1 else ''})", lines) from None
+
+
 def load_config(project: Path, path: Path | None) -> TrustedConfig:
-    """Trusted config from ``path`` or ``<project>/spotpatch.config.json`` (empty when absent)."""
+    """Trusted config from ``path`` or ``<project>/spotpatch.config.json`` (empty when absent); exits 2
+    naming the file and each bad key (never a value) when it cannot be used (:func:`read_config_file`)."""
     file = path or project / CONFIG_FILE
     if not file.exists():
         if path is not None:
@@ -113,9 +159,9 @@ def load_config(project: Path, path: Path | None) -> TrustedConfig:
             raise SystemExit(2)
         return TrustedConfig()
     try:
-        return TrustedConfig.model_validate(json.loads(file.read_text("utf-8")))
-    except ValueError as exc:
-        print(f"spotpatch-agent: {file.name} is not a valid SpotPatch config:\n{exc}", file=sys.stderr)
+        return read_config_file(file)
+    except ConfigFileError as exc:
+        print("\n  ".join([f"spotpatch-agent: {file.name} {exc.reason}", *exc.lines]), file=sys.stderr)
         raise SystemExit(2) from None
 
 
@@ -164,10 +210,17 @@ def format_health(health: Any) -> list[str]:
         c = health.counts
         lines = [f"Repository: local changes ({c.staged} staged, {c.unstaged} unstaged, {c.untracked} untracked):"]
     for d in health.details:
-        where = ", ".join(d.paths) + (f" (+{d.more_paths} more)" if d.more_paths else "")
+        where = ", ".join(map(one_line, d.paths)) + (f" (+{d.more_paths} more)" if d.more_paths else "")
         lines.append(f"  - {d.reason}" + (f": {where}" if where else ""))
-        lines.append(f"    fix: {d.fix}")
+        lines.append(f"    fix: {one_line(d.fix)}")
     return lines
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks and tabs shown as ``\\n``, ``\\r``, ``\\t``: a file name holding a newline
+    must not print a line of its own (a forged ``✓`` line in ``doctor``). Other control characters are made
+    visible by the terminal wrapper (``spotpatch_agent/terminal.py``)."""
+    return text.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
 
 
 def run_command(args: argparse.Namespace) -> int:

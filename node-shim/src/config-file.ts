@@ -10,7 +10,7 @@
  * The file is read at every dev-server start (and `server.restart()`), not watched.
  */
 
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 
 import type { TrustedConfig } from "./protocol.generated.js";
@@ -26,20 +26,38 @@ const PLUGIN_ONLY_KEYS = ["command", "python", "allowRemoteAccess", "overlay"];
  */
 export function readConfigFile(projectRoot: string): TrustedConfig | undefined {
   const file = path.join(projectRoot, CONFIG_FILE);
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readFileSync(file, "utf8");
+    // A FIFO would block the dev server's start for good; a folder says EISDIR anyway.
+    if (!statSync(file).isFile()) throw invalid("is not a regular file");
+    bytes = readFileSync(file);
   } catch (error) {
+    if (!(error as NodeJS.ErrnoException).code) throw error;
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw invalid(`cannot be read (${(error as NodeJS.ErrnoException).code ?? "read error"})`);
   }
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes); // no silent U+FFFD: `run` refuses such a file too
+  } catch {
+    throw invalid("is not UTF-8 text");
+  }
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = JSON.parse(text.startsWith("\uFEFF") ? text.slice(1) : text); // a BOM is allowed, as by `run`
   } catch (error) {
-    throw invalid(`is not valid JSON: ${(error as Error).message}`);
+    throw invalid(`is not valid JSON: ${jsonProblem((error as Error).message)}`);
   }
   return checkConfigFile(value);
+}
+
+/**
+ * V8's `JSON.parse` message without the excerpt of the text it quotes (`Unexpected token 's', ..."apiKey":
+ * sk-proj-ab"... is not valid JSON`): a key pasted into the file, or the first bytes of whatever file
+ * the name links to, must not reach the Vite log. The token and the position V8 gives are kept.
+ */
+export function jsonProblem(message: string): string {
+  return message.replace(/,\s*(?:\.\.\.)?"[\s\S]*"(?:\.\.\.)?\s+is not valid JSON$/, "").slice(0, 200);
 }
 
 /** The trusted config in a parsed config file (its `$schema` dropped); throws naming each bad key. */
@@ -47,7 +65,7 @@ export function checkConfigFile(value: unknown): TrustedConfig {
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw invalid("must be a JSON object");
   const problems: string[] = [];
   const { $schema, ...rest } = value as Record<string, unknown>;
-  if ($schema !== undefined && typeof $schema !== "string") problems.push(`"$schema" must be a string (a path or URL of the schema)`);
+  if ($schema !== undefined && $schema !== null && typeof $schema !== "string") problems.push(`"$schema" must be a string (a path or URL of the schema)`);
   for (const key of Object.keys(rest)) {
     if ((TRUSTED_KEYS as readonly string[]).includes(key)) continue;
     problems.push(
@@ -58,7 +76,8 @@ export function checkConfigFile(value: unknown): TrustedConfig {
   }
   if (!problems.length) {
     const validate = validatorFor("TrustedConfig");
-    if (!validate(rest)) problems.push(...describeErrors(validate.errors ?? []).map((p) => `key ${p.replace(/^\(params\)/, "(top level)")}`));
+    // The whole file, `$schema` included: the engine (`run`) checks its length too.
+    if (!validate(value)) problems.push(...describeErrors(validate.errors ?? []).map((p) => `key ${p.replace(/^\(params\)/, "(top level)")}`));
   }
   if (problems.length) throw invalid(`is not a valid SpotPatch config: ${problems.join("; ")}`);
   return rest as TrustedConfig;

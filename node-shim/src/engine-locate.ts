@@ -10,7 +10,7 @@
  * to the project root (or by base name), never by absolute path: the page sees it too.
  */
 
-import { accessSync, constants, statSync } from "node:fs";
+import { accessSync, constants, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 
 import type { EngineCommand } from "./engine.js";
@@ -50,18 +50,22 @@ const INSTALL_HINT =
 export function locateEngine(request: LocateRequest): EngineLocation {
   const env = request.env ?? process.env;
   const platform = request.platform ?? process.platform;
-  const shown = (file: string) => displayPath(file, request.projectRoot);
+  // Real paths: git spells the project root without symlinks, Vite's root may have them (a linked home or
+  // /tmp); compared as given, the same folder was tried twice and named by its base name only.
+  const root = realPath(request.root);
+  const projectRoot = realPath(request.projectRoot);
+  const shown = (file: string) => displayPath(file, projectRoot);
 
   if (request.given) {
     const { command, source } = request.given;
     const file = command.file;
     const isPath = file.includes("/") || file.includes("\\");
-    const resolved = isPath ? path.resolve(request.root, file) : searchPath(file, env, platform);
+    const resolved = isPath ? path.resolve(root, file) : searchPath(file, env, platform);
     const option = source === "command" ? "command" : "python";
     if (resolved && isExecutable(resolved, platform)) {
       return { command: { file: resolved, args: command.args }, source, tried: [shown(resolved)], problem: undefined };
     }
-    const what = isPath ? `${shown(path.resolve(request.root, file))}` : `"${file}" on PATH`;
+    const what = isPath ? `${shown(path.resolve(root, file))}` : `"${file}" on PATH`;
     const problem =
       `SpotPatch engine not found: the ${option} option names ${what}, which ${isPath ? "is not an executable file" : "is not there"}. ` +
       `Fix the ${option} option, or remove it to use ${ENGINE_NAME} from PATH or the project's .venv/venv. ${INSTALL_HINT}`;
@@ -72,10 +76,9 @@ export function locateEngine(request: LocateRequest): EngineLocation {
   const onPath = searchPath(ENGINE_NAME, env, platform);
   if (onPath) return { command: { file: onPath, args: ["serve"] }, source: "path", tried, problem: undefined };
 
-  const roots = [...new Set([request.root, request.projectRoot].map((r) => path.resolve(r)))];
-  for (const root of roots) {
+  for (const dir of new Set([root, projectRoot])) {
     for (const venv of VENV_DIRS) {
-      for (const file of venvExecutables(path.join(root, venv))) {
+      for (const file of venvExecutables(path.join(dir, venv))) {
         tried.push(shown(file));
         if (isExecutable(file, platform)) {
           return { command: { file, args: ["serve"] }, source: "venv", tried, problem: undefined };
@@ -113,6 +116,15 @@ function isExecutable(file: string, platform: NodeJS.Platform): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/** `dir` without symlinks (absolute), or resolved as written when it cannot be read. */
+function realPath(dir: string): string {
+  try {
+    return realpathSync(dir);
+  } catch {
+    return path.resolve(dir);
   }
 }
 

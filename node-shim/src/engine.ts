@@ -18,6 +18,7 @@ import {
   type MessageConnection,
 } from "vscode-jsonrpc/node";
 
+import { frameGuard } from "./frame-guard.js";
 import {
   PROTOCOL_VERSION,
   type EngineRequests,
@@ -130,7 +131,13 @@ export class EngineProcess {
     child.stdin?.on("error", () => undefined); // EPIPE after the child died: reported through "exit"
     pipeStderr(child, logger);
 
-    const connection = createMessageConnection(new StreamMessageReader(child.stdout!), new StreamMessageWriter(child.stdin!));
+    // stdout passes the frame guard first: vscode-jsonrpc would buffer any declared body whole.
+    const frames = child.stdout!.pipe(frameGuard());
+    frames.on("error", (error) => {
+      logger.error(`[spotpatch] ${error.message}; stopping the engine (its stdout must carry only protocol frames).`);
+      child.kill("SIGKILL");
+    });
+    const connection = createMessageConnection(new StreamMessageReader(frames), new StreamMessageWriter(child.stdin!));
     connection.onNotification("job/event", (event: JobEventNotification) => options.onEvent(event));
     connection.onError(([error]) => logger.warn(`[spotpatch] engine connection: ${error.message}`));
     connection.listen();

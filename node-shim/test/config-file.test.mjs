@@ -4,15 +4,16 @@
 // (the JSON Schema this package ships) is for editors and never reaches the engine. An invalid file stops
 // the dev server's start with an error naming the file and the key. `spotpatch-agent run` reads the same file.
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { execFile, execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 import { promisify } from "node:util";
 
 import { Ajv2020 } from "ajv/dist/2020.js";
 
-import { TRUSTED_KEYS, checkConfigFile, mergeConfig } from "../dist/config-file.js";
+import { TRUSTED_KEYS, checkConfigFile, mergeConfig, readConfigFile } from "../dist/config-file.js";
 import { CONFIG_SCHEMA_PATH } from "../scripts/gen-protocol.mjs";
 import { AGENT, TOUCHED, git, makeDemoProject, pageSession, providerConfig, startDevServer, startProvider } from "./support.mjs";
 
@@ -112,4 +113,37 @@ test("spotpatch-agent run reads the same file (with its $schema line): the file'
   );
   assert.match(stdout, /\+ {6}<button className="btn btn-primary" onClick=\{onSave\}>Save<\/button>/);
   assert.equal(git(project.root, "status", "--porcelain"), "", "without --apply nothing is written");
+});
+
+test("the file: a JSON error never quotes the text (a pasted key, a link to another file); a BOM is allowed; $schema as run judges it", (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), "spotpatch-config-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, "spotpatch.config.json");
+  const canary = "sk-breaker-canary-3c9d1e7a";
+  const readFails = (pattern) => assert.throws(() => readConfigFile(dir), (e) => {
+    assert.match(e.message, pattern);
+    assert.ok(!e.message.includes("sk-") && !e.message.includes("root:"), e.message);
+    return true;
+  });
+  writeFileSync(file, `{"providers": [{"id": "openai", "apiKey": ${canary}}]}`);
+  readFails(/is not valid JSON: Unexpected token 's'\.$/);
+  writeFileSync(file, `{"providers": [{"id": "openai", "apiKey": '${canary}'}]}`);
+  readFails(/is not valid JSON: Unexpected token '''\.$/);
+  rmSync(file);
+  symlinkSync("/etc/passwd", file);
+  readFails(/is not valid JSON: Unexpected token 'r'\.$/);
+  rmSync(file);
+
+  writeFileSync(file, `\uFEFF${JSON.stringify({ $schema: SCHEMA_LINE, sandbox: "warn" })}`);
+  assert.deepEqual(readConfigFile(dir), { sandbox: "warn" }, "a BOM is skipped, as spotpatch-agent run does");
+  assert.deepEqual(checkConfigFile({ $schema: null, sandbox: "warn" }), { sandbox: "warn" }, "the engine accepts a null $schema");
+  assert.throws(() => checkConfigFile({ $schema: "x".repeat(2049) }), /key \/\$schema: must NOT have more than 2048 characters/);
+  writeFileSync(file, Buffer.concat([Buffer.from('{"providers": [{"id": "caf'), Buffer.from([0xe9]), Buffer.from('"}]}')]));
+  readFails(/spotpatch\.config\.json \(at the project root\) is not UTF-8 text\.$/); // Latin-1: refused as run refuses it, not read as U+FFFD
+  rmSync(file);
+  execFileSync("mkfifo", [file]); // no writer: reading it would block the dev server's start for good
+  readFails(/spotpatch\.config\.json \(at the project root\) is not a regular file\.$/);
+  rmSync(file);
+  mkdirSync(file);
+  readFails(/spotpatch\.config\.json \(at the project root\) is not a regular file\.$/);
 });

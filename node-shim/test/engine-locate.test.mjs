@@ -170,3 +170,22 @@ test("dev server with the engine in the project's .venv (gitignored) and no comm
   const [engine] = await engineProcesses();
   assert.match(engine.args, /\.venv\/bin\/spotpatch-agent serve$/);
 });
+
+test("Vite's root through a symlink (a linked home or /tmp): each folder tried once, named relative to the project", (t) => {
+  // Breaker (issue 20): git spells the project root without the link, Vite's root with it; compared as
+  // given, the message listed every virtualenv twice, once as a bare "spotpatch-agent".
+  const dir = tempDir(t);
+  const project = path.join(dir, "real", "app");
+  mkdirSync(project, { recursive: true });
+  symlinkSync(path.join(dir, "real"), path.join(dir, "link"));
+  const look = () => locateEngine({ given: undefined, root: path.join(dir, "link", "app"), projectRoot: project, env: EMPTY_PATH, platform: "linux" });
+  assert.deepEqual(look().tried, [
+    "spotpatch-agent on PATH",
+    ".venv/bin/spotpatch-agent",
+    ".venv/Scripts/spotpatch-agent.exe",
+    "venv/bin/spotpatch-agent",
+    "venv/Scripts/spotpatch-agent.exe",
+  ]);
+  const engine = executable(path.join(project, ".venv", "bin", "spotpatch-agent"));
+  assert.deepEqual([look().command.file, look().source], [engine, "venv"]);
+});

@@ -118,3 +118,17 @@ test("supervisor: a killed engine is restarted after the back-off; close() stops
   assert.equal(isAlive(second), false);
   await assert.rejects(supervisor.request("health/get", {}), (e) => e.code === "SERVER_CLOSING");
 });
+
+test("an engine announcing a huge frame on stdout is stopped at once, not buffered (memory stays bounded)", { timeout: 30_000 }, async () => {
+  // Breaker (issue 20): vscode-jsonrpc buffered the declared body whole; the dev server held 7 GB in 20 s.
+  const logger = recordingLogger();
+  const rss = process.memoryUsage().rss;
+  const started = Date.now();
+  await assert.rejects(
+    EngineProcess.start(startOptions(fake("flood"), logger, { startTimeoutMs: 15_000 })),
+    /exited during start-up \(killed by SIGKILL\)/,
+  );
+  assert.ok(Date.now() - started < 10_000, `rejected after ${Date.now() - started} ms`);
+  assert.ok(process.memoryUsage().rss - rss < 256 * 1024 * 1024, "the body was not buffered");
+  assert.match(logger.text(), /the engine's stdout carried a frame of 1000000000000 bytes, over the 67108864-byte limit; stopping the engine/);
+});

@@ -4,12 +4,22 @@
 //   exit      — exits with code 3 before reading anything
 //   stubborn  — like ok, but never answers shutdown, ignores exit and SIGTERM, and keeps a grandchild
 //               (its pid is printed to stderr as "grandchild <pid>")
+//   flood     — announces a 1 TB frame on stdout and streams zeros (a wrong `command`, a broken engine)
 import { spawn } from "node:child_process";
 
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from "vscode-jsonrpc/node";
 
 const mode = process.argv[2];
 if (mode === "exit") process.exit(3);
+if (mode === "flood") {
+  const zeros = Buffer.alloc(1 << 20);
+  const more = () => {
+    while (process.stdout.write(zeros));
+    process.stdout.once("drain", more);
+  };
+  process.stdout.write("Content-Length: 1000000000000\r\n\r\n");
+  more();
+}
 
 const connection = createMessageConnection(new StreamMessageReader(process.stdin), new StreamMessageWriter(process.stdout));
 connection.onRequest("initialize", () => ({

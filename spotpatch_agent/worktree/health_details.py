@@ -17,10 +17,13 @@ from pathlib import Path
 from spotpatch_agent.policy.redact import redact_cut
 from spotpatch_agent.protocol.models import HealthDetail, Limits, RepoHealth
 
-__all__ = ["MAX_PATHS", "LOCAL_CHANGES", "detail", "health_message", "template_folder", "wholly_untracked"]
+__all__ = ["MAX_PATHS", "MAX_ADVICE_FOLDERS", "LOCAL_CHANGES", "detail", "health_message", "template_folder",
+           "wholly_untracked"]
 
 #: Paths listed per detail; the rest are counted in ``morePaths``.
 MAX_PATHS = 20
+#: Template folders named one by one in a fix (the rest are counted), so a fix stays bounded.
+MAX_ADVICE_FOLDERS = 3
 #: The detail code of a ``consent-required`` tree (its ``reasons`` list is empty).
 LOCAL_CHANGES = "local-changes"
 _PATH_CHARS = 300
@@ -144,8 +147,14 @@ def _fix(reason: str, kinds: dict[str, str], limits: Limits | None, sizes: tuple
         return base
     what = {"untracked-symlink": "an untracked folder with symlinks",
             "local-changes-over-limit": "an untracked folder with many files"}.get(reason, "an untracked folder")
-    advice = " ".join(f"`{folder}` is {what} ({_KIND_WORDS[kind]}): add it to .gitignore."
-                      for folder, kind in sorted(kinds.items()))
+    named = sorted(kinds.items())
+    advice = " ".join(f"`{redact_cut(folder, _PATH_CHARS)}` is {what} ({_KIND_WORDS[kind]}): add it to .gitignore."
+                      for folder, kind in named[:MAX_ADVICE_FOLDERS])
+    if len(named) > MAX_ADVICE_FOLDERS:  # a monorepo's packages/*/node_modules: the fix stays one sentence or so
+        rest = named[MAX_ADVICE_FOLDERS:]
+        words = ", ".join(_KIND_WORDS[k] for k in sorted({kind for _, kind in rest}))
+        advice += (f" So are {len(rest)} more folders ({words}): add them too (a line such as `node_modules/` "
+                   "in .gitignore covers such folders at any depth).")
     if reason == "local-changes-over-limit" and sizes is not None:
         return f"{advice} {base}"  # the counts and limits stay visible
     return f"{advice} For the other paths: {base}" if others else advice

@@ -171,3 +171,23 @@ async def test_a_tracked_build_folder_gets_no_gitignore_advice(repo_factory) -> 
     [d] = (await repo_health(root, Limits())).details
     assert d.paths == ["src/build/config.ts", "src/build/new.ts"]
     assert ".gitignore" not in d.fix and d.fix.startswith("commit or stash them")
+
+
+async def test_the_gitignore_advice_is_bounded_in_a_monorepo(repo_factory) -> None:
+    # Breaker (issue 20): 60 packages each with an untracked node_modules/ holding a .bin symlink made a fix
+    # naming all 60 folders (57 KB for 500), in the page's health, REPO_BLOCKED and the terminal.
+    files = {f"packages/p{i:02}/index.js": "x\n" for i in range(60)}
+    root = repo_factory(files)
+    for i in range(60):
+        (root / f"packages/p{i:02}/node_modules/.bin").mkdir(parents=True)
+        (root / f"packages/p{i:02}/node_modules/.bin/tool").symlink_to("../x")
+    health = await repo_health(root, Limits())
+    [d] = health.details
+    assert d.reason == "untracked-symlink" and len(d.paths) == MAX_PATHS and d.more_paths == 40
+    assert d.fix == ("`packages/p00/node_modules/` is an untracked folder with symlinks (installed Node packages): "
+                     "add it to .gitignore. `packages/p01/node_modules/` is an untracked folder with symlinks "
+                     "(installed Node packages): add it to .gitignore. `packages/p02/node_modules/` is an untracked "
+                     "folder with symlinks (installed Node packages): add it to .gitignore. So are 57 more folders "
+                     "(installed Node packages): add them too (a line such as `node_modules/` in .gitignore covers "
+                     "such folders at any depth).")
+    assert len(blocked_message(health)) < 2000
