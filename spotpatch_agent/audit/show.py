@@ -113,7 +113,7 @@ def render_table(job_id: str, records: list[dict[str, Any]], skipped: int) -> st
     if s["auditWriteFailed"]:
         out.append("  The ledger could not be written completely (auditWriteFailed).")
     if skipped:
-        out.append(f"  {skipped} unreadable line(s) skipped (a torn last line after a crash)")
+        out.append(f"  {skipped} unreadable line(s) skipped (a torn last line after a crash, or not a ledger record)")
     out.append("Records:")
     out.extend(_record_row(r) for r in records)
     return "\n".join(out)
