@@ -265,7 +265,7 @@ class JobLedger:
         pending = [r for r in self._records if r["seq"] > self._written_seq]
         if not pending:
             return
-        if sink.append(path, pending):
+        if sink.append(path, pending, create=False):  # a file retention removed stays removed
             self._written_seq = pending[-1]["seq"]
         else:
             self._write_failed = True

@@ -47,15 +47,21 @@ def encode(record: dict[str, Any]) -> bytes:
     return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
-def append(path: Path, records: list[dict[str, Any]]) -> bool:
-    """Append ``records`` to ``path`` (created with mode 0600, its directory 0700) and ``fsync`` it.
-    Returns False on any OS error (logged without the path), True otherwise."""
+def append(path: Path, records: list[dict[str, Any]], *, create: bool = True) -> bool:
+    """Append ``records`` to ``path`` and ``fsync`` it. ``create``: the ledger's first write, which makes a
+    new file (mode 0600, its directory 0700) and never opens one already there; else the file must exist
+    (a ledger retention removed is not made again holding only its later records). A symlink is never
+    followed. Returns False on any OS error (logged without the path), True otherwise."""
     if not records:
         return True
     data = b"".join(encode(r) for r in records)
+    flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    if create:
+        flags |= os.O_CREAT | os.O_EXCL
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        if create:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(path, flags, 0o600)
         try:
             view = memoryview(data)
             while view:
@@ -71,11 +77,20 @@ def append(path: Path, records: list[dict[str, Any]]) -> bool:
 
 def prune(directory: Path, keep: int) -> int:
     """Remove the oldest ledger files (by modification time, then name) beyond ``keep``; returns how many
-    were removed. Only ``job_<16 hex>.jsonl`` files are touched. Errors are logged and ignored."""
+    were removed. Only regular ``job_<16 hex>.jsonl`` files are counted and touched (never a symlink or a
+    directory). Errors are ignored."""
     try:
-        files = [(e.stat().st_mtime_ns, e.name) for e in os.scandir(directory) if _JOB_FILE.match(e.name)]
+        entries = [e for e in os.scandir(directory) if _JOB_FILE.match(e.name)]
     except OSError:
         return 0
+    files = []
+    for entry in entries:  # one entry gone or odd (removed by another engine, a symlink) never stops the rest
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            files.append((st.st_mtime_ns, entry.name))
     files.sort()
     removed = 0
     for _, name in files[: max(0, len(files) - keep)]:

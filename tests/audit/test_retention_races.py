@@ -1,0 +1,60 @@
+"""Retention of persisted ledgers against what happens after a job ended (docs/design.md §13): a ledger
+that retention removed is never written again holding only its later records (an Apply of an older job
+reviewed after newer ones ended), and an odd entry in the directory never stops retention nor is touched."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from spotpatch_agent.audit import read_ledger
+from spotpatch_agent.engine.service import EngineService
+from spotpatch_agent.protocol.models import JobCreateParams, JobIdParams
+from spotpatch_agent.provider.scripted import ScriptedProviderServer
+from tests.audit._support import KEY_ENV, annotation, config, read, replace, target
+from tests.conftest import make_repo
+
+FILES = {"src/App.tsx": 'export const App = () => <button className="a">Go</button>;\n',
+         "src/Card.tsx": "export const line1 = 1;\n", ".gitignore": "node_modules\n"}
+DONE = {"text": "Done.", "finishReason": "stop"}
+
+
+def edit(path: str, old: str, new: str) -> list[dict]:
+    return [{"toolCalls": [read("r1", path)]}, {"toolCalls": [replace("w1", path, old, new)]}, DONE]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("planted", [False, True], ids=["clean-dir", "dangling-symlink"])
+async def test_an_apply_after_retention_removed_the_ledger_does_not_bring_back_a_fragment(tmp_path, monkeypatch,
+                                                                                         planted: bool):
+    monkeypatch.setenv(KEY_ENV, "sk-test-0123456789abcdef")
+    root = make_repo(tmp_path / "repo", FILES)
+    directory = root / ".git" / "spotpatch" / "audit"
+    directory.mkdir(parents=True)
+    odd = ["job_00000000000000ff.jsonl"] if planted else []
+    if planted:
+        os.symlink(tmp_path / "nowhere", directory / odd[0])  # dangling, under a ledger's name
+    script = edit("src/App.tsx", ">Go<", ">Start<") + edit("src/Card.tsx", "line1 = 1", "line1 = 2")
+    with ScriptedProviderServer(script) as server:
+        service = EngineService(send_event=lambda e: None)
+        async with service.running():
+            await service.configure(root, config(server, audit={"persist": True, "keep": 1}))
+            ids = []
+            for path in ("src/App.tsx", "src/Card.tsx"):
+                snap = await service.job_create(JobCreateParams.model_validate(
+                    {"annotation": annotation(target(1, path)), "modelProfileId": "m"}))
+                await service.wait_job(snap.job_id)
+                assert (await service.job_get(JobIdParams(job_id=snap.job_id))).status == "awaiting-review"
+                ids.append(snap.job_id)
+            first, second = ids
+            assert sorted(p.name for p in directory.iterdir()) == sorted(
+                [f"{second}.jsonl", *odd])  # keep 1: the first job's file is gone
+            await service.job_apply(JobIdParams(job_id=first))  # the user reviews the older job now
+            audit = (await service.job_audit(JobIdParams(job_id=first))).dump()
+    assert [r["type"] for r in audit["records"]][-2:] == ["job_end", "apply"]  # complete in memory
+    assert sorted(p.name for p in directory.iterdir()) == sorted([f"{second}.jsonl", *odd])
+    assert all(os.path.islink(directory / name) for name in odd)  # never followed, never removed
+    records, skipped = read_ledger(directory / f"{second}.jsonl")
+    assert [r["type"] for r in records] == ["job_start", "tool_call", "tool_call", "job_end"] and skipped == 0
