@@ -88,3 +88,16 @@ def test_read_ledger_refuses_what_is_not_a_regular_ledger_file(planted) -> None:
             sink.read_ledger(directory / f"job_00000000000000{name}.jsonl")
     records, skipped = sink.read_ledger(directory / f"{GOOD}.jsonl")
     assert [r["seq"] for r in records] == [1, 6] and skipped == 6
+
+
+def test_the_table_never_prints_terminal_escapes_from_a_planted_ledger(planted) -> None:
+    root, _ = planted
+    directory = root / ".git" / "spotpatch" / "audit"
+    (directory / "job_00000000000000cc.jsonl").write_text("\n".join([
+        START, record(2, type="limit", limit="\x1b]52;c;cm0gLXJmIH4=\x07\x9b2J\u202e"),
+        record(3, type="tool_call", turn=1, callId="c", tool="\x1b[2J", ok=True, durationMs=1),
+    ]) + "\n")
+    for args in (("audit", "job_00000000000000cc"), ("audit",)):
+        out = cli(*args, "--project", str(root)).stdout
+        assert "]52;" not in out and "[2J" not in out
+        assert [c for c in out if c != "\n" and (ord(c) < 32 or 0x7F <= ord(c) <= 0x9F or c == "\u202e")] == []
