@@ -58,3 +58,61 @@ async def test_an_apply_after_retention_removed_the_ledger_does_not_bring_back_a
     assert all(os.path.islink(directory / name) for name in odd)  # never followed, never removed
     records, skipped = read_ledger(directory / f"{second}.jsonl")
     assert [r["type"] for r in records] == ["job_start", "tool_call", "tool_call", "job_end"] and skipped == 0
+
+
+@pytest.mark.anyio
+async def test_a_stalled_disk_after_the_job_never_blocks_the_engine(tmp_path, monkeypatch):
+    """An Apply's (or a suggestion run's) ledger line on a disk that stalls: the engine keeps serving
+    meanwhile (its event loop is never blocked), the Apply returns within the write bound, and the
+    summary says ``auditWriteFailed``."""
+    import threading
+    import time
+
+    import anyio
+
+    from spotpatch_agent.audit import ledger as ledger_module
+    from spotpatch_agent.audit import sink
+    from tests.audit._support import run_audited_job
+
+    real = sink.append
+    stalled, release = threading.Event(), threading.Event()
+
+    def append(path, records, **kwargs) -> bool:
+        if stalled.is_set():
+            release.wait(30)  # a disk that stops answering once the job has been written
+            return False
+        return real(path, records, **kwargs)
+
+    monkeypatch.setattr(sink, "append", append)
+    monkeypatch.setattr(ledger_module, "WRITE_TIMEOUT_SEC", 1.0)
+    root = make_repo(tmp_path / "repo", FILES)
+    seen: dict[str, float] = {}
+
+    async def apply_while_polling(service, job_id: str) -> None:
+        stalled.set()
+        answered = 0
+
+        async def poll() -> None:
+            nonlocal answered
+            while True:
+                await service.job_get(JobIdParams(job_id=job_id))
+                answered += 1
+                await anyio.sleep(0.05)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(poll)
+            started = time.monotonic()
+            await service.job_apply(JobIdParams(job_id=job_id))
+            seen["apply"] = time.monotonic() - started
+            seen["answered"] = answered
+            tg.cancel_scope.cancel()
+
+    try:
+        ran = await run_audited_job(root, edit("src/App.tsx", ">Go<", ">Start<"), monkeypatch,
+                                    annotation(target(1, "src/App.tsx")), audit={"persist": True, "keep": 5},
+                                    after=apply_while_polling)
+    finally:
+        release.set()
+    assert ran.status == "applied"
+    assert seen["apply"] < 10 and seen["answered"] >= 5  # other requests were served during the write
+    assert ran.audit["summary"]["auditWriteFailed"] is True
