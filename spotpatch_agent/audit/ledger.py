@@ -27,6 +27,7 @@ import os
 import stat
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +57,27 @@ MAX_EXCERPTS = 32
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+async def _on_disk(write: Callable[..., bool], *args: Any) -> bool:
+    """``write(*args)`` in a daemon thread of its own, waiting at most :data:`WRITE_TIMEOUT_SEC`; False when
+    it failed or is still running then. The thread is a daemon so that one stuck on a dead disk never
+    keeps the engine's process from exiting (a worker thread would be joined at exit, forever)."""
+    outcome: list[bool] = []
+    finished = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append(bool(write(*args)))
+        except Exception:  # noqa: BLE001 - fail-open: reported as not written
+            log.exception("audit ledger write failed")
+        finally:
+            finished.set()
+
+    threading.Thread(target=run, name="spotpatch-audit-write", daemon=True).start()
+    # The waiting worker returns by the bound whatever the disk does, so it never outlives it.
+    await anyio.to_thread.run_sync(finished.wait, WRITE_TIMEOUT_SEC, abandon_on_cancel=True)
+    return finished.is_set() and outcome == [True]
 
 
 class JobLedger:
@@ -234,9 +256,7 @@ class JobLedger:
         self._flushed = True
         try:
             batch = [dict(r) for r in self._records]
-            written = False
-            with anyio.move_on_after(WRITE_TIMEOUT_SEC):
-                written = await anyio.to_thread.run_sync(self._write_all, batch, abandon_on_cancel=True)
+            written = await _on_disk(self._write_all, batch)
             if not written:
                 self._mark_failed()
                 return
@@ -267,9 +287,7 @@ class JobLedger:
         if self.path is None or not self._flushed or self._write_failed or self._written_seq is None:
             return
         try:
-            done = False
-            with anyio.move_on_after(WRITE_TIMEOUT_SEC):
-                done = await anyio.to_thread.run_sync(self._append_pending, abandon_on_cancel=True)
+            done = await _on_disk(self._append_pending)
             if not done:
                 self._write_failed = True
         except Exception:  # noqa: BLE001 - fail-open

@@ -116,3 +116,33 @@ async def test_a_stalled_disk_after_the_job_never_blocks_the_engine(tmp_path, mo
     assert ran.status == "applied"
     assert seen["apply"] < 10 and seen["answered"] >= 5  # other requests were served during the write
     assert ran.audit["summary"]["auditWriteFailed"] is True
+
+
+STALLED_EXIT = r"""
+import sys, threading, anyio
+from pathlib import Path
+from spotpatch_agent.audit import ledger as ledger_module, sink
+sink.append = lambda *a, **k: threading.Event().wait()  # a disk that never answers
+ledger_module.WRITE_TIMEOUT_SEC = 0.2
+
+async def main():
+    ledger = ledger_module.JobLedger("job_0123456789abcdef", persist_dir=Path(sys.argv[1]))
+    ledger.record_limit(limit="maxTurns")
+    ledger.finish(outcome="failed")
+    await ledger.flush()
+    assert ledger.write_failed
+    print("flushed", flush=True)
+
+anyio.run(main)
+"""
+
+
+def test_the_engine_process_exits_even_when_the_ledger_disk_never_answers(tmp_path) -> None:
+    """A write abandoned at the bound must not keep the engine's process alive at exit (a thread
+    stuck on a dead mount is never joined)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", STALLED_EXIT, str(tmp_path / "audit")], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and "flushed" in done.stdout, done.stderr
