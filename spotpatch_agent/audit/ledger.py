@@ -6,7 +6,8 @@ loop (engine/job.py), one ``tool_call`` per completed call (engine/loop.py), fin
 audit/derive.py) before the job's last status, and :meth:`JobLedger.flush` persists the ledger after it when
 trusted config asks for it (``audit.persist``), so the disk is never on the job's path.
 After ``job_end`` come ``apply`` / ``revert`` (engine/service.py) and ``suggestion``
-(:meth:`JobLedger.record_suggestion`, the suggestion lane), each appended and persisted at once.
+(:meth:`JobLedger.record_suggestion`, the suggestion lane), each recorded in memory, then persisted by
+:meth:`JobLedger.persist` (awaited by the service right after, off the event loop).
 
 Bounds: :data:`MAX_RECORDS` records up to the end; the next one becomes a single ``truncated`` record that
 keeps counting what is dropped (``dropped``, ``droppedTools``, ``droppedFailed``); ``job_end`` is always
@@ -14,7 +15,8 @@ kept. After ``job_end`` at most :data:`MAX_AFTER_END` more records are kept.
 
 Fail-open: no method raises for a ledger problem; only :meth:`JobLedger.flush` waits on the disk, after the
 job's last status and at most :data:`WRITE_TIMEOUT_SEC`; a failed or late write sets ``auditWriteFailed`` in
-the summary (and in the in-memory ``job_end``). A record after ``job_end`` is appended with its own fsync.
+the summary (and in the in-memory ``job_end``). A record after ``job_end`` is appended with its own fsync
+by :meth:`JobLedger.persist`, in a worker thread, also waiting at most :data:`WRITE_TIMEOUT_SEC`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ import hashlib
 import logging
 import os
 import stat
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +59,27 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+async def _on_disk(write: Callable[..., bool], *args: Any) -> bool:
+    """``write(*args)`` in a daemon thread of its own, waiting at most :data:`WRITE_TIMEOUT_SEC`; False when
+    it failed or is still running then. The thread is a daemon so that one stuck on a dead disk never
+    keeps the engine's process from exiting (a worker thread would be joined at exit, forever)."""
+    outcome: list[bool] = []
+    finished = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append(bool(write(*args)))
+        except Exception:  # noqa: BLE001 - fail-open: reported as not written
+            log.exception("audit ledger write failed")
+        finally:
+            finished.set()
+
+    threading.Thread(target=run, name="spotpatch-audit-write", daemon=True).start()
+    # The waiting worker returns by the bound whatever the disk does, so it never outlives it.
+    await anyio.to_thread.run_sync(finished.wait, WRITE_TIMEOUT_SEC, abandon_on_cancel=True)
+    return finished.is_set() and outcome == [True]
+
+
 class JobLedger:
     """The ledger of job ``job_id``. ``persist_dir``: the repository's ledger directory when trusted config
     enables persistence (``audit.persist``), else None (memory only); ``keep``: files kept there."""
@@ -73,6 +98,7 @@ class JobLedger:
         self._seq = 0
         self._flushed = False  # flush() started: later records are appended one by one
         self._written_seq: int | None = None  # the last record on disk
+        self._disk = threading.Lock()  # one append at a time, in seq order (worker threads)
 
     # ------------------------------------------------------------------ reading
 
@@ -176,14 +202,13 @@ class JobLedger:
         if error_code is not None:
             record["errorCode"] = error_code
         self._add(record)
-        self._persist_after_end()
 
     def record_suggestion(self, *, excerpts: list[dict], breaker: str, verified: int, unverified: int,
                           outcome: str) -> None:
         """The suggestion lane's run (``job/suggest``, after ``job_end``): each excerpt offered as
         ``{path, startLine, endLine, sha256}`` (path normalised like every path; extra keys ignored),
         the breaker outcome, citation counts and the lane's outcome. Appended after ``job_end`` and
-        persisted at once when persistence is on; never raises. It only adds to the summary's
+        persisted by :meth:`persist` (awaited by the caller); never raises. It only adds to the summary's
         ``suggestions``; ``job_end`` stays as it was."""
         try:
             shown: list[dict[str, Any]] = []
@@ -204,7 +229,6 @@ class JobLedger:
             log.exception("audit suggestion record dropped")
             return
         self._add(record)
-        self._persist_after_end()
 
     # ------------------------------------------------------------------ the end
 
@@ -232,14 +256,12 @@ class JobLedger:
         self._flushed = True
         try:
             batch = [dict(r) for r in self._records]
-            written = False
-            with anyio.move_on_after(WRITE_TIMEOUT_SEC):
-                written = await anyio.to_thread.run_sync(self._write_all, batch, abandon_on_cancel=True)
+            written = await _on_disk(self._write_all, batch)
             if not written:
                 self._mark_failed()
                 return
             self._written_seq = batch[-1]["seq"]
-            self._persist_after_end()  # what came while the thread wrote (an auto Apply, …)
+            await self.persist()  # what came while the thread wrote (an auto Apply, …)
         except Exception:  # noqa: BLE001 - fail-open
             log.exception("audit ledger not written")
             self._mark_failed()
@@ -257,18 +279,33 @@ class JobLedger:
             sink.prune(self._persist_dir, self._keep)
         return ok
 
-    def _persist_after_end(self) -> None:
-        """Append the records after the last written one (once the ledger was flushed)."""
-        path = self.path
-        if path is None or not self._flushed or self._write_failed or self._written_seq is None:
+    async def persist(self) -> None:
+        """Append the records after the last one on disk (an ``apply``, ``revert`` or ``suggestion`` after
+        the job's flush) in a worker thread, waiting at most :data:`WRITE_TIMEOUT_SEC`: a slow or stalled
+        disk never blocks the engine's event loop. A failure or time-out sets ``auditWriteFailed``. No-op
+        before the flush (which writes them itself) or when persistence is off. Never raises."""
+        if self.path is None or not self._flushed or self._write_failed or self._written_seq is None:
             return
-        pending = [r for r in self._records if r["seq"] > self._written_seq]
-        if not pending:
-            return
-        if sink.append(path, pending):
-            self._written_seq = pending[-1]["seq"]
-        else:
+        try:
+            done = await _on_disk(self._append_pending)
+            if not done:
+                self._write_failed = True
+        except Exception:  # noqa: BLE001 - fail-open
+            log.exception("audit ledger: later records not written")
             self._write_failed = True
+
+    def _append_pending(self) -> bool:
+        path = self.path
+        assert path is not None
+        with self._disk:
+            written = self._written_seq or 0
+            pending = [dict(r) for r in list(self._records) if r["seq"] > written]
+            if not pending:
+                return True
+            if not sink.append(path, pending, create=False):  # a file retention removed stays removed
+                return False
+            self._written_seq = pending[-1]["seq"]
+            return True
 
 
 def job_start_fields(*, job_id: str, provider_id: str, model_profile_id: str, mode: str, limits: dict[str, int],

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 from typing import Any
 
 from spotpatch_agent.policy.paths import PathDenied, normalize_rel_path
@@ -38,6 +39,20 @@ _SECRET_SHAPE = re.compile(r"[A-Za-z0-9_\-+/=]{24,}")
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _PATCH_HEADER = re.compile(r"^diff --git a/(\S+) b/(\S+)", re.MULTILINE)
 _SERVED = re.compile(r" \(lines (\d+)-(\d+) of \d+\)$")
+#: Characters never kept in a text, the categories the path policy refuses too: controls (terminal escapes,
+#: C1) and line breaks become a space; format characters (bidi overrides, zero-width characters that could
+#: split a key so that the redactor misses it) and lone surrogates are dropped.
+_AS_SPACE = frozenset({"Cc", "Zl", "Zp"})
+_DROPPED = frozenset({"Cf", "Cs"})
+
+
+def _printable(text: str) -> str:
+    return "".join(" " if (cat := unicodedata.category(c)) in _AS_SPACE else "" if cat in _DROPPED else c
+                   for c in text)
+# Absolute paths ``shorten_paths`` leaves, on purpose for other texts (it keeps URLs): a ``file:`` URL, and a
+# path right after a ``:`` (``src:/srv/app/x.ts``), but not ``://host/…``.
+_FILE_URL = re.compile(r"file:/+[^\s'\"`]*", re.IGNORECASE)
+_AFTER_COLON = re.compile(r"(?<=:)/(?=[^\s/])(?:[^\s'\"`:/]+/)+([^\s'\"`:/]+)")
 
 
 def sha256_text(text: str) -> str:
@@ -57,9 +72,13 @@ def _secret_shaped(token: str) -> bool:
 
 
 def scrub(text: str, limit: int) -> str:
-    """``text`` through the redactor, absolute paths shortened, secret-shaped tokens masked, then cut to
-    ``limit`` characters (``…`` marks a cut). The order is the one of policy/redact.py: redact, then cut."""
+    """``text`` without control, format and zero-width characters, through the redactor, absolute paths
+    shortened (also in a ``file:`` URL or after a ``:``), secret-shaped tokens masked, then cut to ``limit``
+    characters (``…`` marks a cut). The order is the one of policy/redact.py: redact, then cut."""
+    text = _printable(text)
     text = shorten_paths(REDACTOR(text))
+    text = _FILE_URL.sub(lambda m: "file:…/" + m.group(0).rstrip("/").rsplit("/", 1)[-1], text)
+    text = _AFTER_COLON.sub(lambda m: "…/" + m.group(1), text)
     text = _SECRET_SEGMENT.sub(lambda m: SECRET_MARK if _secret_shaped(m.group(0)) else m.group(0), text)
     text = _SECRET_SHAPE.sub(lambda m: SECRET_MARK if _secret_shaped(m.group(0)) else m.group(0), text)
     return text if len(text) <= limit else text[: limit - 1] + "…"

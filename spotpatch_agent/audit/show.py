@@ -113,10 +113,18 @@ def render_table(job_id: str, records: list[dict[str, Any]], skipped: int) -> st
     if s["auditWriteFailed"]:
         out.append("  The ledger could not be written completely (auditWriteFailed).")
     if skipped:
-        out.append(f"  {skipped} unreadable line(s) skipped (a torn last line after a crash)")
+        out.append(f"  {skipped} unreadable line(s) skipped (a torn last line after a crash, or not a ledger record)")
     out.append("Records:")
     out.extend(_record_row(r) for r in records)
     return "\n".join(out)
+
+
+def _printable(line: str) -> str:
+    """``line`` without terminal escapes, control characters or bidi overrides: a ledger file may have been
+    planted or edited by someone else, and the table goes to a terminal."""
+    from spotpatch_agent.provider.http import strip_controls
+
+    return strip_controls(line)
 
 
 def _common_dir(project: Path) -> Path | None:
@@ -151,7 +159,7 @@ def audit_command(project: Path, job_id: str | None, *, as_json: bool, out: Text
         else:
             for row in rows:
                 when = datetime.fromtimestamp(row["modifiedMs"] / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-                print(f"{row['jobId']}  {when}  {row['outcome']:<16} {row['records']} record(s)", file=out)
+                print(_printable(f"{row['jobId']}  {when}  {row['outcome']:<16} {row['records']} record(s)"), file=out)
         return EXIT_OK
     path = ledger_path(common, job_id)
     if path is None or not path.is_file():
@@ -166,5 +174,5 @@ def audit_command(project: Path, job_id: str | None, *, as_json: bool, out: Text
         print(json.dumps({"jobId": job_id, "summary": summary_of(records), "records": records,
                           "skippedLines": skipped}, ensure_ascii=False, indent=2), file=out)
     else:
-        print(render_table(job_id, records, skipped), file=out)
+        print("\n".join(_printable(line) for line in render_table(job_id, records, skipped).split("\n")), file=out)
     return EXIT_OK

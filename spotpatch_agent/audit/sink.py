@@ -5,25 +5,37 @@ tree. A file is written by appending lines, each batch flushed and ``fsync``-ed;
 last line, which :func:`read_ledger` skips (and reports). After a new ledger file is created, the oldest
 files beyond ``keep`` are removed (:func:`prune`).
 
+Reading trusts nothing in that directory: :func:`read_ledger` opens only a regular file (never through a
+symlink, never a FIFO or device), at most :data:`MAX_LEDGER_BYTES`, and keeps only lines that are valid
+``AuditRecord`` s (protocol/models.py); :func:`list_ledgers` lists only regular files.
+
 Every function here that writes returns ``False`` instead of raising on an OS error: the ledger is
 fail-open (the caller records ``auditWriteFailed``).
 """
 
 from __future__ import annotations
 
+import errno
+import functools
 import json
 import logging
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pydantic import TypeAdapter
 
 log = logging.getLogger("spotpatch.audit")
 
 #: The ledger directory under a git common dir.
 AUDIT_SUBDIR = ("spotpatch", "audit")
 _JOB_FILE = re.compile(r"^(job_[0-9a-f]{16})\.jsonl$")
+#: Largest ledger file read back. A ledger the engine writes stays far below it (at most 256 records up to
+#: ``job_end`` and 64 after it, each bounded); anything bigger was not written by it.
+MAX_LEDGER_BYTES = 16 * 1024 * 1024
 
 
 def audit_dir(common_dir: Path) -> Path:
@@ -35,15 +47,21 @@ def encode(record: dict[str, Any]) -> bytes:
     return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
-def append(path: Path, records: list[dict[str, Any]]) -> bool:
-    """Append ``records`` to ``path`` (created with mode 0600, its directory 0700) and ``fsync`` it.
-    Returns False on any OS error (logged without the path), True otherwise."""
+def append(path: Path, records: list[dict[str, Any]], *, create: bool = True) -> bool:
+    """Append ``records`` to ``path`` and ``fsync`` it. ``create``: the ledger's first write, which makes a
+    new file (mode 0600, its directory 0700) and never opens one already there; else the file must exist
+    (a ledger retention removed is not made again holding only its later records). A symlink is never
+    followed. Returns False on any OS error (logged without the path), True otherwise."""
     if not records:
         return True
     data = b"".join(encode(r) for r in records)
+    flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    if create:
+        flags |= os.O_CREAT | os.O_EXCL
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        if create:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(path, flags, 0o600)
         try:
             view = memoryview(data)
             while view:
@@ -59,11 +77,20 @@ def append(path: Path, records: list[dict[str, Any]]) -> bool:
 
 def prune(directory: Path, keep: int) -> int:
     """Remove the oldest ledger files (by modification time, then name) beyond ``keep``; returns how many
-    were removed. Only ``job_<16 hex>.jsonl`` files are touched. Errors are logged and ignored."""
+    were removed. Only regular ``job_<16 hex>.jsonl`` files are counted and touched (never a symlink or a
+    directory). Errors are ignored."""
     try:
-        files = [(e.stat().st_mtime_ns, e.name) for e in os.scandir(directory) if _JOB_FILE.match(e.name)]
+        entries = [e for e in os.scandir(directory) if _JOB_FILE.match(e.name)]
     except OSError:
         return 0
+    files = []
+    for entry in entries:  # one entry gone or odd (removed by another engine, a symlink) never stops the rest
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            files.append((st.st_mtime_ns, entry.name))
     files.sort()
     removed = 0
     for _, name in files[: max(0, len(files) - keep)]:
@@ -97,8 +124,10 @@ def list_ledgers(common_dir: Path) -> list[LedgerFile]:
         if match is None:
             continue
         try:
-            st = entry.stat()
+            st = entry.stat(follow_symlinks=False)
         except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):  # a symlink, directory or FIFO planted under a ledger's name
             continue
         found.append(LedgerFile(match.group(1), st.st_size, st.st_mtime_ns // 1_000_000))
     found.sort(key=lambda f: (f.modified_ms, f.job_id), reverse=True)
@@ -112,21 +141,42 @@ def ledger_path(common_dir: Path, job_id: str) -> Path | None:
     return audit_dir(common_dir) / f"{job_id}.jsonl"
 
 
+@functools.cache
+def _record_adapter() -> TypeAdapter[Any]:
+    """Validates one persisted line as an ``AuditRecord`` (built on first use)."""
+    from spotpatch_agent.protocol.models import AuditRecord
+
+    return TypeAdapter(AuditRecord)
+
+
 def read_ledger(path: Path) -> tuple[list[dict[str, Any]], int]:
     """The records of a ledger file and how many lines were skipped (a torn last line after a crash, or
-    a line that is not a JSON object). Raises ``OSError`` when the file cannot be read."""
+    a line that is not a valid ledger record). Raises ``OSError`` when the file cannot be read: it is not
+    a regular file (a symlink is never followed, a FIFO never waited on) or is over :data:`MAX_LEDGER_BYTES`."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := os.read(fd, 1 << 20):
+            size += len(chunk)
+            if size > MAX_LEDGER_BYTES:
+                raise OSError(errno.EFBIG, "larger than any audit ledger")
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
     records: list[dict[str, Any]] = []
     skipped = 0
-    for line in path.read_bytes().split(b"\n"):
+    for line in b"".join(chunks).split(b"\n"):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = _record_adapter().validate_json(line)
         except ValueError:
             skipped += 1
             continue
-        if isinstance(record, dict):
-            records.append(record)
-        else:
-            skipped += 1
+        records.append(record.dump())
     return records, skipped

@@ -121,6 +121,15 @@ _UNCHANGED = frozenset({ErrorCode.APPLY_CONFLICT, ErrorCode.REVERT_CONFLICT, Err
                         ErrorCode.INVALID_STATE, ErrorCode.CHANGESET_REJECTED})
 
 
+async def _persist_ledger(job: Job) -> None:
+    """Persist the ledger's records after ``job_end`` (an Apply, a Revert, a suggestion run) off the event
+    loop, at most ``audit.ledger.WRITE_TIMEOUT_SEC``, also when the request is being cancelled; never raises
+    (the ledger is fail-open)."""
+    if job.ledger is not None:
+        with anyio.CancelScope(shield=True):
+            await job.ledger.persist()
+
+
 def _record_change(job: Job, kind: str, exc: BaseException | None) -> None:
     """The ledger's ``apply`` / ``revert`` record: the status after it, the files, and for a conflict the
     job's paths its message names (project-relative; never the message itself). Never raises."""
@@ -486,12 +495,15 @@ class EngineService:
 
     async def job_apply(self, params: JobIdParams) -> JobSnapshot:
         job = self._job(params.job_id)
-        async with self._lock():
-            self._acquire_project_lock()
-            try:
-                return await self._apply_locked(job)
-            finally:
-                self._release_project_lock()
+        try:
+            async with self._lock():
+                self._acquire_project_lock()
+                try:
+                    return await self._apply_locked(job)
+                finally:
+                    self._release_project_lock()
+        finally:
+            await _persist_ledger(job)
 
     async def _apply_locked(self, job: Job, *, auto: str | None = None) -> JobSnapshot:
         """Apply ``job``'s diff. ``auto``: the auto modes' Apply straight from ``validating`` (docs/design.md §10),
@@ -543,12 +555,15 @@ class EngineService:
 
     async def job_revert(self, params: JobIdParams) -> JobSnapshot:
         job = self._job(params.job_id)
-        async with self._lock():
-            self._acquire_project_lock()
-            try:
-                return await self._revert_locked(job)
-            finally:
-                self._release_project_lock()
+        try:
+            async with self._lock():
+                self._acquire_project_lock()
+                try:
+                    return await self._revert_locked(job)
+                finally:
+                    self._release_project_lock()
+        finally:
+            await _persist_ledger(job)
 
     async def _revert_locked(self, job: Job) -> JobSnapshot:
         if job.status != "applied" or job.applied is None:
@@ -645,6 +660,7 @@ class EngineService:
         except Exception as exc:  # noqa: BLE001 - logged, never raised
             log.warning("audit ledger: recording the suggestion run of job %s failed (%s)", job.job_id,
                         type(exc).__name__)
+        await _persist_ledger(job)
         return result
 
     async def provider_list(self, _params: Any = None) -> ProviderListResult:

@@ -47,6 +47,7 @@ from spotpatch_agent.provider.base import (
     TurnRestart,
     UserMessage,
 )
+from spotpatch_agent.provider.http import strip_controls
 from spotpatch_agent.suggestion.excerpts import Excerpt, read_excerpts
 from spotpatch_agent.suggestion.prompt import SYSTEM_PROMPT, suggestion_task
 from spotpatch_agent.suggestion.verify import check_citations, check_diff
@@ -146,10 +147,18 @@ async def _ask_once(adapter: ProviderAdapter, request: TurnRequest, settings: Su
     return answer
 
 
+def printable(text: str) -> str:
+    """``text`` without terminal escape sequences, control characters (a carriage return too: it could
+    overwrite a line with another) and bidi overrides (:func:`~spotpatch_agent.provider.http.strip_controls`),
+    keeping its line breaks and tabs: the draft is shown on a terminal and copied to the clipboard."""
+    return "\n".join("\t".join(strip_controls(part) for part in line.split("\t")) for line in text.split("\n"))
+
+
 def _result(job_id: str, answer: _Answer, excerpts: tuple[Excerpt, ...], settings: Suggestions,
             provider_name: str, model: str, duration_ms: int) -> SuggestionResult:
     cut = answer.breaker != "none" or answer.restarted or answer.error is not None or answer.stop_reason == "length"
-    text = REDACTOR.redact_cut_source(answer.text) if cut else REDACTOR(answer.text)
+    raw = printable(answer.text)
+    text = REDACTOR.redact_cut_source(raw) if cut else REDACTOR(raw)
     text = shorten_paths(text)
     error: SpotPatchError | None = answer.error
     if answer.breaker == "timeout":

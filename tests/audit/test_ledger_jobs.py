@@ -200,6 +200,7 @@ async def test_final_checks_apply_revert_and_suggestion_after_job_end(root, monk
             excerpts=[{"path": "src/App.tsx", "startLine": 1, "endLine": 1, "sha256": sha(APP)},
                       {"path": "/etc/passwd", "startLine": 1, "endLine": 2, "sha256": "x"}],
             breaker="none", verified=2, unverified=1, outcome="ok")
+        await service._job(job_id).ledger.persist()  # as job/suggest does, off the event loop
 
     ran = await run_audited_job(root, turns, monkeypatch, annotation(target(1, "src/App.tsx")),
                                 audit={"persist": True, "keep": 5}, checks=[check], after=apply_revert_suggest)
