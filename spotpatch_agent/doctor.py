@@ -7,6 +7,8 @@ Items, in order (docs/configuration.md "spotpatch-agent doctor"):
 - ``project`` (required): the project is a git top level and not ``blocked`` — the health display of
   ``run`` (reasons, paths, fixes); local changes are a warning (``run`` then needs
   ``--include-local-changes``);
+- ``committed-venv:<folder>`` (warning): a folder at the project root holding ``pyvenv.cfg`` has files
+  tracked by git (the fix: ``git rm -r --cached`` it and add it to ``.gitignore``);
 - ``config`` (required): ``spotpatch.config.json`` (or ``--config``) is valid JSON matching
   ``TrustedConfig`` — the errors are listed by location, never with the values; an absent file is a warning;
 - ``providers`` (required): at least one provider is configured;
@@ -201,6 +203,25 @@ async def _probe(provider: Any, model: Any, item_id: str, title: str, timeout: f
                 "--no-probe skips this check.")
 
 
+def check_committed_venvs(project: Path) -> list[Item]:
+    """A ``committed-venv`` warning per folder at the project root that holds a ``pyvenv.cfg`` (a Python
+    virtualenv) and has files tracked by git: the health check sees a clean tree, but every job's worktree
+    then copies the whole virtualenv."""
+    items: list[Item] = []
+    for venv in sorted(p for p in project.iterdir() if p.is_dir() and (p / "pyvenv.cfg").is_file()):
+        try:
+            res = subprocess.run(["git", "ls-files", "-z", "--", venv.name], cwd=project, capture_output=True,
+                                 timeout=30, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        tracked = [f for f in res.stdout.split(b"\0") if f] if res.returncode == 0 else []
+        if tracked:
+            items.append(Item(f"committed-venv:{venv.name}", f"virtualenv {venv.name}/", "warn", False,
+                              f"`{venv.name}/` is committed ({len(tracked)} tracked files)",
+                              f"remove it from git (`git rm -r --cached {venv.name}`) and add it to `.gitignore`."))
+    return items
+
+
 def run_doctor(project: Path, config_path: Path | None, *, probe: bool = True,
                timeout: float = DEFAULT_PROBE_TIMEOUT) -> list[Item]:
     """Every checklist item for ``project`` (see the module docstring), in order."""
@@ -218,6 +239,7 @@ def run_doctor(project: Path, config_path: Path | None, *, probe: bool = True,
                                   "run `git init` and make a first commit in the project folder."))
             else:
                 found.append(await check_project(project, config))
+                found.extend(check_committed_venvs(project))
         found.append(config_item)
         found.extend(check_keys(config))
         found.extend(await check_probes(config, probe=probe, timeout=timeout))

@@ -7,7 +7,8 @@
  * whole (no deep merge: `limits` in the options replaces the file's `limits`). The file's `$schema`
  * key is for editors only: it is checked to be a string and never reaches the engine. The plugin's
  * own options (`command`, `python`, `allowRemoteAccess`, `overlay`) are not allowed in the file.
- * The file is read at every dev-server start (and `server.restart()`), not watched.
+ * The file is read at every dev-server start (and `server.restart()`); the plugin watches it and
+ * restarts the dev server when it changes (src/dev-config.ts).
  */
 
 import { readFileSync, statSync } from "node:fs";

@@ -41,7 +41,8 @@ export interface LocateRequest {
 }
 
 export const ENGINE_NAME = "spotpatch-agent";
-const VENV_DIRS = [".venv", "venv"] as const;
+/** The project's own virtualenv folders (also kept out of Vite's watcher, src/dev-config.ts). */
+export const VENV_DIRS = [".venv", "venv"] as const;
 const INSTALL_HINT =
   "Install it into the project's virtualenv (python3 -m venv .venv && .venv/bin/pip install <path or git URL of the SpotPatch repository>) " +
   'or point the plugin at it: spotpatch({ command: "path/to/spotpatch-agent" }) or spotpatch({ python: "path/to/python" }).';

@@ -1,6 +1,8 @@
 /**
  * `spotpatch:server` (docs/design.md §15): dev server only (`apply: 'serve'`). Per dev-server instance it
- * reads `spotpatch.config.json` under the options (src/config-file.ts), looks the engine up and says at
+ * reads `spotpatch.config.json` under the options (src/config-file.ts) and watches it (src/dev-config.ts:
+ * a change restarts the dev server), keeps the project's virtualenvs out of Vite's watcher, warns about
+ * unset key variables, looks the engine up and says at
  * once when it is missing (src/engine-locate.ts), makes a session token, mounts the `/__spotpatch/`
  * endpoints, injects the page's code, owns the engine process through an `EngineSupervisor`, and tears
  * it all down when the instance closes.
@@ -25,6 +27,7 @@ import path from "node:path";
 import { version as importedViteVersion, type Plugin, type ResolvedConfig, type ViteDevServer } from "vite";
 
 import { mergeConfig, readConfigFile } from "./config-file.js";
+import { missingKeyWarnings, venvWatchIgnore, watchConfigFile } from "./dev-config.js";
 import { locateEngine } from "./engine-locate.js";
 import { createEndpoints, type Endpoints } from "./http.js";
 import { accessPolicy, type AccessPolicy } from "./guard.js";
@@ -54,6 +57,8 @@ class DevInstance {
   readonly endpoints: Endpoints;
   /** The overlay options handed to the page (`projectKey` from the project root), or false. */
   readonly overlay: OverlayOptions | false;
+  /** Stops watching spotpatch.config.json (set by `configureServer`). */
+  stopWatching: (() => void) | undefined;
   private closing: Promise<void> | undefined;
 
   constructor(config: ResolvedConfig, options: ResolvedOptions, projectRoot: string, trusted: ResolvedOptions["config"]) {
@@ -75,6 +80,7 @@ class DevInstance {
   /** Idempotent: ends the event streams and stops the engine. */
   close(): Promise<void> {
     this.closing ??= (async () => {
+      this.stopWatching?.();
       this.endpoints.close();
       await this.supervisor.close();
     })();
@@ -105,6 +111,14 @@ export function spotpatchServer(options: ResolvedOptions, locateRoot: { root?: s
     name: "spotpatch:server",
     apply: "serve",
 
+    // The project's own virtualenvs are no source: kept out of Vite's watcher (the engine's package
+    // carries a demo app with a tsconfig.json, and a venv holds thousands of files). Added to the
+    // user's `server.watch.ignored`, which Vite's mergeConfig keeps (src/dev-config.ts).
+    config(userConfig) {
+      const root = path.resolve(userConfig.root ?? process.cwd());
+      return venvWatchIgnore(userConfig, [root, gitTopLevel(root)]);
+    },
+
     configResolved: {
       order: "pre",
       handler(config) {
@@ -132,6 +146,14 @@ export function spotpatchServer(options: ResolvedOptions, locateRoot: { root?: s
       server.middlewares.use(instance.endpoints.middleware);
       server.middlewares.use(clientModuleGuard(server, instance.policy, instance.token));
       server.httpServer?.once("close", () => void instance.close());
+      // spotpatch.config.json is watched: a change restarts the dev server (docs/node-shim.md "One configuration").
+      instance.stopWatching = watchConfigFile(server, {
+        projectRoot: root,
+        options: options.config,
+        current: trusted,
+        supervisor: instance.supervisor,
+        logger: config.logger,
+      });
       if (instance.policy.exposure && !instance.policy.allowRemoteAccess) {
         config.logger.warn(
           `[spotpatch] SpotPatch is off: ${instance.policy.exposure}. Serve on localhost, or opt in with spotpatch({ allowRemoteAccess: true }).`,
@@ -140,6 +162,8 @@ export function spotpatchServer(options: ResolvedOptions, locateRoot: { root?: s
         // The engine is not started before the page asks; only looked up (file-system checks), so a
         // missing engine is said at start, in the words the page will show.
         instance.supervisor.checkEngine(); // logs the problem, if any, once
+        // A provider without its key variable: said now, naming the variable (never a value), not only on the page.
+        for (const line of missingKeyWarnings(trusted)) config.logger.warn(line);
       }
     },
 

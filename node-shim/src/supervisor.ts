@@ -49,6 +49,8 @@ type Listener = (event: JobEventNotification) => void;
 
 /** Statuses after which nothing is lost when the engine dies. */
 const SETTLED: ReadonlySet<JobStatus> = new Set(["failed", "cancelled", "closed", "reverted"]);
+/** Statuses in which the engine is working on a job (not waiting for the user, not settled). */
+const WORKING: ReadonlySet<JobStatus> = new Set(["preparing", "running", "validating", "applying", "reverting"]);
 
 export class EngineSupervisor {
   private readonly options: SupervisorOptions;
@@ -65,6 +67,10 @@ export class EngineSupervisor {
   private readonly jobs = new Map<string, { status: JobStatus; lastSeq: number }>();
   private readonly lost = new Map<string, JobEventNotification[]>();
   private readonly listeners = new Set<Listener>();
+  /** Resolved (and emptied) when no job is working and no request is being answered, or on close. */
+  private idleWaiters: (() => void)[] = [];
+  /** Page requests being forwarded now. */
+  private inFlight = 0;
 
   constructor(options: SupervisorOptions) {
     this.options = options;
@@ -77,6 +83,18 @@ export class EngineSupervisor {
 
   /** Forward one page request (starting the engine if needed). Rejects with `EngineUnavailableError` or the engine's `ResponseError`. */
   async request<M extends PageMethod>(method: M, params: PageParams<M>): Promise<PageResult<M>> {
+    this.inFlight += 1;
+    try {
+      return await this.forward(method, params);
+    } finally {
+      this.inFlight -= 1;
+      // After the answer is written (the caller writes it when this resolves): a restart waiting in
+      // `whenIdle` must not cut it off.
+      setImmediate(() => this.wakeIdleWaiters());
+    }
+  }
+
+  private async forward<M extends PageMethod>(method: M, params: PageParams<M>): Promise<PageResult<M>> {
     const engine = await this.ensure();
     try {
       const result = await engine.request(method, params);
@@ -110,6 +128,41 @@ export class EngineSupervisor {
     return this.lost.get(jobId);
   }
 
+  /**
+   * The jobs the engine holds, by what a restart would cost: `working` (preparing, running, validating,
+   * applying, reverting: stopping the engine would fail them) and `held` (awaiting review or applied:
+   * stopping the engine drops the diff or the Revert). Settled jobs are not listed.
+   */
+  jobsAtRisk(): { working: string[]; held: string[] } {
+    const working: string[] = [];
+    const held: string[] = [];
+    for (const [jobId, job] of this.jobs) {
+      if (WORKING.has(job.status)) working.push(jobId);
+      else if (!SETTLED.has(job.status)) held.push(jobId);
+    }
+    return { working, held };
+  }
+
+  /**
+   * Resolves once no job is working and no page request is being answered (at once when so), or when
+   * the supervisor closes: the moment a restart costs nothing but the held jobs.
+   */
+  whenIdle(): Promise<void> {
+    if (this.idle()) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private idle(): boolean {
+    return this.closed || (this.inFlight === 0 && this.jobsAtRisk().working.length === 0);
+  }
+
+  private wakeIdleWaiters(): void {
+    if (!this.idleWaiters.length || !this.idle()) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
   /** Start the engine now if it is not running (the first request does this anyway). */
   ensure(): Promise<EngineProcess> {
     if (this.closed) return Promise.reject(closingError());
@@ -129,6 +182,7 @@ export class EngineSupervisor {
   private async doClose(): Promise<void> {
     this.closed = true;
     this.wake?.();
+    this.wakeIdleWaiters();
     await this.starting?.catch(() => undefined);
     const engine = this.engine;
     this.engine = undefined;
@@ -244,6 +298,7 @@ export class EngineSupervisor {
       for (const event of events) this.emit(event);
     }
     this.jobs.clear();
+    this.wakeIdleWaiters();
     return count;
   }
 
@@ -254,6 +309,7 @@ export class EngineSupervisor {
       this.jobs.set(event.jobId, { status, lastSeq: event.seq });
     }
     for (const listener of [...this.listeners]) listener(event);
+    if (event.kind === "status") this.wakeIdleWaiters();
   }
 
   /** Keep the status and `lastSeq` of job snapshots in replies (job/create, job/get, job/list, …). */
@@ -266,6 +322,7 @@ export class EngineSupervisor {
         this.jobs.set(snapshot.jobId, { status: snapshot.status, lastSeq: snapshot.lastSeq });
       }
     }
+    this.wakeIdleWaiters();
   }
 }
 

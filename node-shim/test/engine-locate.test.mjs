@@ -136,7 +136,8 @@ test("dev server without an engine: starts at once, one Vite error line names wh
   await page.goto(`${url}/`);
   await page.waitForSelector(HOST, { state: "attached", timeout: 15_000 });
   await page.getByRole("button", { name: "SpotPatch", exact: true }).click();
-  await panelOf(page).getByText(`SpotPatch could not reach the engine: ${message}`).waitFor({ timeout: 15_000 });
+  await panelOf(page).getByText(`The engine is not available. ${message}`).waitFor({ timeout: 15_000 });
+  assert.ok(!(await panelOf(page).innerText()).includes("SpotPatch could not reach the engine: SpotPatch"), "the name once");
 
   // A set-up problem, not a crash: every request keeps saying it (no ENGINE_FAILED after "restarts"),
   // and the log still has the one line.

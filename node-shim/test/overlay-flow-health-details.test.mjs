@@ -11,7 +11,7 @@ import { test } from "node:test";
 import { openDemo, openPanel, panelOf, snap } from "./overlay-flow-helpers.mjs";
 import { PYTHON } from "./support.mjs";
 
-const VENV_FIX = "`.venv/` is an untracked folder with symlinks (a Python virtualenv): add it to .gitignore.";
+const VENV_FIX = ".venv/ is an untracked folder with symlinks (a Python virtualenv): add it to .gitignore.";
 
 test("blocked by an untracked .venv: the reason, its paths (20 and 'N more') and the fix, in en and zh-CN", async (t) => {
   const { page, project } = await openDemo(t);
@@ -28,6 +28,9 @@ test("blocked by an untracked .venv: the reason, its paths (20 and 'N more') and
   assert.deepEqual(paths.slice(0, 3), [".venv/", "link00", "link01"], "the template folder first, by name");
   await item.getByText("and 6 more").waitFor(); // 1 folder + 25 links = 26 paths
   await item.getByText(`Fix: ${VENV_FIX} For the other paths: untracked symbolic links cannot be copied`).waitFor();
+  // The fix's Markdown code spans are <code> elements, no backtick shown.
+  assert.deepEqual(await item.locator(".sp-health-detail p code").allInnerTexts(), [".venv/"]);
+  assert.ok(!(await item.innerText()).includes("`"), "no literal backtick");
   const text = await panel.innerText();
   assert.ok(!text.includes(project.root), "no absolute path on the page");
   await snap(page, "health-details-blocked");
@@ -53,7 +56,12 @@ test("local changes: the paths with an untracked build folder named and the .git
   const note = panel.getByRole("status").filter({ hasText: "Your working tree has local changes" });
   await note.getByText("Paths:", { exact: true }).waitFor();
   assert.deepEqual(await note.locator(".sp-health-detail .sp-code").allInnerTexts(), ["build/", "src/styles.css"]);
-  await note.getByText("Fix: `build/` is an untracked folder (build output): add it to .gitignore.", { exact: false }).waitFor();
+  await note.getByText("Fix: build/ is an untracked folder (build output): add it to .gitignore.", { exact: false }).waitFor();
+  const codes = await note.locator(".sp-health-detail p code").allInnerTexts();
+  assert.equal(codes[0], "build/", codes.join(" | "));
+  assert.ok(codes.includes("git stash -u"), codes.join(" | "));
+  assert.ok(!(await note.innerText()).includes("`"), "no literal backtick");
+  await snap(page, "health-details-consent-code");
   assert.equal(await note.getByText("and", { exact: false }).filter({ hasText: "more" }).count(), 0);
   await snap(page, "health-details-consent");
 });

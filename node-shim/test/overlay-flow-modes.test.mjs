@@ -67,7 +67,11 @@ test("(b) a provider whose key variable is unset: AI off, said without the key, 
   const { page } = await openDemo(t, { script: null, options: { providers } });
   await openPanel(page);
   const panel = panelOf(page);
-  await panel.getByText("AI is off: the API key variable of the configured provider is not set.").waitFor();
+  await panel
+    .getByText("AI is off: the configured provider's API key variable is not set in the environment of the Vite process.")
+    .waitFor();
+  await panel.getByText("Set it and restart Vite (the Vite terminal and spotpatch-agent doctor name the variable).", { exact: false }).waitFor();
+  assert.equal(await panel.getByText("add a provider", { exact: false }).count(), 0, "not the no-provider advice");
   assert.equal(await panel.getByRole("button", { name: "Submit" }).count(), 0);
   assert.equal(await panel.getByRole("button", { name: "Copy prompt" }).count(), 1);
   const text = await panel.innerText();

@@ -141,3 +141,15 @@ def test_not_a_repository_fails_with_git_init(tmp_path: Path) -> None:
     project = by_id(report)["project"]
     assert code == 1 and project["status"] == "fail" and "git init" in project["fix"]
     assert list((tmp_path / "plain").iterdir()) == []  # doctor wrote nothing
+
+
+def test_a_committed_virtualenv_is_a_warning_with_the_fix(tmp_path: Path, canary: str) -> None:
+    project = make_repo(tmp_path / "app", {"index.html": "<h1>hi</h1>\n", ".venv/pyvenv.cfg": "home = /usr/bin\n",
+                                           ".venv/lib/site.py": "x = 1\n", "venv/readme.txt": "not a venv\n"})
+    code, report, text = doctor_json("--project", str(project), "--no-probe", env={KEY_ENV: canary})
+    items = by_id(report)
+    assert items["project"]["status"] == "pass", text
+    item = items["committed-venv:.venv"]
+    assert item["status"] == "warn" and item["detail"] == "`.venv/` is committed (2 tracked files)"
+    assert item["fix"] == "remove it from git (`git rm -r --cached .venv`) and add it to `.gitignore`."
+    assert "committed-venv:venv" not in items, "a folder without pyvenv.cfg is not a virtualenv"

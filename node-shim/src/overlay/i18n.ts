@@ -18,7 +18,7 @@ const en = {
   "panel.disconnected": "Disconnected: the dev server does not answer. SpotPatch reconnects when it is back.",
   "panel.reconnected": "Reconnected to the dev server.",
   "panel.loading": "Loading…",
-  "panel.sessionError": "SpotPatch could not reach the engine: {message}",
+  "panel.sessionError": "The engine is not available. {message}",
 
   "action.submit": "Submit",
   "action.cancel": "Cancel",
@@ -116,7 +116,9 @@ const en = {
   "reason.local-changes-over-limit": "the local changes are over SpotPatch's limits",
 
   "ai.off": "AI is off: no provider is configured.",
-  "ai.offKey": "AI is off: the API key variable of the configured provider is not set.",
+  "ai.offKey": "AI is off: the configured provider's API key variable is not set in the environment of the Vite process.",
+  "ai.howToKey":
+    "Set it and restart Vite (the Vite terminal and `spotpatch-agent doctor` name the variable). Meanwhile: Open in editor, or Copy prompt for your own assistant.",
   "ai.howTo":
     "To enable it, add a provider to spotpatch({ providers: [...] }) in your Vite config (or spotpatch.config.json), set its API key environment variable, and restart the dev server. Meanwhile: Open in editor, or Copy prompt for your own assistant.",
 
@@ -237,7 +239,7 @@ const zh: Record<MessageKey, string> = {
   "panel.disconnected": "已断开：开发服务器没有响应。恢复后 SpotPatch 会自动重新连接。",
   "panel.reconnected": "已重新连接到开发服务器。",
   "panel.loading": "加载中…",
-  "panel.sessionError": "SpotPatch 无法连接引擎：{message}",
+  "panel.sessionError": "引擎不可用。{message}",
 
   "action.submit": "提交",
   "action.cancel": "取消",
@@ -334,7 +336,8 @@ const zh: Record<MessageKey, string> = {
   "reason.local-changes-over-limit": "本地改动超出 SpotPatch 的限制",
 
   "ai.off": "AI 未启用：没有配置模型提供方。",
-  "ai.offKey": "AI 未启用：已配置的提供方的 API 密钥环境变量未设置。",
+  "ai.offKey": "AI 未启用：已配置的提供方的 API 密钥环境变量未在 Vite 进程的环境中设置。",
+  "ai.howToKey": "请设置它并重启 Vite（Vite 终端和 `spotpatch-agent doctor` 会给出变量名）。在此之前：可以在编辑器中打开，或复制提示词给你自己的助手。",
   "ai.howTo":
     "要启用，请在 Vite 配置（或 spotpatch.config.json）的 spotpatch({ providers: [...] }) 中添加提供方，设置它的 API 密钥环境变量，然后重启开发服务器。在此之前：可以在编辑器中打开，或复制提示词给你自己的助手。",
 

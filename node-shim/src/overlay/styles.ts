@@ -66,6 +66,7 @@ label { cursor: pointer; }
   background: var(--sp-accent); color: var(--sp-accent-fg); font-weight: 700; font-size: 12px; padding: 0 6px; }
 .sp-card-title { flex: 1; font-weight: 600; overflow-wrap: anywhere; }
 .sp-code { font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; overflow-wrap: anywhere; }
+.sp-note code, .sp-health-detail code { font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; overflow-wrap: anywhere; }
 .sp-quote { border-left: 3px solid var(--sp-accent); padding-left: 8px; white-space: pre-wrap; overflow-wrap: anywhere; }
 .sp-note { padding: 8px 10px; border-radius: 8px; background: var(--sp-soft); overflow-wrap: anywhere; }
 .sp-warn { background: var(--sp-warn-bg); color: var(--sp-fg); }

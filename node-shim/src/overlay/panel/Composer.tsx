@@ -243,7 +243,7 @@ export function SubmitArea({ ctl }: { ctl: Controller }) {
       ) : (
         <div class="sp-note sp-warn" role="status">
           <p>{anyProvider ? t("ai.offKey") : t("ai.off")}</p>
-          <p class="sp-muted">{t("ai.howTo")}</p>
+          <p class="sp-muted">{withCode(anyProvider ? t("ai.howToKey") : t("ai.howTo"))}</p>
         </div>
       )}
       {ai && <Health ctl={ctl} />}
@@ -327,7 +327,8 @@ function Health({ ctl }: { ctl: Controller }) {
 }
 
 /** What one health reason is about: its project-relative paths (at most 20 from the engine, the rest
- * counted) and the engine's fix, both as text (docs/configuration.md "Repository health"). */
+ * counted) and the engine's fix, as text with its `code` spans as <code> elements (docs/configuration.md
+ * "Repository health"). */
 function HealthDetailView({ ctl, detail }: { ctl: Controller; detail: HealthDetail }) {
   const { t } = ctl;
   return (
@@ -346,8 +347,13 @@ function HealthDetailView({ ctl, detail }: { ctl: Controller; detail: HealthDeta
       )}
       <p>
         <span class="sp-label">{t("health.fix")} </span>
-        {detail.fix}
+        {withCode(detail.fix)}
       </p>
     </div>
   );
+}
+
+/** `text` with its Markdown code spans (`` `.venv/` ``) as <code> elements; text nodes only, never markup. */
+export function withCode(text: string) {
+  return text.split(/`([^`\n]+)`/).map((part, i) => (i % 2 ? <code key={i}>{part}</code> : part));
 }
