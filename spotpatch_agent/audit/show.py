@@ -21,6 +21,11 @@ from spotpatch_agent.audit.sink import ledger_path, list_ledgers, read_ledger
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
+
+def _say(text: str, *, file: TextIO) -> None:
+    """One line to the CLI's stream (this command's own output; the engine's ``serve`` never runs it)."""
+    file.write(f"{text}\n")
+
 def summary_of(records: list[dict[str, Any]]) -> dict[str, Any]:
     """The summary of a persisted ledger: derived from its records, ``job_end`` giving the end's facts
     (``outcome`` is ``incomplete`` when there is no ``job_end``: the engine stopped before the job ended)."""
@@ -139,7 +144,7 @@ def audit_command(project: Path, job_id: str | None, *, as_json: bool, out: Text
     ledger; 2 when ``project`` is not in a git repository."""
     common = _common_dir(project) if project.is_dir() else None
     if common is None:
-        print("spotpatch-agent audit: --project is not inside a git repository", file=sys.stderr)
+        _say("spotpatch-agent audit: --project is not inside a git repository", file=sys.stderr)
         return EXIT_USAGE
     if job_id is None:
         ledgers = list_ledgers(common)
@@ -153,26 +158,26 @@ def audit_command(project: Path, job_id: str | None, *, as_json: bool, out: Text
             rows.append({"jobId": ledger.job_id, "modifiedMs": ledger.modified_ms, "bytes": ledger.size,
                          "records": len(records), "outcome": end.get("outcome", "incomplete")})
         if as_json:
-            print(json.dumps({"ledgers": rows}, ensure_ascii=False, indent=2), file=out)
+            _say(json.dumps({"ledgers": rows}, ensure_ascii=False, indent=2), file=out)
         elif not rows:
-            print("No persisted audit ledgers (trusted config audit.persist is off, or no job ran yet).", file=out)
+            _say("No persisted audit ledgers (trusted config audit.persist is off, or no job ran yet).", file=out)
         else:
             for row in rows:
                 when = datetime.fromtimestamp(row["modifiedMs"] / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-                print(_printable(f"{row['jobId']}  {when}  {row['outcome']:<16} {row['records']} record(s)"), file=out)
+                _say(_printable(f"{row['jobId']}  {when}  {row['outcome']:<16} {row['records']} record(s)"), file=out)
         return EXIT_OK
     path = ledger_path(common, job_id)
     if path is None or not path.is_file():
-        print("spotpatch-agent audit: no persisted ledger for that job id", file=sys.stderr)
+        _say("spotpatch-agent audit: no persisted ledger for that job id", file=sys.stderr)
         return EXIT_FAILED
     try:
         records, skipped = read_ledger(path)
     except OSError:
-        print("spotpatch-agent audit: the ledger could not be read", file=sys.stderr)
+        _say("spotpatch-agent audit: the ledger could not be read", file=sys.stderr)
         return EXIT_FAILED
     if as_json:
-        print(json.dumps({"jobId": job_id, "summary": summary_of(records), "records": records,
+        _say(json.dumps({"jobId": job_id, "summary": summary_of(records), "records": records,
                           "skippedLines": skipped}, ensure_ascii=False, indent=2), file=out)
     else:
-        print("\n".join(_printable(line) for line in render_table(job_id, records, skipped).split("\n")), file=out)
+        _say("\n".join(_printable(line) for line in render_table(job_id, records, skipped).split("\n")), file=out)
     return EXIT_OK
