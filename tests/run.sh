@@ -64,12 +64,25 @@ if [ "$(uname -s)" = Linux ] && [ ! -x /usr/bin/bwrap ]; then
 fi
 set +e
 node_rc=0
+node_pid=""
 if [ -f node-shim/package.json ]; then
-  (cd node-shim && npm test)
-  node_rc=$?  # pytest still runs, so one failing Node test never hides the Python suite
+  # The Node suite runs next to pytest (both mostly wait on subprocesses and the browser; one after the other
+  # they take longer than CI's budget on 2 cores). Its report is printed whole when it ends, so the two
+  # outputs never interleave; a failing Node test never hides the Python suite.
+  node_log=$(mktemp "${TMPDIR:-/tmp}/spotpatch-node-tests.XXXXXX")
+  (cd node-shim && npm test) >"$node_log" 2>&1 &
+  node_pid=$!
+  trap 'kill "$node_pid" 2>/dev/null; exit 130' INT TERM
 fi
 .venv/bin/python -m pytest -p no:cacheprovider "$@"
 rc=$?
+if [ -n "$node_pid" ]; then
+  wait "$node_pid"
+  node_rc=$?
+  echo "---- node-shim tests (npm test) ----"
+  cat "$node_log"
+  rm -f "$node_log"
+fi
 set -e
 if [ "$rc" -eq 5 ]; then
   echo "tests/run.sh: pytest collected no tests — failing on purpose" >&2
