@@ -44,7 +44,13 @@ def test_kills_what_works_inside_and_its_descendants_only(tmp_path: Path) -> Non
                         stat = Path(f"/proc/{entry}/stat").read_bytes()
                     except OSError:
                         continue
-                    if int(stat[stat.rindex(b")") + 2 :].split()[1]) == worker.pid:
+                    if int(stat[stat.rindex(b")") + 2 :].split()[1]) != worker.pid:
+                        continue
+                    try:  # the forked subshell counts only once it has done its `cd` (else it is inside too)
+                        moved = os.readlink(f"/proc/{entry}/cwd") == os.path.realpath(tmp_path)
+                    except OSError:
+                        continue
+                    if moved:
                         grandchild = int(entry)
         assert processes_inside(tmp_path / "job-1") == [worker.pid]
         assert os.getpid() not in processes_inside(Path.cwd())
