@@ -42,10 +42,10 @@ from typing import Any, Callable
 
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from spotpatch_agent.worktree.pool import MIN_FILES
+from tests.bench.bench_worktree import KEY_ENV, _config  # the same scripted provider config
 from tests.bench.scale_repo import EDIT_NEEDLE, EDIT_PATH, make_repo
 from tests.engine_client import EngineProcess
 
-KEY_ENV = "SPOTPATCH_BENCH_SCALE_KEY"
 MIB = 1 << 20
 IMPORTS = "import pydantic, httpx, anyio, pylsp_jsonrpc"
 #: Goals of issue 17.
@@ -103,13 +103,6 @@ def _median(values: list[float]) -> float:
 def _git(cwd: Path, *args: str) -> bytes:
     env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1"}
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True).stdout
-
-
-def _config(server: ScriptedProviderServer) -> dict[str, Any]:
-    return {"providers": [{"id": "scripted", "displayName": "Scripted", "api": "chat", "baseUrl": server.base_url,
-                           "apiKeyEnv": KEY_ENV,
-                           "models": [{"id": "m1", "model": "scripted-model", "displayName": "Scripted"}]}],
-            "checks": [], "limits": {}}
 
 
 def _annotation() -> dict[str, Any]:
