@@ -287,6 +287,7 @@ class EngineService:
             log.warning("start-up health check failed: %s", _failure_message(exc, "The start-up health check"))
         finally:
             settled.set()
+            log.debug("start-up settled: health checked, warm pool %s", "open" if self._pool else "off")
         await empty_trash(root)
 
     async def _wait_settled(self) -> None:

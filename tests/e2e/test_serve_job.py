@@ -304,13 +304,14 @@ def test_parent_death_cancels_job_and_exits(project: Path, canary: str) -> None:
                                     "projectRoot": str(project), "config": config_for(server)})
             job_id = create_job(eng)
             eng.wait_status(job_id, {"running"})
+            wait_model_turn(server)  # the stalled stream is open: its closing is checked below
             parent.kill()
             parent.wait()
             started = time.monotonic()
             eng.proc.wait(5)
             assert time.monotonic() - started < 3
             assert worktree_count(project) == 1
-            assert server.wait_for_disconnect(1.0)
+            assert server.wait_for_disconnect(3.0), "the provider's stream was not closed when the engine exited"
         finally:
             eng.stop()
             parent.kill()

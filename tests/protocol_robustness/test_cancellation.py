@@ -39,10 +39,22 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="ne
 CANCELLED = -32800
 
 
+SETTLED = "start-up settled"
+
+
 def start(project: Path, canary: str, tmp_path: Path, server: ScriptedProviderServer) -> Engine:
-    eng = Engine(env={KEY_ENV: canary, "PATH": slow_git_path(tmp_path / "bin")})
+    eng = Engine(env={KEY_ENV: canary, "PATH": slow_git_path(tmp_path / "bin"), "SPOTPATCH_LOG": "DEBUG"})
     eng.initialize(project, config_for(server))
     return eng
+
+
+def wait_settled(eng: Engine, timeout: float = 15) -> None:
+    """Wait until the engine's own start-up work after ``initialize``'s reply (its health check runs
+    ``git status`` too) is over, so the next ``git status`` is the request's own."""
+    deadline = time.monotonic() + timeout
+    while SETTLED not in eng.stderr_text() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert SETTLED in eng.stderr_text(), "the engine's start-up work never settled"
 
 
 def request_frame(rid: object, method: str, params: dict | None = None) -> bytes:
@@ -124,6 +136,7 @@ def test_b_cancel_while_git_runs_kills_git(project: Path, canary: str, tmp_path:
         eng = start(project, canary, tmp_path, server)
         reaper.adopt_known(eng.proc.pid)
         try:
+            wait_settled(eng)  # else the start-up health check's git status may be the one that hangs
             (tmp_path / "bin" / "slow-status").touch()
             rid = eng.start_request("health/get", {})
             git = wait_for_descendant(eng.proc.pid, "sleep", timeout=5)
