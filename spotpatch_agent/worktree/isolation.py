@@ -2,9 +2,9 @@
 
 Lifecycle::
 
-    create_worktree(root, job_id)     health → record HEAD → worktree add --detach → marker →
-                                      re-verify HEAD + health → [include-local-changes: snapshot.py]
-                                      → git add --all + baseline commit
+    create_worktree(root, job_id)     health → record HEAD → worktree add --detach (or the warm pool) →
+                                      marker → re-verify HEAD → [include-local-changes: health again,
+                                      snapshot.py] → baseline commit
     result_diff(wt)                   git add --all (the worktree's own index) → diff vs baseline
     remove_worktree(root, wt)         worktree remove --force → delete leftovers; never raises
     sweep_orphans(root)               start-up: remove every worktree carrying our marker
@@ -123,11 +123,17 @@ async def create_worktree(
     created so far is removed before the error propagates. The user's index, HEAD, refs and
     files are never written. With ``pool`` (worktree/pool.py), a warm checkout at HEAD replaces
     ``git worktree add`` when the pool has one. ``health``: the caller's :func:`repo_health` of ``root``
-    taken moments before with nothing done in between (job/create's) — it replaces only the first check;
-    the re-verification after ``worktree add`` always re-reads the disk.
+    taken moments before with nothing done in between (job/create's); it replaces the check here.
+
+    One health check per job (issue 17: each is a ``git status`` and a walk of the user's tree): the
+    health is read again after the worktree is ready only when local changes are to be copied in
+    (``consent-required``), where the snapshot needs it. A require-clean job's baseline is HEAD's tree
+    whatever the user's files do meanwhile (HEAD itself is re-verified), so a tree that became dirty after
+    the check is the same case as one edited a moment after the job started.
     """
     limits = limits or Limits()
-    await _check_health(root, health or await repo_health(root, limits), include_local_changes)
+    first = health or await repo_health(root, limits)
+    await _check_health(root, first, include_local_changes)
     head = await resolve_head(root)
     if head is None:  # pragma: no cover - health just saw it; a race
         raise SpotPatchError(ErrorCode.REPO_BLOCKED, "HEAD cannot be resolved", retryable=True)
@@ -145,13 +151,16 @@ async def create_worktree(
             raise SpotPatchError(
                 ErrorCode.REPO_BLOCKED, "HEAD changed while the job was starting; try again", retryable=True
             )
-        health = await repo_health(root, limits)
-        await _check_health(root, health, include_local_changes)
-        if health.state == "consent-required":
-            from spotpatch_agent.worktree.snapshot import include_local_changes as copy_local_changes  # cold start
+        clean = True
+        if first.state == "consent-required":  # local changes go in: re-read them now (snapshot.py re-verifies)
+            health = await repo_health(root, limits)
+            await _check_health(root, health, include_local_changes)
+            if health.state == "consent-required":
+                from spotpatch_agent.worktree.snapshot import include_local_changes as copy_local_changes  # cold
 
-            await copy_local_changes(root, job_dir, head, limits)
-        wt.baseline_oid = await _commit_baseline(wt, clean=health.state == "clean")
+                await copy_local_changes(root, job_dir, head, limits)
+            clean = health.state == "clean"
+        wt.baseline_oid = await _commit_baseline(wt, clean=clean, proven=pool is not None and pool.proven(job_dir))
         return wt
     except BaseException:
         await remove_worktree(root, wt)
@@ -179,7 +188,7 @@ async def _check_health(root: Path, health: RepoHealth, include_local_changes: b
         )
 
 
-async def _commit_baseline(wt: Worktree, *, clean: bool = False) -> str:
+async def _commit_baseline(wt: Worktree, *, clean: bool = False, proven: bool = False) -> str:
     """The worktree's baseline commit (detached HEAD of the worktree only; docs/design.md §8); returns its id.
 
     ``clean`` (require-clean mode: the worktree is a fresh or pool-reset checkout of ``wt.head_oid`` with
@@ -189,12 +198,14 @@ async def _commit_baseline(wt: Worktree, *, clean: bool = False) -> str:
     ``update-ref`` of the worktree's HEAD (guarded by its old value): the same commit ``add --all`` +
     ``commit`` make, without re-scanning the tree twice. Anything else (include-local-changes, a file
     that differs after the checkout, e.g. a non-idempotent checkout filter) takes ``add --all`` + ``commit``.
+    ``proven`` (with ``clean``): the warm pool handed the worktree over after that very refresh found it
+    equal to ``wt.head_oid`` with nothing untracked (``WorktreePool.proven``), so it is not run again.
     """
     message = f"spotpatch baseline {wt.job_id}\n".encode("utf-8", "replace")
     if clean:
-        refreshed = await run_git(["update-index", "--refresh"], cwd=wt.path, check=False, redact=[wt.path],
-                                  timeout=300)
-        if refreshed.returncode == 0:
+        refreshed = None if proven else await run_git(["update-index", "--refresh"], cwd=wt.path, check=False,
+                                                      redact=[wt.path], timeout=300)
+        if refreshed is None or refreshed.returncode == 0:
             made = await run_git(
                 [*BASELINE_IDENTITY, "commit-tree", "--no-gpg-sign", f"{wt.head_oid}^{{tree}}", "-p", wt.head_oid,
                  "-F", "-"],

@@ -90,11 +90,13 @@ def pool_mode(value: str | None) -> PoolMode:
     return "auto"
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Slot:
     path: Path
     admin_dir: Path
     pool_id: str
+    #: The commit the worktree was last made a clean checkout of (``worktree add`` or a reset), else None.
+    head: str | None = None
 
 
 class WorktreePool:
@@ -117,7 +119,15 @@ class WorktreePool:
         self._lock = anyio.Lock()
         self._enabled: bool | None = None
         self._closed = False
-        self.hits = self.misses = self.discards = 0
+        self.hits = self.misses = self.discards = self.untouched = 0
+        self._proven: Path | None = None
+
+    def proven(self, path: Path) -> bool:
+        """Whether the last :meth:`acquire` handed ``path`` over untouched: its ``update-index --refresh``
+        had just found every tracked file equal to the index, the index equal to the HEAD asked for and
+        nothing untracked or ignored (the baseline commit need not refresh again). Answers once."""
+        proven, self._proven = self._proven, None
+        return proven is not None and proven == path
 
     @property
     def idle_paths(self) -> list[Path]:
@@ -139,7 +149,7 @@ class WorktreePool:
             self.misses += 1
             return None
         try:
-            await self._reset(slot, head)
+            untouched = await self._reset(slot, head, skip_if_untouched=True)
         except BaseException as exc:
             await self._discard(slot, exc)
             if not isinstance(exc, Exception):
@@ -147,6 +157,8 @@ class WorktreePool:
             self.misses += 1
             return None
         self.hits += 1
+        self.untouched += untouched
+        self._proven = slot.path if untouched else None
         return slot.path
 
     async def release(self, wt: Worktree) -> None:
@@ -217,6 +229,8 @@ class WorktreePool:
                 self._check(slot, job_marker=True)
                 _write_marker(admin_dir, slot.pool_id)
                 await self._reset(slot, head)
+                if await self._refresh(slot, check=False) != 0:  # acquire then resets it again
+                    slot.head = None
                 if self._closed:
                     await self._discard(slot, None, count=False)
                 else:
@@ -241,7 +255,10 @@ class WorktreePool:
                           redact=[path], timeout=_STEP_TIMEOUT)
             admin = await _admin_dir(path)
             _write_marker(admin, pool_id)
-            return _Slot(path, admin, pool_id)
+            slot = _Slot(path, admin, pool_id)
+            if await self._refresh(slot, check=False) == 0:  # else acquire resets it first
+                slot.head = head
+            return slot
         except BaseException:
             wt = Worktree(path=path, head_oid=head, baseline_oid="", job_id=pool_id)
             with anyio.CancelScope(shield=True):  # our own directory (sidecar): one rename, else git's removal
@@ -264,23 +281,60 @@ class WorktreePool:
                     self._enabled = out.returncode == 0 and out.stdout.count(b"\0") >= self._min_files
         return self._enabled
 
-    async def _reset(self, slot: _Slot, head: str) -> None:
-        """Bring ``slot`` to a clean detached checkout of ``head`` (module docstring). Raises on any doubt."""
+    async def _reset(self, slot: _Slot, head: str, *, skip_if_untouched: bool = False) -> bool:
+        """Bring ``slot`` to a clean detached checkout of ``head`` (module docstring). Raises on any doubt.
+
+        ``skip_if_untouched`` (``acquire``): when the slot was last made a clean checkout of ``head`` and
+        :meth:`_untouched` proves nothing changed since, ``checkout --force`` and ``clean`` are not run;
+        returns whether they were skipped."""
         self._check(slot)
         expected = await _node_modules_base(self.root) or Path(tempfile.gettempdir()) / "spotpatch-worktrees"
         if not same_path(slot.path.parent, expected):
             raise GitError("the pooled worktree is not where a new one would be placed")
-        scoped = [f"--git-dir={slot.admin_dir}", f"--work-tree={slot.path}"]
+        scoped = _scoped(slot)
         try:
             os.unlink(slot.admin_dir / "logs" / "HEAD")
         except FileNotFoundError:
             pass
+        if skip_if_untouched and slot.head == head and await self._untouched(slot, head):
+            return True
+        slot.head = None  # until the reset below succeeded
         for args in (["checkout", "--detach", "--force", "--quiet", head, "--"], ["clean", "-ffdxq"]):
             await run_git([*scoped, *args], cwd=slot.path, redact=[slot.path], timeout=_STEP_TIMEOUT)
-        out = await run_git([*scoped, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"], cwd=slot.path,
-                            read_only=True, check=False)
-        if out.stdout.decode("ascii", "replace").strip() != head:
+        if not await _at(slot, head):
             raise GitError("the pooled worktree is not at the recorded HEAD")
+        slot.head = head
+        return False
+
+    async def _untouched(self, slot: _Slot, head: str) -> bool:
+        """Whether ``slot`` is still exactly the clean checkout of ``head`` it was made: HEAD is ``head``,
+        the index equals ``head``'s tree (``diff-index --cached``), every tracked file equals the index
+        (``update-index --refresh``: stat data, and the content of any file whose stat changed — a write, a
+        chmod, a delete, a type change), and nothing else is in the directory, ignored files, empty
+        directories and nested repositories included (``ls-files --others --directory`` without excludes:
+        the set ``clean -ffdxq`` would delete). Any doubt, or a git failure, is False: the caller resets."""
+        scoped = _scoped(slot)
+        try:
+            if not await _at(slot, head):
+                return False
+            index = await run_git([*scoped, "diff-index", "--cached", "--quiet", head, "--"], cwd=slot.path,
+                                  check=False, read_only=True, redact=[slot.path], timeout=_STEP_TIMEOUT)
+            if index.returncode != 0:
+                return False
+            if (await self._refresh(slot, check=False)) != 0:
+                return False
+            others = await run_git([*scoped, "ls-files", "-z", "--others", "--directory"], cwd=slot.path,
+                                   check=False, read_only=True, redact=[slot.path], timeout=_STEP_TIMEOUT)
+            return others.returncode == 0 and others.stdout == b""
+        except GitError:
+            return False
+
+    async def _refresh(self, slot: _Slot, *, check: bool = True) -> int:
+        """``update-index --refresh`` of the worktree's own index (stat data brought up to date, so the next
+        one is a pass of ``lstat`` calls); its exit code (non-zero: a file differs from the index)."""
+        out = await run_git([*_scoped(slot), "update-index", "--refresh"], cwd=slot.path, check=check,
+                            redact=[slot.path], timeout=_STEP_TIMEOUT)
+        return out.returncode
 
     def _check(self, slot: _Slot, *, job_marker: bool = False) -> None:
         """The directory and registration are still ours and intact (module docstring); raises if not."""
@@ -322,3 +376,14 @@ class WorktreePool:
                 self._tg.start_soon(empty_trash, self.root)
             except RuntimeError:  # the task group is closed
                 pass
+
+
+def _scoped(slot: _Slot) -> list[str]:
+    """git options that confine a command to the pooled worktree (never the user's repository)."""
+    return [f"--git-dir={slot.admin_dir}", f"--work-tree={slot.path}"]
+
+
+async def _at(slot: _Slot, head: str) -> bool:
+    out = await run_git([*_scoped(slot), "rev-parse", "--verify", "--quiet", "HEAD^{commit}"], cwd=slot.path,
+                        read_only=True, check=False)
+    return out.stdout.decode("ascii", "replace").strip() == head

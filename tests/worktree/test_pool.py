@@ -143,6 +143,107 @@ async def test_reuse_gives_a_tree_identical_to_a_fresh_checkout(repo_factory) ->
     assert only_main_worktree(root) and temp_base_empty()
 
 
+async def test_an_untouched_warm_worktree_is_handed_out_without_a_reset(repo_factory, monkeypatch) -> None:
+    """Issue 17: a warm worktree proven untouched since it was made a clean checkout of HEAD (fresh from
+    ``worktree add``, or recycled) is handed out without ``checkout --force`` / ``clean`` and without a
+    second ``update-index --refresh`` for the baseline; the job's tree and baseline are the same as a fresh
+    checkout's, byte for byte."""
+    from spotpatch_agent.worktree import isolation, pool as pool_module
+
+    root = repo_factory(FILES)
+    commands: list[list[str]] = []
+    real = pool_module.run_git
+
+    async def recorded(args, **kwargs):  # type: ignore[no-untyped-def]
+        commands.append([a for a in args if not a.startswith(("--git-dir=", "--work-tree="))])
+        return await real(args, **kwargs)
+
+    monkeypatch.setattr(pool_module, "run_git", recorded)
+    baseline_commands: list[list[str]] = []
+    real_iso = isolation.run_git
+
+    async def recorded_iso(args, **kwargs):  # type: ignore[no-untyped-def]
+        baseline_commands.append(list(args))
+        return await real_iso(args, **kwargs)
+
+    monkeypatch.setattr(isolation, "run_git", recorded_iso)
+    async with open_pool(root) as pool:
+        for job_id in ("job-1", "job-2"):  # fresh from warm(), then recycled after job-1
+            if job_id == "job-1":
+                await pool.warm()
+            commands.clear()
+            baseline_commands.clear()
+            wt = await create_worktree(root, job_id, pool=pool)
+            fresh = await create_worktree(root, "job-fresh")
+            try:
+                assert pool.untouched == (1 if job_id == "job-1" else 2) and pool.discards == 0
+                assert not any(c[:1] in (["checkout"], ["clean"]) for c in commands)
+                assert [c for c in baseline_commands if c[:1] == ["update-index"]] == [["update-index", "--refresh"]]
+                assert tree(wt.path) == tree(fresh.path)
+                assert run(wt.path, "status", "--porcelain", "--ignored", "--untracked-files=all") == ""
+                assert run(wt.path, "rev-parse", "HEAD^{tree}") == run(root, "rev-parse", "HEAD^{tree}")
+                assert run(wt.path, "rev-parse", "HEAD^").strip() == wt.head_oid
+                assert run(wt.path, "reflog", "--format=%H").split() == [wt.baseline_oid]
+            finally:
+                await remove_worktree(root, fresh)
+            dirty_the_job(wt)
+            await pool.release(wt)
+            await settled(pool)
+    assert only_main_worktree(root)
+
+
+def _wrote_tracked_same_size_and_mtime(path: Path) -> None:
+    target = path / "a.txt"
+    st = target.stat()
+    target.write_text("ALPHA\nbeta\n")  # same length
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def _staged_only(path: Path) -> None:
+    (path / "a.txt").write_text("staged\n")
+    git(path, "add", "a.txt")
+    git(path, "checkout-index", "--force", "--", "a.txt")  # the file is back; only the index differs
+    (path / "a.txt").write_bytes(run(path, "show", "HEAD:a.txt").encode())
+
+
+WRITES = {
+    "tracked": lambda p: (p / "src" / "app.js").write_text("export const n = 2;\n"),
+    "tracked-same-stat": _wrote_tracked_same_size_and_mtime,
+    "deleted": lambda p: (p / "src" / "lib" / "util.js").unlink(),
+    "chmod": lambda p: (p / "docs" / "readme.md").chmod(0o755),
+    "untracked": lambda p: (p / "src" / "new.js").write_text("x\n"),
+    "ignored": lambda p: (p / "debug.log").write_text("ignored\n"),
+    "ignored-dir": lambda p: (p / "dist").mkdir() or (p / "dist" / "b.js").write_text("b\n"),
+    "empty-dir": lambda p: (p / "empty").mkdir(),
+    "nested-repo": lambda p: (p / "vendor").mkdir() or git(p / "vendor", "init", "-q"),
+    "staged": _staged_only,
+    "type-change": lambda p: (p / "a.txt").unlink() or os.symlink("src/app.js", p / "a.txt"),
+}
+
+
+@pytest.mark.parametrize("write", sorted(WRITES))
+async def test_a_warm_worktree_someone_wrote_into_is_reset(repo_factory, write) -> None:
+    """Whatever was written into an idle warm worktree (tracked content — even with the size and mtime
+    kept —, a delete, a mode, an untracked, ignored or nested entry, an empty directory, the index) is
+    detected, and the job gets the full reset: a tree identical to a fresh checkout, baseline exactly HEAD."""
+    root = repo_factory(FILES)
+    async with open_pool(root) as pool:
+        await pool.warm()
+        [idle] = pool.idle_paths
+        WRITES[write](idle)
+        wt = await create_worktree(root, "job-1", pool=pool)
+        fresh = await create_worktree(root, "job-fresh")
+        try:
+            assert wt.path == idle and pool.hits == 1 and pool.untouched == 0
+            assert tree(wt.path) == tree(fresh.path)
+            assert run(wt.path, "status", "--porcelain", "--ignored", "--untracked-files=all") == ""
+            assert run(wt.path, "rev-parse", "HEAD^{tree}") == run(root, "rev-parse", "HEAD^{tree}")
+        finally:
+            await remove_worktree(root, wt)
+            await remove_worktree(root, fresh)
+    assert only_main_worktree(root)
+
+
 async def test_reused_worktree_follows_a_moved_head(repo_factory) -> None:
     root = repo_factory(FILES)
     async with open_pool(root) as pool:
