@@ -59,6 +59,7 @@ __all__ = [
     "sweep_orphans",
     "drop_worktree",
     "empty_trash",
+    "is_parked",
     "MARKER_NAME",
     "BASELINE_IDENTITY",
 ]
@@ -458,9 +459,9 @@ async def _admin_dir(worktree_path: Path) -> Path:
     return Path(os.path.realpath(result.stdout.decode("utf-8", "surrogateescape").rstrip("\n")))
 
 
-def _write_marker(admin_dir: Path, job_id: str) -> None:
+def _write_marker(admin_dir: Path, job_id: str, **extra: object) -> None:
     record = {"owner": "spotpatch", "jobId": job_id, "pid": os.getpid(), "start": _process_start(os.getpid()),
-              "createdAt": int(time.time())}
+              "createdAt": int(time.time()), **extra}
     tmp = admin_dir / (MARKER_NAME + ".tmp")
     tmp.write_text(json.dumps(record), encoding="utf-8")
     os.replace(tmp, admin_dir / MARKER_NAME)
@@ -781,8 +782,19 @@ def _sweep_detached_temp_worktrees() -> int:
     return removed
 
 
+def is_parked(marker: dict[str, object] | None) -> bool:
+    """Whether a marker is a warm pool worktree parked idle by an engine's clean shutdown (worktree/pool.py,
+    ``WorktreePool.aclose(park=True)``): ``idle`` true, a ``pool-…`` id and the 40/64-hex HEAD it is a clean
+    checkout of. Never a job's: a job's marker names ``job_…`` and no ``idle``."""
+    if marker is None or marker.get("idle") is not True:
+        return False
+    job_id, head = marker.get("jobId"), marker.get("head")
+    return (isinstance(job_id, str) and job_id.startswith("pool-") and isinstance(head, str)
+            and len(head) in (40, 64) and all(c in "0123456789abcdef" for c in head))
+
+
 async def sweep_orphans(root: Path, *, live_job_ids: frozenset[str] | set[str] = frozenset(),
-                        defer_deletes: bool = False) -> int:
+                        defer_deletes: bool = False, keep_parked: bool = False) -> int:
     """Remove worktrees of ``root`` left by a crashed or failed run; returns how many were removed.
 
     Only our registrations are touched, in every state a kill or a failed clean-up can leave them
@@ -814,6 +826,12 @@ async def sweep_orphans(root: Path, *, live_job_ids: frozenset[str] | set[str] =
     An orphan in one of our base directories is moved aside in one rename (:func:`drop_worktree`); its files
     are deleted at the end (:func:`empty_trash`) — or, with ``defer_deletes``, left for the caller to delete
     in the background (the engine's start-up: issue 17, nothing proportional to the repository blocks).
+
+    ``keep_parked`` (the engine's start-up): a warm pool worktree a clean shutdown parked (:func:`is_parked`)
+    whose directory is one of our job directories naming its registration is left for the new engine's pool,
+    which adopts it only after proving it clean at the same HEAD, and otherwise removes it
+    (``WorktreePool.warm``, ``drop_parked``). Every other orphan — a job's worktree, a pool worktree that
+    was being warmed or recycled — is removed as always.
     """
     removed = _sweep_detached_temp_worktrees()
     bases = _our_bases(root)
@@ -822,6 +840,9 @@ async def sweep_orphans(root: Path, *, live_job_ids: frozenset[str] | set[str] =
         if marker is not None and (marker.get("jobId") in live_job_ids or _owner_alive(marker)):
             continue
         path = _registered_path(admin)
+        if keep_parked and is_parked(marker) and path is not None and _looks_like_job_dir(path) \
+                and _is_real_dir(path) and _points_back(path, admin):
+            continue
         if marker is None:
             path = _unmarked_orphan(admin, path, root, bases)
             if path is None:

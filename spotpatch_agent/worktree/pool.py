@@ -9,7 +9,7 @@ proportional to the files that differ (its index's stat cache is warm)::
     tg.start_soon(pool.warm)                  background: one detached worktree at HEAD, marker "pool-…"
     path = await pool.acquire(head)           create_worktree: a clean detached checkout at head, or None
     await pool.release(wt)                    end of run_job: recycled in the background, or removed
-    await pool.aclose()                       EngineService.stop_all: every idle worktree moved aside
+    await pool.aclose(park=True)              EngineService.stop_all: the idle worktree parked for the next start
 
 **Reset** (``acquire``, and the background recycle after ``release``): the directory must still be a real
 directory named like our job directories, placed where a fresh worktree would be placed *now*
@@ -19,7 +19,13 @@ registered for it and holds our marker with this process's id. Then, always with
 repository: the worktree's HEAD reflog is dropped (no earlier job's baseline commit stays reachable through
 it), ``checkout --detach --force <head> --``, ``clean -ffdxq`` (untracked and ignored files, nested
 repositories) and HEAD must be ``head``. The user's repository gains nothing but what a fresh ``worktree
-add`` writes. Any failure discards the worktree (moved aside in one rename and its registration deleted; the
+add`` writes. ``checkout`` and ``clean`` are skipped when the worktree was last made a clean checkout of
+``head`` and :meth:`WorktreePool._untouched` proves nothing changed since (issue 17).
+
+**Restart** (issue 17): ``aclose(park=True)`` keeps the idle worktree registered with a parked marker
+(``idle``, ``head``); the next engine's sweep keeps it (``sweep_orphans(keep_parked=True)``) and its
+:meth:`WorktreePool.warm` adopts it when it is a checkout of the current HEAD and untouched, else moves it
+aside (``_adopt``); an engine without a pool removes it (:func:`drop_parked`). Any failure discards the worktree (moved aside in one rename and its registration deleted; the
 files go in the background: ``isolation.drop_worktree``, ``empty_trash``) and the job falls back to a cold
 ``git worktree add``; cancellation discards it too, so nothing leaks.
 
@@ -36,6 +42,7 @@ visible in the user's ``git worktree list``, buys nothing). The engine reads it 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import secrets
@@ -51,8 +58,11 @@ from anyio.abc import TaskGroup
 from spotpatch_agent.errors import GitError
 from spotpatch_agent.worktree.git import run_git, sanitize
 from spotpatch_agent.worktree.isolation import (  # the pool shares the job worktrees' placement and marker
+    MARKER_NAME,
     Worktree,
     _admin_dir,
+    _owner_alive,
+    _registrations,
     _looks_like_job_dir,
     _make_job_dir,
     _node_modules_base,
@@ -62,11 +72,12 @@ from spotpatch_agent.worktree.isolation import (  # the pool shares the job work
     _write_marker,
     drop_worktree,
     empty_trash,
+    is_parked,
     remove_worktree,
 )
 from spotpatch_agent.worktree.repo import resolve_head, same_path
 
-__all__ = ["MIN_FILES", "POOL_ENV", "PoolMode", "WorktreePool", "pool_mode"]
+__all__ = ["MIN_FILES", "POOL_ENV", "PoolMode", "WorktreePool", "drop_parked", "pool_mode"]
 
 log = logging.getLogger("spotpatch.worktree")
 
@@ -76,6 +87,9 @@ POOL_ENV = "SPOTPATCH_WORKTREE_POOL"
 MIN_FILES = 2000
 #: Upper bound of one git step of a reset, in seconds (a checkout after HEAD moved far can be long).
 _STEP_TIMEOUT = 300.0
+#: Longest ``aclose(park=True)`` waits for a recycle in flight to end parked, in seconds (the engine's
+#: shutdown stays within the plugin's 2 s; one cut short is removed as before).
+_PARK_WAIT = 1.0
 
 PoolMode = Literal["auto", "on", "off"]
 
@@ -121,6 +135,8 @@ class WorktreePool:
         self._closed = False
         self.hits = self.misses = self.discards = self.untouched = 0
         self._proven: Path | None = None
+        self._recycling = 0
+        self._parking = False
 
     def proven(self, path: Path) -> bool:
         """Whether the last :meth:`acquire` handed ``path`` over untouched: its ``update-index --refresh``
@@ -195,9 +211,12 @@ class WorktreePool:
         self._busy += 1
         try:
             async with self._lock:
-                if self._closed or len(self._idle) >= self._capacity or not await self._is_enabled():
+                if self._closed or len(self._idle) >= self._capacity:
                     return
-                slot = await self._create()
+                if not await self._is_enabled():
+                    await self._adopt(None)  # no pool here: what an earlier engine parked goes
+                    return
+                slot = await self._adopt(await resolve_head(self.root)) or await self._create()
                 if self._closed:
                     await self._discard(slot, None, count=False)
                 else:
@@ -207,9 +226,14 @@ class WorktreePool:
         finally:
             self._busy -= 1
 
-    async def aclose(self) -> None:
+    async def aclose(self, *, park: bool = False) -> None:
         """Remove every idle pooled worktree; a warm or recycle in flight removes its own when it ends (or
         is cancelled). Later ``release`` calls remove instead of recycling.
+
+        ``park`` (the engine's shutdown): an idle worktree known to be a clean checkout stays registered
+        instead, its marker saying so (``idle``, the ``head`` it is a checkout of; its HEAD reflog dropped),
+        for the next engine's :meth:`warm` to adopt (:meth:`_adopt`) — a marker write, no file of the
+        checkout touched. A job's worktree is never parked (``release`` after close removes it).
 
         Time independent of the repository (issue 17, the engine's shutdown): each idle worktree is moved
         aside in one rename and its registration deleted (:func:`drop_worktree`); its files are deleted by
@@ -218,12 +242,67 @@ class WorktreePool:
         process).
         """
         self._closed = True
+        self._parking = park
+        if park and self._recycling:  # a job's worktree just handed back: briefly, its reset ends parked
+            with anyio.move_on_after(_PARK_WAIT):
+                while self._recycling:
+                    await anyio.sleep(0.02)
         idle, self._idle = self._idle, []
         for slot in idle:
+            if park and slot.head is not None and self._park(slot):
+                continue
             await self._discard(slot, None, count=False)
+
+    def _park(self, slot: _Slot) -> bool:
+        try:
+            self._check(slot)
+            try:
+                os.unlink(slot.admin_dir / "logs" / "HEAD")  # no earlier job's baseline stays reachable
+            except FileNotFoundError:
+                pass
+            _write_marker(slot.admin_dir, slot.pool_id, idle=True, head=slot.head)
+            return True
+        except (OSError, GitError) as exc:
+            log.info("could not keep the warm worktree for the next start: %s", sanitize(str(exc), self.root))
+            return False
+
+    async def _adopt(self, head: str | None) -> _Slot | None:
+        """The worktree an earlier engine parked at shutdown (:func:`~spotpatch_agent.worktree.isolation.is_parked`)
+        when it is ours, idle, a checkout of ``head`` and proven untouched (:meth:`_untouched`), claimed and
+        re-marked for this process; every other parked worktree whose owner is gone is removed (moved aside).
+        ``head`` None: remove them all. A parked worktree of a live engine is left alone. Never raises but
+        on cancellation."""
+        found: _Slot | None = None
+        for admin in await _registrations(self.root):
+            marker = _read_marker(admin)
+            if not is_parked(marker) or _owner_alive(marker):  # type: ignore[arg-type]
+                continue
+            path = _registered_path(admin)
+            if path is None:
+                continue  # no directory: the sweep's case
+            slot = _Slot(path, admin, "pool-" + secrets.token_hex(6))
+            parked_head = _claim(admin, slot.pool_id)
+            if parked_head is None:
+                continue  # another engine took it
+            try:
+                if found is None and head is not None and parked_head == head:
+                    self._check(slot)
+                    await self._placed(slot)
+                    if await self._untouched(slot, head):
+                        slot.head = head
+                        found = slot
+                        continue
+            except GitError:
+                pass
+            except BaseException as exc:
+                await self._discard(slot, exc, count=False)
+                raise
+            await self._discard(slot, None, count=False)
+        return found
 
     async def _recycle(self, path: Path, admin_dir: Path, head: str) -> None:
         slot = _Slot(path, admin_dir, "pool-" + secrets.token_hex(6))
+        self._recycling += 1
         try:
             async with self._lock:
                 self._check(slot, job_marker=True)
@@ -231,16 +310,17 @@ class WorktreePool:
                 await self._reset(slot, head)
                 if await self._refresh(slot, check=False) != 0:  # acquire then resets it again
                     slot.head = None
-                if self._closed:
-                    await self._discard(slot, None, count=False)
-                else:
+                if not self._closed:
                     self._idle.append(slot)
+                elif not (self._parking and slot.head is not None and self._park(slot)):
+                    await self._discard(slot, None, count=False)
         except BaseException as exc:
             await self._discard(slot, exc)
             if not isinstance(exc, Exception):
                 raise
         finally:
             self._busy -= 1
+            self._recycling -= 1
 
     async def _create(self) -> _Slot:
         head = await resolve_head(self.root)
@@ -288,9 +368,7 @@ class WorktreePool:
         :meth:`_untouched` proves nothing changed since, ``checkout --force`` and ``clean`` are not run;
         returns whether they were skipped."""
         self._check(slot)
-        expected = await _node_modules_base(self.root) or Path(tempfile.gettempdir()) / "spotpatch-worktrees"
-        if not same_path(slot.path.parent, expected):
-            raise GitError("the pooled worktree is not where a new one would be placed")
+        await self._placed(slot)
         scoped = _scoped(slot)
         try:
             os.unlink(slot.admin_dir / "logs" / "HEAD")
@@ -305,6 +383,11 @@ class WorktreePool:
             raise GitError("the pooled worktree is not at the recorded HEAD")
         slot.head = head
         return False
+
+    async def _placed(self, slot: _Slot) -> None:
+        expected = await _node_modules_base(self.root) or Path(tempfile.gettempdir()) / "spotpatch-worktrees"
+        if not same_path(slot.path.parent, expected):
+            raise GitError("the pooled worktree is not where a new one would be placed")
 
     async def _untouched(self, slot: _Slot, head: str) -> bool:
         """Whether ``slot`` is still exactly the clean checkout of ``head`` it was made: HEAD is ``head``,
@@ -387,3 +470,36 @@ async def _at(slot: _Slot, head: str) -> bool:
     out = await run_git([*_scoped(slot), "rev-parse", "--verify", "--quiet", "HEAD^{commit}"], cwd=slot.path,
                         read_only=True, check=False)
     return out.stdout.decode("ascii", "replace").strip() == head
+
+
+def _claim(admin: Path, pool_id: str) -> str | None:
+    """Take a parked marker for this process: renamed to a unique name first, so of two engines starting at
+    once only one succeeds; then it must still be parked by a process that is gone (else it is put back),
+    and our marker (``pool_id``, this process) replaces it. Returns the HEAD it was parked at, or None."""
+    claim = admin / f"{MARKER_NAME}.claim-{secrets.token_hex(6)}"
+    try:
+        os.rename(admin / MARKER_NAME, claim)
+    except OSError:
+        return None
+    try:
+        record = json.loads(claim.read_text("utf-8"))
+    except (OSError, ValueError):
+        record = None
+    if not isinstance(record, dict) or not is_parked(record) or _owner_alive(record):
+        try:
+            os.rename(claim, admin / MARKER_NAME)  # not ours to take (it changed in between)
+        except OSError:
+            pass
+        return None
+    _write_marker(admin, pool_id)
+    try:
+        os.unlink(claim)
+    except OSError:
+        pass
+    return str(record["head"])
+
+
+async def drop_parked(root: Path) -> None:
+    """Remove every worktree of ``root`` parked by an engine that is gone (the start-up of an engine that
+    opens no pool: a blocked repository). Never raises but on cancellation."""
+    await WorktreePool(root, mode="off")._adopt(None)

@@ -479,9 +479,136 @@ async def test_sweep_removes_a_dead_engines_pooled_worktree_but_never_a_live_one
     assert only_main_worktree(root) and temp_base_empty()
 
 
+async def _park_as_dead_engine(root: Path) -> tuple[Path, dict[str, object]]:
+    """A warm worktree parked by an engine's shutdown (``aclose(park=True)``) whose process is gone."""
+    dead = await anyio.open_process([sys.executable, "-c", "pass"])
+    await dead.wait()
+    async with open_pool(root) as pool:
+        await pool.warm()
+        [path] = pool.idle_paths
+        await pool.aclose(park=True)
+    marker_file = _admin_of(root, path) / MARKER_NAME
+    marker = json.loads(marker_file.read_text())
+    assert marker["idle"] is True and marker["head"] == run(root, "rev-parse", "HEAD").strip()
+    marker = {**marker, "pid": dead.pid, "start": _process_start(dead.pid)}
+    marker_file.write_text(json.dumps(marker))
+    assert not (_admin_of(root, path) / "logs" / "HEAD").exists()
+    return path, marker
+
+
+async def test_a_parked_warm_worktree_is_adopted_by_the_next_engine(repo_factory, monkeypatch) -> None:
+    """Issue 17: shutdown keeps the idle warm worktree registered with a parked marker; the next start's sweep
+    keeps it, and the new pool adopts it (no ``worktree add``) once proven clean at the same HEAD; the job
+    then gets it untouched, identical to a fresh checkout."""
+    from spotpatch_agent.worktree import pool as pool_module
+
+    root = repo_factory(FILES)
+    before = snapshot(root)
+    path, _marker = await _park_as_dead_engine(root)
+    assert await sweep_orphans(root, keep_parked=True) == 0 and path.exists()
+    commands: list[list[str]] = []
+    real = pool_module.run_git
+
+    async def recorded(args, **kwargs):  # type: ignore[no-untyped-def]
+        commands.append([a for a in args if not a.startswith(("--git-dir=", "--work-tree="))])
+        return await real(args, **kwargs)
+
+    monkeypatch.setattr(pool_module, "run_git", recorded)
+    async with open_pool(root) as pool:
+        await pool.warm()
+        assert pool.idle_paths == [path] and not any(c[:2] == ["worktree", "add"] for c in commands)
+        marker = json.loads((_admin_of(root, path) / MARKER_NAME).read_text())
+        assert marker["pid"] == os.getpid() and "idle" not in marker
+        wt = await create_worktree(root, "job-1", pool=pool)
+        fresh = await create_worktree(root, "job-fresh")
+        try:
+            assert wt.path == path and pool.untouched == 1
+            assert tree(wt.path) == tree(fresh.path)
+            assert run(wt.path, "rev-parse", "HEAD^{tree}") == run(root, "rev-parse", "HEAD^{tree}")
+        finally:
+            await remove_worktree(root, wt)
+            await remove_worktree(root, fresh)
+    assert snapshot(root) == before
+    assert only_main_worktree(root) and temp_base_empty()
+
+
+def _move_head(root: Path) -> None:
+    (root / "a.txt").write_text("moved\n")
+    git(root, "commit", "-q", "-am", "move HEAD")
+
+
+@pytest.mark.parametrize("change", ["head-moved", "written-into", "pool-off"])
+async def test_a_stale_or_dirty_parked_worktree_is_moved_aside(repo_factory, change) -> None:
+    """A parked worktree is never used when HEAD moved, when anything was written into it, or when the new
+    engine keeps no pool: it is moved aside (and the pool, when on, warms a fresh one)."""
+    root = repo_factory(FILES)
+    path, _marker = await _park_as_dead_engine(root)
+    if change == "head-moved":
+        _move_head(root)
+    elif change == "written-into":
+        (path / "src" / "new.js").write_text("left behind\n")
+    assert await sweep_orphans(root, keep_parked=True) == 0
+    async with open_pool(root, mode="off" if change == "pool-off" else "on") as pool:
+        await pool.warm()
+        assert not path.exists()
+        assert len(pool.idle_paths) == (0 if change == "pool-off" else 1)
+        if pool.idle_paths:
+            wt = await create_worktree(root, "job-1", pool=pool)
+            try:
+                assert wt.path != path and (wt.path / "a.txt").read_text() == (root / "a.txt").read_text()
+                assert not (wt.path / "src" / "new.js").exists()
+            finally:
+                await remove_worktree(root, wt)
+    assert only_main_worktree(root) and temp_base_empty()
+
+
+async def test_only_a_parked_marker_survives_the_start_up_sweep(repo_factory) -> None:
+    """The start-up sweep keeps only a parked worktree: a crashed job's worktree, and a pool worktree that was
+    being warmed or recycled (no ``idle``), are removed as always; without ``keep_parked`` (every other
+    sweep) the parked one goes too; ``drop_parked`` removes it for an engine that opens no pool."""
+    from spotpatch_agent.worktree.pool import drop_parked
+
+    root = repo_factory(FILES)
+    path, marker = await _park_as_dead_engine(root)
+    marker_file = _admin_of(root, path) / MARKER_NAME
+    for name, record in (("crashed job", {**marker, "jobId": "job_0123456789abcdef"}),
+                         ("recycle in flight", {k: v for k, v in marker.items() if k != "idle"}),
+                         ("no head", {k: v for k, v in marker.items() if k != "head"})):
+        marker_file.write_text(json.dumps(record))
+        assert await sweep_orphans(root, keep_parked=True) == 1, name
+        assert not path.exists()
+        path, marker = await _park_as_dead_engine(root)
+        marker_file = _admin_of(root, path) / MARKER_NAME
+    assert await sweep_orphans(root) == 1 and not path.exists()
+    path, marker = await _park_as_dead_engine(root)
+    await drop_parked(root)
+    assert not path.exists()
+    assert only_main_worktree(root) and temp_base_empty()
+
+
+async def test_a_live_engines_parked_worktree_is_left_alone(repo_factory) -> None:
+    root = repo_factory(FILES)
+    path, marker = await _park_as_dead_engine(root)
+    live = await anyio.open_process([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        marker_file = _admin_of(root, path) / MARKER_NAME
+        marker_file.write_text(json.dumps({**marker, "pid": live.pid, "start": _process_start(live.pid)}))
+        assert await sweep_orphans(root, keep_parked=True) == 0
+        async with open_pool(root) as pool:
+            await pool.warm()
+            assert path.exists() and pool.idle_paths and pool.idle_paths != [path]
+            assert json.loads(marker_file.read_text())["pid"] == live.pid
+    finally:
+        live.kill()
+        await live.wait()
+    assert await sweep_orphans(root) == 1
+    assert only_main_worktree(root) and temp_base_empty()
+
+
 def test_engine_reuses_its_pooled_worktree_across_jobs(tmp_path: Path, private_tempdir: Path) -> None:
     """Through the real ``spotpatch-agent serve`` with the pool forced on: the second job runs in the first
-    job's (recycled) worktree, both give the demo diff, and shutdown removes the pooled worktree."""
+    job's (recycled) worktree, both give the demo diff; shutdown parks the pooled worktree (issue 17) and the
+    next engine's first job runs in it too; a sweep without ``keep_parked`` removes it."""
     from spotpatch_agent.demo.runner import TOUCHED, make_demo_project
     from spotpatch_agent.demo.script import demo_turns
     from spotpatch_agent.provider.scripted import ScriptedProviderServer
@@ -508,5 +635,22 @@ def test_engine_reuses_its_pooled_worktree_across_jobs(tmp_path: Path, private_t
             assert eng.close() == 0
         finally:
             eng.stop()
+        assert job_worktrees(project) == used[0]  # parked for the next start
+        marker = json.loads((_admin_of(project, used[0][0]) / MARKER_NAME).read_text())
+        assert marker["idle"] is True and marker["head"] == git(project, "rev-parse", "HEAD").strip()
+        server.add_turns(*demo_turns())
+        eng2 = EngineProcess(env={KEY_ENV: "sk-test", "SPOTPATCH_WORKTREE_POOL": "1", "TMPDIR": str(private_tempdir)})
+        try:
+            eng2.initialize(project, config_for(server))
+            job_id = create_job(eng2)
+            final = eng2.wait_status(job_id, {"awaiting-review", "failed", "cancelled"}, timeout=60)
+            assert final["status"] == "awaiting-review", eng2.events(job_id)
+            assert eng2.call("job/diff", {"jobId": job_id})["files"] == diffs[0]
+            assert job_worktrees(project) == used[0]  # adopted: the same directory, no second checkout
+            eng2.call("job/close", {"jobId": job_id})
+            assert eng2.close() == 0
+        finally:
+            eng2.stop()
+    assert anyio.run(sweep_orphans, project) == 1
     assert job_worktrees(project) == [] and not used[0][0].exists()
-    assert eng.stdout_faults == []
+    assert eng.stdout_faults == [] and eng2.stdout_faults == []
