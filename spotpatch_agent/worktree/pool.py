@@ -89,7 +89,7 @@ MIN_FILES = 2000
 _STEP_TIMEOUT = 300.0
 #: Longest ``aclose(park=True)`` waits for a recycle in flight to end parked, in seconds (the engine's
 #: shutdown stays within the plugin's 2 s; one cut short is removed as before).
-_PARK_WAIT = 1.0
+_PARK_WAIT = 0.5
 
 PoolMode = Literal["auto", "on", "off"]
 
@@ -159,6 +159,7 @@ class WorktreePool:
         The caller removes the worktree (:func:`remove_worktree`) or hands it back with :meth:`release`.
         Never raises except on cancellation (the worktree is then removed).
         """
+        self._proven = None
         async with self._lock:
             slot = self._idle.pop() if not self._closed and await self._is_enabled() and self._idle else None
         if slot is None:
