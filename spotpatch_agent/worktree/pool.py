@@ -24,8 +24,9 @@ add`` writes. ``checkout`` and ``clean`` are skipped when the worktree was last 
 
 **Restart** (issue 17): ``aclose(park=True)`` keeps the idle worktree registered with a parked marker
 (``idle``, ``head``); the next engine's sweep keeps it (``sweep_orphans(keep_parked=True)``) and its
-:meth:`WorktreePool.warm` adopts it when it is a checkout of the current HEAD and untouched, else moves it
-aside (``_adopt``); an engine without a pool removes it (:func:`drop_parked`). Any failure discards the worktree (moved aside in one rename and its registration deleted; the
+:meth:`WorktreePool.warm` adopts it when it is a checkout of the current HEAD, else moves it aside
+(``_adopt``); ``acquire`` hands it out only when proven untouched, else moves it aside (never resets it); an
+engine without a pool removes it (:func:`drop_parked`). Any failure discards the worktree (moved aside in one rename and its registration deleted; the
 files go in the background: ``isolation.drop_worktree``, ``empty_trash``) and the job falls back to a cold
 ``git worktree add``; cancellation discards it too, so nothing leaks.
 
@@ -111,6 +112,9 @@ class _Slot:
     pool_id: str
     #: The commit the worktree was last made a clean checkout of (``worktree add`` or a reset), else None.
     head: str | None = None
+    #: Parked by an earlier engine and adopted unproven (:meth:`WorktreePool._adopt`): handed out only when
+    #: :meth:`WorktreePool._untouched` holds, never reset.
+    adopted: bool = False
 
 
 class WorktreePool:
@@ -269,8 +273,9 @@ class WorktreePool:
 
     async def _adopt(self, head: str | None) -> _Slot | None:
         """The worktree an earlier engine parked at shutdown (:func:`~spotpatch_agent.worktree.isolation.is_parked`)
-        when it is ours, idle, a checkout of ``head`` and proven untouched (:meth:`_untouched`), claimed and
-        re-marked for this process; every other parked worktree whose owner is gone is removed (moved aside).
+        when it is ours, idle and a checkout of ``head``, claimed and re-marked for this process (``adopted``:
+        :meth:`acquire` hands it out only when :meth:`_untouched` proves it clean, else moves it aside); every
+        other parked worktree whose owner is gone is removed (moved aside).
         ``head`` None: remove them all. A parked worktree of a live engine is left alone. Never raises but
         on cancellation."""
         found: _Slot | None = None
@@ -289,10 +294,11 @@ class WorktreePool:
                 if found is None and head is not None and parked_head == head:
                     self._check(slot)
                     await self._placed(slot)
-                    if await self._untouched(slot, head):
-                        slot.head = head
-                        found = slot
-                        continue
+                    # Proven at hand-out (acquire's _untouched, one pass over the tree instead of two); if that
+                    # fails it is moved aside there and the job starts cold.
+                    slot.head, slot.adopted = head, True
+                    found = slot
+                    continue
             except GitError:
                 pass
             except BaseException as exc:
@@ -377,6 +383,8 @@ class WorktreePool:
             pass
         if skip_if_untouched and slot.head == head and await self._untouched(slot, head):
             return True
+        if slot.adopted:  # kept from the last start: used only when provably clean at this HEAD
+            raise GitError("the worktree kept from the last start is not a clean checkout of HEAD")
         slot.head = None  # until the reset below succeeded
         for args in (["checkout", "--detach", "--force", "--quiet", head, "--"], ["clean", "-ffdxq"]):
             await run_git([*scoped, *args], cwd=slot.path, redact=[slot.path], timeout=_STEP_TIMEOUT)

@@ -109,6 +109,9 @@ async def test_initialize_answers_before_the_health_check_and_job_create_waits_f
         assert exc.code == ErrorCode.CONSENT_REQUIRED and "staged 0, unstaged 1, untracked 0" in exc.message
         health = await service.health()
         assert health.state == "consent-required"
+        with anyio.fail_after(60):  # the pool's warm worktree is ready (a warm in flight at the stop is removed)
+            while service._pool is None or not service._pool.idle_paths:
+                await anyio.sleep(0.02)
     # The dirty repository is healthy: its pool was opened; at the stop its warm worktree was parked for the
     # next start (issue 17), which a sweep without keep_parked removes.
     [parked] = _registrations(root)
