@@ -259,7 +259,9 @@ class EngineService:
             # (a rebase in progress, an index.lock): an orphan is never kept for a later start. Its cost does
             # not grow with the repository: an orphan's directory is moved aside in one rename, its files are
             # deleted after the reply (issue 17).
-            swept = await sweep_orphans(self._root, defer_deletes=True)
+            # A warm worktree the last engine parked at its shutdown is kept for the pool (which adopts it only
+            # when clean at the same HEAD, else removes it: worktree/pool.py).
+            swept = await sweep_orphans(self._root, defer_deletes=True, keep_parked=True)
             if swept:
                 log.info("removed %d orphaned SpotPatch worktree(s) from an earlier run", swept)
         # Nothing proportional to the repository before the reply (issue 17): the health check that decides
@@ -283,6 +285,10 @@ class EngineService:
                 blocked = (await repo_health(root, config.limits)).state == "blocked"
             if not blocked and root == self._root:
                 await self._open_pool()
+            else:  # no pool: a worktree the last engine parked is not kept
+                from spotpatch_agent.worktree.pool import drop_parked
+
+                await drop_parked(root)
         except Exception as exc:  # noqa: BLE001 - jobs then start cold; their own health check reports
             log.warning("start-up health check failed: %s", _failure_message(exc, "The start-up health check"))
         finally:
@@ -318,8 +324,8 @@ class EngineService:
             for job in list(self._jobs.values()):
                 await job.done.wait()
         if self._pool is not None:  # after the jobs, whose worktrees went back to it or were removed
-            with anyio.move_on_after(5, shield=True):
-                await self._pool.aclose()
+            with anyio.move_on_after(5, shield=True):  # the idle warm worktree stays for the next start
+                await self._pool.aclose(park=True)
 
     # ------------------------------------------------------------------ methods
 

@@ -2,9 +2,9 @@
 
 Lifecycle::
 
-    create_worktree(root, job_id)     health → record HEAD → worktree add --detach → marker →
-                                      re-verify HEAD + health → [include-local-changes: snapshot.py]
-                                      → git add --all + baseline commit
+    create_worktree(root, job_id)     health → record HEAD → worktree add --detach (or the warm pool) →
+                                      marker → re-verify HEAD → [include-local-changes: health again,
+                                      snapshot.py] → baseline commit
     result_diff(wt)                   git add --all (the worktree's own index) → diff vs baseline
     remove_worktree(root, wt)         worktree remove --force → delete leftovers; never raises
     sweep_orphans(root)               start-up: remove every worktree carrying our marker
@@ -59,6 +59,7 @@ __all__ = [
     "sweep_orphans",
     "drop_worktree",
     "empty_trash",
+    "is_parked",
     "MARKER_NAME",
     "BASELINE_IDENTITY",
 ]
@@ -123,11 +124,17 @@ async def create_worktree(
     created so far is removed before the error propagates. The user's index, HEAD, refs and
     files are never written. With ``pool`` (worktree/pool.py), a warm checkout at HEAD replaces
     ``git worktree add`` when the pool has one. ``health``: the caller's :func:`repo_health` of ``root``
-    taken moments before with nothing done in between (job/create's) — it replaces only the first check;
-    the re-verification after ``worktree add`` always re-reads the disk.
+    taken moments before with nothing done in between (job/create's); it replaces the check here.
+
+    One health check per job (issue 17: each is a ``git status`` and a walk of the user's tree): the
+    health is read again after the worktree is ready only when local changes are to be copied in
+    (``consent-required``), where the snapshot needs it. A require-clean job's baseline is HEAD's tree
+    whatever the user's files do meanwhile (HEAD itself is re-verified), so a tree that became dirty after
+    the check is the same case as one edited a moment after the job started.
     """
     limits = limits or Limits()
-    await _check_health(root, health or await repo_health(root, limits), include_local_changes)
+    first = health or await repo_health(root, limits)
+    await _check_health(root, first, include_local_changes)
     head = await resolve_head(root)
     if head is None:  # pragma: no cover - health just saw it; a race
         raise SpotPatchError(ErrorCode.REPO_BLOCKED, "HEAD cannot be resolved", retryable=True)
@@ -145,13 +152,16 @@ async def create_worktree(
             raise SpotPatchError(
                 ErrorCode.REPO_BLOCKED, "HEAD changed while the job was starting; try again", retryable=True
             )
-        health = await repo_health(root, limits)
-        await _check_health(root, health, include_local_changes)
-        if health.state == "consent-required":
-            from spotpatch_agent.worktree.snapshot import include_local_changes as copy_local_changes  # cold start
+        clean = True
+        if first.state == "consent-required":  # local changes go in: re-read them now (snapshot.py re-verifies)
+            health = await repo_health(root, limits)
+            await _check_health(root, health, include_local_changes)
+            if health.state == "consent-required":
+                from spotpatch_agent.worktree.snapshot import include_local_changes as copy_local_changes  # cold
 
-            await copy_local_changes(root, job_dir, head, limits)
-        wt.baseline_oid = await _commit_baseline(wt, clean=health.state == "clean")
+                await copy_local_changes(root, job_dir, head, limits)
+            clean = health.state == "clean"
+        wt.baseline_oid = await _commit_baseline(wt, clean=clean, proven=pool is not None and pool.proven(job_dir))
         return wt
     except BaseException:
         await remove_worktree(root, wt)
@@ -179,7 +189,7 @@ async def _check_health(root: Path, health: RepoHealth, include_local_changes: b
         )
 
 
-async def _commit_baseline(wt: Worktree, *, clean: bool = False) -> str:
+async def _commit_baseline(wt: Worktree, *, clean: bool = False, proven: bool = False) -> str:
     """The worktree's baseline commit (detached HEAD of the worktree only; docs/design.md §8); returns its id.
 
     ``clean`` (require-clean mode: the worktree is a fresh or pool-reset checkout of ``wt.head_oid`` with
@@ -189,12 +199,14 @@ async def _commit_baseline(wt: Worktree, *, clean: bool = False) -> str:
     ``update-ref`` of the worktree's HEAD (guarded by its old value): the same commit ``add --all`` +
     ``commit`` make, without re-scanning the tree twice. Anything else (include-local-changes, a file
     that differs after the checkout, e.g. a non-idempotent checkout filter) takes ``add --all`` + ``commit``.
+    ``proven`` (with ``clean``): the warm pool handed the worktree over after that very refresh found it
+    equal to ``wt.head_oid`` with nothing untracked (``WorktreePool.proven``), so it is not run again.
     """
     message = f"spotpatch baseline {wt.job_id}\n".encode("utf-8", "replace")
     if clean:
-        refreshed = await run_git(["update-index", "--refresh"], cwd=wt.path, check=False, redact=[wt.path],
-                                  timeout=300)
-        if refreshed.returncode == 0:
+        refreshed = None if proven else await run_git(["update-index", "--refresh"], cwd=wt.path, check=False,
+                                                      redact=[wt.path], timeout=300)
+        if refreshed is None or refreshed.returncode == 0:
             made = await run_git(
                 [*BASELINE_IDENTITY, "commit-tree", "--no-gpg-sign", f"{wt.head_oid}^{{tree}}", "-p", wt.head_oid,
                  "-F", "-"],
@@ -447,9 +459,9 @@ async def _admin_dir(worktree_path: Path) -> Path:
     return Path(os.path.realpath(result.stdout.decode("utf-8", "surrogateescape").rstrip("\n")))
 
 
-def _write_marker(admin_dir: Path, job_id: str) -> None:
+def _write_marker(admin_dir: Path, job_id: str, **extra: object) -> None:
     record = {"owner": "spotpatch", "jobId": job_id, "pid": os.getpid(), "start": _process_start(os.getpid()),
-              "createdAt": int(time.time())}
+              "createdAt": int(time.time()), **extra}
     tmp = admin_dir / (MARKER_NAME + ".tmp")
     tmp.write_text(json.dumps(record), encoding="utf-8")
     os.replace(tmp, admin_dir / MARKER_NAME)
@@ -770,8 +782,19 @@ def _sweep_detached_temp_worktrees() -> int:
     return removed
 
 
+def is_parked(marker: dict[str, object] | None) -> bool:
+    """Whether a marker is a warm pool worktree parked idle by an engine's clean shutdown (worktree/pool.py,
+    ``WorktreePool.aclose(park=True)``): ``idle`` true, a ``pool-…`` id and the 40/64-hex HEAD it is a clean
+    checkout of. Never a job's: a job's marker names ``job_…`` and no ``idle``."""
+    if marker is None or marker.get("idle") is not True:
+        return False
+    job_id, head = marker.get("jobId"), marker.get("head")
+    return (isinstance(job_id, str) and job_id.startswith("pool-") and isinstance(head, str)
+            and len(head) in (40, 64) and all(c in "0123456789abcdef" for c in head))
+
+
 async def sweep_orphans(root: Path, *, live_job_ids: frozenset[str] | set[str] = frozenset(),
-                        defer_deletes: bool = False) -> int:
+                        defer_deletes: bool = False, keep_parked: bool = False) -> int:
     """Remove worktrees of ``root`` left by a crashed or failed run; returns how many were removed.
 
     Only our registrations are touched, in every state a kill or a failed clean-up can leave them
@@ -803,6 +826,12 @@ async def sweep_orphans(root: Path, *, live_job_ids: frozenset[str] | set[str] =
     An orphan in one of our base directories is moved aside in one rename (:func:`drop_worktree`); its files
     are deleted at the end (:func:`empty_trash`) — or, with ``defer_deletes``, left for the caller to delete
     in the background (the engine's start-up: issue 17, nothing proportional to the repository blocks).
+
+    ``keep_parked`` (the engine's start-up): a warm pool worktree a clean shutdown parked (:func:`is_parked`)
+    whose directory is one of our job directories naming its registration is left for the new engine's pool,
+    which adopts it only after proving it clean at the same HEAD, and otherwise removes it
+    (``WorktreePool.warm``, ``drop_parked``). Every other orphan — a job's worktree, a pool worktree that
+    was being warmed or recycled — is removed as always.
     """
     removed = _sweep_detached_temp_worktrees()
     bases = _our_bases(root)
@@ -811,6 +840,9 @@ async def sweep_orphans(root: Path, *, live_job_ids: frozenset[str] | set[str] =
         if marker is not None and (marker.get("jobId") in live_job_ids or _owner_alive(marker)):
             continue
         path = _registered_path(admin)
+        if keep_parked and is_parked(marker) and path is not None and _looks_like_job_dir(path) \
+                and _is_real_dir(path) and _points_back(path, admin):
+            continue
         if marker is None:
             path = _unmarked_orphan(admin, path, root, bases)
             if path is None:

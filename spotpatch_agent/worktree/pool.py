@@ -9,7 +9,7 @@ proportional to the files that differ (its index's stat cache is warm)::
     tg.start_soon(pool.warm)                  background: one detached worktree at HEAD, marker "pool-…"
     path = await pool.acquire(head)           create_worktree: a clean detached checkout at head, or None
     await pool.release(wt)                    end of run_job: recycled in the background, or removed
-    await pool.aclose()                       EngineService.stop_all: every idle worktree moved aside
+    await pool.aclose(park=True)              EngineService.stop_all: the idle worktree parked for the next start
 
 **Reset** (``acquire``, and the background recycle after ``release``): the directory must still be a real
 directory named like our job directories, placed where a fresh worktree would be placed *now*
@@ -19,7 +19,14 @@ registered for it and holds our marker with this process's id. Then, always with
 repository: the worktree's HEAD reflog is dropped (no earlier job's baseline commit stays reachable through
 it), ``checkout --detach --force <head> --``, ``clean -ffdxq`` (untracked and ignored files, nested
 repositories) and HEAD must be ``head``. The user's repository gains nothing but what a fresh ``worktree
-add`` writes. Any failure discards the worktree (moved aside in one rename and its registration deleted; the
+add`` writes. ``checkout`` and ``clean`` are skipped when the worktree was last made a clean checkout of
+``head`` and :meth:`WorktreePool._untouched` proves nothing changed since (issue 17).
+
+**Restart** (issue 17): ``aclose(park=True)`` keeps the idle worktree registered with a parked marker
+(``idle``, ``head``); the next engine's sweep keeps it (``sweep_orphans(keep_parked=True)``) and its
+:meth:`WorktreePool.warm` adopts it when it is a checkout of the current HEAD, else moves it aside
+(``_adopt``); ``acquire`` hands it out only when proven untouched, else moves it aside (never resets it); an
+engine without a pool removes it (:func:`drop_parked`). Any failure discards the worktree (moved aside in one rename and its registration deleted; the
 files go in the background: ``isolation.drop_worktree``, ``empty_trash``) and the job falls back to a cold
 ``git worktree add``; cancellation discards it too, so nothing leaks.
 
@@ -36,6 +43,7 @@ visible in the user's ``git worktree list``, buys nothing). The engine reads it 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import secrets
@@ -51,8 +59,11 @@ from anyio.abc import TaskGroup
 from spotpatch_agent.errors import GitError
 from spotpatch_agent.worktree.git import run_git, sanitize
 from spotpatch_agent.worktree.isolation import (  # the pool shares the job worktrees' placement and marker
+    MARKER_NAME,
     Worktree,
     _admin_dir,
+    _owner_alive,
+    _registrations,
     _looks_like_job_dir,
     _make_job_dir,
     _node_modules_base,
@@ -62,11 +73,12 @@ from spotpatch_agent.worktree.isolation import (  # the pool shares the job work
     _write_marker,
     drop_worktree,
     empty_trash,
+    is_parked,
     remove_worktree,
 )
 from spotpatch_agent.worktree.repo import resolve_head, same_path
 
-__all__ = ["MIN_FILES", "POOL_ENV", "PoolMode", "WorktreePool", "pool_mode"]
+__all__ = ["MIN_FILES", "POOL_ENV", "PoolMode", "WorktreePool", "drop_parked", "pool_mode"]
 
 log = logging.getLogger("spotpatch.worktree")
 
@@ -76,6 +88,9 @@ POOL_ENV = "SPOTPATCH_WORKTREE_POOL"
 MIN_FILES = 2000
 #: Upper bound of one git step of a reset, in seconds (a checkout after HEAD moved far can be long).
 _STEP_TIMEOUT = 300.0
+#: Longest ``aclose(park=True)`` waits for a recycle in flight to end parked, in seconds (the engine's
+#: shutdown stays within the plugin's 2 s; one cut short is removed as before).
+_PARK_WAIT = 0.5
 
 PoolMode = Literal["auto", "on", "off"]
 
@@ -90,11 +105,16 @@ def pool_mode(value: str | None) -> PoolMode:
     return "auto"
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Slot:
     path: Path
     admin_dir: Path
     pool_id: str
+    #: The commit the worktree was last made a clean checkout of (``worktree add`` or a reset), else None.
+    head: str | None = None
+    #: Parked by an earlier engine and adopted unproven (:meth:`WorktreePool._adopt`): handed out only when
+    #: :meth:`WorktreePool._untouched` holds, never reset.
+    adopted: bool = False
 
 
 class WorktreePool:
@@ -117,7 +137,17 @@ class WorktreePool:
         self._lock = anyio.Lock()
         self._enabled: bool | None = None
         self._closed = False
-        self.hits = self.misses = self.discards = 0
+        self.hits = self.misses = self.discards = self.untouched = 0
+        self._proven: Path | None = None
+        self._recycling = 0
+        self._parking = False
+
+    def proven(self, path: Path) -> bool:
+        """Whether the last :meth:`acquire` handed ``path`` over untouched: its ``update-index --refresh``
+        had just found every tracked file equal to the index, the index equal to the HEAD asked for and
+        nothing untracked or ignored (the baseline commit need not refresh again). Answers once."""
+        proven, self._proven = self._proven, None
+        return proven is not None and proven == path
 
     @property
     def idle_paths(self) -> list[Path]:
@@ -133,13 +163,14 @@ class WorktreePool:
         The caller removes the worktree (:func:`remove_worktree`) or hands it back with :meth:`release`.
         Never raises except on cancellation (the worktree is then removed).
         """
+        self._proven = None
         async with self._lock:
             slot = self._idle.pop() if not self._closed and await self._is_enabled() and self._idle else None
         if slot is None:
             self.misses += 1
             return None
         try:
-            await self._reset(slot, head)
+            untouched = await self._reset(slot, head, skip_if_untouched=True)
         except BaseException as exc:
             await self._discard(slot, exc)
             if not isinstance(exc, Exception):
@@ -147,6 +178,8 @@ class WorktreePool:
             self.misses += 1
             return None
         self.hits += 1
+        self.untouched += untouched
+        self._proven = slot.path if untouched else None
         return slot.path
 
     async def release(self, wt: Worktree) -> None:
@@ -183,9 +216,12 @@ class WorktreePool:
         self._busy += 1
         try:
             async with self._lock:
-                if self._closed or len(self._idle) >= self._capacity or not await self._is_enabled():
+                if self._closed or len(self._idle) >= self._capacity:
                     return
-                slot = await self._create()
+                if not await self._is_enabled():
+                    await self._adopt(None)  # no pool here: what an earlier engine parked goes
+                    return
+                slot = await self._adopt(await resolve_head(self.root)) or await self._create()
                 if self._closed:
                     await self._discard(slot, None, count=False)
                 else:
@@ -195,9 +231,14 @@ class WorktreePool:
         finally:
             self._busy -= 1
 
-    async def aclose(self) -> None:
+    async def aclose(self, *, park: bool = False) -> None:
         """Remove every idle pooled worktree; a warm or recycle in flight removes its own when it ends (or
         is cancelled). Later ``release`` calls remove instead of recycling.
+
+        ``park`` (the engine's shutdown): an idle worktree known to be a clean checkout stays registered
+        instead, its marker saying so (``idle``, the ``head`` it is a checkout of; its HEAD reflog dropped),
+        for the next engine's :meth:`warm` to adopt (:meth:`_adopt`) — a marker write, no file of the
+        checkout touched. A job's worktree is never parked (``release`` after close removes it).
 
         Time independent of the repository (issue 17, the engine's shutdown): each idle worktree is moved
         aside in one rename and its registration deleted (:func:`drop_worktree`); its files are deleted by
@@ -206,27 +247,87 @@ class WorktreePool:
         process).
         """
         self._closed = True
+        self._parking = park
+        if park and self._recycling:  # a job's worktree just handed back: briefly, its reset ends parked
+            with anyio.move_on_after(_PARK_WAIT):
+                while self._recycling:
+                    await anyio.sleep(0.02)
         idle, self._idle = self._idle, []
         for slot in idle:
+            if park and slot.head is not None and self._park(slot):
+                continue
             await self._discard(slot, None, count=False)
+
+    def _park(self, slot: _Slot) -> bool:
+        try:
+            self._check(slot)
+            try:
+                os.unlink(slot.admin_dir / "logs" / "HEAD")  # no earlier job's baseline stays reachable
+            except FileNotFoundError:
+                pass
+            _write_marker(slot.admin_dir, slot.pool_id, idle=True, head=slot.head)
+            return True
+        except (OSError, GitError) as exc:
+            log.info("could not keep the warm worktree for the next start: %s", sanitize(str(exc), self.root))
+            return False
+
+    async def _adopt(self, head: str | None) -> _Slot | None:
+        """The worktree an earlier engine parked at shutdown (:func:`~spotpatch_agent.worktree.isolation.is_parked`)
+        when it is ours, idle and a checkout of ``head``, claimed and re-marked for this process (``adopted``:
+        :meth:`acquire` hands it out only when :meth:`_untouched` proves it clean, else moves it aside); every
+        other parked worktree whose owner is gone is removed (moved aside).
+        ``head`` None: remove them all. A parked worktree of a live engine is left alone. Never raises but
+        on cancellation."""
+        found: _Slot | None = None
+        for admin in await _registrations(self.root):
+            marker = _read_marker(admin)
+            if not is_parked(marker) or _owner_alive(marker):  # type: ignore[arg-type]
+                continue
+            path = _registered_path(admin)
+            if path is None:
+                continue  # no directory: the sweep's case
+            slot = _Slot(path, admin, "pool-" + secrets.token_hex(6))
+            parked_head = _claim(admin, slot.pool_id)
+            if parked_head is None:
+                continue  # another engine took it
+            try:
+                if found is None and head is not None and parked_head == head:
+                    self._check(slot)
+                    await self._placed(slot)
+                    # Proven at hand-out (acquire's _untouched, one pass over the tree instead of two); if that
+                    # fails it is moved aside there and the job starts cold.
+                    slot.head, slot.adopted = head, True
+                    found = slot
+                    continue
+            except GitError:
+                pass
+            except BaseException as exc:
+                await self._discard(slot, exc, count=False)
+                raise
+            await self._discard(slot, None, count=False)
+        return found
 
     async def _recycle(self, path: Path, admin_dir: Path, head: str) -> None:
         slot = _Slot(path, admin_dir, "pool-" + secrets.token_hex(6))
+        self._recycling += 1
         try:
             async with self._lock:
                 self._check(slot, job_marker=True)
                 _write_marker(admin_dir, slot.pool_id)
                 await self._reset(slot, head)
-                if self._closed:
-                    await self._discard(slot, None, count=False)
-                else:
+                if await self._refresh(slot, check=False) != 0:  # acquire then resets it again
+                    slot.head = None
+                if not self._closed:
                     self._idle.append(slot)
+                elif not (self._parking and slot.head is not None and self._park(slot)):
+                    await self._discard(slot, None, count=False)
         except BaseException as exc:
             await self._discard(slot, exc)
             if not isinstance(exc, Exception):
                 raise
         finally:
             self._busy -= 1
+            self._recycling -= 1
 
     async def _create(self) -> _Slot:
         head = await resolve_head(self.root)
@@ -241,7 +342,10 @@ class WorktreePool:
                           redact=[path], timeout=_STEP_TIMEOUT)
             admin = await _admin_dir(path)
             _write_marker(admin, pool_id)
-            return _Slot(path, admin, pool_id)
+            slot = _Slot(path, admin, pool_id)
+            if await self._refresh(slot, check=False) == 0:  # else acquire resets it first
+                slot.head = head
+            return slot
         except BaseException:
             wt = Worktree(path=path, head_oid=head, baseline_oid="", job_id=pool_id)
             with anyio.CancelScope(shield=True):  # our own directory (sidecar): one rename, else git's removal
@@ -264,23 +368,65 @@ class WorktreePool:
                     self._enabled = out.returncode == 0 and out.stdout.count(b"\0") >= self._min_files
         return self._enabled
 
-    async def _reset(self, slot: _Slot, head: str) -> None:
-        """Bring ``slot`` to a clean detached checkout of ``head`` (module docstring). Raises on any doubt."""
+    async def _reset(self, slot: _Slot, head: str, *, skip_if_untouched: bool = False) -> bool:
+        """Bring ``slot`` to a clean detached checkout of ``head`` (module docstring). Raises on any doubt.
+
+        ``skip_if_untouched`` (``acquire``): when the slot was last made a clean checkout of ``head`` and
+        :meth:`_untouched` proves nothing changed since, ``checkout --force`` and ``clean`` are not run;
+        returns whether they were skipped."""
         self._check(slot)
-        expected = await _node_modules_base(self.root) or Path(tempfile.gettempdir()) / "spotpatch-worktrees"
-        if not same_path(slot.path.parent, expected):
-            raise GitError("the pooled worktree is not where a new one would be placed")
-        scoped = [f"--git-dir={slot.admin_dir}", f"--work-tree={slot.path}"]
+        await self._placed(slot)
+        scoped = _scoped(slot)
         try:
             os.unlink(slot.admin_dir / "logs" / "HEAD")
         except FileNotFoundError:
             pass
+        if skip_if_untouched and slot.head == head and await self._untouched(slot, head):
+            return True
+        if slot.adopted:  # kept from the last start: used only when provably clean at this HEAD
+            raise GitError("the worktree kept from the last start is not a clean checkout of HEAD")
+        slot.head = None  # until the reset below succeeded
         for args in (["checkout", "--detach", "--force", "--quiet", head, "--"], ["clean", "-ffdxq"]):
             await run_git([*scoped, *args], cwd=slot.path, redact=[slot.path], timeout=_STEP_TIMEOUT)
-        out = await run_git([*scoped, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"], cwd=slot.path,
-                            read_only=True, check=False)
-        if out.stdout.decode("ascii", "replace").strip() != head:
+        if not await _at(slot, head):
             raise GitError("the pooled worktree is not at the recorded HEAD")
+        slot.head = head
+        return False
+
+    async def _placed(self, slot: _Slot) -> None:
+        expected = await _node_modules_base(self.root) or Path(tempfile.gettempdir()) / "spotpatch-worktrees"
+        if not same_path(slot.path.parent, expected):
+            raise GitError("the pooled worktree is not where a new one would be placed")
+
+    async def _untouched(self, slot: _Slot, head: str) -> bool:
+        """Whether ``slot`` is still exactly the clean checkout of ``head`` it was made: HEAD is ``head``,
+        the index equals ``head``'s tree (``diff-index --cached``), every tracked file equals the index
+        (``update-index --refresh``: stat data, and the content of any file whose stat changed — a write, a
+        chmod, a delete, a type change), and nothing else is in the directory, ignored files, empty
+        directories and nested repositories included (``ls-files --others --directory`` without excludes:
+        the set ``clean -ffdxq`` would delete). Any doubt, or a git failure, is False: the caller resets."""
+        scoped = _scoped(slot)
+        try:
+            if not await _at(slot, head):
+                return False
+            index = await run_git([*scoped, "diff-index", "--cached", "--quiet", head, "--"], cwd=slot.path,
+                                  check=False, read_only=True, redact=[slot.path], timeout=_STEP_TIMEOUT)
+            if index.returncode != 0:
+                return False
+            if (await self._refresh(slot, check=False)) != 0:
+                return False
+            others = await run_git([*scoped, "ls-files", "-z", "--others", "--directory"], cwd=slot.path,
+                                   check=False, read_only=True, redact=[slot.path], timeout=_STEP_TIMEOUT)
+            return others.returncode == 0 and others.stdout == b""
+        except GitError:
+            return False
+
+    async def _refresh(self, slot: _Slot, *, check: bool = True) -> int:
+        """``update-index --refresh`` of the worktree's own index (stat data brought up to date, so the next
+        one is a pass of ``lstat`` calls); its exit code (non-zero: a file differs from the index)."""
+        out = await run_git([*_scoped(slot), "update-index", "--refresh"], cwd=slot.path, check=check,
+                            redact=[slot.path], timeout=_STEP_TIMEOUT)
+        return out.returncode
 
     def _check(self, slot: _Slot, *, job_marker: bool = False) -> None:
         """The directory and registration are still ours and intact (module docstring); raises if not."""
@@ -322,3 +468,47 @@ class WorktreePool:
                 self._tg.start_soon(empty_trash, self.root)
             except RuntimeError:  # the task group is closed
                 pass
+
+
+def _scoped(slot: _Slot) -> list[str]:
+    """git options that confine a command to the pooled worktree (never the user's repository)."""
+    return [f"--git-dir={slot.admin_dir}", f"--work-tree={slot.path}"]
+
+
+async def _at(slot: _Slot, head: str) -> bool:
+    out = await run_git([*_scoped(slot), "rev-parse", "--verify", "--quiet", "HEAD^{commit}"], cwd=slot.path,
+                        read_only=True, check=False)
+    return out.stdout.decode("ascii", "replace").strip() == head
+
+
+def _claim(admin: Path, pool_id: str) -> str | None:
+    """Take a parked marker for this process: renamed to a unique name first, so of two engines starting at
+    once only one succeeds; then it must still be parked by a process that is gone (else it is put back),
+    and our marker (``pool_id``, this process) replaces it. Returns the HEAD it was parked at, or None."""
+    claim = admin / f"{MARKER_NAME}.claim-{secrets.token_hex(6)}"
+    try:
+        os.rename(admin / MARKER_NAME, claim)
+    except OSError:
+        return None
+    try:
+        record = json.loads(claim.read_text("utf-8"))
+    except (OSError, ValueError):
+        record = None
+    if not isinstance(record, dict) or not is_parked(record) or _owner_alive(record):
+        try:
+            os.rename(claim, admin / MARKER_NAME)  # not ours to take (it changed in between)
+        except OSError:
+            pass
+        return None
+    _write_marker(admin, pool_id)
+    try:
+        os.unlink(claim)
+    except OSError:
+        pass
+    return str(record["head"])
+
+
+async def drop_parked(root: Path) -> None:
+    """Remove every worktree of ``root`` parked by an engine that is gone (the start-up of an engine that
+    opens no pool: a blocked repository). Never raises but on cancellation."""
+    await WorktreePool(root, mode="off")._adopt(None)

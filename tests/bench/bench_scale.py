@@ -40,7 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import anyio
+
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
+from spotpatch_agent.worktree.isolation import sweep_orphans
 from spotpatch_agent.worktree.pool import MIN_FILES
 from tests.bench.bench_worktree import KEY_ENV, _config  # the same scripted provider config
 from tests.bench.scale_repo import EDIT_NEEDLE, EDIT_PATH, make_repo
@@ -367,6 +370,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  generated {files} files in {time.perf_counter() - started:.1f} s", file=out)
             rows += _tool_table_rows(tool_rows_for(repo, _label(files)), _label(files), smallest)
             rows += build_rows(_label(files), files, bench_size(repo, files, args, scratch, out), empty)
+            anyio.run(sweep_orphans, repo)  # the warm worktree the last session parked (untimed)
             _git(repo, "worktree", "prune")
         rows.append(Row("cold start -> initialize [empty repo]", cold * 1000, imports * 1000,
                         f"python -c '{IMPORTS}'", f"<={COLD_GOAL:g}x", cold <= COLD_GOAL * imports))

@@ -186,9 +186,11 @@ async def test_blocked_repository_is_refused(repo_factory) -> None:
     assert len(worktree_list(root)) == 1
 
 
-async def test_a_callers_health_replaces_only_the_first_check(repo_factory, monkeypatch) -> None:
-    """job/create's health answer stands in for the check before ``worktree add``; the one after it
-    still re-reads the disk (docs/design.md §8), and a blocked answer is refused without touching git."""
+async def test_one_health_check_per_job_start(repo_factory, monkeypatch) -> None:
+    """Issue 17: job/create's health answer is the job's one health check on a clean tree (no second
+    ``git status`` + walk after ``worktree add``); without one, create_worktree reads it once; only a job
+    that copies local changes in reads it again after the worktree is ready. A blocked answer is refused
+    without touching git; the baseline is exactly HEAD."""
     from spotpatch_agent.worktree import isolation
 
     root = repo_factory(FILES)
@@ -200,11 +202,31 @@ async def test_a_callers_health_replaces_only_the_first_check(repo_factory, monk
         return await repo_health(path, limits)
 
     monkeypatch.setattr(isolation, "repo_health", counted)
-    wt = await create_worktree(root, "job-1", health=health)
+    head = run(root, "rev-parse", "HEAD").strip()
+    for given, expected in ((health, []), (None, [root])):
+        calls.clear()
+        wt = await create_worktree(root, "job-1", health=given)
+        try:
+            assert calls == expected
+            assert run(wt.path, "rev-parse", "HEAD^{tree}") == run(root, "rev-parse", "HEAD^{tree}")
+            assert run(wt.path, "rev-parse", "HEAD^") .strip() == head
+        finally:
+            await remove_worktree(root, wt)
+    (root / "a.txt").write_text("alpha\nLOCAL\n")
+    dirty = await repo_health(root, Limits())
+    assert dirty.state == "consent-required"
+    calls.clear()
+    wt = await create_worktree(root, "job-1", health=dirty, include_local_changes=True)
     try:
-        assert calls == [root]  # the re-verification after worktree add, only
+        assert calls == [root]  # re-read for the snapshot of the local changes
+        assert (wt.path / "a.txt").read_text() == "alpha\nLOCAL\n"
     finally:
         await remove_worktree(root, wt)
+    calls.clear()
+    with pytest.raises(SpotPatchError) as info:
+        await create_worktree(root, "job-2", health=dirty)
+    assert info.value.code is ErrorCode.CONSENT_REQUIRED and calls == []
+    run(root, "checkout", "--", "a.txt")
     (root / ".git" / "MERGE_HEAD").write_text(run(root, "rev-parse", "HEAD"))
     blocked = await repo_health(root, Limits())
     calls.clear()

@@ -143,6 +143,107 @@ async def test_reuse_gives_a_tree_identical_to_a_fresh_checkout(repo_factory) ->
     assert only_main_worktree(root) and temp_base_empty()
 
 
+async def test_an_untouched_warm_worktree_is_handed_out_without_a_reset(repo_factory, monkeypatch) -> None:
+    """Issue 17: a warm worktree proven untouched since it was made a clean checkout of HEAD (fresh from
+    ``worktree add``, or recycled) is handed out without ``checkout --force`` / ``clean`` and without a
+    second ``update-index --refresh`` for the baseline; the job's tree and baseline are the same as a fresh
+    checkout's, byte for byte."""
+    from spotpatch_agent.worktree import isolation, pool as pool_module
+
+    root = repo_factory(FILES)
+    commands: list[list[str]] = []
+    real = pool_module.run_git
+
+    async def recorded(args, **kwargs):  # type: ignore[no-untyped-def]
+        commands.append([a for a in args if not a.startswith(("--git-dir=", "--work-tree="))])
+        return await real(args, **kwargs)
+
+    monkeypatch.setattr(pool_module, "run_git", recorded)
+    baseline_commands: list[list[str]] = []
+    real_iso = isolation.run_git
+
+    async def recorded_iso(args, **kwargs):  # type: ignore[no-untyped-def]
+        baseline_commands.append(list(args))
+        return await real_iso(args, **kwargs)
+
+    monkeypatch.setattr(isolation, "run_git", recorded_iso)
+    async with open_pool(root) as pool:
+        for job_id in ("job-1", "job-2"):  # fresh from warm(), then recycled after job-1
+            if job_id == "job-1":
+                await pool.warm()
+            commands.clear()
+            baseline_commands.clear()
+            wt = await create_worktree(root, job_id, pool=pool)
+            fresh = await create_worktree(root, "job-fresh")
+            try:
+                assert pool.untouched == (1 if job_id == "job-1" else 2) and pool.discards == 0
+                assert not any(c[:1] in (["checkout"], ["clean"]) for c in commands)
+                assert [c for c in baseline_commands if c[:1] == ["update-index"]] == [["update-index", "--refresh"]]
+                assert tree(wt.path) == tree(fresh.path)
+                assert run(wt.path, "status", "--porcelain", "--ignored", "--untracked-files=all") == ""
+                assert run(wt.path, "rev-parse", "HEAD^{tree}") == run(root, "rev-parse", "HEAD^{tree}")
+                assert run(wt.path, "rev-parse", "HEAD^").strip() == wt.head_oid
+                assert run(wt.path, "reflog", "--format=%H").split() == [wt.baseline_oid]
+            finally:
+                await remove_worktree(root, fresh)
+            dirty_the_job(wt)
+            await pool.release(wt)
+            await settled(pool)
+    assert only_main_worktree(root)
+
+
+def _wrote_tracked_same_size_and_mtime(path: Path) -> None:
+    target = path / "a.txt"
+    st = target.stat()
+    target.write_text("ALPHA\nbeta\n")  # same length
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def _staged_only(path: Path) -> None:
+    (path / "a.txt").write_text("staged\n")
+    git(path, "add", "a.txt")
+    git(path, "checkout-index", "--force", "--", "a.txt")  # the file is back; only the index differs
+    (path / "a.txt").write_bytes(run(path, "show", "HEAD:a.txt").encode())
+
+
+WRITES = {
+    "tracked": lambda p: (p / "src" / "app.js").write_text("export const n = 2;\n"),
+    "tracked-same-stat": _wrote_tracked_same_size_and_mtime,
+    "deleted": lambda p: (p / "src" / "lib" / "util.js").unlink(),
+    "chmod": lambda p: (p / "docs" / "readme.md").chmod(0o755),
+    "untracked": lambda p: (p / "src" / "new.js").write_text("x\n"),
+    "ignored": lambda p: (p / "debug.log").write_text("ignored\n"),
+    "ignored-dir": lambda p: (p / "dist").mkdir() or (p / "dist" / "b.js").write_text("b\n"),
+    "empty-dir": lambda p: (p / "empty").mkdir(),
+    "nested-repo": lambda p: (p / "vendor").mkdir() or git(p / "vendor", "init", "-q"),
+    "staged": _staged_only,
+    "type-change": lambda p: (p / "a.txt").unlink() or os.symlink("src/app.js", p / "a.txt"),
+}
+
+
+@pytest.mark.parametrize("write", sorted(WRITES))
+async def test_a_warm_worktree_someone_wrote_into_is_reset(repo_factory, write) -> None:
+    """Whatever was written into an idle warm worktree (tracked content — even with the size and mtime
+    kept —, a delete, a mode, an untracked, ignored or nested entry, an empty directory, the index) is
+    detected, and the job gets the full reset: a tree identical to a fresh checkout, baseline exactly HEAD."""
+    root = repo_factory(FILES)
+    async with open_pool(root) as pool:
+        await pool.warm()
+        [idle] = pool.idle_paths
+        WRITES[write](idle)
+        wt = await create_worktree(root, "job-1", pool=pool)
+        fresh = await create_worktree(root, "job-fresh")
+        try:
+            assert wt.path == idle and pool.hits == 1 and pool.untouched == 0
+            assert tree(wt.path) == tree(fresh.path)
+            assert run(wt.path, "status", "--porcelain", "--ignored", "--untracked-files=all") == ""
+            assert run(wt.path, "rev-parse", "HEAD^{tree}") == run(root, "rev-parse", "HEAD^{tree}")
+        finally:
+            await remove_worktree(root, wt)
+            await remove_worktree(root, fresh)
+    assert only_main_worktree(root)
+
+
 async def test_reused_worktree_follows_a_moved_head(repo_factory) -> None:
     root = repo_factory(FILES)
     async with open_pool(root) as pool:
@@ -378,9 +479,140 @@ async def test_sweep_removes_a_dead_engines_pooled_worktree_but_never_a_live_one
     assert only_main_worktree(root) and temp_base_empty()
 
 
+async def _park_as_dead_engine(root: Path) -> tuple[Path, dict[str, object]]:
+    """A warm worktree parked by an engine's shutdown (``aclose(park=True)``) whose process is gone."""
+    dead = await anyio.open_process([sys.executable, "-c", "pass"])
+    await dead.wait()
+    async with open_pool(root) as pool:
+        await pool.warm()
+        [path] = pool.idle_paths
+        await pool.aclose(park=True)
+    marker_file = _admin_of(root, path) / MARKER_NAME
+    marker = json.loads(marker_file.read_text())
+    assert marker["idle"] is True and marker["head"] == run(root, "rev-parse", "HEAD").strip()
+    marker = {**marker, "pid": dead.pid, "start": _process_start(dead.pid)}
+    marker_file.write_text(json.dumps(marker))
+    assert not (_admin_of(root, path) / "logs" / "HEAD").exists()
+    return path, marker
+
+
+async def test_a_parked_warm_worktree_is_adopted_by_the_next_engine(repo_factory, monkeypatch) -> None:
+    """Issue 17: shutdown keeps the idle warm worktree registered with a parked marker; the next start's sweep
+    keeps it, and the new pool adopts it (no ``worktree add``) once proven clean at the same HEAD; the job
+    then gets it untouched, identical to a fresh checkout."""
+    from spotpatch_agent.worktree import pool as pool_module
+
+    root = repo_factory(FILES)
+    before = snapshot(root)
+    path, _marker = await _park_as_dead_engine(root)
+    assert await sweep_orphans(root, keep_parked=True) == 0 and path.exists()
+    commands: list[list[str]] = []
+    real = pool_module.run_git
+
+    async def recorded(args, **kwargs):  # type: ignore[no-untyped-def]
+        commands.append([a for a in args if not a.startswith(("--git-dir=", "--work-tree="))])
+        return await real(args, **kwargs)
+
+    monkeypatch.setattr(pool_module, "run_git", recorded)
+    async with open_pool(root) as pool:
+        await pool.warm()
+        assert pool.idle_paths == [path] and not any(c[:2] == ["worktree", "add"] for c in commands)
+        marker = json.loads((_admin_of(root, path) / MARKER_NAME).read_text())
+        assert marker["pid"] == os.getpid() and "idle" not in marker
+        wt = await create_worktree(root, "job-1", pool=pool)
+        fresh = await create_worktree(root, "job-fresh")
+        try:
+            assert wt.path == path and pool.untouched == 1
+            assert tree(wt.path) == tree(fresh.path)
+            assert run(wt.path, "rev-parse", "HEAD^{tree}") == run(root, "rev-parse", "HEAD^{tree}")
+        finally:
+            await remove_worktree(root, wt)
+            await remove_worktree(root, fresh)
+    assert snapshot(root) == before
+    assert only_main_worktree(root) and temp_base_empty()
+
+
+def _move_head(root: Path) -> None:
+    (root / "a.txt").write_text("moved\n")
+    git(root, "commit", "-q", "-am", "move HEAD")
+
+
+@pytest.mark.parametrize("change", ["head-moved", "written-into", "pool-off"])
+async def test_a_stale_or_dirty_parked_worktree_is_moved_aside(repo_factory, change) -> None:
+    """A parked worktree is never used when HEAD moved, when anything was written into it, or when the new
+    engine keeps no pool: it is moved aside (and the pool, when on, warms a fresh one)."""
+    root = repo_factory(FILES)
+    path, _marker = await _park_as_dead_engine(root)
+    if change == "head-moved":
+        _move_head(root)
+    elif change == "written-into":
+        (path / "src" / "new.js").write_text("left behind\n")
+    assert await sweep_orphans(root, keep_parked=True) == 0
+    async with open_pool(root, mode="off" if change == "pool-off" else "on") as pool:
+        await pool.warm()
+        if change != "written-into":  # HEAD moved, or no pool: moved aside at once
+            assert not path.exists()
+        assert len(pool.idle_paths) == (0 if change == "pool-off" else 1)
+        if pool.idle_paths:
+            wt = await create_worktree(root, "job-1", pool=pool)  # written into: the proof fails at hand-out
+            try:
+                assert wt.path != path and not path.exists()
+                if change == "written-into":  # adopted, then refused at hand-out: the job started cold
+                    assert pool.untouched == 0 and pool.misses == 1 and pool.discards == 1
+                assert (wt.path / "a.txt").read_text() == (root / "a.txt").read_text()
+                assert not (wt.path / "src" / "new.js").exists()
+            finally:
+                await remove_worktree(root, wt)
+    assert only_main_worktree(root) and temp_base_empty()
+
+
+async def test_only_a_parked_marker_survives_the_start_up_sweep(repo_factory) -> None:
+    """The start-up sweep keeps only a parked worktree: a crashed job's worktree, and a pool worktree that was
+    being warmed or recycled (no ``idle``), are removed as always; without ``keep_parked`` (every other
+    sweep) the parked one goes too; ``drop_parked`` removes it for an engine that opens no pool."""
+    from spotpatch_agent.worktree.pool import drop_parked
+
+    root = repo_factory(FILES)
+    path, marker = await _park_as_dead_engine(root)
+    marker_file = _admin_of(root, path) / MARKER_NAME
+    for name, record in (("crashed job", {**marker, "jobId": "job_0123456789abcdef"}),
+                         ("recycle in flight", {k: v for k, v in marker.items() if k != "idle"}),
+                         ("no head", {k: v for k, v in marker.items() if k != "head"})):
+        marker_file.write_text(json.dumps(record))
+        assert await sweep_orphans(root, keep_parked=True) == 1, name
+        assert not path.exists()
+        path, marker = await _park_as_dead_engine(root)
+        marker_file = _admin_of(root, path) / MARKER_NAME
+    assert await sweep_orphans(root) == 1 and not path.exists()
+    path, marker = await _park_as_dead_engine(root)
+    await drop_parked(root)
+    assert not path.exists()
+    assert only_main_worktree(root) and temp_base_empty()
+
+
+async def test_a_live_engines_parked_worktree_is_left_alone(repo_factory) -> None:
+    root = repo_factory(FILES)
+    path, marker = await _park_as_dead_engine(root)
+    live = await anyio.open_process([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        marker_file = _admin_of(root, path) / MARKER_NAME
+        marker_file.write_text(json.dumps({**marker, "pid": live.pid, "start": _process_start(live.pid)}))
+        assert await sweep_orphans(root, keep_parked=True) == 0
+        async with open_pool(root) as pool:
+            await pool.warm()
+            assert path.exists() and pool.idle_paths and pool.idle_paths != [path]
+            assert json.loads(marker_file.read_text())["pid"] == live.pid
+    finally:
+        live.kill()
+        await live.wait()
+    assert await sweep_orphans(root) == 1
+    assert only_main_worktree(root) and temp_base_empty()
+
+
 def test_engine_reuses_its_pooled_worktree_across_jobs(tmp_path: Path, private_tempdir: Path) -> None:
     """Through the real ``spotpatch-agent serve`` with the pool forced on: the second job runs in the first
-    job's (recycled) worktree, both give the demo diff, and shutdown removes the pooled worktree."""
+    job's (recycled) worktree, both give the demo diff; shutdown parks the pooled worktree (issue 17) and the
+    next engine's first job runs in it too; a sweep without ``keep_parked`` removes it."""
     from spotpatch_agent.demo.runner import TOUCHED, make_demo_project
     from spotpatch_agent.demo.script import demo_turns
     from spotpatch_agent.provider.scripted import ScriptedProviderServer
@@ -407,5 +639,22 @@ def test_engine_reuses_its_pooled_worktree_across_jobs(tmp_path: Path, private_t
             assert eng.close() == 0
         finally:
             eng.stop()
+        assert job_worktrees(project) == used[0]  # parked for the next start
+        marker = json.loads((_admin_of(project, used[0][0]) / MARKER_NAME).read_text())
+        assert marker["idle"] is True and marker["head"] == git(project, "rev-parse", "HEAD").strip()
+        server.add_turns(*demo_turns())
+        eng2 = EngineProcess(env={KEY_ENV: "sk-test", "SPOTPATCH_WORKTREE_POOL": "1", "TMPDIR": str(private_tempdir)})
+        try:
+            eng2.initialize(project, config_for(server))
+            job_id = create_job(eng2)
+            final = eng2.wait_status(job_id, {"awaiting-review", "failed", "cancelled"}, timeout=60)
+            assert final["status"] == "awaiting-review", eng2.events(job_id)
+            assert eng2.call("job/diff", {"jobId": job_id})["files"] == diffs[0]
+            assert job_worktrees(project) == used[0]  # adopted: the same directory, no second checkout
+            eng2.call("job/close", {"jobId": job_id})
+            assert eng2.close() == 0
+        finally:
+            eng2.stop()
+    assert anyio.run(sweep_orphans, project) == 1
     assert job_worktrees(project) == [] and not used[0][0].exists()
-    assert eng.stdout_faults == []
+    assert eng.stdout_faults == [] and eng2.stdout_faults == []

@@ -12,6 +12,7 @@ the shutdown path, and the behaviour is the same as before.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -35,7 +36,7 @@ from spotpatch_agent.worktree.isolation import (
     sweep_orphans,
 )
 from spotpatch_agent.worktree.pool import WorktreePool
-from tests.worktree._util import temp_base, worktree_list
+from tests.worktree._util import run, temp_base, worktree_list
 
 pytestmark = pytest.mark.anyio
 
@@ -108,7 +109,16 @@ async def test_initialize_answers_before_the_health_check_and_job_create_waits_f
         assert exc.code == ErrorCode.CONSENT_REQUIRED and "staged 0, unstaged 1, untracked 0" in exc.message
         health = await service.health()
         assert health.state == "consent-required"
-    assert _registrations(root) == []  # the dirty repository is healthy: its pool was opened, now closed
+        with anyio.fail_after(60):  # the pool's warm worktree is ready (a warm in flight at the stop is removed)
+            while service._pool is None or not service._pool.idle_paths:
+                await anyio.sleep(0.02)
+    # The dirty repository is healthy: its pool was opened; at the stop its warm worktree was parked for the
+    # next start (issue 17), which a sweep without keep_parked removes.
+    [parked] = _registrations(root)
+    [admin] = (root / ".git" / "worktrees").iterdir()
+    marker = json.loads((admin / MARKER_NAME).read_text())
+    assert marker["idle"] is True and marker["head"] == run(root, "rev-parse", "HEAD").strip()
+    assert await sweep_orphans(root) == 1 and _registrations(root) == [] and not parked.exists()
 
 
 async def test_a_blocked_repository_is_refused_as_before_and_gets_no_warm_worktree(
