@@ -503,6 +503,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"SpotPatch worktree benchmarks — git {_git(Path.cwd(), 'version').decode().split()[-1]}, "
           f"{os.cpu_count()} CPUs, pool={args.pool}", file=out)
     scratch = Path(tempfile.mkdtemp(prefix="spotpatch-bench-worktree-"))
+    repo: BigRepo | None = None
     try:
         repo = cached_repo(scratch, args.files, args.mb)
         print(f"repository: {repo.files} files, {repo.total_bytes / MIB:.0f} MiB, generated in {repo.seconds:.1f} s",
@@ -521,6 +522,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchmark failed: {exc}", file=sys.stderr)
         return 2
     finally:
+        if repo is not None and repo.root.exists():  # the warm worktree the last session parked (untimed)
+            from spotpatch_agent.worktree.isolation import sweep_orphans
+
+            anyio.run(sweep_orphans, repo.root)
+            subprocess.run(["git", "worktree", "prune"], cwd=repo.root, check=False, capture_output=True)
         _REPOS.clear()
         shutil.rmtree(scratch, ignore_errors=True)
     return 1 if (args.strict and not ok) else 0
