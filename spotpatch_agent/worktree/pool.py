@@ -49,7 +49,9 @@ import os
 import secrets
 import stat
 import tempfile
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -386,10 +388,18 @@ class WorktreePool:
         if slot.adopted:  # kept from the last start: used only when provably clean at this HEAD
             raise GitError("the worktree kept from the last start is not a clean checkout of HEAD")
         slot.head = None  # until the reset below succeeded
-        for args in (["checkout", "--detach", "--force", "--quiet", head, "--"], ["clean", "-ffdxq"]):
-            await run_git([*scoped, *args], cwd=slot.path, redact=[slot.path], timeout=_STEP_TIMEOUT)
-        if not await _at(slot, head):
-            raise GitError("the pooled worktree is not at the recorded HEAD")
+        # Twice when the first pass did not give a clean checkout: a tracked directory swapped for a symlink
+        # to a copy looks up to date to checkout, and only clean removes the symlink, leaving the files gone.
+        # What neither clears (a .git in a tracked directory, a flagged index entry) means no reset: the job
+        # starts cold. Tracked files that still differ from the index after two checkouts (a non-idempotent
+        # checkout filter) are the baseline's to commit, as after a cold worktree add.
+        for final in (False, True):
+            for args in ([*_STAT_RULES, "checkout", "--detach", "--force", "--quiet", head, "--"], ["clean", "-ffdxq"]):
+                await run_git([*scoped, *args], cwd=slot.path, redact=[slot.path], timeout=_STEP_TIMEOUT)
+            if await self._untouched(slot, head, files=not final):
+                break
+            if final:
+                raise GitError("the pooled worktree is not a clean checkout of HEAD after a reset")
         slot.head = head
         return False
 
@@ -398,33 +408,50 @@ class WorktreePool:
         if not same_path(slot.path.parent, expected):
             raise GitError("the pooled worktree is not where a new one would be placed")
 
-    async def _untouched(self, slot: _Slot, head: str) -> bool:
+    async def _untouched(self, slot: _Slot, head: str, *, files: bool = True) -> bool:
         """Whether ``slot`` is still exactly the clean checkout of ``head`` it was made: HEAD is ``head``,
         the index equals ``head``'s tree (``diff-index --cached``), every tracked file equals the index
-        (``update-index --refresh``: stat data, and the content of any file whose stat changed — a write, a
-        chmod, a delete, a type change), and nothing else is in the directory, ignored files, empty
-        directories and nested repositories included (``ls-files --others --directory`` without excludes:
-        the set ``clean -ffdxq`` would delete). Any doubt, or a git failure, is False: the caller resets."""
+        (``update-index --refresh`` under :data:`_STAT_RULES`: stat data, and the content of any file whose
+        stat changed — a write, a chmod, a delete, a type change), no index entry tells git to look away and
+        no ``.git`` hides in a tracked directory (:func:`_index_clean`), and nothing else is in the directory,
+        ignored files, empty directories and nested repositories included (``ls-files --others --directory``
+        without excludes: the set ``clean -ffdxq`` would delete). The five run side by side (each only reads
+        the worktree; the refresh rewrites the index's stat data, never an entry). Any doubt, or a git
+        failure, is False: the caller resets. ``files`` False (after a reset): all but the refresh."""
         scoped = _scoped(slot)
-        try:
-            if not await _at(slot, head):
-                return False
-            index = await run_git([*scoped, "diff-index", "--cached", "--quiet", head, "--"], cwd=slot.path,
-                                  check=False, read_only=True, redact=[slot.path], timeout=_STEP_TIMEOUT)
-            if index.returncode != 0:
-                return False
-            if (await self._refresh(slot, check=False)) != 0:
-                return False
-            others = await run_git([*scoped, "ls-files", "-z", "--others", "--directory"], cwd=slot.path,
-                                   check=False, read_only=True, redact=[slot.path], timeout=_STEP_TIMEOUT)
-            return others.returncode == 0 and others.stdout == b""
-        except GitError:
-            return False
+        verdicts: list[bool] = []
+
+        async def index_is_head() -> bool:
+            out = await run_git([*scoped, "diff-index", "--cached", "--quiet", head, "--"], cwd=slot.path,
+                                check=False, read_only=True, redact=[slot.path], timeout=_STEP_TIMEOUT)
+            return out.returncode == 0
+
+        async def files_are_index() -> bool:
+            return await self._refresh(slot, check=False) == 0
+
+        async def nothing_else() -> bool:
+            out = await run_git([*scoped, "ls-files", "-z", "--others", "--directory"], cwd=slot.path,
+                                check=False, read_only=True, redact=[slot.path], timeout=_STEP_TIMEOUT)
+            return out.returncode == 0 and out.stdout == b""
+
+        async def judge(proof: Callable[[], Awaitable[bool]]) -> None:
+            try:
+                verdicts.append(await proof())
+            except GitError:
+                verdicts.append(False)
+
+        proofs = [partial(_at, slot, head), index_is_head, partial(_index_clean, slot), nothing_else]
+        if files:
+            proofs.append(files_are_index)
+        async with anyio.create_task_group() as tg:
+            for proof in proofs:
+                tg.start_soon(judge, proof)
+        return len(verdicts) == len(proofs) and all(verdicts)
 
     async def _refresh(self, slot: _Slot, *, check: bool = True) -> int:
         """``update-index --refresh`` of the worktree's own index (stat data brought up to date, so the next
         one is a pass of ``lstat`` calls); its exit code (non-zero: a file differs from the index)."""
-        out = await run_git([*_scoped(slot), "update-index", "--refresh"], cwd=slot.path, check=check,
+        out = await run_git([*_STAT_RULES, *_scoped(slot), "update-index", "--refresh"], cwd=slot.path, check=check,
                             redact=[slot.path], timeout=_STEP_TIMEOUT)
         return out.returncode
 
@@ -468,6 +495,51 @@ class WorktreePool:
                 self._tg.start_soon(empty_trash, self.root)
             except RuntimeError:  # the task group is closed
                 pass
+
+
+#: git options under which ``update-index --refresh`` judges every file by its full stat data whatever the
+#: user's configuration: ctime and inode too (a same-size write that kept the mtime), the executable bit
+#: (POSIX: a chmod), and no entry marked unchanged by ``core.ignoreStat``. A fresh ``worktree add`` writes
+#: the same files whatever these say, so they can only make the proof stricter.
+_STAT_RULES = ("-c", "core.trustctime=true", "-c", "core.checkStat=default", "-c", "core.ignoreStat=false",
+               *(("-c", "core.fileMode=true") if os.name != "nt" else ()))
+
+
+async def _index_clean(slot: _Slot) -> bool:
+    """Whether every index entry of ``slot`` is a plain cached one and nothing hides where ``ls-files
+    --others`` never looks (:func:`_plain_entries`). Raises :class:`GitError` when git fails."""
+    out = await run_git([*_scoped(slot), "ls-files", "-z", "-s", "-v"], cwd=slot.path, read_only=True,
+                        redact=[slot.path], timeout=_STEP_TIMEOUT)
+    return await anyio.to_thread.run_sync(_plain_entries, out.stdout, os.fsencode(slot.path))
+
+
+def _plain_entries(listing: bytes, top: bytes) -> bool:
+    """``ls-files -s -v`` of a worktree (``top``): no entry tagged other than ``H`` (assume-unchanged and
+    skip-worktree entries are skipped by ``update-index --refresh``, so a write to one would go unseen), no
+    ``.git`` entry in a tracked directory (git never lists one, nor does ``clean`` delete it: a nested
+    repository or a gitfile there would reach the job), and every submodule an empty directory, as a fresh
+    checkout leaves it (git never looks inside one)."""
+    dirs: set[bytes] = set()
+    for record in listing.split(b"\0"):
+        if not record:
+            continue
+        meta, _, path = record.partition(b"\t")
+        if not meta.startswith(b"H ") or not path:
+            return False
+        if meta[2:9] == b"160000 ":
+            try:
+                if not stat.S_ISDIR(os.lstat(top + b"/" + path).st_mode) or os.listdir(top + b"/" + path):
+                    return False
+            except OSError:
+                return False
+        cut = path.rfind(b"/")
+        while cut > 0:
+            path = path[:cut]
+            if path in dirs:
+                break
+            dirs.add(path)
+            cut = path.rfind(b"/")
+    return not any(os.path.lexists(top + b"/" + d + b"/.git") for d in dirs)
 
 
 def _scoped(slot: _Slot) -> list[str]:

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -206,8 +207,35 @@ def _staged_only(path: Path) -> None:
     (path / "a.txt").write_bytes(run(path, "show", "HEAD:a.txt").encode())
 
 
+def _wrote_with_ctime_untrusted(path: Path) -> None:
+    """The user's configuration trusts no ctime and checks minimal stat data; the write keeps size and mtime
+    and is not racily clean (the file's mtime is older than the index), so only the ctime could tell."""
+    git(path, "config", "core.trustctime", "false")
+    git(path, "config", "core.checkStat", "minimal")
+    target = path / "a.txt"
+    older = target.stat().st_mtime_ns - 5_000_000_000
+    os.utime(target, ns=(older, older))
+    git(path, "update-index", "--refresh")  # the index records the older mtime (and is newer than the file)
+    recorded = int(target.stat().st_ctime)
+    deadline = time.monotonic() + 5  # git compares whole seconds: the write must come in a later second
+    while int(time.time()) <= recorded and time.monotonic() < deadline:
+        time.sleep(0.05)
+    target.write_text("ALPHA\nbeta\n")  # same length
+    os.utime(target, ns=(older, older))
+
+
+def _directory_swapped_for_symlink(path: Path) -> None:
+    """``src`` moved out (same inodes, same stat data for its files) and a symlink to it put in its place."""
+    away = path.parent.parent / "away"
+    os.rename(path / "src", away)
+    os.symlink(away, path / "src")
+
+
 WRITES = {
     "tracked": lambda p: (p / "src" / "app.js").write_text("export const n = 2;\n"),
+    "same-stat-ctime-untrusted": _wrote_with_ctime_untrusted,
+    "chmod-filemode-off": lambda p: git(p, "config", "core.fileMode", "false") or (p / "docs" / "readme.md").chmod(0o755),
+    "directory-symlink": _directory_swapped_for_symlink,
     "tracked-same-stat": _wrote_tracked_same_size_and_mtime,
     "deleted": lambda p: (p / "src" / "lib" / "util.js").unlink(),
     "chmod": lambda p: (p / "docs" / "readme.md").chmod(0o755),
@@ -238,10 +266,56 @@ async def test_a_warm_worktree_someone_wrote_into_is_reset(repo_factory, write) 
             assert tree(wt.path) == tree(fresh.path)
             assert run(wt.path, "status", "--porcelain", "--ignored", "--untracked-files=all") == ""
             assert run(wt.path, "rev-parse", "HEAD^{tree}") == run(root, "rev-parse", "HEAD^{tree}")
+            assert [line[:2] for line in run(wt.path, "ls-files", "-v").splitlines()] == ["H "] * 6  # no flag left
+            assert run(wt.path, "ls-tree", "-r", "--name-only", "HEAD") == run(root, "ls-files")  # the baseline
         finally:
             await remove_worktree(root, wt)
             await remove_worktree(root, fresh)
     assert only_main_worktree(root)
+
+
+#: What neither ``checkout --force`` nor ``clean -ffdxq`` clears: git never lists an entry named ``.git``, and
+#: keeps an index entry's assume-unchanged / skip-worktree flag.
+HIDDEN = {
+    "nested-repo-in-tracked-dir": lambda p: git(p / "src", "init", "-q"),
+    # An index flag makes update-index --refresh, git status and checkout look away from a written file
+    # (and it survives checkout --force).
+    "assume-unchanged": lambda p: git(p, "update-index", "--assume-unchanged", "a.txt")
+    or (p / "a.txt").write_text("written\n"),
+    "skip-worktree": lambda p: git(p, "update-index", "--skip-worktree", "a.txt") or (p / "a.txt").write_text("w\n"),
+    "skip-worktree-deleted": lambda p: git(p, "update-index", "--skip-worktree", "a.txt") or (p / "a.txt").unlink(),
+    "gitfile-in-tracked-dir": lambda p: (p / "src" / "lib" / ".git").write_text("gitdir: ../../../elsewhere\n"),
+}
+
+
+@pytest.mark.parametrize("write", sorted(HIDDEN))
+@pytest.mark.parametrize("when", ["idle", "after-a-job"])
+async def test_a_warm_worktree_holding_what_a_reset_cannot_clear_is_never_handed_out(repo_factory, write, when) -> None:
+    """A ``.git`` in a tracked directory of the warm worktree, or a flagged index entry (left idle, or by a
+    job's check before the recycle), would reach the next job through both the untouched proof and a reset:
+    the worktree is discarded and the job starts cold, in a tree identical to a fresh checkout."""
+    root = repo_factory(FILES)
+    async with open_pool(root) as pool:
+        if when == "idle":
+            await pool.warm()
+            [used] = pool.idle_paths
+            HIDDEN[write](used)
+        else:
+            first = await create_worktree(root, "job-0", pool=pool)  # a miss: cold, kept at release
+            used = first.path
+            HIDDEN[write](used)
+            await pool.release(first)
+            await settled(pool)
+        wt = await create_worktree(root, "job-1", pool=pool)
+        fresh = await create_worktree(root, "job-fresh")
+        try:
+            assert wt.path != used and pool.untouched == 0 and pool.discards == 1
+            assert tree(wt.path) == tree(fresh.path)
+            assert not os.path.lexists(used)
+        finally:
+            await remove_worktree(root, wt)
+            await remove_worktree(root, fresh)
+    assert only_main_worktree(root) and temp_base_empty()
 
 
 async def test_reused_worktree_follows_a_moved_head(repo_factory) -> None:
@@ -658,3 +732,4 @@ def test_engine_reuses_its_pooled_worktree_across_jobs(tmp_path: Path, private_t
     assert anyio.run(sweep_orphans, project) == 1
     assert job_worktrees(project) == [] and not used[0][0].exists()
     assert eng.stdout_faults == [] and eng2.stdout_faults == []
+
