@@ -847,6 +847,8 @@ async def sweep_orphans(root: Path, *, live_job_ids: frozenset[str] | set[str] =
             path = _unmarked_orphan(admin, path, root, bases)
             if path is None:
                 continue
+        if path is not None and _names_another(path, admin):  # a copied repository's registration: the
+            path = None  # directory is another repository's worktree (its .git names that one); ours goes alone
         if path is None:  # marked, but git never wrote (or lost) ``gitdir``: only the registration is left
             await anyio.to_thread.run_sync(_rmtree_quietly, admin)
         else:
@@ -901,6 +903,20 @@ def _unmarked_orphan(admin: Path, registered: Path | None, root: Path, bases: li
     parent = os.path.realpath(registered.parent)
     locations = (root / "node_modules" / ".spotpatch", _temp_base())
     return registered if any(parent == os.path.realpath(loc) for loc in locations) else None
+
+
+def _names_another(path: Path, admin: Path) -> bool:
+    """Whether ``<path>/.git`` is a gitfile naming an existing git directory other than ``admin``: the
+    registration was copied with its repository (``cp -r``), and the directory belongs to the original's."""
+    try:
+        text = (path / ".git").read_text("utf-8", "surrogateescape").strip()
+    except OSError:
+        return False
+    if not text.startswith("gitdir:"):
+        return False
+    target = Path(text[len("gitdir:"):].strip())
+    target = target if target.is_absolute() else path / target
+    return target.is_dir() and not same_path(target, admin)
 
 
 def _rmtree_quietly(path: Path) -> None:

@@ -286,8 +286,8 @@ class WorktreePool:
             if not is_parked(marker) or _owner_alive(marker):  # type: ignore[arg-type]
                 continue
             path = _registered_path(admin)
-            if path is None:
-                continue  # no directory: the sweep's case
+            if path is None or not _points_back(path, admin):
+                continue  # no directory, or another repository's (a copied registration): the sweep's case
             slot = _Slot(path, admin, "pool-" + secrets.token_hex(6))
             parked_head = _claim(admin, slot.pool_id)
             if parked_head is None:

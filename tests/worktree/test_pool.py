@@ -733,3 +733,34 @@ def test_engine_reuses_its_pooled_worktree_across_jobs(tmp_path: Path, private_t
     assert job_worktrees(project) == [] and not used[0][0].exists()
     assert eng.stdout_faults == [] and eng2.stdout_faults == []
 
+
+@pytest.mark.parametrize("original", ["parked", "running a job"])
+async def test_a_copied_repositorys_registration_never_touches_the_originals_worktree(repo_factory, original) -> None:
+    """``cp -r`` of a project copies its ``.git/worktrees/<name>`` registration of the parked warm worktree, whose
+    directory is the original's (its ``.git`` names the original's registration). The copy's start-up sweep and
+    pool drop only the copy's registration: the original's worktree — parked, or adopted by its live engine
+    and running a job — keeps every file, and no process in it is killed."""
+    from spotpatch_agent.worktree.pool import drop_parked
+
+    root = repo_factory(FILES)
+    path, marker = await _park_as_dead_engine(root)
+    copy = root.parent / "copy"
+    shutil.copytree(root, copy, symlinks=True)
+    live = await anyio.open_process([sys.executable, "-c", "import time; time.sleep(60)"], cwd=path)
+    try:
+        if original == "running a job":
+            (_admin_of(root, path) / MARKER_NAME).write_text(json.dumps(
+                {**marker, "pid": live.pid, "start": _process_start(live.pid), "idle": False,
+                 "jobId": "job_0123456789abcdef"}))
+        before = files(path)
+        assert await sweep_orphans(copy, keep_parked=True) == 1  # the copy's registration alone
+        async with open_pool(copy) as pool:
+            await pool.warm()
+            assert pool.idle_paths and path not in pool.idle_paths
+        await drop_parked(copy)
+        assert files(path) == before and live.returncode is None
+        assert [p.resolve() for p in worktree_list(root)] == [root.resolve(), path.resolve()]
+    finally:
+        live.kill()
+        await live.wait()
+    assert await sweep_orphans(root) == 1 and only_main_worktree(root)
