@@ -61,6 +61,7 @@ from anyio.abc import TaskGroup
 from spotpatch_agent.errors import GitError
 from spotpatch_agent.worktree.git import run_git, sanitize
 from spotpatch_agent.worktree.isolation import (  # the pool shares the job worktrees' placement and marker
+    CLAIM_INFIX,
     MARKER_NAME,
     Worktree,
     _admin_dir,
@@ -554,10 +555,11 @@ async def _at(slot: _Slot, head: str) -> bool:
 
 
 def _claim(admin: Path, pool_id: str) -> str | None:
-    """Take a parked marker for this process: renamed to a unique name first, so of two engines starting at
-    once only one succeeds; then it must still be parked by a process that is gone (else it is put back),
+    """Take a parked marker for this process: renamed to a unique name naming this process first, so of two
+    engines starting at once only one succeeds (and another engine's sweep, finding no marker, leaves the
+    registration alone while this process runs: ``isolation.sweep_orphans``); then it must still be parked by a process that is gone (else it is put back),
     and our marker (``pool_id``, this process) replaces it. Returns the HEAD it was parked at, or None."""
-    claim = admin / f"{MARKER_NAME}.claim-{secrets.token_hex(6)}"
+    claim = admin / f"{MARKER_NAME}{CLAIM_INFIX}{os.getpid()}-{secrets.token_hex(6)}"  # names us: the sweep waits
     try:
         os.rename(admin / MARKER_NAME, claim)
     except OSError:

@@ -764,3 +764,29 @@ async def test_a_copied_repositorys_registration_never_touches_the_originals_wor
         live.kill()
         await live.wait()
     assert await sweep_orphans(root) == 1 and only_main_worktree(root)
+
+
+async def test_a_parked_worktree_being_adopted_is_left_to_its_adopter_by_another_engines_sweep(repo_factory) -> None:
+    """Two engines start on one project: while one's pool takes the parked marker over (renamed to a claim
+    naming it, so for a moment there is no marker), the other's start-up sweep must not judge the worktree
+    unmarked and remove it from under the adopter. A claim left by an adopter that died does not keep it."""
+    root = repo_factory(FILES)
+    path, marker = await _park_as_dead_engine(root)
+    admin = _admin_of(root, path)
+    dead = await anyio.open_process([sys.executable, "-c", "pass"])
+    await dead.wait()
+    sidecar = path.parent / (path.name + ".owner")  # its creator is gone too (the engine that parked it)
+    sidecar.write_text(json.dumps({**json.loads(sidecar.read_text()), "pid": dead.pid,
+                                   "start": _process_start(dead.pid)}))
+    adopter = await anyio.open_process([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        claim = admin / f"{MARKER_NAME}.claim-{adopter.pid}-0123456789ab"
+        os.rename(admin / MARKER_NAME, claim)  # the adopter's _claim, between its rename and its own marker
+        assert await sweep_orphans(root, keep_parked=True) == 0
+        assert path.exists() and admin.exists()
+    finally:
+        adopter.kill()
+        await adopter.wait()
+    os.rename(claim, admin / f"{MARKER_NAME}.claim-{dead.pid}-0123456789ab")  # that adopter was killed
+    assert await sweep_orphans(root, keep_parked=True) == 1
+    assert only_main_worktree(root) and temp_base_empty()
