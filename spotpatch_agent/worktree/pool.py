@@ -441,7 +441,7 @@ class WorktreePool:
             except GitError:
                 verdicts.append(False)
 
-        proofs = [partial(_at, slot, head), index_is_head, partial(_index_clean, slot), nothing_else]
+        proofs = [partial(_at, slot, head), index_is_head, partial(_index_clean, slot, head), nothing_else]
         if files:
             proofs.append(files_are_index)
         async with anyio.create_task_group() as tg:
@@ -506,41 +506,44 @@ _STAT_RULES = ("-c", "core.trustctime=true", "-c", "core.checkStat=default", "-c
                *(("-c", "core.fileMode=true") if os.name != "nt" else ()))
 
 
-async def _index_clean(slot: _Slot) -> bool:
+async def _index_clean(slot: _Slot, head: str) -> bool:
     """Whether every index entry of ``slot`` is a plain cached one and nothing hides where ``ls-files
-    --others`` never looks (:func:`_plain_entries`). Raises :class:`GitError` when git fails."""
-    out = await run_git([*_scoped(slot), "ls-files", "-z", "-s", "-v"], cwd=slot.path, read_only=True,
-                        redact=[slot.path], timeout=_STEP_TIMEOUT)
-    return await anyio.to_thread.run_sync(_plain_entries, out.stdout, os.fsencode(slot.path))
+    --others`` never looks (:func:`_plain_entries`); ``head``'s directories stand for the index's (the
+    caller proves the index equals ``head``'s tree). Raises :class:`GitError` when git fails."""
+    scoped = _scoped(slot)
+    listings: dict[str, bytes] = {}
+
+    async def read(name: str, args: list[str]) -> None:
+        out = await run_git([*scoped, *args], cwd=slot.path, read_only=True, redact=[slot.path],
+                            timeout=_STEP_TIMEOUT)
+        listings[name] = out.stdout
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read, "entries", ["ls-files", "-z", "-s", "-v"])
+        tg.start_soon(read, "dirs", ["ls-tree", "-r", "-d", "-z", "--name-only", head])
+    return await anyio.to_thread.run_sync(_plain_entries, listings["entries"], listings["dirs"],
+                                          os.fsencode(slot.path))
 
 
-def _plain_entries(listing: bytes, top: bytes) -> bool:
-    """``ls-files -s -v`` of a worktree (``top``): no entry tagged other than ``H`` (assume-unchanged and
-    skip-worktree entries are skipped by ``update-index --refresh``, so a write to one would go unseen), no
-    ``.git`` entry in a tracked directory (git never lists one, nor does ``clean`` delete it: a nested
-    repository or a gitfile there would reach the job), and every submodule an empty directory, as a fresh
-    checkout leaves it (git never looks inside one)."""
-    dirs: set[bytes] = set()
-    for record in listing.split(b"\0"):
-        if not record:
-            continue
-        meta, _, path = record.partition(b"\t")
-        if not meta.startswith(b"H ") or not path:
-            return False
-        if meta[2:9] == b"160000 ":
-            try:
-                if not stat.S_ISDIR(os.lstat(top + b"/" + path).st_mode) or os.listdir(top + b"/" + path):
+def _plain_entries(entries: bytes, dirs: bytes, top: bytes) -> bool:
+    """``ls-files -s -v`` of a worktree (``top``) and its tracked directories: no entry tagged other than
+    ``H`` (assume-unchanged and skip-worktree entries are skipped by ``update-index --refresh``, so a write
+    to one would go unseen), no ``.git`` entry in a tracked directory (git never lists one, nor does
+    ``clean`` delete it: a nested repository or a gitfile there would reach the job), and every submodule
+    an empty directory, as a fresh checkout leaves it (git never looks inside one)."""
+    records = b"\0" + entries
+    if records.count(b"\0H ") != entries.count(b"\0"):
+        return False
+    if b"\0H 160000 " in records:
+        for record in entries.split(b"\0"):
+            if record.startswith(b"H 160000 "):
+                path = top + b"/" + record.partition(b"\t")[2]
+                try:
+                    if not stat.S_ISDIR(os.lstat(path).st_mode) or os.listdir(path):
+                        return False
+                except OSError:
                     return False
-            except OSError:
-                return False
-        cut = path.rfind(b"/")
-        while cut > 0:
-            path = path[:cut]
-            if path in dirs:
-                break
-            dirs.add(path)
-            cut = path.rfind(b"/")
-    return not any(os.path.lexists(top + b"/" + d + b"/.git") for d in dirs)
+    return not any(os.path.lexists(top + b"/" + d + b"/.git") for d in dirs.split(b"\0") if d)
 
 
 def _scoped(slot: _Slot) -> list[str]:
