@@ -50,7 +50,7 @@ import secrets
 import stat
 import tempfile
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Literal
@@ -120,6 +120,17 @@ class _Slot:
     adopted: bool = False
 
 
+@dataclass
+class _Prepared:
+    """:meth:`WorktreePool.prepare`'s hand-out in flight: ``done`` once ``slot`` (None: none to give) is proven
+    (``untouched``) or reset at ``head``."""
+
+    head: str
+    done: anyio.Event = field(default_factory=anyio.Event)
+    slot: _Slot | None = None
+    untouched: bool = False
+
+
 class WorktreePool:
     """Warm detached worktrees of one project root (see the module docstring).
 
@@ -144,6 +155,7 @@ class WorktreePool:
         self._proven: Path | None = None
         self._recycling = 0
         self._parking = False
+        self._prepared: _Prepared | None = None  # taken out and being proven for a job/create (prepare)
 
     def proven(self, path: Path) -> bool:
         """Whether the last :meth:`acquire` handed ``path`` over untouched: its ``update-index --refresh``
@@ -163,15 +175,59 @@ class WorktreePool:
         """A clean detached checkout at ``head``, now owned by the caller — or ``None``: create it cold.
 
         Waits for a warm or recycle in flight (it is the cheapest source of a checkout), never for more.
+        Takes what :meth:`prepare` proved for the same ``head`` (another head: that one goes back idle).
         The caller removes the worktree (:func:`remove_worktree`) or hands it back with :meth:`release`.
         Never raises except on cancellation (the worktree is then removed).
         """
         self._proven = None
+        prepared, self._prepared = self._prepared, None
+        if prepared is not None:
+            with anyio.CancelScope(shield=True):  # bounded by the proof's git steps; it then has one owner
+                await prepared.done.wait()
+            if prepared.slot is not None and prepared.head == head:
+                self._proven = prepared.slot.path if prepared.untouched else None
+                return prepared.slot.path
+            await self._give_back(prepared)
+        slot, untouched = await self._take(head)
+        self._proven = slot.path if slot is not None and untouched else None
+        return slot.path if slot is not None else None
+
+    async def prepare(self, head: str) -> None:
+        """Start :meth:`acquire`'s work for a job about to start at ``head`` in the background (job/create, beside
+        its health check: issue 17): the idle worktree is taken out of the pool and proven (or reset) now, and
+        the job's :meth:`acquire` takes the result. :meth:`unprepare` gives it back when no job takes it; an
+        earlier preparation nobody took is given back first, so a proof is never used long after it was made.
+        Never raises but on cancellation."""
+        await self.unprepare()
+        if self._closed or self._tg is None or not (self._idle or self._busy):  # nothing idle, nor on its way
+            return
+        prepared = self._prepared = _Prepared(head)
+        try:
+            self._tg.start_soon(self._prepare, prepared)
+        except RuntimeError:  # the task group is closed
+            self._prepared = None
+
+    async def unprepare(self) -> None:
+        """Give back what :meth:`prepare` took when no :meth:`acquire` did (job/create failed): idle again (it
+        is proven again at the next hand-out). Never raises."""
+        prepared, self._prepared = self._prepared, None
+        if prepared is not None:
+            with anyio.CancelScope(shield=True):
+                await prepared.done.wait()
+                await self._give_back(prepared)
+
+    async def _prepare(self, prepared: _Prepared) -> None:
+        try:
+            prepared.slot, prepared.untouched = await self._take(prepared.head)
+        finally:
+            prepared.done.set()
+
+    async def _take(self, head: str) -> tuple[_Slot | None, bool]:
         async with self._lock:
             slot = self._idle.pop() if not self._closed and await self._is_enabled() and self._idle else None
         if slot is None:
             self.misses += 1
-            return None
+            return None, False
         try:
             untouched = await self._reset(slot, head, skip_if_untouched=True)
         except BaseException as exc:
@@ -179,11 +235,24 @@ class WorktreePool:
             if not isinstance(exc, Exception):
                 raise
             self.misses += 1
-            return None
+            return None, False
         self.hits += 1
         self.untouched += untouched
-        self._proven = slot.path if untouched else None
-        return slot.path
+        return slot, untouched
+
+    async def _give_back(self, prepared: _Prepared) -> None:
+        slot, prepared.slot = prepared.slot, None
+        if slot is None:
+            return
+        self.hits -= 1  # not handed out after all
+        self.untouched -= prepared.untouched
+        async with self._lock:
+            if not self._closed and len(self._idle) < self._capacity:
+                self._idle.append(slot)
+                return
+            if self._closed and self._parking and slot.head is not None and self._park(slot):
+                return
+        await self._discard(slot, None, count=False)
 
     async def release(self, wt: Worktree) -> None:
         """Take back a job's worktree (docs/design.md §8 clean-up). Never raises.
@@ -255,6 +324,7 @@ class WorktreePool:
             with anyio.move_on_after(_PARK_WAIT):
                 while self._recycling:
                     await anyio.sleep(0.02)
+        await self.unprepare()  # a job/create's preparation nobody took: parked or removed with the idle ones
         idle, self._idle = self._idle, []
         for slot in idle:
             if park and slot.head is not None and self._park(slot):

@@ -790,3 +790,49 @@ async def test_a_parked_worktree_being_adopted_is_left_to_its_adopter_by_another
     os.rename(claim, admin / f"{MARKER_NAME}.claim-{dead.pid}-0123456789ab")  # that adopter was killed
     assert await sweep_orphans(root, keep_parked=True) == 1
     assert only_main_worktree(root) and temp_base_empty()
+
+
+async def test_a_prepared_hand_out_is_taken_by_the_job_or_given_back(repo_factory, monkeypatch) -> None:
+    """Issue 17: job/create has the pool prove the warm worktree beside its health check (``prepare``); the job's
+    ``acquire`` of the same HEAD takes that proof without running it again; a refused job/create gives it back
+    (``unprepare``: idle again, proven afresh at the next hand-out); a preparation nobody took is given back by
+    the next one; another HEAD gets nothing stale (the prepared worktree is given back and reset)."""
+    from spotpatch_agent.worktree import pool as pool_module
+
+    root = repo_factory(FILES)
+    head = run(root, "rev-parse", "HEAD").strip()
+    proofs: list[str] = []
+    real = pool_module.run_git
+
+    async def recorded(args, **kwargs):  # type: ignore[no-untyped-def]
+        if "ls-files" in args and "--others" in args:
+            proofs.append("proof")
+        return await real(args, **kwargs)
+
+    monkeypatch.setattr(pool_module, "run_git", recorded)
+    async with open_pool(root) as pool:
+        await pool.warm()
+        [idle] = pool.idle_paths
+        await pool.prepare(head)
+        await pool.unprepare()  # job/create refused
+        assert pool.idle_paths == [idle] and pool.hits == 0 and proofs == ["proof"]
+        await pool.prepare(head)
+        await pool.prepare(head)  # the first was never taken: given back, proven again
+        wt = await create_worktree(root, "job-1", pool=pool)
+        try:
+            assert wt.path == idle and pool.hits == 1 and pool.untouched == 1 and proofs == ["proof"] * 3
+            assert run(wt.path, "status", "--porcelain", "--ignored", "--untracked-files=all") == ""
+        finally:
+            await pool.release(wt)
+        await settled(pool)
+        await pool.prepare(head)
+        (root / "a.txt").write_text("moved\n")
+        git(root, "commit", "-q", "-am", "move HEAD")
+        again = await create_worktree(root, "job-2", pool=pool)  # another HEAD: given back, then reset to it
+        try:
+            assert again.path == idle and pool.hits == 2
+            assert (again.path / "a.txt").read_text() == "moved\n"
+            assert run(again.path, "rev-parse", "HEAD^") == run(root, "rev-parse", "HEAD")
+        finally:
+            await remove_worktree(root, again)
+    assert only_main_worktree(root) and temp_base_empty()
