@@ -37,8 +37,8 @@ it once this one died, and another live engine never does (docs/design.md §8, "
 
 **When**: ``mode`` ``"on"``, ``"off"`` or ``"auto"`` (default: on when the index holds at least
 ``min_files`` paths — below that a cold add takes tens of milliseconds and an extra registered worktree,
-visible in the user's ``git worktree list``, buys nothing). The engine reads it from
-``SPOTPATCH_WORKTREE_POOL`` (``1``/``on``, ``0``/``off``, anything else: auto).
+visible in the user's ``git worktree list``, buys nothing); never for a sparse checkout (:func:`_sparse`).
+The engine reads it from ``SPOTPATCH_WORKTREE_POOL`` (``1``/``on``, ``0``/``off``, anything else: auto).
 """
 
 from __future__ import annotations
@@ -439,6 +439,8 @@ class WorktreePool:
                     self._enabled = False
                 else:
                     self._enabled = out.returncode == 0 and out.stdout.count(b"\0") >= self._min_files
+            if self._enabled and await _sparse(self.root):
+                self._enabled = False
         return self._enabled
 
     async def _reset(self, slot: _Slot, head: str, *, skip_if_untouched: bool = False) -> bool:
@@ -614,6 +616,17 @@ def _plain_entries(entries: bytes, dirs: bytes, top: bytes) -> bool:
                 except OSError:
                     return False
     return not any(os.path.lexists(top + b"/" + d + b"/.git") for d in dirs.split(b"\0") if d)
+
+
+async def _sparse(root: Path) -> bool:
+    """Whether ``root`` uses sparse checkout (``core.sparseCheckout``): its worktrees hold skip-worktree
+    entries, which the untouched proof never accepts (:func:`_plain_entries`), so a warm worktree could never
+    be handed out — no pool, jobs start cold. A git failure counts as sparse (no pool)."""
+    try:
+        out = await run_git(["config", "--type=bool", "core.sparseCheckout"], cwd=root, check=False, read_only=True)
+    except GitError:
+        return True
+    return out.returncode not in (0, 1) or out.stdout.strip() == b"true"
 
 
 def _scoped(slot: _Slot) -> list[str]:

@@ -836,3 +836,24 @@ async def test_a_prepared_hand_out_is_taken_by_the_job_or_given_back(repo_factor
         finally:
             await remove_worktree(root, again)
     assert only_main_worktree(root) and temp_base_empty()
+
+
+async def test_a_sparse_checkout_gets_no_pool(repo_factory) -> None:
+    """A sparse checkout's worktrees hold skip-worktree entries, which the untouched proof refuses: the pool
+    stays off (even forced on) instead of making a checkout no job could take; jobs start cold, sparse like
+    the user's tree."""
+    root = repo_factory(FILES)
+    git(root, "config", "core.sparseCheckout", "true")
+    (root / ".git" / "info").mkdir(exist_ok=True)
+    (root / ".git" / "info" / "sparse-checkout").write_text("/*\n!/docs/\n")
+    git(root, "read-tree", "-mu", "HEAD")
+    async with open_pool(root) as pool:
+        await pool.warm()
+        assert pool.idle_paths == []
+        wt = await create_worktree(root, "job-1", pool=pool)
+        try:
+            assert pool.misses == 1 and pool.discards == 0 and not (wt.path / "docs").exists()
+            assert (wt.path / "a.txt").read_text() == "alpha\nbeta\n"
+        finally:
+            await remove_worktree(root, wt)
+    assert only_main_worktree(root) and temp_base_empty()
