@@ -280,8 +280,9 @@ class EngineService:
         the repository (an operation in progress, ``index.lock``, no HEAD: files of the git directory) — its
         warm, or the adoption of a worktree the last engine parked, runs beside the health check; job/create
         waits for the opening only —, then the health check: a blocked repository closes the pool again and
-        moves parked worktrees aside; then delete the worktrees the sweep or an earlier engine moved aside (never awaited by anyone).
-        The sweep ran before (it would remove a pooled worktree of this process). Never raises."""
+        moves parked worktrees aside; then delete the worktrees the sweep or an earlier engine moved aside
+        (never awaited by anyone). The sweep ran before (it would remove a pooled worktree of this process).
+        Never raises."""
         blocked = True
         try:
             layout = await locate(root)  # what blocks without reading the tree (an operation, index.lock): no pool
@@ -410,10 +411,11 @@ class EngineService:
         try:
             await self._wait_settled()  # the start-up sweep ran and the warm pool is open (when it will be)
             locked = self._acquire_project_lock()
-            resolved = await run_git(["rev-parse", "--verify", "HEAD^{commit}"], cwd=root, check=False, read_only=True)
+            resolved = await run_git(["rev-parse", "--verify", "HEAD^{commit}"], cwd=root, check=False,
+                                     read_only=True)
             head = resolved.stdout.decode().strip() if resolved.returncode == 0 else ""
             pool = self._pool
-            if pool is not None and head:  # the warm worktree's hand-out checks run beside the health check (issue 17)
+            if pool is not None and head:  # the warm worktree's hand-out checks beside the health check (issue 17)
                 await pool.prepare(head)
             health = await repo_health(root, limits)
             if health.state == "blocked":

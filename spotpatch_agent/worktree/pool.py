@@ -7,6 +7,7 @@ proportional to the files that differ (its index's stat cache is warm)::
 
     pool = WorktreePool(root, task_group=tg, mode=pool_mode(...))   EngineService.configure
     tg.start_soon(pool.warm)                  background: one detached worktree at HEAD, marker "pool-…"
+    await pool.prepare(head)                  job/create: acquire's work starts beside its health check
     path = await pool.acquire(head)           create_worktree: a clean detached checkout at head, or None
     await pool.release(wt)                    end of run_job: recycled in the background, or removed
     await pool.aclose(park=True)              EngineService.stop_all: the idle worktree parked for the next start
@@ -20,7 +21,9 @@ repository: the worktree's HEAD reflog is dropped (no earlier job's baseline com
 it), ``checkout --detach --force <head> --``, ``clean -ffdxq`` (untracked and ignored files, nested
 repositories) and HEAD must be ``head``. The user's repository gains nothing but what a fresh ``worktree
 add`` writes. ``checkout`` and ``clean`` are skipped when the worktree was last made a clean checkout of
-``head`` and :meth:`WorktreePool._untouched` proves nothing changed since (issue 17).
+``head`` and :meth:`WorktreePool._untouched` proves nothing changed since (issue 17); a reset is proven the
+same way afterwards, and what it cannot clear (a flagged index entry, a ``.git`` in a tracked directory)
+discards the worktree.
 
 **Restart** (issue 17): ``aclose(park=True)`` keeps the idle worktree registered with a parked marker
 (``idle``, ``head``); the next engine's sweep keeps it (``sweep_orphans(keep_parked=True)``) and its
