@@ -60,7 +60,7 @@ from spotpatch_agent.worktree.git import run_git
 from spotpatch_agent.worktree.health import blocked_message, health_message, repo_health
 from spotpatch_agent.worktree.isolation import empty_trash, sweep_orphans
 from spotpatch_agent.worktree.lock import ProjectWriteLock
-from spotpatch_agent.worktree.repo import locate
+from spotpatch_agent.worktree.repo import locate, operation_reasons, resolve_head
 
 if TYPE_CHECKING:
     from spotpatch_agent.engine.job import Job
@@ -276,28 +276,39 @@ class EngineService:
         return recovered
 
     async def _settle(self, root: Path, config: TrustedConfig, settled: anyio.Event) -> None:
-        """Start-up work after ``initialize``'s reply: unless the repository is blocked, open the warm pool
-        (after the sweep, which would remove a pooled worktree of this process); then delete the worktrees
-        the sweep or an earlier engine moved aside (never awaited by anyone). Never raises."""
+        """Start-up work after ``initialize``'s reply: open the warm pool at once unless git's own state blocks
+        the repository (an operation in progress, ``index.lock``, no HEAD: files of the git directory) — its
+        warm, or the adoption of a worktree the last engine parked, runs beside the health check; job/create
+        waits for the opening only —, then the health check: a blocked repository closes the pool again and
+        moves parked worktrees aside; then delete the worktrees the sweep or an earlier engine moved aside
+        (never awaited by anyone). The sweep ran before (it would remove a pooled worktree of this process).
+        Never raises."""
+        blocked = True
         try:
+            layout = await locate(root)  # what blocks without reading the tree (an operation, index.lock): no pool
+            if root == self._root and layout is not None and not operation_reasons(layout) \
+                    and await resolve_head(root) is not None:
+                await self._open_pool()
+            settled.set()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_preload_job_runner)  # beside the health check's git work
                 blocked = (await repo_health(root, config.limits)).state == "blocked"
-            if not blocked and root == self._root:
-                await self._open_pool()
-            else:  # no pool: a worktree the last engine parked is not kept
-                from spotpatch_agent.worktree.pool import drop_parked
-
-                await drop_parked(root)
         except Exception as exc:  # noqa: BLE001 - jobs then start cold; their own health check reports
             log.warning("start-up health check failed: %s", _failure_message(exc, "The start-up health check"))
         finally:
             settled.set()
-            log.debug("start-up settled: health checked, warm pool %s", "open" if self._pool else "off")
+        if blocked or root != self._root:  # no pool: a worktree the last engine parked is not kept
+            from spotpatch_agent.worktree.pool import drop_parked
+
+            pool, self._pool = (self._pool, None) if root == self._root else (None, self._pool)
+            if pool is not None:
+                await pool.aclose()
+            await drop_parked(root)
+        log.debug("start-up settled: health checked, warm pool %s", "open" if self._pool else "off")
         await empty_trash(root)
 
     async def _wait_settled(self) -> None:
-        """Wait (bounded) for :meth:`_settle`'s sweep, health check and pool opening."""
+        """Wait (bounded) for :meth:`_settle`'s pool opening (the sweep ran before ``initialize``'s reply)."""
         if self._settled is not None:
             with anyio.move_on_after(_SETTLE_WAIT):
                 await self._settled.wait()
@@ -396,9 +407,16 @@ class EngineService:
             raise SpotPatchError(ErrorCode.JOB_CONFLICT, "Another job is running for this project; wait for it or cancel it.")
         self._reserved += 1  # held across the awaits below, so two concurrent creates cannot both pass
         locked = False
+        pool: WorktreePool | None = None
         try:
             await self._wait_settled()  # the start-up sweep ran and the warm pool is open (when it will be)
             locked = self._acquire_project_lock()
+            resolved = await run_git(["rev-parse", "--verify", "HEAD^{commit}"], cwd=root, check=False,
+                                     read_only=True)
+            head = resolved.stdout.decode().strip() if resolved.returncode == 0 else ""
+            pool = self._pool
+            if pool is not None and head:  # the warm worktree's hand-out checks beside the health check (issue 17)
+                await pool.prepare(head)
             health = await repo_health(root, limits)
             if health.state == "blocked":
                 raise SpotPatchError(ErrorCode.REPO_BLOCKED,
@@ -412,7 +430,8 @@ class EngineService:
                     + " In job/create, localChangesConsent: true includes them (docs/configuration.md "
                     "\u201cRepository health\u201d).",
                 )
-            head = (await run_git(["rev-parse", "--verify", "HEAD^{commit}"], cwd=root)).stdout.decode().strip()
+            if not head:  # health saw HEAD resolve a moment later: as before, read it now
+                head = (await run_git(["rev-parse", "--verify", "HEAD^{commit}"], cwd=root)).stdout.decode().strip()
             from spotpatch_agent.engine.job import Job
             adapter = self._adapter_factory(provider)
             from spotpatch_agent.audit import JobLedger
@@ -427,6 +446,8 @@ class EngineService:
             self._jobs[job_id] = job
             job.set_status("preparing")
         except BaseException:
+            if pool is not None:  # no job takes the prepared worktree: back to the pool
+                await pool.unprepare()
             if locked:
                 self._release_project_lock()
             raise

@@ -68,6 +68,8 @@ log = logging.getLogger("spotpatch.worktree")
 
 #: Name of the ownership marker inside a worktree's private git directory.
 MARKER_NAME = "spotpatch-owner.json"
+#: ``<MARKER_NAME><CLAIM_INFIX><pid>-<hex>``: a parked marker being taken over by process ``pid`` (pool.py).
+CLAIM_INFIX = ".claim-"
 #: ``-c`` options of the baseline commit: a fixed identity, no signing (never the user's identity), and no
 #: auto-maintenance — ``git commit`` otherwise runs ``gc --auto`` on the shared repository, which packs the
 #: user's refs, expires their reflogs and prunes their stale worktree registrations.
@@ -843,10 +845,14 @@ async def sweep_orphans(root: Path, *, live_job_ids: frozenset[str] | set[str] =
         if keep_parked and is_parked(marker) and path is not None and _looks_like_job_dir(path) \
                 and _is_real_dir(path) and _points_back(path, admin):
             continue
+        if marker is None and _claim_in_progress(admin):
+            continue  # a live engine's pool is taking over the parked marker this very moment
         if marker is None:
             path = _unmarked_orphan(admin, path, root, bases)
             if path is None:
                 continue
+        if path is not None and _names_another(path, admin):  # a copied repository's registration: the
+            path = None  # directory is another repository's worktree (its .git names that one); ours goes alone
         if path is None:  # marked, but git never wrote (or lost) ``gitdir``: only the registration is left
             await anyio.to_thread.run_sync(_rmtree_quietly, admin)
         else:
@@ -901,6 +907,34 @@ def _unmarked_orphan(admin: Path, registered: Path | None, root: Path, bases: li
     parent = os.path.realpath(registered.parent)
     locations = (root / "node_modules" / ".spotpatch", _temp_base())
     return registered if any(parent == os.path.realpath(loc) for loc in locations) else None
+
+
+def _claim_in_progress(admin: Path) -> bool:
+    """Whether a running engine renamed this registration's marker to ``<marker>.claim-<pid>-<hex>`` to adopt
+    the parked worktree (worktree/pool.py, ``_claim``): for that moment there is no marker to read."""
+    try:
+        names = [n for n in os.listdir(admin) if n.startswith(MARKER_NAME + CLAIM_INFIX)]
+    except OSError:
+        return False
+    for name in names:
+        pid = name[len(MARKER_NAME + CLAIM_INFIX):].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and _recorded_process_runs(int(pid), None):
+            return True
+    return False
+
+
+def _names_another(path: Path, admin: Path) -> bool:
+    """Whether ``<path>/.git`` is a gitfile naming an existing git directory other than ``admin``: the
+    registration was copied with its repository (``cp -r``), and the directory belongs to the original's."""
+    try:
+        text = (path / ".git").read_text("utf-8", "surrogateescape").strip()
+    except OSError:
+        return False
+    if not text.startswith("gitdir:"):
+        return False
+    target = Path(text[len("gitdir:"):].strip())
+    target = target if target.is_absolute() else path / target
+    return target.is_dir() and not same_path(target, admin)
 
 
 def _rmtree_quietly(path: Path) -> None:

@@ -7,6 +7,7 @@ proportional to the files that differ (its index's stat cache is warm)::
 
     pool = WorktreePool(root, task_group=tg, mode=pool_mode(...))   EngineService.configure
     tg.start_soon(pool.warm)                  background: one detached worktree at HEAD, marker "pool-…"
+    await pool.prepare(head)                  job/create: acquire's work starts beside its health check
     path = await pool.acquire(head)           create_worktree: a clean detached checkout at head, or None
     await pool.release(wt)                    end of run_job: recycled in the background, or removed
     await pool.aclose(park=True)              EngineService.stop_all: the idle worktree parked for the next start
@@ -20,7 +21,9 @@ repository: the worktree's HEAD reflog is dropped (no earlier job's baseline com
 it), ``checkout --detach --force <head> --``, ``clean -ffdxq`` (untracked and ignored files, nested
 repositories) and HEAD must be ``head``. The user's repository gains nothing but what a fresh ``worktree
 add`` writes. ``checkout`` and ``clean`` are skipped when the worktree was last made a clean checkout of
-``head`` and :meth:`WorktreePool._untouched` proves nothing changed since (issue 17).
+``head`` and :meth:`WorktreePool._untouched` proves nothing changed since (issue 17); a reset is proven the
+same way afterwards, and what it cannot clear (a flagged index entry, a ``.git`` in a tracked directory)
+discards the worktree.
 
 **Restart** (issue 17): ``aclose(park=True)`` keeps the idle worktree registered with a parked marker
 (``idle``, ``head``); the next engine's sweep keeps it (``sweep_orphans(keep_parked=True)``) and its
@@ -37,8 +40,8 @@ it once this one died, and another live engine never does (docs/design.md §8, "
 
 **When**: ``mode`` ``"on"``, ``"off"`` or ``"auto"`` (default: on when the index holds at least
 ``min_files`` paths — below that a cold add takes tens of milliseconds and an extra registered worktree,
-visible in the user's ``git worktree list``, buys nothing). The engine reads it from
-``SPOTPATCH_WORKTREE_POOL`` (``1``/``on``, ``0``/``off``, anything else: auto).
+visible in the user's ``git worktree list``, buys nothing); never for a sparse checkout (:func:`_sparse`).
+The engine reads it from ``SPOTPATCH_WORKTREE_POOL`` (``1``/``on``, ``0``/``off``, anything else: auto).
 """
 
 from __future__ import annotations
@@ -49,7 +52,9 @@ import os
 import secrets
 import stat
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -59,6 +64,7 @@ from anyio.abc import TaskGroup
 from spotpatch_agent.errors import GitError
 from spotpatch_agent.worktree.git import run_git, sanitize
 from spotpatch_agent.worktree.isolation import (  # the pool shares the job worktrees' placement and marker
+    CLAIM_INFIX,
     MARKER_NAME,
     Worktree,
     _admin_dir,
@@ -117,6 +123,17 @@ class _Slot:
     adopted: bool = False
 
 
+@dataclass
+class _Prepared:
+    """:meth:`WorktreePool.prepare`'s hand-out in flight: ``done`` once ``slot`` (None: none to give) is proven
+    (``untouched``) or reset at ``head``."""
+
+    head: str
+    done: anyio.Event = field(default_factory=anyio.Event)
+    slot: _Slot | None = None
+    untouched: bool = False
+
+
 class WorktreePool:
     """Warm detached worktrees of one project root (see the module docstring).
 
@@ -141,6 +158,7 @@ class WorktreePool:
         self._proven: Path | None = None
         self._recycling = 0
         self._parking = False
+        self._prepared: _Prepared | None = None  # taken out and being proven for a job/create (prepare)
 
     def proven(self, path: Path) -> bool:
         """Whether the last :meth:`acquire` handed ``path`` over untouched: its ``update-index --refresh``
@@ -160,15 +178,59 @@ class WorktreePool:
         """A clean detached checkout at ``head``, now owned by the caller — or ``None``: create it cold.
 
         Waits for a warm or recycle in flight (it is the cheapest source of a checkout), never for more.
+        Takes what :meth:`prepare` proved for the same ``head`` (another head: that one goes back idle).
         The caller removes the worktree (:func:`remove_worktree`) or hands it back with :meth:`release`.
         Never raises except on cancellation (the worktree is then removed).
         """
         self._proven = None
+        prepared, self._prepared = self._prepared, None
+        if prepared is not None:
+            with anyio.CancelScope(shield=True):  # bounded by the proof's git steps; it then has one owner
+                await prepared.done.wait()
+            if prepared.slot is not None and prepared.head == head:
+                self._proven = prepared.slot.path if prepared.untouched else None
+                return prepared.slot.path
+            await self._give_back(prepared)
+        slot, untouched = await self._take(head)
+        self._proven = slot.path if slot is not None and untouched else None
+        return slot.path if slot is not None else None
+
+    async def prepare(self, head: str) -> None:
+        """Start :meth:`acquire`'s work for a job about to start at ``head`` in the background (job/create, beside
+        its health check: issue 17): the idle worktree is taken out of the pool and proven (or reset) now, and
+        the job's :meth:`acquire` takes the result. :meth:`unprepare` gives it back when no job takes it; an
+        earlier preparation nobody took is given back first, so a proof is never used long after it was made.
+        Never raises but on cancellation."""
+        await self.unprepare()
+        if self._closed or self._tg is None or not (self._idle or self._busy):  # nothing idle, nor on its way
+            return
+        prepared = self._prepared = _Prepared(head)
+        try:
+            self._tg.start_soon(self._prepare, prepared)
+        except RuntimeError:  # the task group is closed
+            self._prepared = None
+
+    async def unprepare(self) -> None:
+        """Give back what :meth:`prepare` took when no :meth:`acquire` did (job/create failed): idle again (it
+        is proven again at the next hand-out). Never raises."""
+        prepared, self._prepared = self._prepared, None
+        if prepared is not None:
+            with anyio.CancelScope(shield=True):
+                await prepared.done.wait()
+                await self._give_back(prepared)
+
+    async def _prepare(self, prepared: _Prepared) -> None:
+        try:
+            prepared.slot, prepared.untouched = await self._take(prepared.head)
+        finally:
+            prepared.done.set()
+
+    async def _take(self, head: str) -> tuple[_Slot | None, bool]:
         async with self._lock:
             slot = self._idle.pop() if not self._closed and await self._is_enabled() and self._idle else None
         if slot is None:
             self.misses += 1
-            return None
+            return None, False
         try:
             untouched = await self._reset(slot, head, skip_if_untouched=True)
         except BaseException as exc:
@@ -176,11 +238,24 @@ class WorktreePool:
             if not isinstance(exc, Exception):
                 raise
             self.misses += 1
-            return None
+            return None, False
         self.hits += 1
         self.untouched += untouched
-        self._proven = slot.path if untouched else None
-        return slot.path
+        return slot, untouched
+
+    async def _give_back(self, prepared: _Prepared) -> None:
+        slot, prepared.slot = prepared.slot, None
+        if slot is None:
+            return
+        self.hits -= 1  # not handed out after all
+        self.untouched -= prepared.untouched
+        async with self._lock:
+            if not self._closed and len(self._idle) < self._capacity:
+                self._idle.append(slot)
+                return
+            if self._closed and self._parking and slot.head is not None and self._park(slot):
+                return
+        await self._discard(slot, None, count=False)
 
     async def release(self, wt: Worktree) -> None:
         """Take back a job's worktree (docs/design.md §8 clean-up). Never raises.
@@ -252,6 +327,7 @@ class WorktreePool:
             with anyio.move_on_after(_PARK_WAIT):
                 while self._recycling:
                     await anyio.sleep(0.02)
+        await self.unprepare()  # a job/create's preparation nobody took: parked or removed with the idle ones
         idle, self._idle = self._idle, []
         for slot in idle:
             if park and slot.head is not None and self._park(slot):
@@ -284,8 +360,8 @@ class WorktreePool:
             if not is_parked(marker) or _owner_alive(marker):  # type: ignore[arg-type]
                 continue
             path = _registered_path(admin)
-            if path is None:
-                continue  # no directory: the sweep's case
+            if path is None or not _points_back(path, admin):
+                continue  # no directory, or another repository's (a copied registration): the sweep's case
             slot = _Slot(path, admin, "pool-" + secrets.token_hex(6))
             parked_head = _claim(admin, slot.pool_id)
             if parked_head is None:
@@ -366,6 +442,8 @@ class WorktreePool:
                     self._enabled = False
                 else:
                     self._enabled = out.returncode == 0 and out.stdout.count(b"\0") >= self._min_files
+            if self._enabled and await _sparse(self.root):
+                self._enabled = False
         return self._enabled
 
     async def _reset(self, slot: _Slot, head: str, *, skip_if_untouched: bool = False) -> bool:
@@ -386,10 +464,18 @@ class WorktreePool:
         if slot.adopted:  # kept from the last start: used only when provably clean at this HEAD
             raise GitError("the worktree kept from the last start is not a clean checkout of HEAD")
         slot.head = None  # until the reset below succeeded
-        for args in (["checkout", "--detach", "--force", "--quiet", head, "--"], ["clean", "-ffdxq"]):
-            await run_git([*scoped, *args], cwd=slot.path, redact=[slot.path], timeout=_STEP_TIMEOUT)
-        if not await _at(slot, head):
-            raise GitError("the pooled worktree is not at the recorded HEAD")
+        # Twice when the first pass did not give a clean checkout: a tracked directory swapped for a symlink
+        # to a copy looks up to date to checkout, and only clean removes the symlink, leaving the files gone.
+        # What neither clears (a .git in a tracked directory, a flagged index entry) means no reset: the job
+        # starts cold. Tracked files that still differ from the index after two checkouts (a non-idempotent
+        # checkout filter) are the baseline's to commit, as after a cold worktree add.
+        for final in (False, True):
+            for args in ([*_STAT_RULES, "checkout", "--detach", "--force", "--quiet", head, "--"], ["clean", "-ffdxq"]):
+                await run_git([*scoped, *args], cwd=slot.path, redact=[slot.path], timeout=_STEP_TIMEOUT)
+            if await self._untouched(slot, head, files=not final):
+                break
+            if final:
+                raise GitError("the pooled worktree is not a clean checkout of HEAD after a reset")
         slot.head = head
         return False
 
@@ -398,33 +484,50 @@ class WorktreePool:
         if not same_path(slot.path.parent, expected):
             raise GitError("the pooled worktree is not where a new one would be placed")
 
-    async def _untouched(self, slot: _Slot, head: str) -> bool:
+    async def _untouched(self, slot: _Slot, head: str, *, files: bool = True) -> bool:
         """Whether ``slot`` is still exactly the clean checkout of ``head`` it was made: HEAD is ``head``,
         the index equals ``head``'s tree (``diff-index --cached``), every tracked file equals the index
-        (``update-index --refresh``: stat data, and the content of any file whose stat changed — a write, a
-        chmod, a delete, a type change), and nothing else is in the directory, ignored files, empty
-        directories and nested repositories included (``ls-files --others --directory`` without excludes:
-        the set ``clean -ffdxq`` would delete). Any doubt, or a git failure, is False: the caller resets."""
+        (``update-index --refresh`` under :data:`_STAT_RULES`: stat data, and the content of any file whose
+        stat changed — a write, a chmod, a delete, a type change), no index entry tells git to look away and
+        no ``.git`` hides in a tracked directory (:func:`_index_clean`), and nothing else is in the directory,
+        ignored files, empty directories and nested repositories included (``ls-files --others --directory``
+        without excludes: the set ``clean -ffdxq`` would delete). The five run side by side (each only reads
+        the worktree; the refresh rewrites the index's stat data, never an entry). Any doubt, or a git
+        failure, is False: the caller resets. ``files`` False (after a reset): all but the refresh."""
         scoped = _scoped(slot)
-        try:
-            if not await _at(slot, head):
-                return False
-            index = await run_git([*scoped, "diff-index", "--cached", "--quiet", head, "--"], cwd=slot.path,
-                                  check=False, read_only=True, redact=[slot.path], timeout=_STEP_TIMEOUT)
-            if index.returncode != 0:
-                return False
-            if (await self._refresh(slot, check=False)) != 0:
-                return False
-            others = await run_git([*scoped, "ls-files", "-z", "--others", "--directory"], cwd=slot.path,
-                                   check=False, read_only=True, redact=[slot.path], timeout=_STEP_TIMEOUT)
-            return others.returncode == 0 and others.stdout == b""
-        except GitError:
-            return False
+        verdicts: list[bool] = []
+
+        async def index_is_head() -> bool:
+            out = await run_git([*scoped, "diff-index", "--cached", "--quiet", head, "--"], cwd=slot.path,
+                                check=False, read_only=True, redact=[slot.path], timeout=_STEP_TIMEOUT)
+            return out.returncode == 0
+
+        async def files_are_index() -> bool:
+            return await self._refresh(slot, check=False) == 0
+
+        async def nothing_else() -> bool:
+            out = await run_git([*scoped, "ls-files", "-z", "--others", "--directory"], cwd=slot.path,
+                                check=False, read_only=True, redact=[slot.path], timeout=_STEP_TIMEOUT)
+            return out.returncode == 0 and out.stdout == b""
+
+        async def judge(proof: Callable[[], Awaitable[bool]]) -> None:
+            try:
+                verdicts.append(await proof())
+            except GitError:
+                verdicts.append(False)
+
+        proofs = [partial(_at, slot, head), index_is_head, partial(_index_clean, slot, head), nothing_else]
+        if files:
+            proofs.append(files_are_index)
+        async with anyio.create_task_group() as tg:
+            for proof in proofs:
+                tg.start_soon(judge, proof)
+        return len(verdicts) == len(proofs) and all(verdicts)
 
     async def _refresh(self, slot: _Slot, *, check: bool = True) -> int:
         """``update-index --refresh`` of the worktree's own index (stat data brought up to date, so the next
         one is a pass of ``lstat`` calls); its exit code (non-zero: a file differs from the index)."""
-        out = await run_git([*_scoped(slot), "update-index", "--refresh"], cwd=slot.path, check=check,
+        out = await run_git([*_STAT_RULES, *_scoped(slot), "update-index", "--refresh"], cwd=slot.path, check=check,
                             redact=[slot.path], timeout=_STEP_TIMEOUT)
         return out.returncode
 
@@ -470,6 +573,65 @@ class WorktreePool:
                 pass
 
 
+#: git options under which ``update-index --refresh`` judges every file by its full stat data whatever the
+#: user's configuration: ctime and inode too (a same-size write that kept the mtime), the executable bit
+#: (POSIX: a chmod), and no entry marked unchanged by ``core.ignoreStat``. A fresh ``worktree add`` writes
+#: the same files whatever these say, so they can only make the proof stricter.
+_STAT_RULES = ("-c", "core.trustctime=true", "-c", "core.checkStat=default", "-c", "core.ignoreStat=false",
+               *(("-c", "core.fileMode=true") if os.name != "nt" else ()))
+
+
+async def _index_clean(slot: _Slot, head: str) -> bool:
+    """Whether every index entry of ``slot`` is a plain cached one and nothing hides where ``ls-files
+    --others`` never looks (:func:`_plain_entries`); ``head``'s directories stand for the index's (the
+    caller proves the index equals ``head``'s tree). Raises :class:`GitError` when git fails."""
+    scoped = _scoped(slot)
+    listings: dict[str, bytes] = {}
+
+    async def read(name: str, args: list[str]) -> None:
+        out = await run_git([*scoped, *args], cwd=slot.path, read_only=True, redact=[slot.path],
+                            timeout=_STEP_TIMEOUT)
+        listings[name] = out.stdout
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read, "entries", ["ls-files", "-z", "-s", "-v"])
+        tg.start_soon(read, "dirs", ["ls-tree", "-r", "-d", "-z", "--name-only", head])
+    return await anyio.to_thread.run_sync(_plain_entries, listings["entries"], listings["dirs"],
+                                          os.fsencode(slot.path))
+
+
+def _plain_entries(entries: bytes, dirs: bytes, top: bytes) -> bool:
+    """``ls-files -s -v`` of a worktree (``top``) and its tracked directories: no entry tagged other than
+    ``H`` (assume-unchanged and skip-worktree entries are skipped by ``update-index --refresh``, so a write
+    to one would go unseen), no ``.git`` entry in a tracked directory (git never lists one, nor does
+    ``clean`` delete it: a nested repository or a gitfile there would reach the job), and every submodule
+    an empty directory, as a fresh checkout leaves it (git never looks inside one)."""
+    records = b"\0" + entries
+    if records.count(b"\0H ") != entries.count(b"\0"):
+        return False
+    if b"\0H 160000 " in records:
+        for record in entries.split(b"\0"):
+            if record.startswith(b"H 160000 "):
+                path = top + b"/" + record.partition(b"\t")[2]
+                try:
+                    if not stat.S_ISDIR(os.lstat(path).st_mode) or os.listdir(path):
+                        return False
+                except OSError:
+                    return False
+    return not any(os.path.lexists(top + b"/" + d + b"/.git") for d in dirs.split(b"\0") if d)
+
+
+async def _sparse(root: Path) -> bool:
+    """Whether ``root`` uses sparse checkout (``core.sparseCheckout``): its worktrees hold skip-worktree
+    entries, which the untouched proof never accepts (:func:`_plain_entries`), so a warm worktree could never
+    be handed out — no pool, jobs start cold. A git failure counts as sparse (no pool)."""
+    try:
+        out = await run_git(["config", "--type=bool", "core.sparseCheckout"], cwd=root, check=False, read_only=True)
+    except GitError:
+        return True
+    return out.returncode not in (0, 1) or out.stdout.strip() == b"true"
+
+
 def _scoped(slot: _Slot) -> list[str]:
     """git options that confine a command to the pooled worktree (never the user's repository)."""
     return [f"--git-dir={slot.admin_dir}", f"--work-tree={slot.path}"]
@@ -482,10 +644,11 @@ async def _at(slot: _Slot, head: str) -> bool:
 
 
 def _claim(admin: Path, pool_id: str) -> str | None:
-    """Take a parked marker for this process: renamed to a unique name first, so of two engines starting at
-    once only one succeeds; then it must still be parked by a process that is gone (else it is put back),
+    """Take a parked marker for this process: renamed to a unique name naming this process first, so of two
+    engines starting at once only one succeeds (and another engine's sweep, finding no marker, leaves the
+    registration alone while this process runs: ``isolation.sweep_orphans``); then it must still be parked by a process that is gone (else it is put back),
     and our marker (``pool_id``, this process) replaces it. Returns the HEAD it was parked at, or None."""
-    claim = admin / f"{MARKER_NAME}.claim-{secrets.token_hex(6)}"
+    claim = admin / f"{MARKER_NAME}{CLAIM_INFIX}{os.getpid()}-{secrets.token_hex(6)}"  # names us: the sweep waits
     try:
         os.rename(admin / MARKER_NAME, claim)
     except OSError:

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -206,8 +207,35 @@ def _staged_only(path: Path) -> None:
     (path / "a.txt").write_bytes(run(path, "show", "HEAD:a.txt").encode())
 
 
+def _wrote_with_ctime_untrusted(path: Path) -> None:
+    """The user's configuration trusts no ctime and checks minimal stat data; the write keeps size and mtime
+    and is not racily clean (the file's mtime is older than the index), so only the ctime could tell."""
+    git(path, "config", "core.trustctime", "false")
+    git(path, "config", "core.checkStat", "minimal")
+    target = path / "a.txt"
+    older = target.stat().st_mtime_ns - 5_000_000_000
+    os.utime(target, ns=(older, older))
+    git(path, "update-index", "--refresh")  # the index records the older mtime (and is newer than the file)
+    recorded = int(target.stat().st_ctime)
+    deadline = time.monotonic() + 5  # git compares whole seconds: the write must come in a later second
+    while int(time.time()) <= recorded and time.monotonic() < deadline:
+        time.sleep(0.05)
+    target.write_text("ALPHA\nbeta\n")  # same length
+    os.utime(target, ns=(older, older))
+
+
+def _directory_swapped_for_symlink(path: Path) -> None:
+    """``src`` moved out (same inodes, same stat data for its files) and a symlink to it put in its place."""
+    away = path.parent.parent / "away"
+    os.rename(path / "src", away)
+    os.symlink(away, path / "src")
+
+
 WRITES = {
     "tracked": lambda p: (p / "src" / "app.js").write_text("export const n = 2;\n"),
+    "same-stat-ctime-untrusted": _wrote_with_ctime_untrusted,
+    "chmod-filemode-off": lambda p: git(p, "config", "core.fileMode", "false") or (p / "docs" / "readme.md").chmod(0o755),
+    "directory-symlink": _directory_swapped_for_symlink,
     "tracked-same-stat": _wrote_tracked_same_size_and_mtime,
     "deleted": lambda p: (p / "src" / "lib" / "util.js").unlink(),
     "chmod": lambda p: (p / "docs" / "readme.md").chmod(0o755),
@@ -238,10 +266,56 @@ async def test_a_warm_worktree_someone_wrote_into_is_reset(repo_factory, write) 
             assert tree(wt.path) == tree(fresh.path)
             assert run(wt.path, "status", "--porcelain", "--ignored", "--untracked-files=all") == ""
             assert run(wt.path, "rev-parse", "HEAD^{tree}") == run(root, "rev-parse", "HEAD^{tree}")
+            assert [line[:2] for line in run(wt.path, "ls-files", "-v").splitlines()] == ["H "] * 6  # no flag left
+            assert run(wt.path, "ls-tree", "-r", "--name-only", "HEAD") == run(root, "ls-files")  # the baseline
         finally:
             await remove_worktree(root, wt)
             await remove_worktree(root, fresh)
     assert only_main_worktree(root)
+
+
+#: What neither ``checkout --force`` nor ``clean -ffdxq`` clears: git never lists an entry named ``.git``, and
+#: keeps an index entry's assume-unchanged / skip-worktree flag.
+HIDDEN = {
+    "nested-repo-in-tracked-dir": lambda p: git(p / "src", "init", "-q"),
+    # An index flag makes update-index --refresh, git status and checkout look away from a written file
+    # (and it survives checkout --force).
+    "assume-unchanged": lambda p: git(p, "update-index", "--assume-unchanged", "a.txt")
+    or (p / "a.txt").write_text("written\n"),
+    "skip-worktree": lambda p: git(p, "update-index", "--skip-worktree", "a.txt") or (p / "a.txt").write_text("w\n"),
+    "skip-worktree-deleted": lambda p: git(p, "update-index", "--skip-worktree", "a.txt") or (p / "a.txt").unlink(),
+    "gitfile-in-tracked-dir": lambda p: (p / "src" / "lib" / ".git").write_text("gitdir: ../../../elsewhere\n"),
+}
+
+
+@pytest.mark.parametrize("write", sorted(HIDDEN))
+@pytest.mark.parametrize("when", ["idle", "after-a-job"])
+async def test_a_warm_worktree_holding_what_a_reset_cannot_clear_is_never_handed_out(repo_factory, write, when) -> None:
+    """A ``.git`` in a tracked directory of the warm worktree, or a flagged index entry (left idle, or by a
+    job's check before the recycle), would reach the next job through both the untouched proof and a reset:
+    the worktree is discarded and the job starts cold, in a tree identical to a fresh checkout."""
+    root = repo_factory(FILES)
+    async with open_pool(root) as pool:
+        if when == "idle":
+            await pool.warm()
+            [used] = pool.idle_paths
+            HIDDEN[write](used)
+        else:
+            first = await create_worktree(root, "job-0", pool=pool)  # a miss: cold, kept at release
+            used = first.path
+            HIDDEN[write](used)
+            await pool.release(first)
+            await settled(pool)
+        wt = await create_worktree(root, "job-1", pool=pool)
+        fresh = await create_worktree(root, "job-fresh")
+        try:
+            assert wt.path != used and pool.untouched == 0 and pool.discards == 1
+            assert tree(wt.path) == tree(fresh.path)
+            assert not os.path.lexists(used)
+        finally:
+            await remove_worktree(root, wt)
+            await remove_worktree(root, fresh)
+    assert only_main_worktree(root) and temp_base_empty()
 
 
 async def test_reused_worktree_follows_a_moved_head(repo_factory) -> None:
@@ -658,3 +732,128 @@ def test_engine_reuses_its_pooled_worktree_across_jobs(tmp_path: Path, private_t
     assert anyio.run(sweep_orphans, project) == 1
     assert job_worktrees(project) == [] and not used[0][0].exists()
     assert eng.stdout_faults == [] and eng2.stdout_faults == []
+
+
+@pytest.mark.parametrize("original", ["parked", "running a job"])
+async def test_a_copied_repositorys_registration_never_touches_the_originals_worktree(repo_factory, original) -> None:
+    """``cp -r`` of a project copies its ``.git/worktrees/<name>`` registration of the parked warm worktree, whose
+    directory is the original's (its ``.git`` names the original's registration). The copy's start-up sweep and
+    pool drop only the copy's registration: the original's worktree — parked, or adopted by its live engine
+    and running a job — keeps every file, and no process in it is killed."""
+    from spotpatch_agent.worktree.pool import drop_parked
+
+    root = repo_factory(FILES)
+    path, marker = await _park_as_dead_engine(root)
+    copy = root.parent / "copy"
+    shutil.copytree(root, copy, symlinks=True)
+    live = await anyio.open_process([sys.executable, "-c", "import time; time.sleep(60)"], cwd=path)
+    try:
+        if original == "running a job":
+            (_admin_of(root, path) / MARKER_NAME).write_text(json.dumps(
+                {**marker, "pid": live.pid, "start": _process_start(live.pid), "idle": False,
+                 "jobId": "job_0123456789abcdef"}))
+        before = files(path)
+        assert await sweep_orphans(copy, keep_parked=True) == 1  # the copy's registration alone
+        async with open_pool(copy) as pool:
+            await pool.warm()
+            assert pool.idle_paths and path not in pool.idle_paths
+        await drop_parked(copy)
+        assert files(path) == before and live.returncode is None
+        assert [p.resolve() for p in worktree_list(root)] == [root.resolve(), path.resolve()]
+    finally:
+        live.kill()
+        await live.wait()
+    assert await sweep_orphans(root) == 1 and only_main_worktree(root)
+
+
+async def test_a_parked_worktree_being_adopted_is_left_to_its_adopter_by_another_engines_sweep(repo_factory) -> None:
+    """Two engines start on one project: while one's pool takes the parked marker over (renamed to a claim
+    naming it, so for a moment there is no marker), the other's start-up sweep must not judge the worktree
+    unmarked and remove it from under the adopter. A claim left by an adopter that died does not keep it."""
+    root = repo_factory(FILES)
+    path, marker = await _park_as_dead_engine(root)
+    admin = _admin_of(root, path)
+    dead = await anyio.open_process([sys.executable, "-c", "pass"])
+    await dead.wait()
+    sidecar = path.parent / (path.name + ".owner")  # its creator is gone too (the engine that parked it)
+    sidecar.write_text(json.dumps({**json.loads(sidecar.read_text()), "pid": dead.pid,
+                                   "start": _process_start(dead.pid)}))
+    adopter = await anyio.open_process([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        claim = admin / f"{MARKER_NAME}.claim-{adopter.pid}-0123456789ab"
+        os.rename(admin / MARKER_NAME, claim)  # the adopter's _claim, between its rename and its own marker
+        assert await sweep_orphans(root, keep_parked=True) == 0
+        assert path.exists() and admin.exists()
+    finally:
+        adopter.kill()
+        await adopter.wait()
+    os.rename(claim, admin / f"{MARKER_NAME}.claim-{dead.pid}-0123456789ab")  # that adopter was killed
+    assert await sweep_orphans(root, keep_parked=True) == 1
+    assert only_main_worktree(root) and temp_base_empty()
+
+
+async def test_a_prepared_hand_out_is_taken_by_the_job_or_given_back(repo_factory, monkeypatch) -> None:
+    """Issue 17: job/create has the pool prove the warm worktree beside its health check (``prepare``); the job's
+    ``acquire`` of the same HEAD takes that proof without running it again; a refused job/create gives it back
+    (``unprepare``: idle again, proven afresh at the next hand-out); a preparation nobody took is given back by
+    the next one; another HEAD gets nothing stale (the prepared worktree is given back and reset)."""
+    from spotpatch_agent.worktree import pool as pool_module
+
+    root = repo_factory(FILES)
+    head = run(root, "rev-parse", "HEAD").strip()
+    proofs: list[str] = []
+    real = pool_module.run_git
+
+    async def recorded(args, **kwargs):  # type: ignore[no-untyped-def]
+        if "ls-files" in args and "--others" in args:
+            proofs.append("proof")
+        return await real(args, **kwargs)
+
+    monkeypatch.setattr(pool_module, "run_git", recorded)
+    async with open_pool(root) as pool:
+        await pool.warm()
+        [idle] = pool.idle_paths
+        await pool.prepare(head)
+        await pool.unprepare()  # job/create refused
+        assert pool.idle_paths == [idle] and pool.hits == 0 and proofs == ["proof"]
+        await pool.prepare(head)
+        await pool.prepare(head)  # the first was never taken: given back, proven again
+        wt = await create_worktree(root, "job-1", pool=pool)
+        try:
+            assert wt.path == idle and pool.hits == 1 and pool.untouched == 1 and proofs == ["proof"] * 3
+            assert run(wt.path, "status", "--porcelain", "--ignored", "--untracked-files=all") == ""
+        finally:
+            await pool.release(wt)
+        await settled(pool)
+        await pool.prepare(head)
+        (root / "a.txt").write_text("moved\n")
+        git(root, "commit", "-q", "-am", "move HEAD")
+        again = await create_worktree(root, "job-2", pool=pool)  # another HEAD: given back, then reset to it
+        try:
+            assert again.path == idle and pool.hits == 2
+            assert (again.path / "a.txt").read_text() == "moved\n"
+            assert run(again.path, "rev-parse", "HEAD^") == run(root, "rev-parse", "HEAD")
+        finally:
+            await remove_worktree(root, again)
+    assert only_main_worktree(root) and temp_base_empty()
+
+
+async def test_a_sparse_checkout_gets_no_pool(repo_factory) -> None:
+    """A sparse checkout's worktrees hold skip-worktree entries, which the untouched proof refuses: the pool
+    stays off (even forced on) instead of making a checkout no job could take; jobs start cold, sparse like
+    the user's tree."""
+    root = repo_factory(FILES)
+    git(root, "config", "core.sparseCheckout", "true")
+    (root / ".git" / "info").mkdir(exist_ok=True)
+    (root / ".git" / "info" / "sparse-checkout").write_text("/*\n!/docs/\n")
+    git(root, "read-tree", "-mu", "HEAD")
+    async with open_pool(root) as pool:
+        await pool.warm()
+        assert pool.idle_paths == []
+        wt = await create_worktree(root, "job-1", pool=pool)
+        try:
+            assert pool.misses == 1 and pool.discards == 0 and not (wt.path / "docs").exists()
+            assert (wt.path / "a.txt").read_text() == "alpha\nbeta\n"
+        finally:
+            await remove_worktree(root, wt)
+    assert only_main_worktree(root) and temp_base_empty()

@@ -66,10 +66,11 @@ def _registrations(root: Path) -> list[Path]:
     return [p for p in worktree_list(root) if p.resolve() != root.resolve()]
 
 
-async def test_initialize_answers_before_the_health_check_and_job_create_waits_for_it(
+async def test_initialize_answers_before_the_health_check_and_job_create_does_not_wait_for_it(
         repo_factory, monkeypatch: pytest.MonkeyPatch) -> None:
     """The health check runs after the reply: held here, initialize still answers; a job/create sent meanwhile
-    waits for it and then gets the same refusal as before (the repository is dirty: CONSENT_REQUIRED)."""
+    waits only for the pool's opening, not for it (issue 17: the first job's start), and its own health check
+    gives the same refusal as before (the repository is dirty: CONSENT_REQUIRED)."""
     root = repo_factory(FILES)
     (root / "a.txt").write_text("changed\n")
     monkeypatch.setenv(KEY_ENV, "sk-test")
@@ -102,8 +103,10 @@ async def test_initialize_answers_before_the_health_check_and_job_create_waits_f
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(create)
-            await anyio.sleep(0.2)
-            assert outcome == [] and calls == ["health"]  # job/create waits for the start-up health check
+            with anyio.fail_after(30):  # answered while the start-up health check is still held
+                while not outcome:
+                    await anyio.sleep(0.02)
+            assert calls == ["health", "health"]
             release.set()
         [exc] = outcome
         assert exc.code == ErrorCode.CONSENT_REQUIRED and "staged 0, unstaged 1, untracked 0" in exc.message
