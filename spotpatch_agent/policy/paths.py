@@ -24,7 +24,6 @@ import re
 import stat
 import subprocess
 import unicodedata
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,14 +67,12 @@ _LOCKFILES = frozenset(
     {"package-lock.json", "pnpm-lock.yaml", "yarn.lock", "bun.lockb", "poetry.lock", "uv.lock", "cargo.lock"}
 )
 _KEY_SUFFIXES = (".pem", ".key", ".p12")
+_KEY_SUFFIX_ALTERNATIVES = "|".join(re.escape(s) for s in _KEY_SUFFIXES)
 
 # Fast path of normalize_rel_path: plain ASCII segments (no control, backslash, colon, percent, '~'), none
 # empty, none ending in '.' or ' ' (so no '.'/'..'), no Windows device name. Such a path is already canonical.
 _FAST_SEGMENT = rf"(?!(?:{_DEVICE_NAMES})(?:[./]|\Z))[A-Za-z0-9._ +@-]*[A-Za-z0-9_+@-]"
 _FAST_PATH = re.compile(rf"{_FAST_SEGMENT}(?:/{_FAST_SEGMENT})*", re.IGNORECASE)
-
-
-_KEY_SUFFIX_ALTERNATIVES = "|".join(re.escape(s) for s in _KEY_SUFFIXES)
 
 
 def _protected_pattern(
@@ -170,6 +167,18 @@ def is_protected(rel: str, *, for_write: bool = False) -> bool:
     return (_PROTECTED_WRITE if for_write else _PROTECTED_READ).search(rel.casefold()) is not None
 
 
+def is_text(data: bytes) -> bool:
+    """True for UTF-8 text: an optional leading BOM, no NUL byte, valid UTF-8 (docs/design.md §7)."""
+    body = data[len(BOM) :] if data.startswith(BOM) else data
+    if b"\x00" in body:
+        return False
+    try:
+        body.decode("utf-8", errors="strict")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def is_readable_name(rel: str) -> bool:
     """Whether the relative path ``rel`` passes the name half of the read policy: it is already canonical
     (``normalize_rel_path(rel) == rel``) and not protected for reading (:func:`is_protected`). The
@@ -196,7 +205,7 @@ _JOINED_SCAN = re.compile(
 _JOINED_KEY_SCAN = re.compile(f"(?:{_KEY_SUFFIX_ALTERNATIVES})$", re.MULTILINE)
 
 
-def readable_names(raw: Sequence[bytes]) -> list[str]:
+def readable_names(raw: list[bytes]) -> list[str]:
     """The entries of ``raw`` (path bytes as git prints them) that decode as UTF-8 and pass
     :func:`is_readable_name`, decoded, in their order.
 
@@ -232,7 +241,7 @@ def readable_names(raw: Sequence[bytes]) -> list[str]:
     return [rel for i, rel in enumerate(rels) if i not in bad]
 
 
-def _readable_names_per_path(raw: Sequence[bytes]) -> list[str]:
+def _readable_names_per_path(raw: list[bytes]) -> list[str]:
     kept: list[str] = []
     for item in raw:
         try:
@@ -242,18 +251,6 @@ def _readable_names_per_path(raw: Sequence[bytes]) -> list[str]:
         if is_readable_name(rel):
             kept.append(rel)
     return kept
-
-
-def is_text(data: bytes) -> bool:
-    """True for UTF-8 text: an optional leading BOM, no NUL byte, valid UTF-8 (docs/design.md §7)."""
-    body = data[len(BOM) :] if data.startswith(BOM) else data
-    if b"\x00" in body:
-        return False
-    try:
-        body.decode("utf-8", errors="strict")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def load_allowed(root: Path, raw: str, *, for_write: bool, max_bytes: int) -> AllowedFile:
