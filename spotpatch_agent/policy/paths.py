@@ -4,6 +4,8 @@ One module, used by the file tools now and by changeset validation later:
 
 - :func:`normalize_rel_path` — untrusted text → canonical relative POSIX path, or :class:`PathDenied`.
 - :func:`is_protected` — the protected list, compared case-insensitively on every segment.
+- :func:`is_readable_name` / :func:`readable_names` — the name half of the read policy (canonical and not
+  protected) for one path, or for a batch of git's path bytes in one pass (the listing's filter).
 - :func:`load_allowed` / :func:`resolve_allowed` — the filesystem half: no symlink on the path, a regular
   file inside the root, size bound, UTF-8 text. :func:`load_allowed` returns the bytes it checked, so a
   caller never reads the file twice (and never reads something other than what was checked).
@@ -15,6 +17,8 @@ read tool answers every denial with one uniform message, the write tools fail th
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import os
 import re
 import stat
@@ -35,9 +39,11 @@ __all__ = [
     "is_env_example",
     "is_ignored",
     "is_protected",
+    "is_readable_name",
     "is_text",
     "load_allowed",
     "normalize_rel_path",
+    "readable_names",
     "resolve_allowed",
 ]
 
@@ -50,7 +56,8 @@ MAX_PATH_CHARS = 1024
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _DRIVE = re.compile(r"^[A-Za-z]:")
 # Windows-specific: device names and 8.3 short names would alias other files there.
-_WIN_DEVICE = re.compile(r"^(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?$", re.IGNORECASE)
+_DEVICE_NAMES = r"con|prn|aux|nul|com[0-9]|lpt[0-9]"
+_WIN_DEVICE = re.compile(rf"^({_DEVICE_NAMES})(\..*)?$", re.IGNORECASE)
 _WIN_SHORT_NAME = re.compile(r"~[0-9]")
 
 _PROTECTED_ANY_SEGMENT = frozenset({".git", ".spotpatch", "node_modules"})
@@ -60,29 +67,36 @@ _LOCKFILES = frozenset(
     {"package-lock.json", "pnpm-lock.yaml", "yarn.lock", "bun.lockb", "poetry.lock", "uv.lock", "cargo.lock"}
 )
 _KEY_SUFFIXES = (".pem", ".key", ".p12")
+_KEY_SUFFIX_ALTERNATIVES = "|".join(re.escape(s) for s in _KEY_SUFFIXES)
 
 # Fast path of normalize_rel_path: plain ASCII segments (no control, backslash, colon, percent, '~'), none
 # empty, none ending in '.' or ' ' (so no '.'/'..'), no Windows device name. Such a path is already canonical.
-_FAST_SEGMENT = r"(?!(?:con|prn|aux|nul|com[0-9]|lpt[0-9])(?:[./]|\Z))[A-Za-z0-9._ +@-]*[A-Za-z0-9_+@-]"
+_FAST_SEGMENT = rf"(?!(?:{_DEVICE_NAMES})(?:[./]|\Z))[A-Za-z0-9._ +@-]*[A-Za-z0-9_+@-]"
 _FAST_PATH = re.compile(rf"{_FAST_SEGMENT}(?:/{_FAST_SEGMENT})*", re.IGNORECASE)
 
 
-def _protected_regex(for_write: bool) -> re.Pattern[str]:
-    """The protected list as one regex over the whole casefolded path (same rules as the segment loop)."""
+def _protected_pattern(
+    for_write: bool, *, start: str = "(?:^|/)", end: str = r"\Z", in_name: str = "[^/]", keys: bool = True
+) -> str:
+    """The protected list as one regex over a casefolded path (the rules of :func:`is_protected`).
+
+    The defaults match one whole path. :func:`readable_names` scans many paths joined by newlines instead,
+    each segment start after a literal "/": it passes ``start=""``, ``end="$"`` (MULTILINE),
+    ``in_name="[^/\\n]"`` and scans the key-file suffixes on their own (``keys=False``)."""
     any_seg = "|".join(re.escape(s) for s in sorted(_PROTECTED_ANY_SEGMENT))
     gen = "|".join(re.escape(s) for s in sorted(_GENERATED_DIRS))
     names = "|".join(re.escape(s) for s in sorted(_CREDENTIAL_FILES | _LOCKFILES))
-    keys = "|".join(re.escape(s) for s in _KEY_SUFFIXES)
-    env = r"\.env(?:\.[^/]*)?" if for_write else r"\.env(?:\.(?!example\Z)[^/]*)?"
-    return re.compile(
-        rf"(?:^|/)(?:{any_seg})(?:/|\Z)"
-        rf"|(?:^|/)(?:{gen})/"
-        rf"|(?:^|/)(?:{env}|[^/]*(?:{keys})|id_[^/]*|{names})\Z"
+    env = rf"\.env(?:\.{in_name}*)?" if for_write else rf"\.env(?:\.(?!example{end}){in_name}*)?"
+    key_files = f"{in_name}*(?:{_KEY_SUFFIX_ALTERNATIVES})|" if keys else ""
+    return (
+        rf"{start}(?:{any_seg})(?:/|{end})"
+        rf"|{start}(?:{gen})/"
+        rf"|{start}(?:{env}|{key_files}id_{in_name}*|{names}){end}"
     )
 
 
-_PROTECTED_READ = _protected_regex(False)
-_PROTECTED_WRITE = _protected_regex(True)
+_PROTECTED_READ = re.compile(_protected_pattern(False))
+_PROTECTED_WRITE = re.compile(_protected_pattern(True))
 
 
 class PathDenied(Exception):
@@ -153,19 +167,6 @@ def is_protected(rel: str, *, for_write: bool = False) -> bool:
     return (_PROTECTED_WRITE if for_write else _PROTECTED_READ).search(rel.casefold()) is not None
 
 
-def _is_protected_segments(rel: str, *, for_write: bool = False) -> bool:
-    """Reference implementation of :func:`is_protected` (per-segment loop), kept for tests."""
-    segments = [s.casefold() for s in rel.split("/")]
-    if any(s in _PROTECTED_ANY_SEGMENT for s in segments):
-        return True
-    if any(s in _GENERATED_DIRS for s in segments[:-1]):
-        return True
-    name = segments[-1]
-    if name == ".env" or name.startswith(".env."):
-        return for_write or name != ".env.example"
-    return name.endswith(_KEY_SUFFIXES) or name.startswith("id_") or name in _CREDENTIAL_FILES or name in _LOCKFILES
-
-
 def is_text(data: bytes) -> bool:
     """True for UTF-8 text: an optional leading BOM, no NUL byte, valid UTF-8 (docs/design.md §7)."""
     body = data[len(BOM) :] if data.startswith(BOM) else data
@@ -176,6 +177,80 @@ def is_text(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+def is_readable_name(rel: str) -> bool:
+    """Whether the relative path ``rel`` passes the name half of the read policy: it is already canonical
+    (``normalize_rel_path(rel) == rel``) and not protected for reading (:func:`is_protected`). The
+    filesystem half (:func:`load_allowed`) and git's half (:func:`is_ignored`) still apply. Never raises."""
+    try:
+        return normalize_rel_path(rel) == rel and not is_protected(rel)
+    except PathDenied:
+        return False
+
+
+# readable_names' joined scan. Over "/" + "\n/".join(paths) every segment start follows a "/", so the
+# protected list's leading "(?:^|/)" becomes a literal "/" that the regex engine finds quickly, and "$"
+# (MULTILINE) ends each path. A device-name segment sends the batch to the per-path check (a fast-path
+# segment never is one). The key-file branch (a last segment ending in .pem/.key/.p12) may start anywhere
+# in a segment, so the engine would try it at every "/" and scan the segment each time (over a second at
+# 200,000 paths): it is scanned on its own instead, as line ends (the last segment of each path).
+_JOINED_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._ +@-/\n"
+_JOINED_BAD = (b"//", b"/\n", b"\n/", b"\n\n", b"./", b".\n", b" /", b" \n")
+_JOINED_PROTECTED = _protected_pattern(False, start="", end="$", in_name="[^/\\n]", keys=False)
+_JOINED_SCAN = re.compile(
+    rf"/(?:(?P<device>(?:{_DEVICE_NAMES})(?:[./\n]|\Z))|{_JOINED_PROTECTED})",
+    _PROTECTED_READ.flags | re.MULTILINE,
+)
+_JOINED_KEY_SCAN = re.compile(f"(?:{_KEY_SUFFIX_ALTERNATIVES})$", re.MULTILINE)
+
+
+def readable_names(raw: list[bytes]) -> list[str]:
+    """The entries of ``raw`` (path bytes as git prints them) that decode as UTF-8 and pass
+    :func:`is_readable_name`, decoded, in their order.
+
+    The same decision per path as :func:`is_readable_name` (tests/tools/test_listing_fast_path.py compares
+    them), but for a batch of plain ASCII paths (segments of ``[A-Za-z0-9._ +@-]``, the common listing)
+    both the normalization and the protected check are a few passes over the joined batch, O(total
+    bytes) with no call per path; any other batch takes the per-path check.
+    """
+    blob = b"\n".join(raw)
+    if (
+        not raw
+        or blob.translate(None, _JOINED_CHARS)  # a character outside the fast set (so also non-ASCII, "\n")
+        or blob.count(b"\n") != len(raw) - 1  # a "\n" inside a path
+        or max(map(len, raw)) > MAX_PATH_CHARS
+        or any(bad in blob for bad in _JOINED_BAD)
+        or blob.startswith(b"/")
+        or blob.endswith((b"/", b".", b" "))
+    ):
+        return _readable_names_per_path(raw)
+    text = "/" + blob.decode("ascii").replace("\n", "\n/")
+    hits: list[int] = []
+    lowered = text.lower()
+    for m in _JOINED_SCAN.finditer(lowered):
+        if m.lastgroup == "device":
+            return _readable_names_per_path(raw)
+        hits.append(m.start())
+    hits.extend(m.start() for m in _JOINED_KEY_SCAN.finditer(lowered))
+    rels = text[1:].split("\n/")
+    if not hits:
+        return rels
+    starts = list(itertools.accumulate((len(rel) + 2 for rel in rels[:-1]), initial=0))
+    bad = {bisect.bisect_right(starts, pos) - 1 for pos in hits}
+    return [rel for i, rel in enumerate(rels) if i not in bad]
+
+
+def _readable_names_per_path(raw: list[bytes]) -> list[str]:
+    kept: list[str] = []
+    for item in raw:
+        try:
+            rel = item.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if is_readable_name(rel):
+            kept.append(rel)
+    return kept
 
 
 def load_allowed(root: Path, raw: str, *, for_write: bool, max_bytes: int) -> AllowedFile:

@@ -17,7 +17,8 @@ from spotpatch_agent.tools.base import (
     ToolDef,
     ToolResult,
 )
-from spotpatch_agent.tools.context import WorktreeContext, glob_matcher
+from spotpatch_agent.tools.context import WorktreeContext
+from spotpatch_agent.tools.globs import glob_matcher
 
 DESCRIPTION = (
     "List allowed project files (relative POSIX paths) whose whole path matches a glob. "

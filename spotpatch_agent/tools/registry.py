@@ -1,8 +1,10 @@
 """The tool registry: every tool the executor can run and its strict spec for the model (docs/design.md §6).
 
 ``TOOL_DEFS`` maps name → :class:`~spotpatch_agent.tools.base.ToolDef`; ``TOOL_SPECS`` maps name →
-:class:`~spotpatch_agent.provider.base.ToolSpec` (strict JSON Schema ``parameters``). :func:`register` adds a
-tool to both (``apply_patch`` and ``run_check`` are registered by their own modules later).
+:class:`~spotpatch_agent.provider.base.ToolSpec` (strict JSON Schema ``parameters``). Importing this module
+registers the six tools, in this order: ``list_files``, ``search_text``, ``read_file``, ``replace_text``,
+``apply_patch``, ``run_check``. Which of them a job offers is ``engine.states.job_tools()``'s choice, not
+the registry's. :func:`register` adds a tool to both maps.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from spotpatch_agent.tools.base import ToolDef, strict_schema
 from spotpatch_agent.tools.list_files import LIST_FILES
 from spotpatch_agent.tools.read_file import READ_FILE
 from spotpatch_agent.tools.replace_text import REPLACE_TEXT
+from spotpatch_agent.tools.run_check import RUN_CHECK
 from spotpatch_agent.tools.search_text import SEARCH_TEXT
 
 TOOL_DEFS: dict[str, ToolDef] = {}
@@ -37,9 +40,5 @@ def tool_specs(names: Iterable[str]) -> tuple[ToolSpec, ...]:
     return tuple(TOOL_SPECS[name] for name in names)
 
 
-for _tool in (LIST_FILES, SEARCH_TEXT, READ_FILE, REPLACE_TEXT, APPLY_PATCH):
+for _tool in (LIST_FILES, SEARCH_TEXT, READ_FILE, REPLACE_TEXT, APPLY_PATCH, RUN_CHECK):
     register(_tool)
-
-from spotpatch_agent.tools.run_check import RUN_CHECK  # noqa: E402 - run_check's registration (issue 5)
-
-register(RUN_CHECK)

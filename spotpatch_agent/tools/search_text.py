@@ -28,7 +28,8 @@ from spotpatch_agent.tools.base import (
     arguments_guidance,
     check_pattern,
 )
-from spotpatch_agent.tools.context import WorktreeContext, glob_matcher
+from spotpatch_agent.tools.context import WorktreeContext
+from spotpatch_agent.tools.globs import glob_matcher
 
 DESCRIPTION = (
     "Search allowed project files for an exact, case-sensitive text (not a regex), one line at most. "

@@ -8,11 +8,10 @@ from pathlib import Path
 import pytest
 from wcmatch import glob as wcglob
 
-from spotpatch_agent.policy.paths import PathDenied, is_protected, normalize_rel_path
+from spotpatch_agent.policy.paths import PathDenied, is_protected, normalize_rel_path, readable_names
 from spotpatch_agent.protocol.models import CheckConfig, Limits
 from spotpatch_agent.tools import ToolExecutor
-from spotpatch_agent.tools import context as context_module
-from spotpatch_agent.tools.context import compile_glob
+from spotpatch_agent.tools.globs import compile_glob
 from tests.conftest import git, make_repo
 from tests.tools.conftest import call
 from tests.tools.test_apply_patch import create, delete, update
@@ -199,11 +198,11 @@ def reference_names(raw: list[bytes]) -> list[str]:
 
 def test_joined_name_checks_match_the_policy() -> None:
     raw = [name.encode() for name in NAMES]
-    assert context_module._filter_names(raw) == reference_names(raw)
+    assert readable_names(raw) == reference_names(raw)
     plain = [n.encode() for n in NAMES if n.isascii() and normalize_rel_path_ok(n)]
-    assert context_module._filter_names(plain) == reference_names(plain)
+    assert readable_names(plain) == reference_names(plain)
     for name in NAMES:  # one at a time, so no single odd name sends the whole batch to the slow path
-        assert context_module._filter_names([b"ok.ts", name.encode()]) == reference_names([b"ok.ts", name.encode()])
+        assert readable_names([b"ok.ts", name.encode()]) == reference_names([b"ok.ts", name.encode()])
 
 
 def normalize_rel_path_ok(name: str) -> bool:
@@ -231,11 +230,11 @@ async def test_the_parsed_index_is_reused_only_while_the_index_file_is_unchanged
     root = tricky_repo(tmp_path / "repo")
     executor = executor_for(root)
     first, _ = await both(executor)
-    cached = executor._ctx._index_cache
+    cached = executor._ctx._index._entries
     again, _ = await both(executor)
-    assert executor._ctx._index_cache is cached and again == first
+    assert executor._ctx._index._entries is cached and again == first
     git(root, "add", "untracked_big.ts")  # the index file is replaced: parse it again
     git(root, "rm", "-q", "--cached", "src/b.ts")
     fast, full = await both(executor)
-    assert executor._ctx._index_cache is not cached
+    assert executor._ctx._index._entries is not cached
     assert fast == full and "untracked_big.ts" not in fast and "src/b.ts" in fast

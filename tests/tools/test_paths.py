@@ -11,8 +11,10 @@ from spotpatch_agent.policy.paths import (
     PathDenied,
     is_ignored,
     is_protected,
+    is_readable_name,
     load_allowed,
     normalize_rel_path,
+    readable_names,
     resolve_allowed,
 )
 from tests.conftest import git
@@ -140,6 +142,54 @@ def test_env_example_is_read_only() -> None:
     assert not is_protected(".env.example")
     assert not is_protected("app/.ENV.EXAMPLE")
     assert is_protected(".env.example", for_write=True)
+
+
+def protected_by_segments(rel: str, *, for_write: bool = False) -> bool:
+    """The protected list of docs/security.md §4 written out segment by segment (is_protected's reference)."""
+    segments = [s.casefold() for s in rel.split("/")]
+    if any(s in (".git", ".spotpatch", "node_modules") for s in segments):
+        return True
+    generated = ("dist", "build", ".vite", "coverage", ".next", ".nuxt", ".svelte-kit", "out")
+    if any(s in generated for s in segments[:-1]):
+        return True
+    name = segments[-1]
+    if name == ".env" or name.startswith(".env."):
+        return for_write or name != ".env.example"
+    lockfiles = ("package-lock.json", "pnpm-lock.yaml", "yarn.lock", "bun.lockb", "poetry.lock", "uv.lock",
+                 "cargo.lock")
+    return (name.endswith((".pem", ".key", ".p12")) or name.startswith("id_")
+            or name in (".npmrc", ".netrc", ".pypirc") or name in lockfiles)
+
+
+NAME_SAMPLES = [
+    "src/App.tsx", "a", ".env", ".env.example", "x/.ENV.Example", ".env.local", ".envrc", "env/.env.x/y",
+    "dist", "dist/a", "a/dist", "a/dist/b", "x/Dist/y", "outline/x", "out/x", "x/out", ".vite", ".vite/x",
+    ".git", ".gitignore", "a/.git", "a/.git/b", ".github/x", "node_modules", "a/node_modules/b",
+    "Node_Modules/x", ".spotpatch", ".spotpatchrc", "k.pem", "k.pem/x", "k.PEM", "x.pem.bak", "pem", ".key",
+    "a.p12", "id_rsa", "x/ID_rsa.pub", "grid_x", "yarn.lock", "x/Cargo.lock", "cargo.lock.ts", ".npmrc",
+    "x/.netrc", "pypirc", "coverage", "coverage/x", ".svelte-kit/x", ".nuxt/x", ".next", "build.ts",
+    "a/build/b", "页面/.env", "页面/ok.ts", "con", "con.txt", "a b", "a~1", "a.", "a//b", "", "/a", "a/../b",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("for_write", [False, True])
+def test_is_protected_matches_the_segment_by_segment_rules(for_write: bool) -> None:
+    for rel in NAME_SAMPLES:
+        if rel:
+            assert is_protected(rel, for_write=for_write) == protected_by_segments(rel, for_write=for_write), rel
+
+
+def test_a_readable_name_is_canonical_and_not_protected_for_reading() -> None:
+    for rel in NAME_SAMPLES:
+        try:
+            canonical = normalize_rel_path(rel) == rel
+        except PathDenied:
+            canonical = False
+        assert is_readable_name(rel) == (canonical and not protected_by_segments(rel)), rel
+    assert is_readable_name(".env.example") and not is_readable_name("cafe\u0301.ts")  # NFD is not canonical
+    raw = [rel.encode() for rel in NAME_SAMPLES] + [b"\xff.ts", b"ok.ts"]
+    assert readable_names(raw) == [rel for rel in NAME_SAMPLES if is_readable_name(rel)] + ["ok.ts"]
+    assert readable_names([]) == []
 
 
 def _tree(tmp_path: Path) -> Path:

@@ -19,13 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from spotpatch_agent.policy.paths import PathDenied, is_ignored, is_protected, normalize_rel_path
+from spotpatch_agent.policy.paths import PathDenied, is_ignored, is_protected, normalize_rel_path, readable_names
 from spotpatch_agent.protocol.models import Limits
 from spotpatch_agent.tools import ToolExecutor
-from spotpatch_agent.tools import context as context_module
+from spotpatch_agent.tools import git_index as index_module
 from spotpatch_agent.tools import search_text as search_module
 from spotpatch_agent.tools.base import ToolResult
-from spotpatch_agent.tools.context import WorktreeContext, glob_matcher
+from spotpatch_agent.tools.context import WorktreeContext
+from spotpatch_agent.tools.globs import glob_matcher
 from tests.conftest import git
 from tests.tools.conftest import call
 
@@ -245,7 +246,7 @@ async def test_a_large_index_listing_is_never_cut_by_a_buffer_bound(tmp_path: Pa
     fast = await ctx._fast_listing(MAX)
     assert fast is not None and not fast.truncated
     assert list(fast.files) == reference_listing(root, MAX)
-    monkeypatch.setattr(context_module, "_INDEX_OUTPUT_MAX_BYTES", 16 * 1024)  # its own bound still applies
+    monkeypatch.setattr(index_module, "_INDEX_OUTPUT_MAX_BYTES", 16 * 1024)  # its own bound still applies
     ctx = _executor(root).context
     assert await ctx._fast_listing(MAX) is None
 
@@ -259,15 +260,15 @@ async def test_the_streamed_index_parse_does_not_depend_on_chunk_boundaries(tmp_
     git(root, "commit", "-q", "-m", "odd")
     out = subprocess.run(["git", "ls-files", "-z", "-s", "--debug"], cwd=root, check=True,
                          capture_output=True).stdout
-    whole = context_module._IndexParser(MAX)
+    whole = index_module.IndexParser(MAX)
     await whole.feed(out)
     expected = await whole.finish()
     assert expected is not None and len(expected.trusted) > 10
     rng = random.Random(seed)
     for batch in (1, 7, 100, 4096):
-        parser = context_module._IndexParser(MAX)
-        original = context_module._INDEX_BATCH_BYTES
-        context_module._INDEX_BATCH_BYTES = batch
+        parser = index_module.IndexParser(MAX)
+        original = index_module._INDEX_BATCH_BYTES
+        index_module._INDEX_BATCH_BYTES = batch
         try:
             pos = 0
             while pos < len(out):
@@ -276,7 +277,7 @@ async def test_the_streamed_index_parse_does_not_depend_on_chunk_boundaries(tmp_
                 pos += size
             got = await parser.finish()
         finally:
-            context_module._INDEX_BATCH_BYTES = original
+            index_module._INDEX_BATCH_BYTES = original
         assert got == expected, batch
     assert await _listed(_executor(root)) == reference_listing(root, MAX)
 
@@ -430,5 +431,5 @@ def test_the_joined_key_suffix_scan_matches_the_policy() -> None:
     for name in names:
         if not is_protected(name):
             expected.append(name)
-    assert context_module._filter_names(raw) == expected
+    assert readable_names(raw) == expected
     assert "a.pem/b.ts" in expected and "x.pem.bak" in expected and "dir/x.KEY" not in expected
