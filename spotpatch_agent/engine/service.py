@@ -221,10 +221,8 @@ class EngineService:
             protocol_version=PROTOCOL_VERSION,
             server_info=ServerInfo(name="spotpatch-agent", version=__version__),
             capabilities=Capabilities(
-                ai_enabled=self.ai_enabled(), apply_modes=offered_modes(self._config.modes), tools=list(
-                # The tools a job of this config offers; names as registered in tools/registry.py (not
-                # imported here: cold start).
-                job_tools(registered=("apply_patch", "run_check"), has_checks=bool(self._config.checks))),
+                ai_enabled=self.ai_enabled(), apply_modes=offered_modes(self._config.modes),
+                tools=list(job_tools(has_checks=bool(self._config.checks))),  # what a job of this config offers
                 checks_sandbox=self._checks_sandbox(), suggestions=self._config.suggestions.enabled),
         )
 
