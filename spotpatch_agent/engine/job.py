@@ -256,7 +256,7 @@ async def _keep_reviewable_diff(job: Job, worktree: Worktree | None) -> None:
         except Exception as exc:  # noqa: BLE001 - an unreviewable change is not kept; the log says why
             job.diff, job.files = "", []
             job.baseline_hashes, job.result_hashes = {}, {}
-            _log_diff_dropped(job, _drop_reason(exc))
+            _log_diff_dropped(job, _drop_reason(exc), exc)
             return
     if scope.cancelled_caught:
         _log_diff_dropped(job, f"collecting it took longer than {KEEP_DIFF_TIMEOUT_SEC} s")
@@ -273,11 +273,13 @@ def _drop_reason(exc: Exception) -> str:
     return f"{type(exc).__name__} while collecting it"
 
 
-def _log_diff_dropped(job: Job, reason: str) -> None:
+def _log_diff_dropped(job: Job, reason: str, exc: Exception | None = None) -> None:
     """The stderr line for a failed job whose diff was dropped (issue 21: never silently), redacted and
-    with absolute paths shortened here as well as by the log handler (``policy.redact.RedactingFilter``)."""
+    with absolute paths shortened here as well as by the log handler (``policy.redact.RedactingFilter``,
+    which also redacts the traceback logged for an exception that is not ours)."""
     log.warning("job %s failed and its diff was not kept for review: %s", job.job_id,
-                shorten_paths(REDACTOR(reason))[:MAX_MESSAGE_CHARS])
+                shorten_paths(REDACTOR(reason))[:MAX_MESSAGE_CHARS],
+                exc_info=None if exc is None or isinstance(exc, SpotPatchError) else exc)
 
 
 async def _decide(
