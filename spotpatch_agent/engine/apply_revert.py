@@ -44,7 +44,8 @@ def _record_change(job: Job, kind: str, exc: BaseException | None) -> None:
         paths = [f.path for f in job.files]
         code = getattr(exc, "code", None) if exc is not None else None
         message = getattr(exc, "message", "") if exc is not None else ""
-        conflicts = [p for p in paths if p in message] if code in (ErrorCode.APPLY_CONFLICT, ErrorCode.REVERT_CONFLICT) else []
+        conflicted = code in (ErrorCode.APPLY_CONFLICT, ErrorCode.REVERT_CONFLICT)
+        conflicts = [p for p in paths if p in message] if conflicted else []
         job.ledger.record_apply(kind, status=job.status, file_count=len(paths), conflict_paths=conflicts,
                                 error_code=None if exc is None else str(code or ErrorCode.INTERNAL.value))
     except Exception:  # noqa: BLE001 - fail-open
@@ -73,7 +74,8 @@ async def apply_job(job: Job, *, auto: str | None = None) -> JobSnapshot:
     """Apply ``job``'s diff. ``auto``: the auto modes' Apply straight from ``validating`` (docs/design.md §10),
     with this status message when applied; a conflict then reads "Not applied automatically: …"."""
     if job.status != ("validating" if auto is not None else "awaiting-review"):
-        raise SpotPatchError(ErrorCode.INVALID_STATE, f"Only a job awaiting review can be applied (status {job.status!r}).")
+        raise SpotPatchError(ErrorCode.INVALID_STATE,
+                             f"Only a job awaiting review can be applied (status {job.status!r}).")
     from spotpatch_agent.worktree.changes import apply_change
 
     job.set_status("applying")

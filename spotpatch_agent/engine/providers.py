@@ -114,7 +114,8 @@ class ProbeCache:
         if job.stats.tool_round_trip_proven and key not in self.results:
             self.results[key] = ProbeResult(
                 model_profile_id=job.model.id, ok=True, tool_calling=True, cached=False, duration_ms=0,
-                source="inline", message="Tool calling proven inline: a job's tool call and its continuation succeeded.")
+                source="inline",
+                message="Tool calling proven inline: a job's tool call and its continuation succeeded.")
 
     async def probe(self, config: TrustedConfig, params: ProviderProbeParams, *,
                     adapter_factory: AdapterFactory) -> ProbeResult:
@@ -126,11 +127,13 @@ class ProbeCache:
         ``MODEL_TOOL_CALL_UNSUPPORTED`` are a result with ``ok: false`` and the error, not an RPC error."""
         found = config.find_model(params.model_profile_id)
         if found is None:
-            raise SpotPatchError(ErrorCode.INVALID_REQUEST, "Unknown modelProfileId: it must be the id of a model in the trusted config.")
+            raise SpotPatchError(ErrorCode.INVALID_REQUEST,
+                                 "Unknown modelProfileId: it must be the id of a model in the trusted config.")
         provider, model = found
         key = os.environ.get(provider.api_key_env) or None
         if key is None:
-            raise SpotPatchError(ErrorCode.AI_DISABLED, f"AI is off for {provider.display_name}: its key variable is not set.")
+            raise SpotPatchError(ErrorCode.AI_DISABLED,
+                                 f"AI is off for {provider.display_name}: its key variable is not set.")
         cached = self.results.get(probe_key(provider, model))
         if cached is not None:
             return cached.model_copy(update={"cached": True})

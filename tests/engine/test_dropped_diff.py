@@ -41,7 +41,8 @@ async def run_job(root: Path, turns: list, checks: list[dict], monkeypatch: pyte
         service = EngineService(send_event=events.append)
         async with service.running():
             await service.configure(root, config)
-            snap = await service.job_create(JobCreateParams.model_validate({"annotation": TARGET, "modelProfileId": "m"}))
+            params = JobCreateParams.model_validate({"annotation": TARGET, "modelProfileId": "m"})
+            snap = await service.job_create(params)
             await service.wait_job(snap.job_id)
             ids = JobIdParams(job_id=snap.job_id)
             return await service.job_get(ids), await service.job_diff(ids), events
