@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from spotpatch_agent import __version__
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PROMPT_ONLY = 0, 1, 2, 3
+from spotpatch_agent.exit_codes import EXIT_OK, EXIT_USAGE
 
 
 def setup_logging() -> None:

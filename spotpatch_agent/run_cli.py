@@ -20,6 +20,7 @@ from typing import Any, NoReturn, TextIO
 import anyio
 
 from spotpatch_agent.errors import SpotPatchError
+from spotpatch_agent.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_PROMPT_ONLY, EXIT_USAGE
 from spotpatch_agent.policy.redact import redact_cut
 from spotpatch_agent.protocol.models import JobCreateParams, SpotAnnotation, TrustedConfig
 
@@ -156,13 +157,13 @@ def load_config(project: Path, path: Path | None) -> TrustedConfig:
     if not file.exists():
         if path is not None:
             print(f"spotpatch-agent: config file {path} does not exist", file=sys.stderr)
-            raise SystemExit(2)
+            raise SystemExit(EXIT_USAGE)
         return TrustedConfig()
     try:
         return read_config_file(file)
     except ConfigFileError as exc:
         print("\n  ".join([f"spotpatch-agent: {file.name} {exc.reason}", *exc.lines]), file=sys.stderr)
-        raise SystemExit(2) from None
+        raise SystemExit(EXIT_USAGE) from None
 
 
 def build_annotation(targets: list[str], instructions: list[str]) -> SpotAnnotation:
@@ -185,7 +186,7 @@ def build_annotation(targets: list[str], instructions: list[str]) -> SpotAnnotat
 
 def usage_error(message: str) -> NoReturn:
     print(f"spotpatch-agent run: {message}", file=sys.stderr)
-    raise SystemExit(2)
+    raise SystemExit(EXIT_USAGE)
 
 
 PROVIDER_HELP = """\
@@ -231,7 +232,7 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         code = _run(args, sys.stderr, report)
     except SystemExit as exc:  # a usage error, already explained on stderr
-        code = exc.code if isinstance(exc.code, int) else 2
+        code = exc.code if isinstance(exc.code, int) else EXIT_USAGE
         report.setdefault("outcome", "usage-error")
     sys.stdout.write(json.dumps(run_report(code, report), ensure_ascii=False) + "\n")
     sys.stdout.flush()
@@ -263,7 +264,7 @@ def _run(args: argparse.Namespace, out: TextIO, report: dict[str, Any]) -> int:
             report["outcome"] = "not-a-git-repository"
             print(f"spotpatch-agent run: {project.name or project} is not a git repository (SpotPatch works on a "
                   "git repository: run `git init` and commit first)", file=sys.stderr)
-            return 2
+            return EXIT_USAGE
         async with service.running():
             try:
                 await service.configure(project, config)
@@ -278,17 +279,17 @@ def _run(args: argparse.Namespace, out: TextIO, report: dict[str, Any]) -> int:
                 if rendered.warnings and len(rendered.warnings) == len(annotation.targets):
                     report["outcome"] = "no-usable-target"
                     print("spotpatch-agent run: no target has a usable source location; nothing to do.", file=sys.stderr)
-                    return 2
+                    return EXIT_USAGE
                 if model_id is None or not service.ai_enabled():
                     report.update(outcome="no-provider", prompt=rendered.text)
                     if out is sys.stdout:
                         print(rendered.text)
                     print(provider_help(config, args.config or project / CONFIG_FILE), file=sys.stderr)
-                    return 3
+                    return EXIT_PROMPT_ONLY
                 health = await service.health()
                 report["health"] = health.dump()
                 if not health_allows(health, include_local_changes=args.include_local_changes, report=report):
-                    return 1
+                    return EXIT_FAILED
                 params = JobCreateParams(annotation=annotation, model_profile_id=model_id, apply_mode="review",
                                          local_changes_consent=args.include_local_changes or None)
                 return await drive_job(service, params, apply=args.apply, revert=False, out=out, report=report,
@@ -297,7 +298,7 @@ def _run(args: argparse.Namespace, out: TextIO, report: dict[str, Any]) -> int:
             except SpotPatchError as exc:  # caught here, before the task group wraps it in a group
                 report.update(outcome="engine-error", error={"code": exc.code.value, "message": exc.message})
                 print(f"spotpatch-agent: {exc.code.value}: {exc.message}", file=sys.stderr)
-                return 1
+                return EXIT_FAILED
 
     return anyio.run(main)
 
@@ -366,14 +367,14 @@ async def drive_job(service: Any, params: JobCreateParams, *, apply: bool, rever
             elif lane_on:
                 print("This model cannot call tools. Re-run with --suggest for a read-only draft suggestion "
                       "(it changes nothing).", file=out)
-        return 1
+        return EXIT_FAILED
     diff = await service.job_diff(ids)
     report["diff"] = diff.dump()
     print("\n--- the agent's diff (against the job's baseline) ---", file=out)
     print(diff.diff, file=out, end="" if diff.diff.endswith("\n") else "\n")
     if not apply:
         print("Review it, then re-run with --apply to apply it to the working tree.", file=out)
-        return 0
+        return EXIT_OK
     snapshot = await service.job_apply(ids)
     report.update(outcome=snapshot.status, job=snapshot.dump())
     print(f"Applied: status {snapshot.status}.", file=out)
@@ -381,4 +382,4 @@ async def drive_job(service: Any, params: JobCreateParams, *, apply: bool, rever
         snapshot = await service.job_revert(ids)
         report.update(outcome=snapshot.status, job=snapshot.dump())
         print(f"Reverted: status {snapshot.status}.", file=out)
-    return 0
+    return EXIT_OK

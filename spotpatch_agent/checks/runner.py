@@ -27,6 +27,7 @@ the caller propagates after the process tree is killed.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -43,7 +44,7 @@ import anyio
 from anyio.abc import Process
 
 from spotpatch_agent.errors import JobFailure
-from spotpatch_agent.policy.redact import REDACTOR
+from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
 from spotpatch_agent.process import NEW_SESSION, kill_tree
 from spotpatch_agent.protocol.limits import LIMITS
 from spotpatch_agent.protocol.errors import ErrorCode
@@ -147,6 +148,41 @@ def check_env(pass_env: Iterable[str] = ()) -> dict[str, str]:
 
 _PROTECTED = False
 
+log = logging.getLogger("spotpatch.checks")
+
+#: ``prctl(2)`` options: set and read this process's "dumpable" flag.
+PR_SET_DUMPABLE, PR_GET_DUMPABLE = 4, 3
+
+#: ``prctl(option, value)``: returns on success, raises ``OSError`` (with its ``errno``) on failure.
+Prctl = Callable[[int, int], None]
+
+
+def libc_prctl(option: int, value: int) -> None:
+    """``prctl(option, value, 0, 0, 0)`` through libc (Linux). Raises ``OSError`` with the call's ``errno``
+    when it returns non-zero, and ``OSError``/``AttributeError`` when libc or ``prctl`` cannot be loaded."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(option, value, 0, 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def set_non_dumpable(prctl: Prctl = libc_prctl) -> bool:
+    """``PR_SET_DUMPABLE`` 0 for this process through ``prctl`` (the seam tests inject a failing call
+    through). Returns whether it held. A failure is logged on stderr as a warning (redacted, absolute paths
+    shortened: issue 21, never silently) and checks still run: the hardening is defence in depth, the
+    check's own environment never holds a key (:func:`check_env`). Never raises."""
+    try:
+        prctl(PR_SET_DUMPABLE, 0)
+    except (OSError, AttributeError) as exc:
+        detail = f"errno {exc.errno}: {exc.strerror}" if isinstance(exc, OSError) and exc.errno else str(exc)
+        log.warning("check hardening failed: prctl(PR_SET_DUMPABLE, 0) did not take effect (%s); a check "
+                    "running as this user may read the engine's environment through /proc",
+                    shorten_paths(REDACTOR(detail))[:300])
+        return False
+    return True
+
 
 def protect_engine_environ() -> None:
     """Linux: make this (the engine) process non-dumpable, once, before its first check runs.
@@ -155,18 +191,13 @@ def protect_engine_environ() -> None:
     it could read the provider key from ``/proc/<engine pid>/environ`` (its parent), whatever
     :func:`check_env` keeps out of its own environment. A non-dumpable process's ``/proc`` entries
     (``environ``, ``mem``, ``fd``) are closed to other processes without ``CAP_SYS_PTRACE``; the
-    engine's children get the normal setting back at ``exec``. No effect elsewhere; failures ignored."""
+    engine's children get the normal setting back at ``exec``. No effect elsewhere; a failure is logged
+    (:func:`set_non_dumpable`), not raised."""
     global _PROTECTED
     if _PROTECTED or not sys.platform.startswith("linux"):
         return
     _PROTECTED = True
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
-    except (OSError, AttributeError):
-        pass
+    set_non_dumpable()
 
 
 def check_timeout(check: CheckConfig, limits: Limits) -> int:

@@ -43,11 +43,14 @@ from spotpatch_agent.protocol.models import (
 )
 from spotpatch_agent.provider.base import ProviderAdapter
 from spotpatch_agent.tools.executor import ToolExecutor
-from spotpatch_agent.tools.registry import TOOL_DEFS, tool_specs
+from spotpatch_agent.tools.registry import tool_specs
 from spotpatch_agent.worktree.isolation import Worktree, create_worktree, remove_worktree
 from spotpatch_agent.worktree.pool import WorktreePool
 
 log = logging.getLogger("spotpatch.job")
+
+#: Longest a failed job spends collecting its diff so far for review, in seconds (:func:`_keep_reviewable_diff`).
+KEEP_DIFF_TIMEOUT_SEC = 10
 
 #: The service's Apply for the auto modes: ``apply(job, message_when_applied)``; sets the job's status.
 AutoApply = Callable[["Job", str], Awaitable[None]]
@@ -247,15 +250,36 @@ async def _keep_reviewable_diff(job: Job, worktree: Worktree | None) -> None:
     "a failed job keeps its diagnostics and any reviewable diff"). A failed job can never be applied."""
     if worktree is None or job.diff:
         return
-    with anyio.move_on_after(10):
+    with anyio.move_on_after(KEEP_DIFF_TIMEOUT_SEC) as scope:
         try:
             await _collect_changeset(job, worktree)
-        except Exception:  # noqa: BLE001 - an unreviewable change is simply not kept
+        except Exception as exc:  # noqa: BLE001 - an unreviewable change is not kept; the log says why
             job.diff, job.files = "", []
             job.baseline_hashes, job.result_hashes = {}, {}
+            _log_diff_dropped(job, _drop_reason(exc), exc)
             return
+    if scope.cancelled_caught:
+        _log_diff_dropped(job, f"collecting it took longer than {KEEP_DIFF_TIMEOUT_SEC} s")
+        return
     if job.files:
         job.events.emit("diff", files=job.files)
+
+
+def _drop_reason(exc: Exception) -> str:
+    """Why the diff was not kept: the error code and message of ours (their messages name relative paths
+    only), else just the exception's type (a foreign message may quote anything)."""
+    if isinstance(exc, SpotPatchError):
+        return f"{exc.code.value}: {exc.message}"
+    return f"{type(exc).__name__} while collecting it"
+
+
+def _log_diff_dropped(job: Job, reason: str, exc: Exception | None = None) -> None:
+    """The stderr line for a failed job whose diff was dropped (issue 21: never silently), redacted and
+    with absolute paths shortened here as well as by the log handler (``policy.redact.RedactingFilter``,
+    which also redacts the traceback logged for an exception that is not ours)."""
+    log.warning("job %s failed and its diff was not kept for review: %s", job.job_id,
+                shorten_paths(REDACTOR(reason))[:MAX_MESSAGE_CHARS],
+                exc_info=None if exc is None or isinstance(exc, SpotPatchError) else exc)
 
 
 async def _decide(
@@ -341,7 +365,7 @@ def _job_checks(job: Job) -> tuple[CheckConfig, ...]:
 
 def _make_executor(job: Job, worktree: Worktree) -> ToolExecutor:
     checks = _job_checks(job)
-    tools = job_tools(registered=TOOL_DEFS, has_checks=bool(checks))
+    tools = job_tools(has_checks=bool(checks))
     return ToolExecutor(worktree.path, job.limits, tools=tools, checks=checks, sandbox=job.sandbox,
                         project_root=job.root, focus=target_lines(job.params.annotation))
 

@@ -2,6 +2,11 @@
 
 Used by the JSON-RPC server (``serve``) and in-process by the CLI (``run``, ``demo``). Jobs run as tasks in
 the service's task group; ``stop_all`` cancels them and waits for their worktrees to be removed.
+
+The service holds the session's state (project, trusted config, jobs, locks, the warm pool) and the job
+lifecycle; each other concern is its own module: ``engine.providers`` (adapters, ``provider/list``,
+``provider/probe`` and the proofs of tool calling), ``engine.apply_revert`` (Apply and Revert of a reviewed
+diff), ``engine.suggest`` (``job/suggest``), ``engine.job`` (one job's run).
 """
 
 from __future__ import annotations
@@ -19,11 +24,20 @@ from anyio.abc import TaskGroup
 
 from spotpatch_agent import PROTOCOL_VERSION, __version__
 from spotpatch_agent.audit.sink import audit_dir
+from spotpatch_agent.engine.apply_revert import apply_job, failure_message, persist_ledger, revert_job
 from spotpatch_agent.engine.events import JobEventLog
 from spotpatch_agent.engine.modes import check_mode_request, includes_local_changes, offered_modes
+from spotpatch_agent.engine.providers import (
+    AdapterFactory,
+    ProbeCache,
+    list_providers,
+    make_adapter,
+    preload_job_runner,
+)
 from spotpatch_agent.engine.states import ACTIVE, job_tools
+from spotpatch_agent.engine.suggest import draft_suggestion
 from spotpatch_agent.errors import SpotPatchError
-from spotpatch_agent.policy.redact import REDACTOR, redact_cut, shorten_paths
+from spotpatch_agent.policy.redact import REDACTOR, redact_cut
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import (
     Capabilities,
@@ -33,21 +47,16 @@ from spotpatch_agent.protocol.models import (
     InitializeResult,
     JobCreateParams,
     JobIdParams,
-    ErrorInfo,
     JobAuditResult,
     JobEventsParams,
     JobEventsResult,
     JobListResult,
     JobSnapshot,
-    ModelProfile,
     ProbeResult,
     PromptRenderParams,
-    ProviderInfo,
     ProviderListResult,
-    ProviderModelInfo,
     ProviderProbeParams,
     PromptRenderResult,
-    ProviderProfile,
     RecoveryReport,
     RepoHealth,
     SessionGetResult,
@@ -80,87 +89,6 @@ _SETTLE_WAIT = 60.0
 RUNNING = frozenset({"preparing", "running", "validating"})
 
 
-def make_adapter(provider: ProviderProfile) -> ProviderAdapter:
-    """The adapter for ``provider`` (``api``: ``responses`` or ``chat``) with its key read from ``apiKeyEnv``
-    (never logged: docs/design.md §11)."""
-    key = os.environ.get(provider.api_key_env) or None
-    REDACTOR.add_secret(key)
-    if provider.api == "responses":
-        from spotpatch_agent.provider.responses import ResponsesAdapter
-
-        return ResponsesAdapter(base_url=provider.base_url, api_key=key, headers=provider.headers)
-    from spotpatch_agent.provider.chat import ChatCompletionsAdapter
-
-    return ChatCompletionsAdapter(base_url=provider.base_url, api_key=key, headers=provider.headers)
-
-
-#: What the first job imports (engine.job pulls in the tool loop, the tools and the adapters' base).
-_JOB_RUNNER = ("spotpatch_agent.engine.job", "spotpatch_agent.provider.chat", "spotpatch_agent.provider.responses")
-
-
-async def _preload_job_runner() -> None:
-    """Import the job runner in a worker thread after ``initialize``'s reply, while the start-up health check
-    waits on git (issue 17: the imports moved out of initialize are not paid by the first job instead).
-    Never raises: a failed import is raised again where the module is first used."""
-    import importlib
-
-    for name in _JOB_RUNNER:
-        try:
-            await anyio.to_thread.run_sync(importlib.import_module, name)
-        except Exception:  # noqa: BLE001 - see the docstring
-            return
-
-
-def _probe_key(provider: ProviderProfile, model: ModelProfile) -> tuple[str, str, str, str]:
-    """What a proven tool round trip is valid for: the model profile at this endpoint, API and model name."""
-    return model.id, provider.api, provider.base_url, model.model
-
-
-#: Apply/Revert errors after which the working tree is known to be unchanged (worktree/changes.py).
-_UNCHANGED = frozenset({ErrorCode.APPLY_CONFLICT, ErrorCode.REVERT_CONFLICT, ErrorCode.REPO_BLOCKED,
-                        ErrorCode.INVALID_STATE, ErrorCode.CHANGESET_REJECTED})
-
-
-async def _persist_ledger(job: Job) -> None:
-    """Persist the ledger's records after ``job_end`` (an Apply, a Revert, a suggestion run) off the event
-    loop, at most ``audit.ledger.WRITE_TIMEOUT_SEC``, also when the request is being cancelled; never raises
-    (the ledger is fail-open)."""
-    if job.ledger is not None:
-        with anyio.CancelScope(shield=True):
-            await job.ledger.persist()
-
-
-def _record_change(job: Job, kind: str, exc: BaseException | None) -> None:
-    """The ledger's ``apply`` / ``revert`` record: the status after it, the files, and for a conflict the
-    job's paths its message names (project-relative; never the message itself). Never raises."""
-    try:
-        assert job.ledger is not None
-        paths = [f.path for f in job.files]
-        code = getattr(exc, "code", None) if exc is not None else None
-        message = getattr(exc, "message", "") if exc is not None else ""
-        conflicts = [p for p in paths if p in message] if code in (ErrorCode.APPLY_CONFLICT, ErrorCode.REVERT_CONFLICT) else []
-        job.ledger.record_apply(kind, status=job.status, file_count=len(paths), conflict_paths=conflicts,
-                                error_code=None if exc is None else str(code or ErrorCode.INTERNAL.value))
-    except Exception:  # noqa: BLE001 - fail-open
-        log.exception("audit ledger: %s not recorded", kind)
-
-
-def _nothing_written(exc: BaseException) -> bool:
-    return isinstance(exc, SpotPatchError) and exc.code in _UNCHANGED
-
-
-def _as_error(exc: BaseException, what: str) -> SpotPatchError:
-    if isinstance(exc, SpotPatchError):
-        return SpotPatchError(exc.code, exc.message + " The working tree may be partly written: check it by hand.")
-    return SpotPatchError(ErrorCode.INTERNAL, _failure_message(exc, what) + " Check the working tree by hand.")
-
-
-def _failure_message(exc: BaseException, what: str) -> str:
-    if isinstance(exc, SpotPatchError):
-        return REDACTOR(exc.message)
-    return f"{what} failed with an internal error; nothing was reported as done (see the engine log)."
-
-
 class EngineService:
     """One project, one trusted config, many jobs (one write job at a time: docs/design.md §4)."""
 
@@ -172,17 +100,14 @@ class EngineService:
         #: The crash-journal repairs of the last ``initialize`` (answered again by ``session/get``).
         self._recovered: list[RecoveryReport] = []
         self._project_lock: ProjectWriteLock | None = None
-        #: Proven tool calling for the session (explicit probe or inline proof), per :func:`_probe_key`.
-        self._probes: dict[tuple[str, str, str, str], ProbeResult] = {}
-        #: Model profiles whose explicit probe found no tool calling this session (the suggestion lane's
-        #: "probe failed"), per :func:`_probe_key`.
-        self._probe_failures: set[tuple[str, str, str, str]] = set()
+        #: Proven tool calling for the session (explicit probe or inline proof) and failed probes.
+        self._probes = ProbeCache()
         #: Jobs whose suggestion lane is running now (one request per job at a time).
         self._suggesting: set[str] = set()
         self._reserved = 0  # job/create calls past the conflict check that have not registered their job yet
         self._tg: TaskGroup | None = None
         self._pool: WorktreePool | None = None  # the project's warm worktree (worktree/pool.py)
-        self._adapter_factory: Callable[[ProviderProfile], ProviderAdapter] = make_adapter
+        self._adapter_factory: AdapterFactory = make_adapter
         #: Apply and Revert of any job are serialised: one working-tree write at a time (docs/design.md §8).
         self._write_lock: anyio.Lock | None = None
         self._audit_dir: Path | None = None
@@ -221,10 +146,8 @@ class EngineService:
             protocol_version=PROTOCOL_VERSION,
             server_info=ServerInfo(name="spotpatch-agent", version=__version__),
             capabilities=Capabilities(
-                ai_enabled=self.ai_enabled(), apply_modes=offered_modes(self._config.modes), tools=list(
-                # The tools a job of this config offers; names as registered in tools/registry.py (not
-                # imported here: cold start).
-                job_tools(registered=("apply_patch", "run_check"), has_checks=bool(self._config.checks))),
+                ai_enabled=self.ai_enabled(), apply_modes=offered_modes(self._config.modes),
+                tools=list(job_tools(has_checks=bool(self._config.checks))),  # what a job of this config offers
                 checks_sandbox=self._checks_sandbox(), suggestions=self._config.suggestions.enabled),
         )
 
@@ -291,10 +214,10 @@ class EngineService:
                 await self._open_pool()
             settled.set()
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_preload_job_runner)  # beside the health check's git work
+                tg.start_soon(preload_job_runner)  # beside the health check's git work
                 blocked = (await repo_health(root, config.limits)).state == "blocked"
         except Exception as exc:  # noqa: BLE001 - jobs then start cold; their own health check reports
-            log.warning("start-up health check failed: %s", _failure_message(exc, "The start-up health check"))
+            log.warning("start-up health check failed: %s", failure_message(exc, "The start-up health check"))
         finally:
             settled.set()
         if blocked or root != self._root:  # no pool: a worktree the last engine parked is not kept
@@ -441,8 +364,8 @@ class EngineService:
             job = Job(job_id=job_id, ledger=ledger, params=params, root=root, head_oid=head, provider=provider, model=model,
                       limits=limits, events=JobEventLog(job_id, self._emit), checks=tuple(self._config.checks),
                       sandbox=self._config.sandbox,
-                      capability_probed=self._probe_passed(provider, model), pool=self._pool, health=health,
-                      tool_calling_known=_probe_key(provider, model) in self._probes)
+                      capability_probed=self._probes.passed(provider, model), pool=self._pool, health=health,
+                      tool_calling_known=self._probes.proven(provider, model))
             self._jobs[job_id] = job
             job.set_status("preparing")
         except BaseException:
@@ -463,14 +386,8 @@ class EngineService:
         try:
             await run_job(job, adapter, apply=self._auto_apply)
         finally:
-            self._note_inline_proof(job)
+            self._probes.note_inline_proof(job)
             self._release_project_lock()
-
-    def _probe_passed(self, provider: ProviderProfile, model: ModelProfile) -> bool:
-        """Whether the explicit probe (``provider/probe``, not a job's inline proof) passed this session
-        for this model profile: the ``auto`` capability gate at job creation (docs/design.md §10)."""
-        probe = self._probes.get(_probe_key(provider, model))
-        return probe is not None and probe.ok and getattr(probe, "source", "probe") == "probe"
 
     def _acquire_project_lock(self) -> bool:
         """Take the cross-engine write lock or raise ``JOB_CONFLICT`` (worktree/lock.py)."""
@@ -527,36 +444,11 @@ class EngineService:
             async with self._lock():
                 self._acquire_project_lock()
                 try:
-                    return await self._apply_locked(job)
+                    return await apply_job(job)
                 finally:
                     self._release_project_lock()
         finally:
-            await _persist_ledger(job)
-
-    async def _apply_locked(self, job: Job, *, auto: str | None = None) -> JobSnapshot:
-        """Apply ``job``'s diff. ``auto``: the auto modes' Apply straight from ``validating`` (docs/design.md §10),
-        with this status message when applied; a conflict then reads "Not applied automatically: …"."""
-        if job.status != ("validating" if auto is not None else "awaiting-review"):
-            raise SpotPatchError(ErrorCode.INVALID_STATE, f"Only a job awaiting review can be applied (status {job.status!r}).")
-        from spotpatch_agent.worktree.changes import apply_change
-
-        job.set_status("applying")
-        try:
-            with anyio.CancelScope(shield=True):
-                job.applied = await apply_change(job.root, job.diff, job.baseline_hashes,
-                                                 expected_head=job.head_oid, result_hashes=job.result_hashes,
-                                                 job_id=job.job_id)
-        except BaseException as exc:
-            if _nothing_written(exc):
-                reason = _failure_message(exc, "Apply")
-                job.set_status("awaiting-review", reason if auto is None else "Not applied automatically: " + reason)
-            else:
-                job.fail(_as_error(exc, "Apply"))
-            _record_change(job, "apply", exc)
-            raise
-        job.set_status("applied", auto)
-        _record_change(job, "apply", None)
-        return job.snapshot()
+            await persist_ledger(job)
 
     async def _auto_apply(self, job: Job, message: str) -> None:
         """The Apply of ``auto`` (every gate held) and ``trusted-auto``, called by ``run_job`` after the
@@ -573,13 +465,13 @@ class EngineService:
                     return
                 self._acquire_project_lock()  # re-entrant: the job's run holds it
                 try:
-                    await self._apply_locked(job, auto=message)
+                    await apply_job(job, auto=message)
                 finally:
                     self._release_project_lock()
-        except Exception as exc:  # noqa: BLE001 - _apply_locked already set the status it implies
-            log.info("job %s was not applied automatically: %s", job.job_id, _failure_message(exc, "Apply"))
+        except Exception as exc:  # noqa: BLE001 - apply_job already set the status it implies
+            log.info("job %s was not applied automatically: %s", job.job_id, failure_message(exc, "Apply"))
             if job.status == "validating":
-                job.set_status("awaiting-review", "Not applied automatically: " + _failure_message(exc, "Apply"))
+                job.set_status("awaiting-review", "Not applied automatically: " + failure_message(exc, "Apply"))
 
     async def job_revert(self, params: JobIdParams) -> JobSnapshot:
         job = self._job(params.job_id)
@@ -587,31 +479,11 @@ class EngineService:
             async with self._lock():
                 self._acquire_project_lock()
                 try:
-                    return await self._revert_locked(job)
+                    return await revert_job(job)
                 finally:
                     self._release_project_lock()
         finally:
-            await _persist_ledger(job)
-
-    async def _revert_locked(self, job: Job) -> JobSnapshot:
-        if job.status != "applied" or job.applied is None:
-            raise SpotPatchError(ErrorCode.INVALID_STATE, f"Only an applied job can be reverted (status {job.status!r}).")
-        from spotpatch_agent.worktree.changes import revert_change
-
-        job.set_status("reverting")
-        try:
-            with anyio.CancelScope(shield=True):
-                await revert_change(job.root, job.applied, expected_head=job.head_oid)
-        except BaseException as exc:
-            if _nothing_written(exc):
-                job.set_status("applied", _failure_message(exc, "Revert"))
-            else:
-                job.fail(_as_error(exc, "Revert"))
-            _record_change(job, "revert", exc)
-            raise
-        job.set_status("reverted")
-        _record_change(job, "revert", None)
-        return job.snapshot()
+            await persist_ledger(job)
 
     async def job_close(self, params: JobIdParams) -> JobSnapshot:
         job = self._job(params.job_id)
@@ -653,100 +525,15 @@ class EngineService:
         when the provider's key variable is unset. A provider failure or a breaker is a result
         (``outcome`` ``failed`` / ``partial``), not an error."""
         job = self._job(params.job_id)
-        settings = self._config.suggestions
-        if not settings.enabled:
-            raise SpotPatchError(ErrorCode.INVALID_REQUEST,
-                                 "The suggestion lane is off: set suggestions.enabled to true in the trusted config.")
-        capability_failed = (job.error is not None and job.error.code == ErrorCode.MODEL_TOOL_CALL_UNSUPPORTED) or (
-            _probe_key(job.provider, job.model) in self._probe_failures)
-        if job.status != "failed" or not capability_failed:
-            raise SpotPatchError(ErrorCode.INVALID_STATE, (
-                "A suggestion is only for a failed job whose model cannot call tools (MODEL_TOOL_CALL_UNSUPPORTED, "
-                f"or its probe failed); this job is {job.status!r}" + (
-                    f" with {job.error.code.value}." if job.error is not None else ".")))
-        if job.job_id in self._suggesting:
-            raise SpotPatchError(ErrorCode.INVALID_STATE, "A suggestion for this job is already being drafted.")
-        if not os.environ.get(job.provider.api_key_env):
-            raise SpotPatchError(ErrorCode.AI_DISABLED,
-                                 f"AI is off for {job.provider.display_name}: its key variable is not set.")
-        from spotpatch_agent.suggestion import run_suggestion
-
-        self._suggesting.add(job.job_id)
-        try:
-            run = await run_suggestion(
-                job_id=job.job_id, annotation=job.params.annotation, root=job.root, limits=job.limits,
-                settings=settings, adapter=self._adapter_factory(job.provider),
-                provider_name=job.provider.display_name, model=job.model.model,
-                max_output_tokens=job.model.output_cap)
-        finally:
-            self._suggesting.discard(job.job_id)
-        result = run.result
-        try:  # the audit ledger (docs/design.md §13) is fail-open: recording never costs the user the draft
-            job.ledger.record_suggestion(excerpts=run.ledger_excerpts(), breaker=result.breaker,
-                                         verified=result.verified, unverified=result.unverified,
-                                         outcome=result.outcome)
-        except Exception as exc:  # noqa: BLE001 - logged, never raised
-            log.warning("audit ledger: recording the suggestion run of job %s failed (%s)", job.job_id,
-                        type(exc).__name__)
-        await _persist_ledger(job)
-        return result
+        return await draft_suggestion(job, self._config.suggestions, running=self._suggesting,
+                                      probe_failed=self._probes.failed(job.provider, job.model),
+                                      adapter_factory=self._adapter_factory)
 
     async def provider_list(self, _params: Any = None) -> ProviderListResult:
         """Profiles with ids and display names only — never URLs, headers or key names (docs/design.md §3)."""
-        return ProviderListResult(providers=[
-            ProviderInfo(id=p.id, display_name=p.display_name, api=p.api,
-                         available=bool(os.environ.get(p.api_key_env)),
-                         models=[ProviderModelInfo(id=m.id, display_name=m.display_name) for m in p.models])
-            for p in self._config.providers
-        ])
+        return list_providers(self._config)
 
     async def provider_probe(self, params: ProviderProbeParams) -> ProbeResult:
-        """Explicit probe (docs/design.md §11, provider/probe.py): list models, then one forced tool round trip.
-
-        A success — or a job's inline proof (:meth:`_note_inline_proof`) — is cached for the session per
-        model profile, base URL and model; a cached answer costs no request. Raises ``INVALID_REQUEST``
-        (unknown profile) and ``AI_DISABLED`` (key variable unset); provider failures, a missing model and
-        ``MODEL_TOOL_CALL_UNSUPPORTED`` are a result with ``ok: false`` and the error, not an RPC error."""
-        found = self._config.find_model(params.model_profile_id)
-        if found is None:
-            raise SpotPatchError(ErrorCode.INVALID_REQUEST, "Unknown modelProfileId: it must be the id of a model in the trusted config.")
-        provider, model = found
-        key = os.environ.get(provider.api_key_env) or None
-        if key is None:
-            raise SpotPatchError(ErrorCode.AI_DISABLED, f"AI is off for {provider.display_name}: its key variable is not set.")
-        cached = self._probes.get(_probe_key(provider, model))
-        if cached is not None:
-            return cached.model_copy(update={"cached": True})
-        from spotpatch_agent.provider.probe import ProbeOutcome, run_probe
-
-        adapter = self._adapter_factory(provider)
-        started = anyio.current_time()
-        try:
-            outcome = await run_probe(adapter, model=model.model, base_url=provider.base_url, api_key=key,
-                                      headers=provider.headers, max_output_tokens=model.output_cap)
-        except SpotPatchError as exc:
-            outcome = ProbeOutcome(False, exc.message, exc.code, retryable=exc.retryable)
-        finally:
-            with anyio.CancelScope(shield=True):
-                await adapter.aclose()
-        message = shorten_paths(REDACTOR(outcome.message))
-        error = None if outcome.code is None else ErrorInfo(
-            **SpotPatchError(outcome.code, message, retryable=outcome.retryable).to_data())
-        result = ProbeResult(model_profile_id=model.id, ok=outcome.tool_calling, tool_calling=outcome.tool_calling,
-                             cached=False, duration_ms=int((anyio.current_time() - started) * 1000),
-                             message=message, error=error, source="probe",
-                             models=None if outcome.models is None else [REDACTOR(m) for m in outcome.models])
-        if result.ok:
-            self._probes[_probe_key(provider, model)] = result
-        elif outcome.code == ErrorCode.MODEL_TOOL_CALL_UNSUPPORTED:
-            self._probe_failures.add(_probe_key(provider, model))
-        return result
-
-    def _note_inline_proof(self, job: Job) -> None:
-        """Inline proof (docs/design.md §11): a job whose first tool call was answered and continued proves tool
-        calling for its model profile, so a later ``provider/probe`` answers from the cache."""
-        key = _probe_key(job.provider, job.model)
-        if job.stats.tool_round_trip_proven and key not in self._probes:
-            self._probes[key] = ProbeResult(
-                model_profile_id=job.model.id, ok=True, tool_calling=True, cached=False, duration_ms=0,
-                source="inline", message="Tool calling proven inline: a job's tool call and its continuation succeeded.")
+        """Explicit probe (docs/design.md §11): see :meth:`ProbeCache.probe
+        <spotpatch_agent.engine.providers.ProbeCache.probe>` for the cache, the errors and the result."""
+        return await self._probes.probe(self._config, params, adapter_factory=self._adapter_factory)

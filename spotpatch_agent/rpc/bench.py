@@ -19,7 +19,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from spotpatch_agent.engine.events import JobEventLog
 
 METHOD = "$/spotpatch/benchEvents"
-ENV_VAR = "SPOTPATCH_BENCH"
 #: Every event stays in the synthetic log's memory until the request ends: bound the count.
 MAX_COUNT = 200_000
 #: Events emitted between two checkpoints (other requests and cancellation get a turn).

@@ -1,0 +1,163 @@
+"""Providers for the engine service: the adapter of a profile, the job runner's preload, and the session's
+proof of tool calling (``provider/list``, ``provider/probe``, a job's inline proof: docs/design.md §3, §11).
+
+Light to import (``initialize`` does not pay for it: cold start, issue 3): the adapters, the probe and the
+job runner are imported where first needed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import anyio
+
+from spotpatch_agent.errors import SpotPatchError
+from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
+from spotpatch_agent.protocol.errors import ErrorCode
+from spotpatch_agent.protocol.models import (
+    ErrorInfo,
+    ModelProfile,
+    ProbeResult,
+    ProviderInfo,
+    ProviderListResult,
+    ProviderModelInfo,
+    ProviderProbeParams,
+    ProviderProfile,
+    TrustedConfig,
+)
+
+if TYPE_CHECKING:
+    from spotpatch_agent.engine.job import Job
+    from spotpatch_agent.provider.base import ProviderAdapter
+
+#: What a proven tool round trip is valid for (:func:`probe_key`).
+ProbeKey = tuple[str, str, str, str]
+#: Builds the adapter of a provider profile (the service's seam; :func:`make_adapter` by default).
+AdapterFactory = Callable[[ProviderProfile], "ProviderAdapter"]
+
+
+def make_adapter(provider: ProviderProfile) -> ProviderAdapter:
+    """The adapter for ``provider`` (``api``: ``responses`` or ``chat``) with its key read from ``apiKeyEnv``
+    (never logged: docs/design.md §11)."""
+    key = os.environ.get(provider.api_key_env) or None
+    REDACTOR.add_secret(key)
+    if provider.api == "responses":
+        from spotpatch_agent.provider.responses import ResponsesAdapter
+
+        return ResponsesAdapter(base_url=provider.base_url, api_key=key, headers=provider.headers)
+    from spotpatch_agent.provider.chat import ChatCompletionsAdapter
+
+    return ChatCompletionsAdapter(base_url=provider.base_url, api_key=key, headers=provider.headers)
+
+
+#: What the first job imports (engine.job pulls in the tool loop, the tools and the adapters' base).
+_JOB_RUNNER = ("spotpatch_agent.engine.job", "spotpatch_agent.provider.chat", "spotpatch_agent.provider.responses")
+
+
+async def preload_job_runner() -> None:
+    """Import the job runner in a worker thread after ``initialize``'s reply, while the start-up health check
+    waits on git (issue 17: the imports moved out of initialize are not paid by the first job instead).
+    Never raises: a failed import is raised again where the module is first used."""
+    import importlib
+
+    for name in _JOB_RUNNER:
+        try:
+            await anyio.to_thread.run_sync(importlib.import_module, name)
+        except Exception:  # noqa: BLE001 - see the docstring
+            return
+
+
+def probe_key(provider: ProviderProfile, model: ModelProfile) -> ProbeKey:
+    """What a proven tool round trip is valid for: the model profile at this endpoint, API and model name."""
+    return model.id, provider.api, provider.base_url, model.model
+
+
+def list_providers(config: TrustedConfig) -> ProviderListResult:
+    """Profiles with ids and display names only — never URLs, headers or key names (docs/design.md §3)."""
+    return ProviderListResult(providers=[
+        ProviderInfo(id=p.id, display_name=p.display_name, api=p.api,
+                     available=bool(os.environ.get(p.api_key_env)),
+                     models=[ProviderModelInfo(id=m.id, display_name=m.display_name) for m in p.models])
+        for p in config.providers
+    ])
+
+
+class ProbeCache:
+    """Proven tool calling for one engine session, per :func:`probe_key`: explicit probes that passed, a
+    job's inline proof, and the explicit probes that found no tool calling (the suggestion lane's "probe
+    failed")."""
+
+    def __init__(self) -> None:
+        self.results: dict[ProbeKey, ProbeResult] = {}
+        self.failures: set[ProbeKey] = set()
+
+    def passed(self, provider: ProviderProfile, model: ModelProfile) -> bool:
+        """Whether the explicit probe (``provider/probe``, not a job's inline proof) passed this session
+        for this model profile: the ``auto`` capability gate at job creation (docs/design.md §10)."""
+        probe = self.results.get(probe_key(provider, model))
+        return probe is not None and probe.ok and getattr(probe, "source", "probe") == "probe"
+
+    def proven(self, provider: ProviderProfile, model: ModelProfile) -> bool:
+        """Whether tool calling is proven for this model profile (the probe or a job's inline proof)."""
+        return probe_key(provider, model) in self.results
+
+    def failed(self, provider: ProviderProfile, model: ModelProfile) -> bool:
+        """Whether this session's explicit probe found no tool calling for this model profile."""
+        return probe_key(provider, model) in self.failures
+
+    def note_inline_proof(self, job: Job) -> None:
+        """Inline proof (docs/design.md §11): a job whose first tool call was answered and continued proves tool
+        calling for its model profile, so a later ``provider/probe`` answers from the cache."""
+        key = probe_key(job.provider, job.model)
+        if job.stats.tool_round_trip_proven and key not in self.results:
+            self.results[key] = ProbeResult(
+                model_profile_id=job.model.id, ok=True, tool_calling=True, cached=False, duration_ms=0,
+                source="inline",
+                message="Tool calling proven inline: a job's tool call and its continuation succeeded.")
+
+    async def probe(self, config: TrustedConfig, params: ProviderProbeParams, *,
+                    adapter_factory: AdapterFactory) -> ProbeResult:
+        """Explicit probe (docs/design.md §11, provider/probe.py): list models, then one forced tool round trip.
+
+        A success — or a job's inline proof (:meth:`note_inline_proof`) — is cached for the session per
+        model profile, base URL and model; a cached answer costs no request. Raises ``INVALID_REQUEST``
+        (unknown profile) and ``AI_DISABLED`` (key variable unset); provider failures, a missing model and
+        ``MODEL_TOOL_CALL_UNSUPPORTED`` are a result with ``ok: false`` and the error, not an RPC error."""
+        found = config.find_model(params.model_profile_id)
+        if found is None:
+            raise SpotPatchError(ErrorCode.INVALID_REQUEST,
+                                 "Unknown modelProfileId: it must be the id of a model in the trusted config.")
+        provider, model = found
+        key = os.environ.get(provider.api_key_env) or None
+        if key is None:
+            raise SpotPatchError(ErrorCode.AI_DISABLED,
+                                 f"AI is off for {provider.display_name}: its key variable is not set.")
+        cached = self.results.get(probe_key(provider, model))
+        if cached is not None:
+            return cached.model_copy(update={"cached": True})
+        from spotpatch_agent.provider.probe import ProbeOutcome, run_probe
+
+        adapter = adapter_factory(provider)
+        started = anyio.current_time()
+        try:
+            outcome = await run_probe(adapter, model=model.model, base_url=provider.base_url, api_key=key,
+                                      headers=provider.headers, max_output_tokens=model.output_cap)
+        except SpotPatchError as exc:
+            outcome = ProbeOutcome(False, exc.message, exc.code, retryable=exc.retryable)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await adapter.aclose()
+        message = shorten_paths(REDACTOR(outcome.message))
+        error = None if outcome.code is None else ErrorInfo(
+            **SpotPatchError(outcome.code, message, retryable=outcome.retryable).to_data())
+        result = ProbeResult(model_profile_id=model.id, ok=outcome.tool_calling, tool_calling=outcome.tool_calling,
+                             cached=False, duration_ms=int((anyio.current_time() - started) * 1000),
+                             message=message, error=error, source="probe",
+                             models=None if outcome.models is None else [REDACTOR(m) for m in outcome.models])
+        if result.ok:
+            self.results[probe_key(provider, model)] = result
+        elif outcome.code == ErrorCode.MODEL_TOOL_CALL_UNSUPPORTED:
+            self.failures.add(probe_key(provider, model))
+        return result

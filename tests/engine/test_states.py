@@ -1,0 +1,18 @@
+"""``engine.states.job_tools``: the light tool list ``initialize`` advertises and each job offers names
+exactly the tools the registry holds (it is not imported there, for cold start)."""
+
+from __future__ import annotations
+
+from spotpatch_agent.engine.states import job_tools
+from spotpatch_agent.tools.registry import TOOL_DEFS
+
+
+def test_with_checks_a_job_offers_every_registered_tool_in_the_documented_order() -> None:
+    offered = job_tools(has_checks=True)
+    assert offered == ("list_files", "search_text", "read_file", "replace_text", "apply_patch", "run_check")
+    assert sorted(offered) == sorted(TOOL_DEFS)
+
+
+def test_without_checks_run_check_is_not_offered() -> None:
+    offered = job_tools(has_checks=False)
+    assert "run_check" not in offered and set(offered) == set(TOOL_DEFS) - {"run_check"}
