@@ -34,18 +34,10 @@ from spotpatch_agent.protocol.models import (
     JobCreateParams,
     JobIdParams,
     ErrorInfo,
-    JobAuditResult,
-    JobEventsParams,
-    JobEventsResult,
     JobListResult,
     JobSnapshot,
     ModelProfile,
-    ProbeResult,
     PromptRenderParams,
-    ProviderInfo,
-    ProviderListResult,
-    ProviderModelInfo,
-    ProviderProbeParams,
     PromptRenderResult,
     ProviderProfile,
     RecoveryReport,
@@ -53,7 +45,6 @@ from spotpatch_agent.protocol.models import (
     SessionGetResult,
     SessionLimits,
     ServerInfo,
-    SuggestionResult,
     TrustedConfig,
 )
 from spotpatch_agent.worktree.git import run_git
@@ -64,12 +55,18 @@ from spotpatch_agent.worktree.repo import locate
 
 if TYPE_CHECKING:
     from spotpatch_agent.engine.job import Job
+    from spotpatch_agent.protocol.audit import JobAuditResult
+    from spotpatch_agent.protocol.events import JobEventsResult
+    from spotpatch_agent.protocol.jobs import JobEventsParams
+    from spotpatch_agent.protocol.providers import ProbeResult, ProviderListResult, ProviderProbeParams
+    from spotpatch_agent.protocol.suggestion import SuggestionResult
     from spotpatch_agent.provider.base import ProviderAdapter
     from spotpatch_agent.worktree.pool import WorktreePool
 
 # Imported where first needed (cold start, issues 3 and 17): engine.job (the tool loop, the tools, wcmatch),
 # worktree.changes, provider.probe, engine.prompt and engine.locations (prompt/render) and worktree.pool
-# (opened after initialize's reply) are not needed to answer initialize.
+# (opened after initialize's reply) are not needed to answer initialize; nor are the models of job/events,
+# job/audit, job/suggest and provider/* (protocol/events.py, audit.py, suggestion.py, providers.py).
 
 log = logging.getLogger("spotpatch.engine")
 
@@ -611,11 +608,15 @@ class EngineService:
 
     async def job_events(self, params: JobEventsParams) -> JobEventsResult:
         """Every event after ``afterSeq``, in order, none twice (a reconnecting client's catch-up)."""
+        from spotpatch_agent.protocol.events import JobEventsResult
+
         job = self._job(params.job_id)
         return JobEventsResult(job_id=job.job_id, events=job.events.after(params.after_seq), last_seq=job.events.last_seq)
 
     async def job_audit(self, params: JobIdParams) -> JobAuditResult:
         """The job's audit ledger (docs/design.md §13, spotpatch_agent.audit): the live summary and the records."""
+        from spotpatch_agent.protocol.audit import JobAuditResult
+
         job = self._job(params.job_id)
         assert job.ledger is not None
         return JobAuditResult.model_validate({"jobId": job.job_id, "summary": job.ledger.summary(status=job.status),
@@ -672,6 +673,8 @@ class EngineService:
 
     async def provider_list(self, _params: Any = None) -> ProviderListResult:
         """Profiles with ids and display names only — never URLs, headers or key names (docs/design.md §3)."""
+        from spotpatch_agent.protocol.providers import ProviderInfo, ProviderListResult, ProviderModelInfo
+
         return ProviderListResult(providers=[
             ProviderInfo(id=p.id, display_name=p.display_name, api=p.api,
                          available=bool(os.environ.get(p.api_key_env)),
@@ -696,6 +699,7 @@ class EngineService:
         cached = self._probes.get(_probe_key(provider, model))
         if cached is not None:
             return cached.model_copy(update={"cached": True})
+        from spotpatch_agent.protocol.providers import ProbeResult
         from spotpatch_agent.provider.probe import ProbeOutcome, run_probe
 
         adapter = self._adapter_factory(provider)
@@ -724,6 +728,8 @@ class EngineService:
     def _note_inline_proof(self, job: Job) -> None:
         """Inline proof (docs/design.md §11): a job whose first tool call was answered and continued proves tool
         calling for its model profile, so a later ``provider/probe`` answers from the cache."""
+        from spotpatch_agent.protocol.providers import ProbeResult
+
         key = _probe_key(job.provider, job.model)
         if job.stats.tool_round_trip_proven and key not in self._probes:
             self._probes[key] = ProbeResult(

@@ -429,6 +429,8 @@ class RpcServer:
             with self._lock:
                 self._inflight.pop(msg_id, None)
             if failure is None:
-                future.set_result(value)
+                future.set_result(value)  # the reply is handed to the writer here
+                if method == "initialize":
+                    log.debug("initialize answered")  # the end of the cold start (tests/rpc/test_cold_start.py)
             else:
                 future.set_exception(failure)
