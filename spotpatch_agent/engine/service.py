@@ -37,7 +37,12 @@ from spotpatch_agent.protocol.models import (
     JobListResult,
     JobSnapshot,
     ModelProfile,
+    ProbeResult,
     PromptRenderParams,
+    ProviderInfo,
+    ProviderListResult,
+    ProviderModelInfo,
+    ProviderProbeParams,
     PromptRenderResult,
     ProviderProfile,
     RecoveryReport,
@@ -58,7 +63,6 @@ if TYPE_CHECKING:
     from spotpatch_agent.protocol.audit import JobAuditResult
     from spotpatch_agent.protocol.events import JobEventsResult
     from spotpatch_agent.protocol.jobs import JobEventsParams
-    from spotpatch_agent.protocol.providers import ProbeResult, ProviderListResult, ProviderProbeParams
     from spotpatch_agent.protocol.suggestion import SuggestionResult
     from spotpatch_agent.provider.base import ProviderAdapter
     from spotpatch_agent.worktree.pool import WorktreePool
@@ -66,7 +70,7 @@ if TYPE_CHECKING:
 # Imported where first needed (cold start, issues 3 and 17): engine.job (the tool loop, the tools, wcmatch),
 # worktree.changes, provider.probe, engine.prompt and engine.locations (prompt/render) and worktree.pool
 # (opened after initialize's reply) are not needed to answer initialize; nor are the models of job/events,
-# job/audit, job/suggest and provider/* (protocol/events.py, audit.py, suggestion.py, providers.py).
+# job/audit and job/suggest (protocol/events.py, audit.py, suggestion.py).
 
 log = logging.getLogger("spotpatch.engine")
 
@@ -673,8 +677,6 @@ class EngineService:
 
     async def provider_list(self, _params: Any = None) -> ProviderListResult:
         """Profiles with ids and display names only — never URLs, headers or key names (docs/design.md §3)."""
-        from spotpatch_agent.protocol.providers import ProviderInfo, ProviderListResult, ProviderModelInfo
-
         return ProviderListResult(providers=[
             ProviderInfo(id=p.id, display_name=p.display_name, api=p.api,
                          available=bool(os.environ.get(p.api_key_env)),
@@ -699,7 +701,6 @@ class EngineService:
         cached = self._probes.get(_probe_key(provider, model))
         if cached is not None:
             return cached.model_copy(update={"cached": True})
-        from spotpatch_agent.protocol.providers import ProbeResult
         from spotpatch_agent.provider.probe import ProbeOutcome, run_probe
 
         adapter = self._adapter_factory(provider)
@@ -728,8 +729,6 @@ class EngineService:
     def _note_inline_proof(self, job: Job) -> None:
         """Inline proof (docs/design.md §11): a job whose first tool call was answered and continued proves tool
         calling for its model profile, so a later ``provider/probe`` answers from the cache."""
-        from spotpatch_agent.protocol.providers import ProbeResult
-
         key = _probe_key(job.provider, job.model)
         if job.stats.tool_round_trip_proven and key not in self._probes:
             self._probes[key] = ProbeResult(
