@@ -193,7 +193,15 @@ def _frame_bytes(text: str) -> int:
 def serve(max_frame_bytes: int | None = None) -> int:
     """Serve the protocol until ``exit``, stdin EOF or the parent's death; returns the exit code.
 
-    ``max_frame_bytes`` bounds a frame body (default ``protocol/limits.py`` ``MAX_FRAME_BYTES``)."""
+    ``max_frame_bytes`` bounds a frame body (default ``protocol/limits.py`` ``MAX_FRAME_BYTES``).
+
+    Cold start (issue 17): only what answering ``initialize`` needs is imported before its reply (the job
+    runner, the providers, the tools, checks, audit and suggestion code load on first use or after the reply),
+    and pydantic's plugin discovery is off unless ``PYDANTIC_DISABLE_PLUGINS`` says otherwise: it scans the
+    metadata of every installed distribution when the first model is built, and a plugin would see every
+    message the engine validates. Child processes never see the variable (git and checks get allowlisted
+    environments)."""
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     protocol_fd = os.dup(1)
     os.dup2(2, 1)  # fd 1 now points at stderr: nothing but frames can reach the protocol stream
     sys.stdout = sys.stderr
@@ -204,7 +212,8 @@ def serve(max_frame_bytes: int | None = None) -> int:
     from spotpatch_agent.engine.service import EngineService
     from spotpatch_agent.protocol.catalog import bind_handlers
     from spotpatch_agent.protocol.limits import MAX_FRAME_BYTES
-    from spotpatch_agent.protocol.models import InitializeParams, JobCreateParams
+    from spotpatch_agent.protocol.jobs import JobCreateParams
+    from spotpatch_agent.protocol.session import InitializeParams
     from spotpatch_agent.rpc.server import REQUEST_ID, RpcServer
 
     server: RpcServer

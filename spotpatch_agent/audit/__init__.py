@@ -7,8 +7,25 @@
 
 from __future__ import annotations
 
-from spotpatch_agent.audit.derive import derive_summary
-from spotpatch_agent.audit.ledger import MAX_RECORDS, JobLedger
-from spotpatch_agent.audit.sink import audit_dir, ledger_path, list_ledgers, read_ledger
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from spotpatch_agent.audit.derive import derive_summary
+    from spotpatch_agent.audit.ledger import MAX_RECORDS, JobLedger
+    from spotpatch_agent.audit.sink import audit_dir, ledger_path, list_ledgers, read_ledger
 
 __all__ = ["MAX_RECORDS", "JobLedger", "audit_dir", "derive_summary", "ledger_path", "list_ledgers", "read_ledger"]
+
+# Loaded on first use (cold start, issue 17): ``initialize`` needs only ``sink.audit_dir``, a job the ledger.
+_HOME = {"derive_summary": "derive", "MAX_RECORDS": "ledger", "JobLedger": "ledger", "audit_dir": "sink",
+         "ledger_path": "sink", "list_ledgers": "sink", "read_ledger": "sink"}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
-from spotpatch_agent.protocol.models import JobEvent
 
 MAX_MESSAGE_CHARS = 4000
 MAX_ID_CHARS = 128
@@ -36,6 +35,8 @@ class JobEventLog:
         return len(self.events)
 
     def emit(self, kind: str, **fields: Any) -> dict[str, Any]:
+        from spotpatch_agent.protocol.events import JobEvent  # the event models load with a job (cold start)
+
         for key, value in fields.items():  # every string may carry model or provider text: redact and bound
             if isinstance(value, str):
                 limit = MAX_ID_CHARS if key in ("tool", "tool_call_id", "check_id", "error_code") else MAX_MESSAGE_CHARS

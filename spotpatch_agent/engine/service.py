@@ -47,9 +47,6 @@ from spotpatch_agent.protocol.models import (
     InitializeResult,
     JobCreateParams,
     JobIdParams,
-    JobAuditResult,
-    JobEventsParams,
-    JobEventsResult,
     JobListResult,
     JobSnapshot,
     ProbeResult,
@@ -62,7 +59,6 @@ from spotpatch_agent.protocol.models import (
     SessionGetResult,
     SessionLimits,
     ServerInfo,
-    SuggestionResult,
     TrustedConfig,
 )
 from spotpatch_agent.worktree.git import run_git
@@ -73,12 +69,17 @@ from spotpatch_agent.worktree.repo import locate, operation_reasons, resolve_hea
 
 if TYPE_CHECKING:
     from spotpatch_agent.engine.job import Job
+    from spotpatch_agent.protocol.audit import JobAuditResult
+    from spotpatch_agent.protocol.events import JobEventsResult
+    from spotpatch_agent.protocol.jobs import JobEventsParams
+    from spotpatch_agent.protocol.suggestion import SuggestionResult
     from spotpatch_agent.provider.base import ProviderAdapter
     from spotpatch_agent.worktree.pool import WorktreePool
 
 # Imported where first needed (cold start, issues 3 and 17): engine.job (the tool loop, the tools, wcmatch),
 # worktree.changes, provider.probe, engine.prompt and engine.locations (prompt/render) and worktree.pool
-# (opened after initialize's reply) are not needed to answer initialize.
+# (opened after initialize's reply) are not needed to answer initialize; nor are the models of job/events,
+# job/audit and job/suggest (protocol/events.py, audit.py, suggestion.py).
 
 log = logging.getLogger("spotpatch.engine")
 
@@ -504,11 +505,15 @@ class EngineService:
 
     async def job_events(self, params: JobEventsParams) -> JobEventsResult:
         """Every event after ``afterSeq``, in order, none twice (a reconnecting client's catch-up)."""
+        from spotpatch_agent.protocol.events import JobEventsResult
+
         job = self._job(params.job_id)
         return JobEventsResult(job_id=job.job_id, events=job.events.after(params.after_seq), last_seq=job.events.last_seq)
 
     async def job_audit(self, params: JobIdParams) -> JobAuditResult:
         """The job's audit ledger (docs/design.md §13, spotpatch_agent.audit): the live summary and the records."""
+        from spotpatch_agent.protocol.audit import JobAuditResult
+
         job = self._job(params.job_id)
         assert job.ledger is not None
         return JobAuditResult.model_validate({"jobId": job.job_id, "summary": job.ledger.summary(status=job.status),

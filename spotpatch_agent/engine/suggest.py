@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 from spotpatch_agent.engine.apply_revert import persist_ledger
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
-from spotpatch_agent.protocol.models import SuggestionResult, Suggestions
 
 if TYPE_CHECKING:
+    from spotpatch_agent.protocol.models import SuggestionResult, Suggestions
     from spotpatch_agent.engine.job import Job
     from spotpatch_agent.engine.providers import AdapterFactory
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic.json_schema import models_json_schema
 
-from spotpatch_agent.protocol.models import TrustedConfig
+from spotpatch_agent.protocol.config import TrustedConfig
 from spotpatch_agent.protocol.schema import DIALECT, REF, WireSchemaGenerator
 
 __all__ = ["build_config_schema", "render_config_schema"]

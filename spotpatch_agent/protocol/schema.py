@@ -32,7 +32,7 @@ from spotpatch_agent import PROTOCOL_VERSION
 from spotpatch_agent.protocol.catalog import CATALOG, CLIENT, MethodSpec
 from spotpatch_agent.protocol.errors import APPLICATION_ERROR, RETRYABLE, ToolErrorCode
 from spotpatch_agent.protocol.limits import LIMITS, MAX_FRAME_BYTES
-from spotpatch_agent.protocol.models import ErrorInfo
+from spotpatch_agent.protocol.jobs import ErrorInfo
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 REF = "#/$defs/{model}"

@@ -4,7 +4,7 @@ Threads::
 
     reader                os.read(stdin) → FrameDecoder → guard → Endpoint.consume → handler → Future
     event loop (portal)   asyncio tasks run handlers, anyio tasks run jobs; each request resolves its Future
-    writer                one thread drains a queue and writes frames to the protocol fd
+    writer                one thread drains a queue and writes frames to the protocol fd (writer.py)
 
 The reader is a callback of the event loop (``add_reader`` on stdin) on POSIX, so a request's task starts
 without a thread hop; on Windows, or when stdin cannot be polled (a regular file), it is the main thread,
@@ -19,7 +19,7 @@ notifications without ``method``, ``$/cancelRequest`` without ``id``), enforces 
 (``-32002`` before ``initialize``, ``-32600`` after ``shutdown``) and owns cancellation: every in-flight
 request has an anyio ``CancelScope``; cancelling it resolves the request with ``-32800``. Every request
 gets exactly one reply. Handler results are always wrapped in ``result`` (the library would merge a dict
-holding ``result``/``error`` keys into the envelope).
+holding ``result``/``error`` keys into the envelope). Params are validated by their model in params.py.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ import contextvars
 import logging
 import os
 import select
-import stat
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
@@ -39,11 +38,10 @@ from typing import Any
 import anyio
 import anyio.abc
 import anyio.from_thread
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from pylsp_jsonrpc.endpoint import Endpoint
 
-from spotpatch_agent.policy.redact import redact_cut
-from spotpatch_agent.protocol.models import EmptyParams
+from spotpatch_agent.protocol.session import EmptyParams
 from spotpatch_agent.rpc.errors import (
     InternalError,
     InvalidParams,
@@ -54,7 +52,9 @@ from spotpatch_agent.rpc.errors import (
     sanitize_message,
     to_rpc_error,
 )
-from spotpatch_agent.rpc.framing import Frame, FrameDecoder, encode_frame
+from spotpatch_agent.rpc.framing import Frame, FrameDecoder
+from spotpatch_agent.rpc.params import parse_params
+from spotpatch_agent.rpc.writer import FrameWriter
 
 log = logging.getLogger("spotpatch.rpc")
 logging.getLogger("pylsp_jsonrpc").setLevel(logging.CRITICAL)
@@ -80,118 +80,6 @@ class _Endpoint(Endpoint):
     @staticmethod
     def _make_response_payload(header: dict[str, Any], result: Any) -> dict[str, Any]:
         return {**header, "result": result}
-
-
-#: A write of at most this many bytes to a pipe that polls writable cannot block (POSIX atomic writes).
-_PIPE_BUF = getattr(select, "PIPE_BUF", 512)
-#: The writer thread joins queued frames into writes of about this size.
-_BATCH_BYTES = 256 * 1024
-
-
-class FrameWriter:
-    """Writes frames in the order ``send`` was called (from any thread) and never blocks the caller.
-
-    A frame of at most ``PIPE_BUF`` bytes is written by the calling thread when nothing is queued or being
-    written and the fd polls writable; any other frame is queued for the writer thread, which writes all
-    queued frames in batches. A client that stops reading therefore stalls only the writer thread.
-    ``close()`` flushes and stops.
-    """
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._cond = threading.Condition()
-        self._pending: collections.deque[bytes] = collections.deque()
-        self._busy = False  # the writer thread holds frames it has not finished writing
-        self._closing = False
-        self._broken = False  # the client went away: frames are dropped
-        self._poll: Any = None
-        if _direct_writes_safe(fd):
-            self._poll = select.poll()
-            self._poll.register(fd, select.POLLOUT)
-        self._thread = threading.Thread(target=self._run, name="spotpatch-writer", daemon=True)
-        self._thread.start()
-
-    def send(self, message: dict[str, Any]) -> None:
-        try:
-            frame = encode_frame(message)
-        except (TypeError, ValueError):
-            log.error("a message could not be serialised; answering with an internal error instead")
-            if "id" not in message:
-                return
-            frame = encode_frame({"jsonrpc": "2.0", "id": message["id"],
-                                  "error": {"code": InternalError.CODE, "message": "Internal error: unserialisable result"}})
-        with self._cond:
-            if self._broken or self._closing:
-                return
-            if (self._poll is not None and not self._pending and not self._busy and len(frame) <= _PIPE_BUF
-                    and self._poll.poll(0)):
-                try:
-                    written = os.write(self._fd, frame)
-                except BlockingIOError:  # a non-blocking fd (the parent's choice) that is full after all
-                    written = 0
-                except OSError:
-                    self._broken = True  # the client went away; the reader sees EOF and shuts down
-                    return
-                if written == len(frame):
-                    return
-                frame = frame[written:]  # a socket may take less: the writer thread sends the rest, in order
-            self._pending.append(frame)
-            self._cond.notify()
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._pending and not self._closing:
-                    self._cond.wait()
-                if not self._pending:
-                    return
-                batch, size = [], 0
-                while self._pending and size < _BATCH_BYTES:
-                    batch.append(self._pending.popleft())
-                    size += len(batch[-1])
-                self._busy = True
-            view = memoryview(batch[0] if len(batch) == 1 else b"".join(batch))
-            try:
-                while view:
-                    try:
-                        view = view[os.write(self._fd, view):]
-                    except BlockingIOError:  # a non-blocking fd: wait until the client drained some
-                        _wait_writable(self._fd)
-            except OSError:
-                with self._cond:
-                    self._broken, self._busy = True, False
-                    self._pending.clear()
-                return  # the client went away; the reader sees EOF and shuts down
-            with self._cond:
-                self._busy = False
-
-    def close(self, timeout: float = 2.0) -> None:
-        with self._cond:
-            self._closing = True
-            self._cond.notify()
-        self._thread.join(timeout)
-
-
-def _wait_writable(fd: int) -> None:
-    if os.name == "nt" or not hasattr(select, "poll"):
-        threading.Event().wait(0.01)
-    else:
-        poll = select.poll()
-        poll.register(fd, select.POLLOUT)
-        poll.poll(1000)
-
-
-def _direct_writes_safe(fd: int) -> bool:
-    """Whether a small write to ``fd`` that polls writable cannot block: pipes, sockets, regular files.
-    Not on Windows (pipes cannot be polled) nor for terminals and other devices: there every frame is
-    written by the writer thread."""
-    if os.name == "nt" or not hasattr(select, "poll"):
-        return False
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError:
-        return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISREG(mode)
 
 
 class RpcServer:
@@ -524,7 +412,7 @@ class RpcServer:
                         return
                 REQUEST_ID.set(msg_id)
                 try:
-                    parsed = _parse(model, params)
+                    parsed = parse_params(model, params)
                     result = await fn(parsed)
                     if method == "initialize" and self._state == "uninitialized":
                         self._state = "initialized"
@@ -541,25 +429,8 @@ class RpcServer:
             with self._lock:
                 self._inflight.pop(msg_id, None)
             if failure is None:
-                future.set_result(value)
+                future.set_result(value)  # the reply is handed to the writer here
+                if method == "initialize":
+                    log.debug("initialize answered")  # the end of the cold start (tests/rpc/test_cold_start.py)
             else:
                 future.set_exception(failure)
-
-
-def _parse(model: type[BaseModel] | None, params: Any) -> Any:
-    if model is None:
-        return params
-    try:
-        return model.model_validate(params)
-    except ValidationError as exc:
-        raise InvalidParams(_summarise(exc)) from None
-
-
-def _summarise(exc: ValidationError, limit: int = 5) -> str:
-    """Field locations and messages only; never the offending input (it may hold paths or secrets)."""
-    parts = []
-    for err in exc.errors(include_input=False, include_url=False)[:limit]:
-        loc = ".".join(redact_cut(str(p), 40, ellipsis="") for p in err["loc"]) or "params"
-        parts.append(f"{loc}: {err['msg']}")
-    more = len(exc.errors()) - limit
-    return "Invalid params: " + "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")

@@ -15,7 +15,7 @@ from spotpatch_agent.engine.loop import _model_output
 from spotpatch_agent.policy.redact import REDACTOR
 from spotpatch_agent.protocol.models import Limits
 from spotpatch_agent.provider.http import MAX_EXCERPT, sanitize_excerpt
-from spotpatch_agent.rpc.server import _summarise
+from spotpatch_agent.rpc.params import summarise_validation as _summarise
 from spotpatch_agent.tools import ToolExecutor
 from spotpatch_agent.tools.search_text import HIT_TEXT_MAX_CHARS
 from spotpatch_agent.worktree.git import MAX_ERROR_CHARS, sanitize

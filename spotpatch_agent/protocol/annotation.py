@@ -1,0 +1,87 @@
+"""The annotation a page sends (docs/design.md §4): targets with instructions, source locations and the
+picked elements' bounded facts (allowlisted attributes only)."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field, field_validator, model_validator
+
+from spotpatch_agent.protocol.base import InModel
+from spotpatch_agent.protocol.limits import LIMITS
+
+__all__ = ["ElementInfo", "Rect", "SourceLocation", "SpotAnnotation", "Target", "UsageSite"]
+
+_ALLOWED_ATTR = re.compile(r"^(id|class|role|aria-[a-z0-9-]+|data-testid|name|type|href|alt|title)$")
+
+
+class SourceLocation(InModel):
+    file: str = Field(min_length=1, max_length=1024)
+    line: int = Field(ge=1)
+    column: int = Field(default=1, ge=1)
+    component: str | None = Field(default=None, max_length=200)
+
+
+class Rect(InModel):
+    x: float
+    y: float
+    width: float
+    height: float
+
+
+class ElementInfo(InModel):
+    tag_name: str = Field(min_length=1, max_length=64)
+    selector: str | None = Field(default=None, max_length=1000)
+    text: str = Field(default="", max_length=500)
+    attributes: dict[str, str] = Field(default_factory=dict)
+    rect: Rect | None = None
+
+    @field_validator("attributes")
+    @classmethod
+    def _allowed_attributes(cls, v: dict[str, str]) -> dict[str, str]:
+        for key, value in v.items():
+            if not _ALLOWED_ATTR.match(key):
+                raise ValueError("only the attributes id, class, role, aria-*, data-testid, name, type, href, alt, title are allowed")
+            if len(value) > 500:
+                raise ValueError("an attribute value is longer than 500 characters")
+        return v
+
+
+class UsageSite(InModel):
+    """Where an enclosing component instance is used: ``component`` is the used component's name (when
+    known), ``file:line:column`` the start of its usage tag (project-relative, never ``node_modules``)."""
+
+    component: str | None = Field(default=None, max_length=200)
+    file: str = Field(min_length=1, max_length=1024)
+    line: int = Field(ge=1)
+    column: int = Field(default=1, ge=1)
+
+
+class Target(InModel):
+    index: int = Field(ge=1)
+    instruction: str = Field(min_length=1, max_length=LIMITS["maxInstructionChars"][1])
+    source: SourceLocation | None = None
+    #: The component usage chain of the picked element, innermost first: the usage site of the component
+    #: that renders the element, then of the component using that one, … up to the page (at most 5).
+    usage_chain: list[UsageSite] = Field(default_factory=list, max_length=5)
+    #: The picked element; absent for a target given as a source location only (``spotpatch-agent run``).
+    element: ElementInfo | None = None
+
+
+class SpotAnnotation(InModel):
+    annotation_id: str = Field(min_length=1, max_length=128)
+    page_url: str = Field(default="/", max_length=2000)
+    targets: list[Target] = Field(min_length=1, max_length=LIMITS["maxTargets"][1])
+
+    @field_validator("page_url")
+    @classmethod
+    def _path_only(cls, v: str) -> str:
+        if not v.startswith("/") or v.startswith("//"):
+            raise ValueError("pageUrl must be a path and query only (start with a single '/')")
+        return v
+
+    @model_validator(mode="after")
+    def _indexes(self) -> SpotAnnotation:
+        if [t.index for t in self.targets] != list(range(1, len(self.targets) + 1)):
+            raise ValueError("target indexes must be 1, 2, 3, … in order")
+        return self
