@@ -18,6 +18,11 @@ from tests.conftest import git
 from tests.engine_client import EngineProcess
 
 KEY_ENV = "SPOTPATCH_TEST_PROVIDER_KEY"
+#: Seconds within which a cancelled job ends and its model stream is closed. Broken, the job runs on in its
+#: stalled model turn (the provider's 60 s idle timeout) and job/cancel answers after its own 5 s wait with the
+#: job still running. Measured 0.04-0.07 s on a 2-core machine at a load average of 11 (tests/protocol_robustness/
+#: test_cancellation.py); 3 s leaves room for a descheduled engine on a loaded CI.
+CANCEL_WITHIN = 3.0
 
 
 def config_for(server: ScriptedProviderServer) -> dict:
@@ -136,9 +141,9 @@ def test_job_cancel_during_streaming_turn(project: Path, canary: str) -> None:
             started = time.monotonic()
             rid = eng.start_request("job/cancel", {"jobId": job_id})
             reply = eng.response(rid, timeout=5)
-            assert time.monotonic() - started < 2
+            assert time.monotonic() - started < CANCEL_WITHIN
             assert reply["result"]["status"] == "cancelled"
-            assert server.wait_for_disconnect(1.0), "the HTTP stream was not closed"
+            assert server.wait_for_disconnect(CANCEL_WITHIN), "the HTTP stream was not closed"
             eng.barrier()  # a second reply would have been written before this sentinel's
             assert len(eng.responses_to(rid)) == 1
             assert worktree_count(project) == 1
@@ -160,8 +165,8 @@ def test_cancel_request_for_job_create_cancels_the_streaming_job(project: Path, 
             wait_model_turn(server)
             started = time.monotonic()
             eng.notify("$/cancelRequest", {"id": rid})
-            eng.wait_status(job_id, {"cancelled"}, timeout=2)
-            assert time.monotonic() - started < 2
+            eng.wait_status(job_id, {"cancelled"}, timeout=CANCEL_WITHIN)
+            assert time.monotonic() - started < CANCEL_WITHIN
             eng.barrier()  # the cancel was handled before this sentinel was read: no second reply by then
             assert len(eng.responses_to(rid)) == 1  # exactly one reply, the original one
             assert worktree_count(project) == 1

@@ -40,8 +40,8 @@ CANCELLED = -32800
 #: Seconds within which a cancel must be answered and the cancelled work stopped (its stream closed, its git
 #: killed). The broken case waits for the stalled work instead: the provider's 60 s idle timeout, the probe's
 #: 180 s, the hung git's 60 s (and a job/cancel whose job does not stop answers after its 5 s wait with the
-#: job still running, which the status assertion catches). Measured 0.05-0.6 s on a 2-core machine running
-#: the Python and Node suites side by side: 3 s leaves room for that load, and is 20x under the hang.
+#: job still running, which the status assertion catches). Measured 0.04-0.07 s on a 2-core machine at a load
+#: average of 11: 3 s leaves room for a descheduled engine on a loaded CI, and is 20x under the hang.
 PROMPT = 3.0
 
 
