@@ -76,10 +76,10 @@ async def test_initialize_answers_before_the_health_check_and_job_create_waits_f
     monkeypatch.setenv("SPOTPATCH_WORKTREE_POOL", "1")
     release, started = anyio.Event(), anyio.Event()
     real_health = service_module.repo_health
-    calls: list[str] = []
+    calls: list[tuple[str, bool]] = []  # ("health", whether the start-up check was released by then)
 
     async def held_health(path, limits):  # the start-up health check waits until released
-        calls.append("health")
+        calls.append(("health", release.is_set()))
         if len(calls) == 1:
             started.set()
             await release.wait()
@@ -90,7 +90,7 @@ async def test_initialize_answers_before_the_health_check_and_job_create_waits_f
     async with service.running():
         with anyio.fail_after(30):
             result = await service.initialize(_init_params(root))
-        assert result.capabilities.ai_enabled and calls in ([], ["health"])  # answered; health not done
+        assert result.capabilities.ai_enabled and calls in ([], [("health", False)])  # answered; health not done
         await started.wait()
         outcome: list[BaseException] = []
 
@@ -102,10 +102,12 @@ async def test_initialize_answers_before_the_health_check_and_job_create_waits_f
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(create)
-            await anyio.sleep(0.2)
-            assert outcome == [] and calls == ["health"]  # job/create waits for the start-up health check
+            # Every task now waits: job/create on the start-up check (or, were it not waiting, on its own).
+            await anyio.wait_all_tasks_blocked()
+            assert outcome == [] and calls == [("health", False)]  # job/create waits for the start-up health check
             release.set()
         [exc] = outcome
+        assert calls == [("health", False), ("health", True)]  # job/create's own check ran after the start-up one
         assert exc.code == ErrorCode.CONSENT_REQUIRED and "staged 0, unstaged 1, untracked 0" in exc.message
         health = await service.health()
         assert health.state == "consent-required"
