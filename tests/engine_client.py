@@ -125,6 +125,16 @@ class EngineProcess:
             return [m["params"] for m in self.messages if m.get("method") == "job/event"
                     and (job_id is None or m["params"]["jobId"] == job_id)]
 
+    def barrier(self, timeout: float = 15) -> None:
+        """Send a sentinel request (``job/list``: the engine must be initialized) and wait for its answer.
+
+        The engine reads frames in order and handles a notification (``$/cancelRequest``) while reading it,
+        so when the sentinel is answered every frame sent before it was handled and the work those frames
+        started was under way first: a reply or event they would cause at once is already here. Use it
+        instead of a sleep before asserting that something did not happen."""
+        reply = self.request("job/list", {}, timeout)
+        assert "result" in reply, f"the sentinel job/list failed: {reply}"
+
     def wait_status(self, job_id: str, statuses: set[str], timeout: float = 30) -> dict[str, Any]:
         return self.wait_for(lambda m: m.get("method") == "job/event" and m["params"]["jobId"] == job_id
                              and m["params"]["kind"] == "status" and m["params"]["status"] in statuses, timeout)["params"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -12,10 +13,16 @@ from pathlib import Path
 from spotpatch_agent.demo.runner import TOUCHED
 from spotpatch_agent.demo.script import DEMO_TARGETS, EXPECTED_AFTER, demo_turns
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
+from spotpatch_agent.rpc.framing import encode_frame
 from tests.conftest import git
 from tests.engine_client import EngineProcess
 
 KEY_ENV = "SPOTPATCH_TEST_PROVIDER_KEY"
+#: Seconds within which a cancelled job ends and its model stream is closed. Broken, the job runs on in its
+#: stalled model turn (the provider's 60 s idle timeout) and job/cancel answers after its own 5 s wait with the
+#: job still running. Measured 0.04-0.07 s on a 2-core machine at a load average of 11 (tests/protocol_robustness/
+#: test_cancellation.py); 3 s leaves room for a descheduled engine on a loaded CI.
+CANCEL_WITHIN = 3.0
 
 
 def config_for(server: ScriptedProviderServer) -> dict:
@@ -134,10 +141,10 @@ def test_job_cancel_during_streaming_turn(project: Path, canary: str) -> None:
             started = time.monotonic()
             rid = eng.start_request("job/cancel", {"jobId": job_id})
             reply = eng.response(rid, timeout=5)
-            assert time.monotonic() - started < 2
+            assert time.monotonic() - started < CANCEL_WITHIN
             assert reply["result"]["status"] == "cancelled"
-            assert server.wait_for_disconnect(1.0), "the HTTP stream was not closed"
-            time.sleep(0.2)
+            assert server.wait_for_disconnect(CANCEL_WITHIN), "the HTTP stream was not closed"
+            eng.barrier()  # a second reply would have been written before this sentinel's
             assert len(eng.responses_to(rid)) == 1
             assert worktree_count(project) == 1
             assert not job_dir.exists(), "the job's worktree directory was left behind"
@@ -158,9 +165,9 @@ def test_cancel_request_for_job_create_cancels_the_streaming_job(project: Path, 
             wait_model_turn(server)
             started = time.monotonic()
             eng.notify("$/cancelRequest", {"id": rid})
-            eng.wait_status(job_id, {"cancelled"}, timeout=2)
-            assert time.monotonic() - started < 2
-            time.sleep(0.2)
+            eng.wait_status(job_id, {"cancelled"}, timeout=CANCEL_WITHIN)
+            assert time.monotonic() - started < CANCEL_WITHIN
+            eng.barrier()  # the cancel was handled before this sentinel was read: no second reply by then
             assert len(eng.responses_to(rid)) == 1  # exactly one reply, the original one
             assert worktree_count(project) == 1
         finally:
@@ -168,19 +175,30 @@ def test_cancel_request_for_job_create_cancels_the_streaming_job(project: Path, 
 
 
 def test_cancel_request_for_in_flight_request_gets_32800(project: Path, canary: str) -> None:
+    """A ``$/cancelRequest`` for a request the engine has read but not answered ends it with -32800, its only
+    reply, and its work is not done. The request is a ``job/cancel`` of a running job; its cancel travels in
+    the same write, so the engine decodes it before the request's task can start (the reader decodes a whole
+    read before the loop runs the task it started: rpc/server.py). That makes -32800 the one correct outcome:
+    a ``cancelled`` result would mean the cancel was lost and the request ran."""
     with ScriptedProviderServer([{"stall": True}]) as server:
         eng = start_engine(canary)
         try:
             eng.initialize(project, config_for(server))
             job_id = create_job(eng)
             eng.wait_status(job_id, {"running"})
-            # job/cancel waits for the job to end; cancel that request itself while it is in flight is
-            # racy, so cancel a request that is cancelled before it can start instead: both must get one reply.
-            rid = eng.start_request("job/cancel", {"jobId": job_id})
-            eng.notify("$/cancelRequest", {"id": rid})
+            wait_model_turn(server)
+            rid = "cancel-in-flight"
+            eng.send_raw(encode_frame({"jsonrpc": "2.0", "id": rid, "method": "job/cancel", "params": {"jobId": job_id}})
+                         + encode_frame({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": rid}}))
             reply = eng.response(rid, timeout=5)
-            assert ("error" in reply and reply["error"]["code"] == -32800) or reply["result"]["status"] == "cancelled"
-            time.sleep(0.2)
+            assert "result" not in reply, f"the cancelled job/cancel ran anyway: {reply}"
+            assert reply["error"]["code"] == -32800, reply
+            # Sentinel: job/get is answered after the engine handled both frames. The job/cancel never ran, so
+            # the job still runs on its open model stream, and the cancelled request has no second reply.
+            assert eng.call("job/get", {"jobId": job_id})["status"] == "running"
+            assert not server.disconnected.is_set(), "the job's model stream was closed: the job was cancelled"
+            assert len(eng.responses_to(rid)) == 1
+            assert eng.call("job/cancel", {"jobId": job_id})["status"] == "cancelled"  # a request not cancelled runs
             assert len(eng.responses_to(rid)) == 1
         finally:
             eng.stop()
@@ -370,20 +388,36 @@ def test_restart_after_sigkill_sweeps_the_orphaned_worktree(project: Path, canar
 
 
 def test_late_cancel_of_a_reused_request_id_does_not_cancel_the_job(project: Path, canary: str) -> None:
-    with ScriptedProviderServer([{"stall": True}]) as server:
+    """A late ``$/cancelRequest`` names the latest request with its id (here ``health/get``, answered), not
+    the ``job/create`` that used the id before: the job runs on to review. The job's first model turn is held
+    open until the cancel was handled (a sentinel request answered after it), so the job is running when the
+    cancel arrives and, unless it was cancelled, ends in review."""
+    release = threading.Event()
+    turns = demo_turns()
+
+    def first_turn_when_released(_body: dict) -> dict:
+        if not release.wait(30):
+            return {"status": 500, "body": {"error": {"message": "the test never released the turn"}}}
+        return turns[0]
+
+    with ScriptedProviderServer([first_turn_when_released, *turns[1:]]) as server:
         eng = start_engine(canary)
         try:
             eng.initialize(project, config_for(server))
             eng.send({"jsonrpc": "2.0", "id": "req-1", "method": "job/create",
                       "params": {"annotation": annotation(), "modelProfileId": "m1"}})
             job_id = eng.response("req-1")["result"]["jobId"]
-            eng.wait_status(job_id, {"running"})
+            wait_model_turn(server)  # the job is running, held in its first model request
             eng.send({"jsonrpc": "2.0", "id": "req-1", "method": "health/get", "params": {}})
             eng.wait_for(lambda m: m.get("id") == "req-1" and "result" in m and "state" in m["result"])
             eng.notify("$/cancelRequest", {"id": "req-1"})
-            time.sleep(0.5)
+            # Sentinel: the cancel was handled (and a job cancel it started called) before this is answered.
             assert eng.call("job/get", {"jobId": job_id})["status"] == "running"
+            release.set()
+            final = eng.wait_status(job_id, {"awaiting-review", "failed", "cancelled"}, timeout=60)
+            assert final["status"] == "awaiting-review", final
         finally:
+            release.set()
             eng.stop()
 
 

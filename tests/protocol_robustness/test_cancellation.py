@@ -37,6 +37,12 @@ from tests.protocol_robustness._support import (
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 
 CANCELLED = -32800
+#: Seconds within which a cancel must be answered and the cancelled work stopped (its stream closed, its git
+#: killed). The broken case waits for the stalled work instead: the provider's 60 s idle timeout, the probe's
+#: 180 s, the hung git's 60 s (and a job/cancel whose job does not stop answers after its 5 s wait with the
+#: job still running, which the status assertion catches). Measured 0.04-0.07 s on a 2-core machine at a load
+#: average of 11: 3 s leaves room for a descheduled engine on a loaded CI, and is 20x under the hang.
+PROMPT = 3.0
 
 
 SETTLED = "start-up settled"
@@ -76,9 +82,9 @@ def assert_one_reply_stays_one(eng: Engine, *rids: object) -> None:
 
 
 def test_a_cancel_in_the_same_write_as_its_request(project: Path, canary: str, tmp_path: Path) -> None:
-    """The cancel is decoded right behind the request, before the loop starts the request's task: the
-    reply is -32800 and the handler never ran (the provider never heard of the probe). Should the task
-    win the race, the cancel still lands while the probe waits on the stalled provider: -32800 too."""
+    """The cancel is decoded right behind the request, in the same read, before the loop starts the
+    request's task (rpc/server.py): the reply is -32800 and the handler never ran (the provider never heard
+    of the probe). A fast request (health/get) is no exception: there is no race for it to win."""
     with ScriptedProviderServer([{"stall": True}] * 10) as server:
         eng = start(project, canary, tmp_path, server)
         try:
@@ -90,16 +96,14 @@ def test_a_cancel_in_the_same_write_as_its_request(project: Path, canary: str, t
                 reply = eng.response(rid, timeout=5)
                 assert reply["error"]["code"] == CANCELLED, reply
                 outcomes.append("before start" if len(server.requests) == seen else "while running")
-            for i in range(20):  # a fast request may legitimately finish first: then its result stands
+            for i in range(20):
                 rid = f"a-list-{i}"
                 eng.send_raw(request_frame(rid, "health/get") + cancel_frame(rid))
                 reply = eng.response(rid, timeout=5)
-                assert ("error" in reply and reply["error"]["code"] == CANCELLED) or reply["result"]["state"] == "clean"
-                outcomes.append("cancelled" if "error" in reply else "answered")
-            time.sleep(0.3)
+                assert "result" not in reply, f"health/get ran although its cancel came in the same write: {reply}"
+                assert reply["error"]["code"] == CANCELLED, reply
             assert_one_reply_stays_one(eng, *[f"a-probe-{i}" for i in range(10)], *[f"a-list-{i}" for i in range(20)])
-            assert "before start" in outcomes, outcomes
-            print(f"\n(a) outcomes: { {o: outcomes.count(o) for o in set(outcomes)} }")
+            assert outcomes == ["before start"] * 10, outcomes
         finally:
             eng.stop()
     assert eng.stdout_faults == []
@@ -119,8 +123,8 @@ def test_b_cancel_while_running_closes_the_provider_stream(project: Path, canary
             reply = eng.response(rid, timeout=5)
             elapsed = time.monotonic() - started
             assert reply["error"]["code"] == CANCELLED
-            assert elapsed < 1.0, f"-32800 came {elapsed:.2f} s after the cancel"
-            assert server.wait_for_disconnect(1.0), "the provider's HTTP stream was not closed within 1 s"
+            assert elapsed < PROMPT, f"-32800 came {elapsed:.2f} s after the cancel"
+            assert server.wait_for_disconnect(PROMPT), f"the provider's HTTP stream was not closed within {PROMPT} s"
             assert_one_reply_stays_one(eng, rid)
             # Not cached: a cancelled probe proved nothing.
             server.add_turns(*PROBE_TURNS)
@@ -146,8 +150,8 @@ def test_b_cancel_while_git_runs_kills_git(project: Path, canary: str, tmp_path:
             eng.notify("$/cancelRequest", {"id": rid})
             reply = eng.response(rid, timeout=5)
             assert reply["error"]["code"] == CANCELLED
-            assert time.monotonic() - started < 1.0
-            deadline = time.monotonic() + 1.0
+            assert time.monotonic() - started < PROMPT
+            deadline = time.monotonic() + PROMPT
             while still_alive(hung) and time.monotonic() < deadline:
                 time.sleep(0.01)
             assert still_alive(hung) == {}, "the cancelled request's git process is still running"
@@ -172,7 +176,6 @@ def test_c_cancel_after_the_reply_gets_no_second_reply(project: Path, canary: st
             eng.notify("$/cancelRequest", {"id": probe})
             eng.notify("$/cancelRequest", {"id": listed})
             eng.notify("$/cancelRequest", {"id": listed})  # twice
-            time.sleep(0.2)
             assert_one_reply_stays_one(eng, probe, listed)
             assert eng.call("provider/probe", {"modelProfileId": "m1"})["cached"] is True  # nothing was undone
         finally:
@@ -190,8 +193,7 @@ def test_d_cancel_for_an_unknown_id_is_silent(project: Path, canary: str, tmp_pa
             for target in ["never-sent", 424242, str(answered), -1, "", 2**63]:
                 eng.notify("$/cancelRequest", {"id": target})
             sentinel = eng.start_request("job/list", {})
-            assert eng.response(sentinel)["result"] == {"jobs": []}
-            time.sleep(0.2)
+            assert eng.response(sentinel)["result"] == {"jobs": []}  # the cancels were handled before it was read
             assert eng.messages[before:] == [eng.response(sentinel)], "a cancel for an unknown id was answered"
             assert eng.proc.poll() is None
         finally:
@@ -223,9 +225,9 @@ def test_e_job_cancel_stops_the_stream_and_kills_the_jobs_subprocesses(
             reply = eng.response(rid, timeout=5)
             elapsed = time.monotonic() - started
             assert reply["result"]["status"] == "cancelled"
-            assert elapsed < 1.0, f"job/cancel took {elapsed:.2f} s"
+            assert elapsed < PROMPT, f"job/cancel took {elapsed:.2f} s"
             if stall == "model-turn":
-                assert server.wait_for_disconnect(1.0), "the model's HTTP stream was not closed within 1 s"
+                assert server.wait_for_disconnect(PROMPT), f"the model's HTTP stream was not closed within {PROMPT} s"
             # By the time job/cancel answered, the job's subprocesses are gone and its worktree removed.
             assert still_alive(before) == {}, f"subprocesses of the job survived: {still_alive(before)}"
             assert [c for _, c in descendants(eng.proc.pid).values() if c in ("git", "sleep")] == []

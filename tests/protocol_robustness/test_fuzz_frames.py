@@ -367,7 +367,11 @@ def test_fuzzed_frames_never_kill_hang_or_desync_the_engine(tmp_path: Path) -> N
             if all(got[k] >= v for k, v in expect.replies.items()):
                 break
             time.sleep(0.05)
-        time.sleep(0.2)  # a duplicate would come right behind
+        # A last sentinel: a duplicate of any reply above would have been written before its answer.
+        final = f"sentinel-final-{uid()}"
+        eng.send_raw(encode_frame({"jsonrpc": "2.0", "id": final, "method": "job/list", "params": {}}))
+        assert eng.response(final, timeout=15).get("result") == {"jobs": []}
+        expect.replies[id_key(final)] += 1
         got = eng.reply_id_counts()
         missing = {k: v for k, v in expect.replies.items() if got[k] < v}
         extra = {k: got[k] - expect.replies[k] for k in got if got[k] > expect.replies[k]}

@@ -39,7 +39,12 @@ from tests.protocol_robustness._support import (
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc and prctl")
 
 STALLS = ["model-turn", "tool-subprocess"]
-EXIT_WITHIN = 1.0
+#: Seconds within which the engine exits after stdin EOF, ``exit`` or its parent's death, running job included.
+#: Broken, it waits for that job instead: its stalled model stream (the provider's 60 s idle timeout) or its
+#: hung ``git`` (``sleep 60``), 15x longer; or it runs out the 8 s stop budget (``EngineService.stop_all``),
+#: 2x, which also leaves the job's worktree and processes behind (:func:`assert_nothing_left`). Measured
+#: 0.3-1.6 s on a 2-core machine running the Python and Node suites side by side (a 1 s limit failed there).
+EXIT_WITHIN = 4.0
 
 
 def script(stall: str) -> list[dict]:
@@ -83,7 +88,7 @@ def test_stdin_eof_with_a_running_job_exits_fast_and_leaves_nothing(
             assert eng.proc.stdin is not None
             started = time.monotonic()
             eng.proc.stdin.close()
-            code = eng.proc.wait(5)
+            code = eng.proc.wait(15)
             elapsed = time.monotonic() - started
             print(f"\n{stall}: exit {elapsed * 1000:.0f} ms after stdin EOF")
             assert code == 1, "EOF without shutdown is not a clean exit"
@@ -107,7 +112,7 @@ def test_parent_death_with_a_running_job_exits_fast_and_leaves_nothing(
                 parent.kill()
                 parent.wait()
                 started = time.monotonic()
-                code = eng.proc.wait(5)
+                code = eng.proc.wait(15)
                 elapsed = time.monotonic() - started
                 print(f"\n{stall}: exit {elapsed * 1000:.0f} ms after the parent died")
                 assert code == 1
@@ -128,7 +133,7 @@ def test_exit_without_shutdown_during_a_job_is_code_1_and_cleans_up(project: Pat
             before = descendants(eng.proc.pid)
             started = time.monotonic()
             eng.notify("exit")
-            code = eng.proc.wait(5)
+            code = eng.proc.wait(15)
             assert code == 1
             assert time.monotonic() - started < EXIT_WITHIN
             assert_nothing_left(eng, project, job_dir, before, reaper)
@@ -146,11 +151,12 @@ def test_shutdown_stops_the_job_before_it_answers_then_exit_is_code_0(project: P
             # By the time shutdown is answered the job was cancelled and cleaned up.
             assert job_worktrees(project) == [] and not job_dir.exists()
             assert still_alive(before) == {}
-            assert eng.wait_status(job_id, {"cancelled"}, timeout=1)["status"] == "cancelled"
+            # The job's last status event was written before the shutdown reply (frames keep their order).
+            assert [e["status"] for e in eng.events(job_id) if e["kind"] == "status"][-1] == "cancelled"
             assert eng.request("job/get", {"jobId": job_id})["error"]["code"] == -32600
             started = time.monotonic()
             eng.notify("exit")
-            assert eng.proc.wait(5) == 0
+            assert eng.proc.wait(15) == 0
             assert time.monotonic() - started < EXIT_WITHIN
             assert_nothing_left(eng, project, job_dir, before, reaper)
         finally:
@@ -164,7 +170,7 @@ def test_stdin_eof_when_idle_is_code_1(tmp_path: Path) -> None:
         assert eng.proc.stdin is not None
         started = time.monotonic()
         eng.proc.stdin.close()
-        assert eng.proc.wait(5) == 1
+        assert eng.proc.wait(15) == 1
         assert time.monotonic() - started < EXIT_WITHIN
     finally:
         eng.kill()
@@ -178,7 +184,7 @@ def test_stdin_eof_in_the_middle_of_a_frame_exits_and_says_so(tmp_path: Path) ->
         eng.send_raw(b'Content-Length: 100\r\n\r\n{"jsonrpc":')
         assert eng.proc.stdin is not None
         eng.proc.stdin.close()
-        assert eng.proc.wait(5) == 1
+        assert eng.proc.wait(15) == 1
     finally:
         eng.kill()
     assert "stdin closed in the middle of a frame" in eng.stderr_text()

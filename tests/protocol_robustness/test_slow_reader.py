@@ -9,7 +9,7 @@ engine kept working behind a full pipe (unread bytes wait in it and an engine th
 - the job went on: the provider got every remaining model turn and the job's worktree was removed (the
   job ended) while the pipe stayed full;
 - the event loop stayed responsive: a ``provider/probe`` sent while the pipe was full reached the
-  (separate) probe provider within 1 s and completed its round trip;
+  (separate) probe provider within ``SERVED_WITHIN`` and completed its round trip;
 - the engine kept reading stdin: > 64 KiB of requests were written without blocking the client.
 
 When the client reads again it gets every event exactly once, ``seq`` 1..n in order, all status events,
@@ -35,6 +35,10 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="ne
 
 FILLER_TURNS = 30
 NOT_READING_FOR = 3.0
+#: Seconds within which a request sent behind the full pipe reaches its provider. Broken (the loop stuck in a
+#: write to the full pipe), it never does while the client does not read. Measured 0.5 s on a 2-core machine
+#: at a load average of 11, where the old 1 s limit had little room left.
+SERVED_WITHIN = 3.0
 
 
 def filler_turn(i: int) -> dict:
@@ -75,8 +79,8 @@ def test_engine_keeps_working_while_the_client_does_not_read(project: Path, cana
             assert turns_when_full < len(turns) - 10, "the pipe filled too late to prove anything"
 
             probe_id = eng.request("provider/probe", {"modelProfileId": "p1"})
-            probe_latency = wait_until(lambda: len(probe_server.requests) >= 1, 5, "the probe to reach its provider")
-            assert probe_latency < 1.0, f"a request took {probe_latency:.2f} s to be served behind a full stdout"
+            probe_latency = wait_until(lambda: len(probe_server.requests) >= 1, 10, "the probe to reach its provider")
+            assert probe_latency < SERVED_WITHIN, f"a request took {probe_latency:.2f} s to be served behind a full stdout"
 
             get_ids: list[str] = []
 

@@ -26,6 +26,11 @@ REQUEST = TurnRequest(
 )
 #: A plain text turn that ends normally.
 OK_TURN = {"text": "ok", "textChunks": 1, "finishReason": "stop"}
+#: Seconds within which a cancelled turn ends and the server sees its connection closed. Broken, the
+#: connection stays open (the server never sees it close) or the turn runs on to the adapter's 5 s idle
+#: timeout (``make_adapter``) and fails with it. Both are in-process and take milliseconds; 2 s leaves room for
+#: a loaded 2-core CI (the old 1 s had less) and still fails a cancel that waits for that timeout.
+CANCEL_CLOSES_WITHIN = 2.0
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from spotpatch_agent.provider.base import (AssistantTurn, TextDelta, ToolCallEve
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 
 from .apis import APIS, api_of, echoed_calls, make_adapter, tool_results
-from .conftest import CANARY_KEY, OK_TURN, REQUEST, raises, run_turn
+from .conftest import CANARY_KEY, CANCEL_CLOSES_WITHIN, OK_TURN, REQUEST, raises, run_turn
 
 pytestmark = pytest.mark.anyio
 
@@ -177,9 +177,9 @@ async def test_cancel_mid_stream_closes_the_connection_within_one_second(server,
             cancelled_at = time.monotonic()
             tg.cancel_scope.cancel()
     assert not scope.cancelled_caught
-    assert time.monotonic() - cancelled_at < 1.0
-    assert await anyio.to_thread.run_sync(server.wait_for_disconnect, 1.0)
-    assert server.disconnect_times[0] - cancelled_at < 1.0
+    assert time.monotonic() - cancelled_at < CANCEL_CLOSES_WITHIN
+    assert await anyio.to_thread.run_sync(server.wait_for_disconnect, CANCEL_CLOSES_WITHIN)
+    assert server.disconnect_times[0] - cancelled_at < CANCEL_CLOSES_WITHIN
 
 
 async def test_cancel_while_waiting_for_the_first_byte_closes_the_connection(server, adapter):
@@ -187,13 +187,12 @@ async def test_cancel_while_waiting_for_the_first_byte_closes_the_connection(ser
     async with anyio.create_task_group() as tg:
         tg.start_soon(run_turn, adapter)
         with anyio.fail_after(2):
-            while not server.requests:
+            while not server.requests:  # the server read the whole request: the client waits for the answer
                 await anyio.sleep(0.01)
-        await anyio.sleep(0.05)
         cancelled_at = time.monotonic()
         tg.cancel_scope.cancel()
-    assert await anyio.to_thread.run_sync(server.wait_for_disconnect, 1.0)
-    assert server.disconnect_times[0] - cancelled_at < 1.0
+    assert await anyio.to_thread.run_sync(server.wait_for_disconnect, CANCEL_CLOSES_WITHIN)
+    assert server.disconnect_times[0] - cancelled_at < CANCEL_CLOSES_WITHIN
 
 
 # ---------------------------------------------------------------- errors and retries

@@ -8,6 +8,8 @@ import os
 import threading
 import time
 
+import pytest
+
 from spotpatch_agent.rpc.framing import Frame, FrameDecoder
 from spotpatch_agent.rpc.server import FrameWriter
 
@@ -62,13 +64,33 @@ def test_frames_from_many_threads_each_stay_in_order() -> None:
         assert [m["i"] for m in got if m["t"] == t] == list(range(2000))
 
 
-def test_a_client_that_went_away_does_not_raise() -> None:
+@pytest.mark.parametrize("first", ["small", "large"])
+def test_a_client_that_went_away_does_not_raise(first: str) -> None:
+    """A closed pipe (EPIPE) makes ``send`` drop frames, neither raising nor blocking, whether the first
+    write that fails is the sending thread's own (a small frame) or the writer thread's (a large one); the
+    writer thread then ends and ``close`` returns. The sends run in a thread joined with a bound: a ``send``
+    that blocks fails the test instead of hanging it."""
     r, w = os.pipe()
     os.close(r)
+    before = set(threading.enumerate())
     writer = FrameWriter(w)
-    for n in range(50):
-        writer.send({"n": n, "pad": "z" * (n * 500)})
-    writer.close(timeout=5)
+    [writer_thread] = set(threading.enumerate()) - before
+    errors: list[BaseException] = []
+
+    def send_all() -> None:
+        try:
+            for n in range(50) if first == "small" else reversed(range(50)):  # 0: a small frame
+                writer.send({"n": n, "pad": "z" * (n * 500)})
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    sender = threading.Thread(target=send_all, daemon=True)
+    sender.start()
+    sender.join(10)
+    assert not sender.is_alive(), "send blocked on a client that went away"
+    assert errors == []
+    writer.close(timeout=10)
+    assert not writer_thread.is_alive(), "the writer thread did not end after the client went away"
     os.close(w)
 
 

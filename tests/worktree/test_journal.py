@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,6 +30,7 @@ from spotpatch_agent.worktree.images import (
 )
 from spotpatch_agent.worktree.journal import (
     FAULT_ENV,
+    FAULT_RESUME_ENV,
     DiskJournal,
     PathWrite,
     WritePlan,
@@ -139,11 +142,44 @@ async def test_write_image_is_a_rename_and_never_writes_through_a_symlink(repo_f
     assert not (root / "src").exists()  # emptied parent directories go, as with git apply
 
 
-def test_fault_point_is_inert_unless_the_test_variable_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(FAULT_ENV, raising=False)
-    fault_point("apply", "after-journal")  # returns at once
-    monkeypatch.setenv(FAULT_ENV, "revert:after-journal")
-    fault_point("apply", "after-journal")
+def _fault_point_in_a_thread(operation: str, step: str) -> threading.Thread:
+    thread = threading.Thread(target=fault_point, args=(operation, step), daemon=True)
+    thread.start()
+    return thread
+
+
+def test_fault_point_is_inert_unless_the_test_variable_names_it(
+        monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Unset, or naming another step, the variable leaves ``fault_point`` a no-op: it returns at once and says
+    nothing. Naming this step, it says ``SPOTPATCH-TEST-PAUSED`` on stderr and waits for the resume file.
+    Each call runs in a thread joined with a bound, and the resume file ends any pause: a regression fails
+    here instead of pausing the test for an hour."""
+    resume = tmp_path / "resume"
+    monkeypatch.setenv(FAULT_RESUME_ENV, str(resume))
+    try:
+        for wanted in (None, "revert:after-journal", "apply:after-journal-2"):
+            if wanted is None:
+                monkeypatch.delenv(FAULT_ENV, raising=False)
+            else:
+                monkeypatch.setenv(FAULT_ENV, wanted)
+            inert = _fault_point_in_a_thread("apply", "after-journal")
+            inert.join(10)
+            assert not inert.is_alive(), f"fault_point paused although {FAULT_ENV}={wanted!r} names another step"
+            assert "SPOTPATCH-TEST-PAUSED" not in capfd.readouterr().err
+        monkeypatch.setenv(FAULT_ENV, "apply:after-journal")
+        paused = _fault_point_in_a_thread("apply", "after-journal")
+        deadline = time.monotonic() + 10
+        said = ""
+        while "SPOTPATCH-TEST-PAUSED" not in said and time.monotonic() < deadline:
+            said += capfd.readouterr().err
+            time.sleep(0.01)
+        assert said == "SPOTPATCH-TEST-PAUSED apply:after-journal\n"
+        assert paused.is_alive(), "fault_point did not wait for the resume file"
+        resume.touch()
+        paused.join(10)
+        assert not paused.is_alive(), "fault_point did not return once the resume file existed"
+    finally:
+        resume.touch()  # ends any pause a regression left behind
 
 
 # ---------------------------------------------------------------- recovery policy

@@ -77,10 +77,10 @@ async def test_initialize_answers_before_the_health_check_and_job_create_does_no
     monkeypatch.setenv("SPOTPATCH_WORKTREE_POOL", "1")
     release, started = anyio.Event(), anyio.Event()
     real_health = service_module.repo_health
-    calls: list[str] = []
+    calls: list[tuple[str, bool]] = []  # ("health", whether the start-up check was released by then)
 
     async def held_health(path, limits):  # the start-up health check waits until released
-        calls.append("health")
+        calls.append(("health", release.is_set()))
         if len(calls) == 1:
             started.set()
             await release.wait()
@@ -91,7 +91,7 @@ async def test_initialize_answers_before_the_health_check_and_job_create_does_no
     async with service.running():
         with anyio.fail_after(30):
             result = await service.initialize(_init_params(root))
-        assert result.capabilities.ai_enabled and calls in ([], ["health"])  # answered; health not done
+        assert result.capabilities.ai_enabled and calls in ([], [("health", False)])  # answered; health not done
         await started.wait()
         outcome: list[BaseException] = []
 
@@ -106,7 +106,7 @@ async def test_initialize_answers_before_the_health_check_and_job_create_does_no
             with anyio.fail_after(30):  # answered while the start-up health check is still held
                 while not outcome:
                     await anyio.sleep(0.02)
-            assert calls == ["health", "health"]
+            assert calls == [("health", False), ("health", False)]  # job/create's own check did not wait for it
             release.set()
         [exc] = outcome
         assert exc.code == ErrorCode.CONSENT_REQUIRED and "staged 0, unstaged 1, untracked 0" in exc.message
