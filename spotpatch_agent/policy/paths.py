@@ -152,19 +152,6 @@ def is_protected(rel: str, *, for_write: bool = False) -> bool:
     return (_PROTECTED_WRITE if for_write else _PROTECTED_READ).search(rel.casefold()) is not None
 
 
-def _is_protected_segments(rel: str, *, for_write: bool = False) -> bool:
-    """Reference implementation of :func:`is_protected` (per-segment loop), kept for tests."""
-    segments = [s.casefold() for s in rel.split("/")]
-    if any(s in _PROTECTED_ANY_SEGMENT for s in segments):
-        return True
-    if any(s in _GENERATED_DIRS for s in segments[:-1]):
-        return True
-    name = segments[-1]
-    if name == ".env" or name.startswith(".env."):
-        return for_write or name != ".env.example"
-    return name.endswith(_KEY_SUFFIXES) or name.startswith("id_") or name in _CREDENTIAL_FILES or name in _LOCKFILES
-
-
 def is_text(data: bytes) -> bool:
     """True for UTF-8 text: an optional leading BOM, no NUL byte, valid UTF-8 (docs/design.md §7)."""
     body = data[len(BOM) :] if data.startswith(BOM) else data

@@ -52,7 +52,8 @@ from spotpatch_agent.worktree.images import (
     read_image,
     safe_path,
 )
-from spotpatch_agent.worktree.isolation import RawEntry, Worktree, parse_raw, stage_all
+from spotpatch_agent.worktree.placement import Worktree
+from spotpatch_agent.worktree.result import RawEntry, parse_raw, stage_all
 from spotpatch_agent.worktree.journal import (
     ChangeJournal,
     DiskJournal,
@@ -80,7 +81,6 @@ from spotpatch_agent.worktree.repo import (
 
 __all__ = [
     "NOT_REGULAR",
-    "NULL_JOURNAL",
     "AppliedChange",
     "ChangeHashes",
     "ChangeJournal",
@@ -123,18 +123,6 @@ class ChangeHashes:
     result: dict[str, str | None]
 
 
-class _NullJournal:
-    def begin(self, plan: WritePlan) -> None:
-        return None
-
-    def end(self, plan: WritePlan) -> None:
-        return None
-
-
-#: A journal that records nothing (tests that do not exercise crash safety).
-NULL_JOURNAL: ChangeJournal = _NullJournal()
-
-
 # ---------------------------------------------------------------- hashes from the worktree
 
 
@@ -144,7 +132,7 @@ async def change_hashes(wt: Worktree) -> ChangeHashes:
     Stages the worktree (its own index), lists touched paths with ``git diff --cached --raw`` against
     the baseline commit, and hashes each blob in working-tree form (``git cat-file --batch
     --filters``; object id and path on stdin, never on the command line). Call it on the same
-    worktree state as :func:`~spotpatch_agent.worktree.isolation.result_diff`. Raises
+    worktree state as :func:`~spotpatch_agent.worktree.result.result_diff`. Raises
     ``SpotPatchError(CHANGESET_REJECTED)`` for a non-regular entry (symlink, submodule) or a path
     with a line break, :class:`~spotpatch_agent.errors.GitError` when git fails.
     """

@@ -23,12 +23,10 @@ from spotpatch_agent.worktree.changes import (
     revert_change,
 )
 from spotpatch_agent.worktree.images import Image, new_file_mode
-from spotpatch_agent.worktree.isolation import (
-    Worktree,
-    create_worktree,
-    remove_worktree,
-    result_diff,
-)
+from spotpatch_agent.worktree.create import create_worktree
+from spotpatch_agent.worktree.placement import Worktree
+from spotpatch_agent.worktree.removal import remove_worktree
+from spotpatch_agent.worktree.result import result_diff
 from spotpatch_agent.worktree.journal import WritePlan, journal_dir, set_fault_hook
 from spotpatch_agent.worktree.recovery import recover_pending
 from tests.conftest import git
