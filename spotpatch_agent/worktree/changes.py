@@ -8,7 +8,7 @@ stdin) and the job's result blobs (the ``index`` lines of the ``--full-index`` d
 job's worktree shares the object store) in working-tree form — either way verified against the
 expected result hashes before anything is written. Then the crash journal
 (:mod:`~spotpatch_agent.worktree.journal`) is made durable and each path is re-checked and replaced
-(:func:`~spotpatch_agent.worktree.images.replace_image`: exchanged with a same-directory temp file, the
+(:func:`~spotpatch_agent.worktree.image_write.replace_image`: exchanged with a same-directory temp file, the
 bytes that came out verified to be the pre-image before they are discarded); every path is verified
 afterwards. A write error undoes what was written (``APPLY_CONFLICT``: nothing changed); a race — a save
 to a touched file while it is written — is reported the same way, naming the file, whose saved bytes stay

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from spotpatch_agent.worktree import images as images_mod
+from spotpatch_agent.worktree import dirfd
+from spotpatch_agent.worktree.image_write import write_image
 from spotpatch_agent.worktree.images import (
     ABSENT,
     NOT_REGULAR,
@@ -21,7 +22,6 @@ from spotpatch_agent.worktree.images import (
     read_image,
     remove_tmp,
     set_mode,
-    write_image,
 )
 from spotpatch_agent.worktree.create import create_worktree
 from spotpatch_agent.worktree.placement import Worktree, make_job_dir
@@ -154,7 +154,7 @@ def test_apply_io_refuses_a_pre_planted_symlinked_parent(repo_factory, tmp_path:
 
 def test_apply_io_uses_directory_descriptors_on_posix() -> None:
     if os.name == "posix":
-        assert images_mod._DIR_FD
+        assert dirfd.DIR_FD
 
 
 def _quarantined(root: Path) -> list[Path]:

@@ -12,7 +12,7 @@ import pytest
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.worktree import changes as changes_module
-from spotpatch_agent.worktree import images as images_module
+from spotpatch_agent.worktree import image_write as image_write_module
 from spotpatch_agent.worktree import journal as journal_module
 from spotpatch_agent.worktree.changes import (
     AppliedChange,
@@ -579,7 +579,7 @@ async def test_a_save_between_the_recheck_and_the_exchange_is_kept_and_reported(
     job = await make_job()
     applied = await job.apply() if operation == "revert" else None
     before = snapshot(job.root)
-    real, saved = images_module._swap, []
+    real, saved = image_write_module.swap, []
 
     def raced(tmp: str, target: str, directory: int, *rest: object) -> object:
         if not saved:  # a format-on-save lands in the window: written in place, as editors do
@@ -589,7 +589,7 @@ async def test_a_save_between_the_recheck_and_the_exchange_is_kept_and_reported(
             os.close(fd)
         return real(tmp, target, directory, *rest)
 
-    monkeypatch.setattr(images_module, "_swap", raced)
+    monkeypatch.setattr(image_write_module, "swap", raced)
     with pytest.raises(SpotPatchError) as info:
         if applied is None:
             await job.apply()
