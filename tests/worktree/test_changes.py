@@ -14,14 +14,8 @@ from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.worktree import changes as changes_module
 from spotpatch_agent.worktree import image_write as image_write_module
 from spotpatch_agent.worktree import journal as journal_module
-from spotpatch_agent.worktree.changes import (
-    AppliedChange,
-    ChangeHashes,
-    apply_change,
-    change_hashes,
-    file_hash,
-    revert_change,
-)
+from spotpatch_agent.worktree.changes import AppliedChange, apply_change, file_hash, revert_change
+from spotpatch_agent.worktree.hashes import ChangeHashes, change_hashes
 from spotpatch_agent.worktree.images import Image, new_file_mode
 from spotpatch_agent.worktree.create import create_worktree
 from spotpatch_agent.worktree.placement import Worktree
@@ -529,8 +523,8 @@ async def test_apply_refuses_when_the_result_cannot_be_reproduced(make_job, monk
     async def none_listed(*_args: object) -> dict[str, bytes]:
         return {}
 
-    monkeypatch.setattr(changes_module, "_raw_blobs", none_listed)  # as if gc had pruned the job's objects
-    monkeypatch.setattr(changes_module, "_filtered_blob", gone)
+    monkeypatch.setattr(changes_module, "raw_blobs", none_listed)  # as if gc had pruned the job's objects
+    monkeypatch.setattr(changes_module, "filtered_blob", gone)
     before = snapshot(job.root)
     with pytest.raises(SpotPatchError) as info:
         await job.apply()
