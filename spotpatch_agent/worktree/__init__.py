@@ -14,12 +14,15 @@ Each module does one thing and is imported by its own name (no re-exports here: 
     work       (the file tools write in the worktree; tools/ owns that)
     validate   result.py                   stage, the result diff, git's raw diff parsed
                validate.py, checkout_form.py  changeset validation; Apply writes the bytes the diff shows
-    apply/     changes.py                  hashes, apply_change and revert_change
-    revert     patch_images.py, images.py, image_io.py  the file images each write plans, and their writing
+    apply/     hashes.py                   the touched paths' SHA-256 hashes, baseline and result
+    revert     changes.py                  apply_change and revert_change
+               patch_images.py             post-images from the diff's hunks
+               images.py, image_write.py   reading file images; writing one atomically, a racing save kept
+               dirfd.py                    directory descriptors and no-replace renames under both
     journal    journal.py, recovery.py     the crash journal, and its repair at the next start
     sweep      removal.py                  remove a worktree, or move it aside into the trash
                sweep.py                    the start-up sweep of orphans a crash left
 
-Every git command goes through :mod:`spotpatch_agent.worktree.git`, the worktree's front of the package's
-one git runner (:mod:`spotpatch_agent.git_runner`).
+Every git command of this package goes through :mod:`spotpatch_agent.worktree.git`, its front of the
+package's one git runner (:mod:`spotpatch_agent.git_runner`).
 """
