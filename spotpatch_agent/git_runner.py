@@ -32,6 +32,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,15 +195,18 @@ async def _run(argv: list[str], cwd: Path, input: bytes | None, env: dict[str, s
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, BrokenPipeError, ConnectionResetError):
             pass  # git stopped reading (it failed early, or was stopped at the bound); its exit says why
 
-    process = await anyio.open_process(
-        argv,
-        stdin=subprocess.PIPE if input else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=env,
-        start_new_session=NEW_SESSION,
-    )
+    # Shielded: a cancellation inside the start would leave a started git to asyncio, which kills git alone,
+    # never what git already started; delivered at the next checkpoint, it kills the whole tree below.
+    with anyio.CancelScope(shield=True):
+        process = await anyio.open_process(
+            argv,
+            stdin=subprocess.PIPE if input else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            start_new_session=NEW_SESSION,
+        )
     try:
         async with anyio.create_task_group() as tg:
             assert process.stdout is not None and process.stderr is not None
@@ -225,6 +229,9 @@ async def _run(argv: list[str], cwd: Path, input: bytes | None, env: dict[str, s
                 chunks.append(chunk)
                 size += len(chunk)
         returncode = await process.wait()
+    except BaseException:
+        kill_tree(process)  # also when git itself exited: a process it started may still hold its output
+        raise
     finally:
         with anyio.CancelScope(shield=True):
             if process.returncode is None:
@@ -270,20 +277,25 @@ def run_git_sync(
 
     readers = [threading.Thread(target=drain, args=(process.stdout, out, max_bytes, True), daemon=True),
                threading.Thread(target=drain, args=(process.stderr, err, STDERR_KEEP_BYTES, False), daemon=True)]
+    deadline = time.monotonic() + timeout
     try:
         for reader in readers:
             reader.start()
         try:
             returncode = process.wait(timeout)
+            for reader in readers:  # git exited; its pipes close when the last process holding them does
+                reader.join(max(deadline - time.monotonic(), 0))
         except subprocess.TimeoutExpired:
             raise GitError(f"git {subcommand(args)} timed out after {timeout:g} s") from None
+        if any(reader.is_alive() for reader in readers):  # a process git started still holds its output
+            raise GitError(f"git {subcommand(args)} timed out after {timeout:g} s")
     finally:
-        if process.returncode is None:
+        if process.returncode is None or any(reader.is_alive() for reader in readers):
             _kill_sync(process)
             process.wait()
-        for reader in readers:
-            if reader.is_alive():
-                reader.join(5)  # the tree is gone: its pipes are at end of file
+            for reader in readers:
+                if reader.is_alive():
+                    reader.join(5)  # the tree is gone: its pipes are at end of file
         for stream in (process.stdout, process.stderr):
             if stream is not None:
                 stream.close()

@@ -90,3 +90,17 @@ async def test_exit_status_is_returned_not_raised(tmp_path: Path) -> None:
     run = await run_git_process(["rev-parse", "--verify", "HEAD"], cwd=tmp_path)
     for result in (sync, run):
         assert result.returncode not in (0, None) and not result.truncated and result.stderr
+
+
+async def test_a_process_left_holding_the_output_is_killed_at_the_timeout(tmp_path: Path) -> None:
+    # git exits at once, but a process it started keeps its stdout open: the call still ends at the timeout,
+    # with an error (never a silently partial output), and that process is killed with git's group.
+    pid_file = tmp_path / "child.pid"
+    left = _alias("left", f"sleep 60 & echo $! > {pid_file}")
+    with pytest.raises(GitError, match=r"^git left timed out after 2 s$"):
+        run_git_sync(left, cwd=tmp_path, timeout=2)
+    assert _gone(int(pid_file.read_text()))
+    pid_file.unlink()
+    with pytest.raises(GitError, match=r"^git left timed out after 2 s$"):
+        await run_git_process(left, cwd=tmp_path, timeout=2)
+    assert _gone(int(pid_file.read_text()))
