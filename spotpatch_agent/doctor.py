@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -36,6 +35,8 @@ from typing import Any, Literal
 import anyio
 
 from spotpatch_agent import __version__
+from spotpatch_agent.errors import GitError
+from spotpatch_agent.git_runner import run_git_sync
 from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
 
 __all__ = ["Item", "run_doctor", "checklist", "DEFAULT_PROBE_TIMEOUT"]
@@ -73,15 +74,16 @@ def _clean(text: str) -> str:
 
 def check_git() -> Item:
     try:
-        res = subprocess.run(["git", "--version"], capture_output=True, text=True, timeout=10,
-                             stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return Item("git", "git", "fail", True, f"git does not run ({type(exc).__name__})",
+        res = run_git_sync(["--version"], timeout=10, read_only=True, max_bytes=64 * 1024)
+    except (OSError, GitError) as exc:
+        reason = "TimeoutExpired" if isinstance(exc, GitError) else type(exc).__name__
+        return Item("git", "git", "fail", True, f"git does not run ({reason})",
                     "install git and make sure it is on PATH (SpotPatch runs every job in a git worktree).")
-    if res.returncode != 0 or not res.stdout.startswith("git version"):
+    stdout = res.stdout.decode("utf-8", "replace")
+    if res.returncode != 0 or not stdout.startswith("git version"):
         return Item("git", "git", "fail", True, f"`git --version` exited {res.returncode}",
                     "repair the git installation (`git --version` must work).")
-    return Item("git", "git", "pass", True, res.stdout.strip())
+    return Item("git", "git", "pass", True, stdout.strip())
 
 
 def check_engine() -> Item:
@@ -210,9 +212,8 @@ def check_committed_venvs(project: Path) -> list[Item]:
     items: list[Item] = []
     for venv in sorted(p for p in project.iterdir() if p.is_dir() and (p / "pyvenv.cfg").is_file()):
         try:
-            res = subprocess.run(["git", "ls-files", "-z", "--", venv.name], cwd=project, capture_output=True,
-                                 timeout=30, stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired):
+            res = run_git_sync(["ls-files", "-z", "--", venv.name], cwd=project, timeout=30, read_only=True)
+        except (OSError, GitError):
             continue
         tracked = [f for f in res.stdout.split(b"\0") if f] if res.returncode == 0 else []
         if tracked:

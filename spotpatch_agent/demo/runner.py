@@ -19,7 +19,6 @@ import hashlib
 import os
 import secrets
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,6 +29,8 @@ from typing import Any
 import anyio
 
 from spotpatch_agent.demo.script import DEMO_TARGETS, EXPECTED_AFTER, demo_turns
+from spotpatch_agent.errors import GitError
+from spotpatch_agent.git_runner import run_git_sync, subcommand
 from spotpatch_agent.protocol.models import (
     CheckConfig,
     JobCreateParams,
@@ -50,7 +51,9 @@ def make_demo_project(dest: Path) -> Path:
     """Copy the demo app to ``dest`` and commit it (fixed argv git, no global identity needed)."""
     shutil.copytree(APP_DIR, dest, ignore=shutil.ignore_patterns("__pycache__", "node_modules"))
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], [*IDENTITY, "commit", "-q", "-m", "demo app"]):
-        subprocess.run(["git", *args], cwd=dest, check=True, stdin=subprocess.DEVNULL, capture_output=True)
+        done = run_git_sync(args, cwd=dest, timeout=120)
+        if done.returncode != 0:
+            raise GitError(f"git {subcommand(args)} failed (exit {done.returncode}) while setting up the demo project")
     return dest
 
 

@@ -44,7 +44,9 @@ from spotpatch_agent.protocol.models import (
 from spotpatch_agent.provider.base import ProviderAdapter
 from spotpatch_agent.tools.executor import ToolExecutor
 from spotpatch_agent.tools.registry import tool_specs
-from spotpatch_agent.worktree.isolation import Worktree, create_worktree, remove_worktree
+from spotpatch_agent.worktree.create import create_worktree
+from spotpatch_agent.worktree.placement import Worktree
+from spotpatch_agent.worktree.removal import remove_worktree
 from spotpatch_agent.worktree.pool import WorktreePool
 
 log = logging.getLogger("spotpatch.job")

@@ -22,12 +22,11 @@ import itertools
 import os
 import re
 import stat
-import subprocess
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-import anyio
+from spotpatch_agent.git_runner import GIT_ENV_ALLOWLIST, git_env, run_git_process
 
 __all__ = [
     "BOM",
@@ -316,30 +315,6 @@ def resolve_allowed(root: Path, rel: str, *, for_write: bool, max_bytes: int) ->
     return load_allowed(root, rel, for_write=for_write, max_bytes=max_bytes).path
 
 
-#: Environment variables passed through to git; everything else (keys, tokens, GIT_DIR…) is dropped.
-GIT_ENV_ALLOWLIST = (
-    "PATH",
-    "HOME",
-    "USERPROFILE",
-    "SYSTEMROOT",
-    "WINDIR",
-    "TMPDIR",
-    "TEMP",
-    "TMP",
-    "XDG_CONFIG_HOME",
-    "GIT_CONFIG_NOSYSTEM",
-    "GIT_CONFIG_GLOBAL",
-    "GIT_CONFIG_SYSTEM",
-)
-
-
-def git_env() -> dict[str, str]:
-    """A minimal environment for fixed-argv git calls: the allowlist plus C locale and no prompts."""
-    env = {key: os.environ[key] for key in GIT_ENV_ALLOWLIST if key in os.environ}
-    env.update({"LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"})
-    return env
-
-
 async def is_ignored(root: Path, rel: str) -> bool:
     """Whether git ignores the normalized path ``rel`` in the work tree at ``root`` (docs/design.md §7).
 
@@ -355,11 +330,6 @@ async def check_ignore(root: Path, rel: str, *, no_index: bool = False) -> int:
     """The exit code of ``git check-ignore -q [--no-index] -- <rel>`` in ``root``: 0 ignored, 1 not ignored,
     anything else an error. With ``no_index`` git matches the exclude patterns alone: it neither reads the
     index (whose size grows with the repository) nor knows which paths are tracked or inside a submodule."""
-    result = await anyio.run_process(
-        ["git", "-c", "core.fsmonitor=false", "check-ignore", "-q", *(["--no-index"] if no_index else []), "--", rel],
-        cwd=root,
-        env=git_env(),
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
-    return result.returncode
+    args = ["check-ignore", "-q", *(["--no-index"] if no_index else []), "--", rel]
+    result = await run_git_process(args, cwd=root, read_only=True, max_bytes=64 * 1024)
+    return -1 if result.returncode is None else result.returncode

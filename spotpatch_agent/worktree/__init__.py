@@ -1,94 +1,28 @@
-"""Git isolation for jobs (docs/design.md §8): fixed-argv git runner, repository health, one detached
-worktree per job with a baseline commit (optionally holding the user's local changes), the agent's
-result diff, and safe, crash-journalled apply/revert.
+"""Git isolation for jobs (docs/design.md §8), read in the order a job walks it.
 
-Public surface (re-exported here; modules: ``git``, ``repo``, ``health``, ``isolation``, ``changes``)::
+Each module does one thing and is imported by its own name (no re-exports here: importing one module, e.g.
+``worktree.sweep`` to start serving, imports only what it needs)::
 
-    run_git(args, *, cwd, input=None, check=True, timeout=60, read_only=False, redact=()) -> GitResult
-    repo_health(root, limits) -> RepoHealth
-    create_worktree(root, job_id, *, limits=None, include_local_changes=False, pool=None, health=None) -> Worktree
-    result_diff(wt) -> (diff, [FileStat])
-    change_hashes(wt) -> ChangeHashes(baseline, result)
-    remove_worktree(root, wt) -> None                     never raises
-    sweep_orphans(root, *, live_job_ids=frozenset()) -> int
-    apply_change(root, diff, baseline_hashes, *, expected_head, result_hashes=None,
-                 journal=None, job_id=None) -> AppliedChange
-    revert_change(root, applied, *, expected_head, journal=None) -> None
+    before     repo.py, refs.py            repository facts: HEAD, layout, git operations in progress
+               health.py, health_details.py  RepoHealth, the blocked message, each reason's paths and fix
+               lock.py                     the cross-engine write lock
+    create     placement.py                where a job directory lives; the Worktree record
+               sidecar.py, marker.py       who owns a worktree (sidecar before it exists, marker after)
+               create.py                   worktree add (or pool.py's warm checkout) → marker → baseline commit
+               snapshot.py                 include-local-changes: the user's changes copied into the baseline
+               pool.py                     the warm worktree pool
+    work       (the file tools write in the worktree; tools/ owns that)
+    validate   result.py                   stage, the result diff, git's raw diff parsed
+               validate.py, checkout_form.py  changeset validation; Apply writes the bytes the diff shows
+    apply/     hashes.py                   the touched paths' SHA-256 hashes, baseline and result
+    revert     changes.py                  apply_change and revert_change
+               patch_images.py             post-images from the diff's hunks
+               images.py, image_write.py   reading file images; writing one atomically, a racing save kept
+               dirfd.py                    directory descriptors and no-replace renames under both
+    journal    journal.py, recovery.py     the crash journal, and its repair at the next start
+    sweep      removal.py                  remove a worktree, or move it aside into the trash
+               sweep.py                    the start-up sweep of orphans a crash left
 
-``journal=None`` means the real crash journal under the git directory (``journal.DiskJournal``);
-``NULL_JOURNAL`` records nothing (tests only). Not re-exported: ``health.blocked_message``,
-``snapshot`` (include-local-changes), ``validate`` (changeset validation), ``journal`` (crash journal
-and recovery), ``images``/``patch_images`` (file images), ``pool`` (warm worktree pool), ``lock``
-(cross-engine write lock).
+Every git command of this package goes through :mod:`spotpatch_agent.worktree.git`, its front of the
+package's one git runner (:mod:`spotpatch_agent.git_runner`).
 """
-
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from spotpatch_agent.worktree.changes import (
-        NULL_JOURNAL,
-        AppliedChange,
-        ChangeHashes,
-        ChangeJournal,
-        apply_change,
-        change_hashes,
-        file_hash,
-        revert_change,
-    )
-    from spotpatch_agent.worktree.git import GitResult, run_git, sanitize
-    from spotpatch_agent.worktree.health import repo_health
-    from spotpatch_agent.worktree.isolation import (
-        Worktree,
-        create_worktree,
-        remove_worktree,
-        result_diff,
-        sweep_orphans,
-    )
-
-#: Re-exported name → its module. Imported on first access (PEP 562), so importing one submodule (e.g.
-#: ``worktree.isolation`` to answer initialize) does not import them all (cold start, issue 3).
-_EXPORTS = {
-    **dict.fromkeys(("NULL_JOURNAL", "AppliedChange", "ChangeHashes", "ChangeJournal", "apply_change",
-                     "change_hashes", "file_hash", "revert_change"), "changes"),
-    **dict.fromkeys(("GitResult", "run_git", "sanitize"), "git"),
-    "repo_health": "health",
-    **dict.fromkeys(("Worktree", "create_worktree", "remove_worktree", "result_diff", "sweep_orphans"), "isolation"),
-}
-
-
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-__all__ = [
-    "NULL_JOURNAL",
-    "AppliedChange",
-    "ChangeHashes",
-    "ChangeJournal",
-    "GitResult",
-    "Worktree",
-    "apply_change",
-    "change_hashes",
-    "create_worktree",
-    "file_hash",
-    "remove_worktree",
-    "repo_health",
-    "result_diff",
-    "revert_change",
-    "run_git",
-    "sanitize",
-    "sweep_orphans",
-]
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})

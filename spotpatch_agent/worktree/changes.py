@@ -8,7 +8,7 @@ stdin) and the job's result blobs (the ``index`` lines of the ``--full-index`` d
 job's worktree shares the object store) in working-tree form — either way verified against the
 expected result hashes before anything is written. Then the crash journal
 (:mod:`~spotpatch_agent.worktree.journal`) is made durable and each path is re-checked and replaced
-(:func:`~spotpatch_agent.worktree.images.replace_image`: exchanged with a same-directory temp file, the
+(:func:`~spotpatch_agent.worktree.image_write.replace_image`: exchanged with a same-directory temp file, the
 bytes that came out verified to be the pre-image before they are discarded); every path is verified
 afterwards. A write error undoes what was written (``APPLY_CONFLICT``: nothing changed); a race — a save
 to a touched file while it is written — is reported the same way, naming the file, whose saved bytes stay
@@ -23,7 +23,7 @@ atomic write.
 
 Neither ever touches the index, HEAD or a path the diff does not name; file permission bits are
 kept (new files get git's ``0666 & ~umask``). Hashes are of the file's bytes as they are (or will be)
-in a working tree: :func:`change_hashes` runs git's checkout filters (``cat-file --filters``), so
+in a working tree: :func:`~spotpatch_agent.worktree.hashes.change_hashes` runs git's checkout filters (``cat-file --filters``), so
 ``eol=crlf`` and similar attributes compare correctly.
 """
 
@@ -40,7 +40,8 @@ import anyio
 
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
-from spotpatch_agent.worktree.git import describe, parse_cat_file_batch, run_git
+from spotpatch_agent.worktree.git import describe, run_git
+from spotpatch_agent.worktree.hashes import filtered_blob, raw_blobs
 from spotpatch_agent.worktree.images import (
     ABSENT,
     NOT_REGULAR,
@@ -52,7 +53,6 @@ from spotpatch_agent.worktree.images import (
     read_image,
     safe_path,
 )
-from spotpatch_agent.worktree.isolation import RawEntry, Worktree, parse_raw, stage_all
 from spotpatch_agent.worktree.journal import (
     ChangeJournal,
     DiskJournal,
@@ -80,17 +80,12 @@ from spotpatch_agent.worktree.repo import (
 
 __all__ = [
     "NOT_REGULAR",
-    "NULL_JOURNAL",
     "AppliedChange",
-    "ChangeHashes",
     "ChangeJournal",
     "apply_change",
-    "change_hashes",
     "file_hash",
     "revert_change",
 ]
-
-_REGULAR_MODES = ("100644", "100755")
 
 
 @dataclass
@@ -113,93 +108,6 @@ class AppliedChange:
     #: path → how many of its parent directories Apply made for a new file (Revert removes only those, when
     #: empty: a user's own empty directory is never removed). A path missing here: none.
     created_dirs: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ChangeHashes:
-    """Per touched path: SHA-256 of its bytes in the baseline and in the agent's result (``None`` = absent)."""
-
-    baseline: dict[str, str | None]
-    result: dict[str, str | None]
-
-
-class _NullJournal:
-    def begin(self, plan: WritePlan) -> None:
-        return None
-
-    def end(self, plan: WritePlan) -> None:
-        return None
-
-
-#: A journal that records nothing (tests that do not exercise crash safety).
-NULL_JOURNAL: ChangeJournal = _NullJournal()
-
-
-# ---------------------------------------------------------------- hashes from the worktree
-
-
-async def change_hashes(wt: Worktree) -> ChangeHashes:
-    """Baseline and result hashes of every path the agent touched in ``wt`` (docs/design.md §8).
-
-    Stages the worktree (its own index), lists touched paths with ``git diff --cached --raw`` against
-    the baseline commit, and hashes each blob in working-tree form (``git cat-file --batch
-    --filters``; object id and path on stdin, never on the command line). Call it on the same
-    worktree state as :func:`~spotpatch_agent.worktree.isolation.result_diff`. Raises
-    ``SpotPatchError(CHANGESET_REJECTED)`` for a non-regular entry (symlink, submodule) or a path
-    with a line break, :class:`~spotpatch_agent.errors.GitError` when git fails.
-    """
-    await stage_all(wt)
-    raw = await run_git(
-        ["diff", "--cached", "--raw", "-z", "--no-abbrev", "--no-renames", wt.baseline_oid, "--"],
-        cwd=wt.path,
-        redact=[wt.path],
-    )
-    baseline: dict[str, str | None] = {}
-    result: dict[str, str | None] = {}
-    for entry in parse_raw(raw.stdout):
-        _require_regular(entry)
-        baseline[entry.path] = await _blob_hash(wt, entry.old_oid, entry.path)
-        result[entry.path] = await _blob_hash(wt, entry.new_oid, entry.path)
-    return ChangeHashes(baseline, result)
-
-
-def _require_regular(entry: RawEntry) -> None:
-    for mode, oid in ((entry.old_mode, entry.old_oid), (entry.new_mode, entry.new_oid)):
-        if oid is not None and mode not in _REGULAR_MODES:
-            raise SpotPatchError(ErrorCode.CHANGESET_REJECTED, f"not a regular file: {entry.path}")
-    if "\n" in entry.path or "\r" in entry.path:
-        raise SpotPatchError(ErrorCode.CHANGESET_REJECTED, "a changed path contains a line break")
-
-
-async def _blob_hash(wt: Worktree, oid: str | None, path: str) -> str | None:
-    if oid is None:
-        return None
-    content = await _filtered_blob(wt.path, oid, path)
-    if content is None:
-        raise SpotPatchError(ErrorCode.INTERNAL, f"the worktree has no readable blob for {path}")
-    return hashlib.sha256(content).hexdigest()
-
-
-async def _filtered_blob(cwd: Path, oid: str, path: str) -> bytes | None:
-    """Blob ``oid`` in working-tree form for ``path`` (checkout filters applied); ``None`` if missing."""
-    # One object per process: git 2.39 reports the unfiltered size in the header of a filtered
-    # object, so the content is "everything after the header line, minus the final newline".
-    line = f"{oid} {path}\n".encode("utf-8", "surrogateescape")
-    out = await run_git(["cat-file", "--batch", "--filters"], cwd=cwd, input=line, check=False, read_only=True)
-    header, _, content = out.stdout.partition(b"\n")
-    if out.returncode != 0 or header.endswith(b" missing") or not content.endswith(b"\n"):
-        return None
-    return content[:-1]
-
-
-async def _raw_blobs(cwd: Path, oids: list[str]) -> dict[str, bytes]:
-    """Raw bytes of every present blob of ``oids`` with one ``git cat-file --batch`` (missing ones omitted)."""
-    wanted = sorted({o for o in oids if all(c in "0123456789abcdef" for c in o) and len(o) in (40, 64)})
-    if not wanted:
-        return {}
-    out = await run_git(["cat-file", "--batch"], cwd=cwd, input="".join(f"{o}\n" for o in wanted).encode(),
-                        check=False, read_only=True)
-    return parse_cat_file_batch(out.stdout)
 
 
 # ---------------------------------------------------------------- shared guards and helpers
@@ -497,13 +405,13 @@ async def _fill_from_objects(
     missing = [(p, s) for p, s in zip(paths, sections) if posts[p] is None and s.new_oid is not None]
     if not missing:
         return
-    blobs = await _raw_blobs(root, [s.new_oid for _, s in missing if s.new_oid])
+    blobs = await raw_blobs(root, [s.new_oid for _, s in missing if s.new_oid])
     for path, section in missing:
         assert section.new_oid is not None
         expected = result_hashes[path] if result_hashes is not None else None
         data = blobs.get(section.new_oid)
         if data is None or expected is None or hashlib.sha256(data).hexdigest() != expected:
-            data = await _filtered_blob(root, section.new_oid, path)  # checkout filters (eol, ident, …)
+            data = await filtered_blob(root, section.new_oid, path)  # checkout filters (eol, ident, …)
         if data is not None and (expected is None or hashlib.sha256(data).hexdigest() == expected):
             pre = current[path]
             assert isinstance(pre, Image)
@@ -628,7 +536,7 @@ async def _baseline_images(root: Path, applied: AppliedChange, paths: list[str])
             if section is not None and section.has_index and section.old_oid is None:
                 images[path] = ABSENT
             elif section is not None and section.old_oid is not None:
-                data = await _filtered_blob(root, section.old_oid, path)
+                data = await filtered_blob(root, section.old_oid, path)
                 if data is not None:
                     images[path] = Image(data, new_file_mode(section.old_mode == "100755"))
     return images

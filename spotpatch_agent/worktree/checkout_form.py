@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from spotpatch_agent.worktree.git import parse_cat_file_batch, run_git
-from spotpatch_agent.worktree.isolation import Worktree
+from spotpatch_agent.worktree.placement import Worktree
 
 __all__ = [
     "CONVERSION_ATTRIBUTES",

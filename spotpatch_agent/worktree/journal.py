@@ -6,7 +6,7 @@ half-written apply." Protocol of one write (:func:`write_journalled`, called by
 
     plan      every touched path: pre-image and post-image (bytes, SHA-256, permission bits; None = absent)
     begin     <git-dir>/spotpatch/journal/<jobId>.journal written whole: temp file, fdatasync, rename, fsync dir
-    write     per path (re-hashed first): :func:`~spotpatch_agent.worktree.images.replace_image` — the
+    write     per path (re-hashed first): :func:`~spotpatch_agent.worktree.image_write.replace_image` — the
               temp file named in the journal is exchanged with the file, placed without replacing, or
               the file is moved to it; the bytes that came out must be the pre-image before they are
               discarded, else they are put back and the write is a conflict. Each file is wholly old or
@@ -49,22 +49,9 @@ import anyio
 
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
-from spotpatch_agent.worktree.images import (
-    ABSENT,
-    TMP_NAME,
-    WRITE_STEPS,
-    Image,
-    Outcome,
-    Step,
-    file_hash,
-    read_image,
-    replace_image,
-    replace_via_temp,
-    safe_path,
-    same_image,
-    write_fully,
-    write_kind,
-)
+from spotpatch_agent.worktree.dirfd import replace_via_temp, write_fully
+from spotpatch_agent.worktree.image_write import WRITE_STEPS, Outcome, Step, replace_image, write_kind
+from spotpatch_agent.worktree.images import ABSENT, TMP_NAME, Image, file_hash, read_image, safe_path, same_image
 
 __all__ = [
     "FAULT_ENV",
@@ -307,7 +294,7 @@ async def write_journalled(
 ) -> dict[str, str | None]:
     """Write ``plan`` into ``root`` (docs/design.md §8): ``before()`` (the caller's last HEAD/operation check; it
     raises ``SpotPatchError`` to refuse), ``journal.begin``, then path by path (each re-checked at its
-    pre-image, then :func:`~spotpatch_agent.worktree.images.write_image`), verify every post-image hash,
+    pre-image, then :func:`~spotpatch_agent.worktree.image_write.write_image`), verify every post-image hash,
     ``journal.end``. Runs in a worker thread. Returns path → post-apply SHA-256 (``None`` = absent).
 
     Raises ``SpotPatchError(conflict)`` — the journal could not be written, or a path changed or failed
@@ -480,7 +467,7 @@ def write_steps(plan: WritePlan) -> list[str]:
     """Every step boundary of writing ``plan`` without a race, in order, as ``<operation>:<step>``:
     ``journal:synced`` (the journal's temp file is durable, not yet renamed), ``journal:durable``, per
     path k (1…n, journal order) ``file-<k>:<step>`` for each step of
-    :data:`~spotpatch_agent.worktree.images.WRITE_STEPS` of its kind, ``verified`` (every path checked,
+    :data:`~spotpatch_agent.worktree.image_write.WRITE_STEPS` of its kind, ``verified`` (every path checked,
     the journal still there), ``journal:removed``. (The journal steps exist with a :class:`DiskJournal`.)"""
     steps = ["journal:synced", "journal:durable"]
     for number, write in enumerate(plan.writes, start=1):

@@ -30,7 +30,7 @@ discards the worktree.
 :meth:`WorktreePool.warm` adopts it when it is a checkout of the current HEAD, else moves it aside
 (``_adopt``); ``acquire`` hands it out only when proven untouched, else moves it aside (never resets it); an
 engine without a pool removes it (:func:`drop_parked`). Any failure discards the worktree (moved aside in one rename and its registration deleted; the
-files go in the background: ``isolation.drop_worktree``, ``empty_trash``) and the job falls back to a cold
+files go in the background: ``removal.drop_worktree``, ``empty_trash``) and the job falls back to a cold
 ``git worktree add``; cancellation discards it too, so nothing leaks.
 
 **Ownership**: a pooled worktree is idle in the pool (at most ``capacity``), or being warmed or recycled
@@ -63,25 +63,20 @@ from anyio.abc import TaskGroup
 
 from spotpatch_agent.errors import GitError
 from spotpatch_agent.worktree.git import run_git, sanitize
-from spotpatch_agent.worktree.isolation import (  # the pool shares the job worktrees' placement and marker
+from spotpatch_agent.worktree.marker import (  # the pool shares the job worktrees' placement and marker
     CLAIM_INFIX,
     MARKER_NAME,
-    Worktree,
-    _admin_dir,
-    _owner_alive,
-    _registrations,
-    _looks_like_job_dir,
-    _make_job_dir,
-    _node_modules_base,
-    _points_back,
-    _read_marker,
-    _registered_path,
-    _write_marker,
-    drop_worktree,
-    empty_trash,
     is_parked,
-    remove_worktree,
+    list_registrations,
+    owner_alive,
+    points_back,
+    private_git_dir,
+    read_marker,
+    registered_path,
+    write_marker,
 )
+from spotpatch_agent.worktree.placement import Worktree, looks_like_job_dir, make_job_dir, node_modules_base
+from spotpatch_agent.worktree.removal import drop_worktree, empty_trash, remove_worktree
 from spotpatch_agent.worktree.repo import resolve_head, same_path
 
 __all__ = ["MIN_FILES", "POOL_ENV", "PoolMode", "WorktreePool", "drop_parked", "pool_mode"]
@@ -341,26 +336,26 @@ class WorktreePool:
                 os.unlink(slot.admin_dir / "logs" / "HEAD")  # no earlier job's baseline stays reachable
             except FileNotFoundError:
                 pass
-            _write_marker(slot.admin_dir, slot.pool_id, idle=True, head=slot.head)
+            write_marker(slot.admin_dir, slot.pool_id, idle=True, head=slot.head)
             return True
         except (OSError, GitError) as exc:
             log.info("could not keep the warm worktree for the next start: %s", sanitize(str(exc), self.root))
             return False
 
     async def _adopt(self, head: str | None) -> _Slot | None:
-        """The worktree an earlier engine parked at shutdown (:func:`~spotpatch_agent.worktree.isolation.is_parked`)
+        """The worktree an earlier engine parked at shutdown (:func:`~spotpatch_agent.worktree.marker.is_parked`)
         when it is ours, idle and a checkout of ``head``, claimed and re-marked for this process (``adopted``:
         :meth:`acquire` hands it out only when :meth:`_untouched` proves it clean, else moves it aside); every
         other parked worktree whose owner is gone is removed (moved aside).
         ``head`` None: remove them all. A parked worktree of a live engine is left alone. Never raises but
         on cancellation."""
         found: _Slot | None = None
-        for admin in await _registrations(self.root):
-            marker = _read_marker(admin)
-            if not is_parked(marker) or _owner_alive(marker):  # type: ignore[arg-type]
+        for admin in await list_registrations(self.root):
+            marker = read_marker(admin)
+            if not is_parked(marker) or owner_alive(marker):  # type: ignore[arg-type]
                 continue
-            path = _registered_path(admin)
-            if path is None or not _points_back(path, admin):
+            path = registered_path(admin)
+            if path is None or not points_back(path, admin):
                 continue  # no directory, or another repository's (a copied registration): the sweep's case
             slot = _Slot(path, admin, "pool-" + secrets.token_hex(6))
             parked_head = _claim(admin, slot.pool_id)
@@ -389,7 +384,7 @@ class WorktreePool:
         try:
             async with self._lock:
                 self._check(slot, job_marker=True)
-                _write_marker(admin_dir, slot.pool_id)
+                write_marker(admin_dir, slot.pool_id)
                 await self._reset(slot, head)
                 if await self._refresh(slot, check=False) != 0:  # acquire then resets it again
                     slot.head = None
@@ -410,14 +405,14 @@ class WorktreePool:
         if head is None:
             raise GitError("HEAD cannot be resolved")
         pool_id = "pool-" + secrets.token_hex(6)
-        path = await _make_job_dir(self.root)
+        path = await make_job_dir(self.root)
         try:
             # Not shielded (a job's add is): the engine's stop must not wait for a full checkout. Cancelled,
             # git is killed (run_git) and what it wrote is moved aside below.
             await run_git(["worktree", "add", "--detach", "--quiet", str(path), head], cwd=self.root,
                           redact=[path], timeout=_STEP_TIMEOUT)
-            admin = await _admin_dir(path)
-            _write_marker(admin, pool_id)
+            admin = await private_git_dir(path)
+            write_marker(admin, pool_id)
             slot = _Slot(path, admin, pool_id)
             if await self._refresh(slot, check=False) == 0:  # else acquire resets it first
                 slot.head = head
@@ -480,7 +475,7 @@ class WorktreePool:
         return False
 
     async def _placed(self, slot: _Slot) -> None:
-        expected = await _node_modules_base(self.root) or Path(tempfile.gettempdir()) / "spotpatch-worktrees"
+        expected = await node_modules_base(self.root) or Path(tempfile.gettempdir()) / "spotpatch-worktrees"
         if not same_path(slot.path.parent, expected):
             raise GitError("the pooled worktree is not where a new one would be placed")
 
@@ -537,12 +532,12 @@ class WorktreePool:
             st = os.lstat(slot.path)
         except OSError:
             raise GitError("the pooled worktree directory is gone") from None
-        registered = _registered_path(slot.admin_dir)
-        marker = _read_marker(slot.admin_dir)
+        registered = registered_path(slot.admin_dir)
+        marker = read_marker(slot.admin_dir)
         if (
             not stat.S_ISDIR(st.st_mode)
-            or not _looks_like_job_dir(slot.path)
-            or not _points_back(slot.path, slot.admin_dir)
+            or not looks_like_job_dir(slot.path)
+            or not points_back(slot.path, slot.admin_dir)
             or registered is None
             or not same_path(registered, slot.path)
             or marker is None
@@ -558,7 +553,7 @@ class WorktreePool:
             self.discards += 1
         if isinstance(why, Exception):
             log.info("discarding a pooled worktree: %s", sanitize(str(why), self.root, slot.path))
-        marker = _read_marker(slot.admin_dir)
+        marker = read_marker(slot.admin_dir)
         if marker is not None and marker.get("pid") != os.getpid():
             return
         wt = Worktree(path=slot.path, head_oid="", baseline_oid="", job_id=slot.pool_id, admin_dir=slot.admin_dir)
@@ -646,7 +641,7 @@ async def _at(slot: _Slot, head: str) -> bool:
 def _claim(admin: Path, pool_id: str) -> str | None:
     """Take a parked marker for this process: renamed to a unique name naming this process first, so of two
     engines starting at once only one succeeds (and another engine's sweep, finding no marker, leaves the
-    registration alone while this process runs: ``isolation.sweep_orphans``); then it must still be parked by a process that is gone (else it is put back),
+    registration alone while this process runs: ``sweep.sweep_orphans``); then it must still be parked by a process that is gone (else it is put back),
     and our marker (``pool_id``, this process) replaces it. Returns the HEAD it was parked at, or None."""
     claim = admin / f"{MARKER_NAME}{CLAIM_INFIX}{os.getpid()}-{secrets.token_hex(6)}"  # names us: the sweep waits
     try:
@@ -657,13 +652,13 @@ def _claim(admin: Path, pool_id: str) -> str | None:
         record = json.loads(claim.read_text("utf-8"))
     except (OSError, ValueError):
         record = None
-    if not isinstance(record, dict) or not is_parked(record) or _owner_alive(record):
+    if not isinstance(record, dict) or not is_parked(record) or owner_alive(record):
         try:
             os.rename(claim, admin / MARKER_NAME)  # not ours to take (it changed in between)
         except OSError:
             pass
         return None
-    _write_marker(admin, pool_id)
+    write_marker(admin, pool_id)
     try:
         os.unlink(claim)
     except OSError:

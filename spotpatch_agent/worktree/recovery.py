@@ -35,18 +35,16 @@ import anyio
 
 from spotpatch_agent.policy.redact import redact_cut
 from spotpatch_agent.protocol.models import RecoveryReport
+from spotpatch_agent.worktree.dirfd import unlink_quietly
+from spotpatch_agent.worktree.image_write import Outcome, Step, replace_image
 from spotpatch_agent.worktree.images import (
     Image,
-    Outcome,
-    Step,
     prune_empty_parents,
     put_back,
     read_image,
     read_tmp,
     remove_tmp,
-    replace_image,
     set_mode,
-    unlink_quietly,
 )
 from spotpatch_agent.worktree.journal import (
     _SUFFIX,

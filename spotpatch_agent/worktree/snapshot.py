@@ -1,6 +1,6 @@
 """Include-local-changes (docs/design.md §8): the user's staged, unstaged and untracked state, copied into a job's worktree.
 
-Used by :func:`~spotpatch_agent.worktree.isolation.create_worktree` after the detached worktree exists
+Used by :func:`~spotpatch_agent.worktree.create.create_worktree` after the detached worktree exists
 at the recorded HEAD and before its baseline commit::
 
     take_snapshot(root, head, limits)      git status → bounded regular untracked paths → limits →

@@ -23,7 +23,7 @@ dropped while the rest goes on. The steps, in order:
    ``git add --all``, so it never reaches the diff and is deleted with the worktree.
 6. **Size**: every result blob ≤ ``editableFileMaxBytes`` (``cat-file --batch-check``, before any diff text
    is produced).
-7. **Diff text** (:func:`~spotpatch_agent.worktree.isolation.result_diff`): ≤ ``maxDiffBytes`` bytes; its file
+7. **Diff text** (:func:`~spotpatch_agent.worktree.result.result_diff`): ≤ ``maxDiffBytes`` bytes; its file
    list equals step 1.
 8. **Re-parse**: the diff text is split into file sections whose headers must be exactly git's for the
    step-1 modes and blob ids; ``git apply --numstat`` of the text must give step 1's paths and +/- counts;
@@ -60,7 +60,8 @@ from spotpatch_agent.worktree.checkout_form import (
     sparse_outside,
 )
 from spotpatch_agent.worktree.git import describe, run_git
-from spotpatch_agent.worktree.isolation import RawEntry, Worktree, parse_raw, result_diff, stage_all
+from spotpatch_agent.worktree.placement import Worktree
+from spotpatch_agent.worktree.result import RawEntry, parse_raw, result_diff, stage_all
 
 __all__ = ["Changeset", "DiffSource", "check_entry", "validate_changeset"]
 
@@ -87,7 +88,7 @@ class Changeset:
     """A validated change (docs/design.md §8).
 
     ``diff``: git's diff text against the baseline (``surrogateescape``-decoded bytes, see
-    :func:`~spotpatch_agent.worktree.isolation.result_diff`). ``files``: one :class:`FileStat` per path, git's
+    :func:`~spotpatch_agent.worktree.result.result_diff`). ``files``: one :class:`FileStat` per path, git's
     order. ``baseline_hashes`` / ``result_hashes``: path → SHA-256 hex of the file's working-tree bytes in the
     baseline / the result, ``None`` when absent; keys are exactly the paths of ``files``.
     """

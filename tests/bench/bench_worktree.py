@@ -523,7 +523,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     finally:
         if repo is not None and repo.root.exists():  # the warm worktree the last session parked (untimed)
-            from spotpatch_agent.worktree.isolation import sweep_orphans
+            from spotpatch_agent.worktree.sweep import sweep_orphans
 
             anyio.run(sweep_orphans, repo.root)
             subprocess.run(["git", "worktree", "prune"], cwd=repo.root, check=False, capture_output=True)

@@ -27,7 +27,8 @@ import anyio
 
 from spotpatch_agent.protocol.models import Limits
 from spotpatch_agent.tools.executor import ToolExecutor
-from spotpatch_agent.worktree.isolation import create_worktree, remove_worktree
+from spotpatch_agent.worktree.create import create_worktree
+from spotpatch_agent.worktree.removal import remove_worktree
 from tests.bench.scale_repo import EDIT_NEEDLE, EDIT_PATH, SEARCH_NEEDLE
 
 _LS = ("ls-files", "-z", "--cached", "--others", "--exclude-standard")

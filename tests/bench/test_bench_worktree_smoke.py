@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from spotpatch_agent.worktree.isolation import TRASH_PREFIX, _empty_trash
+from spotpatch_agent.worktree.removal import TRASH_PREFIX, empty_trash_in
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -34,5 +34,5 @@ def test_worktree_bench_runs_tiny_and_prints_every_ratio(tmp_path: Path) -> None
     trash = tmp_path / "spotpatch-worktrees"
     if trash.exists():
         assert all(p.name.startswith(TRASH_PREFIX) for p in trash.iterdir()), list(trash.iterdir())
-        _empty_trash([trash])
+        empty_trash_in([trash])
     assert list(tmp_path.iterdir()) == []  # the generated repositories and every worktree were removed

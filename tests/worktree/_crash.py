@@ -21,7 +21,6 @@ from pathlib import Path
 
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.worktree.images import ABSENT, Image, missing_parents, new_file_mode, new_tmp_name, read_image
-from spotpatch_agent.worktree.changes import NULL_JOURNAL
 from spotpatch_agent.worktree.journal import (
     FAULT_ENV,
     PathWrite,
@@ -68,11 +67,21 @@ def apply_plan(root: Path, job_id: str = "job_1") -> WritePlan:
     return WritePlan(job_id, "apply", git(root, "rev-parse", "HEAD").strip(), writes)
 
 
+class _NoJournal:
+    """A journal that records nothing: the set-up Apply of a revert scenario is not the write under test."""
+
+    def begin(self, plan: WritePlan) -> None:
+        return None
+
+    def end(self, plan: WritePlan) -> None:
+        return None
+
+
 def scenario(root: Path, operation: str) -> Scenario:
     """``root`` (a fresh repo of :data:`FILES`) ready for the Apply, or applied and ready for the Revert."""
     plan = apply_plan(root)
     if operation == "revert":
-        write_journalled_sync(root, plan, NULL_JOURNAL, ErrorCode.APPLY_CONFLICT)
+        write_journalled_sync(root, plan, _NoJournal(), ErrorCode.APPLY_CONFLICT)
         plan = WritePlan(plan.job_id, "revert", plan.head,
                          [PathWrite(w.path, w.post, w.pre, new_tmp_name(),
                                     w.dirs or 0 if w.post.data is not None else missing_parents(root, w.path))

@@ -33,7 +33,7 @@ import anyio
 
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
-from spotpatch_agent.worktree import images
+from spotpatch_agent.worktree import dirfd
 from spotpatch_agent.worktree.journal import (
     FAULT_ENV,
     DiskJournal,
@@ -81,7 +81,7 @@ def serve() -> None:
                 if command.get("mark"):
                     set_fault_hook(_marker(command["mark"]))
                 if command.get("noExchange"):  # as on a system without renameat2: the fallbacks run
-                    images._renameat2 = False
+                    dirfd._renameat2 = False
                 code = run(command["args"])
             finally:
                 os._exit(code)

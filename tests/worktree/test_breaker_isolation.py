@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from spotpatch_agent.worktree import images as images_mod
+from spotpatch_agent.worktree import dirfd
+from spotpatch_agent.worktree.image_write import write_image
 from spotpatch_agent.worktree.images import (
     ABSENT,
     NOT_REGULAR,
@@ -21,15 +22,11 @@ from spotpatch_agent.worktree.images import (
     read_image,
     remove_tmp,
     set_mode,
-    write_image,
 )
-from spotpatch_agent.worktree.isolation import (
-    Worktree,
-    _make_job_dir,
-    create_worktree,
-    remove_worktree,
-    sweep_orphans,
-)
+from spotpatch_agent.worktree.create import create_worktree
+from spotpatch_agent.worktree.placement import Worktree, make_job_dir
+from spotpatch_agent.worktree.removal import remove_worktree
+from spotpatch_agent.worktree.sweep import sweep_orphans
 from spotpatch_agent.worktree.journal import (
     PathWrite,
     WritePlan,
@@ -157,7 +154,7 @@ def test_apply_io_refuses_a_pre_planted_symlinked_parent(repo_factory, tmp_path:
 
 def test_apply_io_uses_directory_descriptors_on_posix() -> None:
     if os.name == "posix":
-        assert images_mod._DIR_FD
+        assert dirfd.DIR_FD
 
 
 def _quarantined(root: Path) -> list[Path]:
@@ -255,7 +252,7 @@ async def test_sweep_removes_a_worktree_killed_between_add_and_marker_but_never_
         (root / "node_modules").mkdir()
     dead = _dead_pid()
     # Our crash window: the job directory and its sidecar exist, `git worktree add` ran, no admin marker yet.
-    job_dir = await _make_job_dir(root)
+    job_dir = await make_job_dir(root)
     assert job_dir.parent == (root / "node_modules" / ".spotpatch" if placement == "node_modules"
                               else Path(tempfile.gettempdir()) / "spotpatch-worktrees")
     sidecar = _plant_sidecar(job_dir, dead)
@@ -269,7 +266,7 @@ async def test_sweep_removes_a_worktree_killed_between_add_and_marker_but_never_
     plain = tmp_path / "plain-users-wt"
     git(root, "worktree", "add", "-q", "--detach", str(plain), "HEAD")
     # A live owner's (this process's) unmarked worktree, e.g. one being created right now: never swept.
-    live = await _make_job_dir(root)
+    live = await make_job_dir(root)
     git(root, "worktree", "add", "-q", "--detach", str(live), "HEAD")
 
     assert await sweep_orphans(root) == 1
@@ -288,7 +285,7 @@ async def _as_worktree(root: Path, path: Path) -> Worktree:
 
 async def test_sweep_removes_the_empty_job_dir_and_sidecar_of_a_kill_before_worktree_add(repo_factory) -> None:
     root = repo_factory({"a.txt": "a\n"})
-    job_dir = await _make_job_dir(root)
+    job_dir = await make_job_dir(root)
     sidecar = _plant_sidecar(job_dir, _dead_pid())
     await sweep_orphans(root)
     assert not job_dir.exists() and not sidecar.exists()

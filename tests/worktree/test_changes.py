@@ -12,23 +12,15 @@ import pytest
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.worktree import changes as changes_module
-from spotpatch_agent.worktree import images as images_module
+from spotpatch_agent.worktree import image_write as image_write_module
 from spotpatch_agent.worktree import journal as journal_module
-from spotpatch_agent.worktree.changes import (
-    AppliedChange,
-    ChangeHashes,
-    apply_change,
-    change_hashes,
-    file_hash,
-    revert_change,
-)
+from spotpatch_agent.worktree.changes import AppliedChange, apply_change, file_hash, revert_change
+from spotpatch_agent.worktree.hashes import ChangeHashes, change_hashes
 from spotpatch_agent.worktree.images import Image, new_file_mode
-from spotpatch_agent.worktree.isolation import (
-    Worktree,
-    create_worktree,
-    remove_worktree,
-    result_diff,
-)
+from spotpatch_agent.worktree.create import create_worktree
+from spotpatch_agent.worktree.placement import Worktree
+from spotpatch_agent.worktree.removal import remove_worktree
+from spotpatch_agent.worktree.result import result_diff
 from spotpatch_agent.worktree.journal import WritePlan, journal_dir, set_fault_hook
 from spotpatch_agent.worktree.recovery import recover_pending
 from tests.conftest import git
@@ -531,8 +523,8 @@ async def test_apply_refuses_when_the_result_cannot_be_reproduced(make_job, monk
     async def none_listed(*_args: object) -> dict[str, bytes]:
         return {}
 
-    monkeypatch.setattr(changes_module, "_raw_blobs", none_listed)  # as if gc had pruned the job's objects
-    monkeypatch.setattr(changes_module, "_filtered_blob", gone)
+    monkeypatch.setattr(changes_module, "raw_blobs", none_listed)  # as if gc had pruned the job's objects
+    monkeypatch.setattr(changes_module, "filtered_blob", gone)
     before = snapshot(job.root)
     with pytest.raises(SpotPatchError) as info:
         await job.apply()
@@ -581,7 +573,7 @@ async def test_a_save_between_the_recheck_and_the_exchange_is_kept_and_reported(
     job = await make_job()
     applied = await job.apply() if operation == "revert" else None
     before = snapshot(job.root)
-    real, saved = images_module._swap, []
+    real, saved = image_write_module.swap, []
 
     def raced(tmp: str, target: str, directory: int, *rest: object) -> object:
         if not saved:  # a format-on-save lands in the window: written in place, as editors do
@@ -591,7 +583,7 @@ async def test_a_save_between_the_recheck_and_the_exchange_is_kept_and_reported(
             os.close(fd)
         return real(tmp, target, directory, *rest)
 
-    monkeypatch.setattr(images_module, "_swap", raced)
+    monkeypatch.setattr(image_write_module, "swap", raced)
     with pytest.raises(SpotPatchError) as info:
         if applied is None:
             await job.apply()

@@ -18,7 +18,7 @@ import pytest
 
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
-from spotpatch_agent.worktree import images as images_module
+from spotpatch_agent.worktree import dirfd
 from spotpatch_agent.worktree.changes import AppliedChange
 from spotpatch_agent.worktree.journal import set_fault_hook
 from tests.worktree._util import files
@@ -38,7 +38,7 @@ async def test_a_chmod_at_every_step_boundary_is_kept(
     make_job, monkeypatch: pytest.MonkeyPatch, operation: str, exchange: bool  # noqa: F811
 ) -> None:
     if not exchange:
-        monkeypatch.setattr(images_module, "_renameat2", False)
+        monkeypatch.setattr(dirfd, "_renameat2", False)
     job: Job = await make_job()
     root = job.root
     original = files(root)

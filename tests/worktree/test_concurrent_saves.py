@@ -22,7 +22,7 @@ import pytest
 
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
-from spotpatch_agent.worktree import images as images_module
+from spotpatch_agent.worktree import dirfd
 from spotpatch_agent.worktree.changes import AppliedChange
 from spotpatch_agent.worktree.journal import journal_dir, set_fault_hook
 from tests.worktree._util import files
@@ -100,7 +100,7 @@ async def test_a_save_at_every_step_boundary_is_kept_and_the_conflict_reported(
     make_job, monkeypatch: pytest.MonkeyPatch, operation: str, style: str, exchange: bool  # noqa: F811
 ) -> None:
     if not exchange:  # no renameat2: hard links place and move files, a re-hash guards the rename over
-        monkeypatch.setattr(images_module, "_renameat2", False)
+        monkeypatch.setattr(dirfd, "_renameat2", False)
     job: Job = await make_job()
     root = job.root
     original = files(root)
@@ -160,7 +160,7 @@ async def test_a_rename_save_landing_as_a_delete_moves_the_file_aside_is_kept(
     save renamed over the name between the two was unlinked and Apply reported success (breaker 12 F3).
     Here the save lands right after whichever call moved ``old.txt`` aside: it must stay, and the conflict
     be reported."""
-    monkeypatch.setattr(images_module, "_renameat2", False)
+    monkeypatch.setattr(dirfd, "_renameat2", False)
     job: Job = await make_job()
     root = job.root
     original = files(root)
@@ -182,8 +182,8 @@ async def test_a_rename_save_landing_as_a_delete_moves_the_file_aside_is_kept(
         real_rename(src, dst, *args, **kwargs)  # type: ignore[arg-type]
         save_after("rename", src)
 
-    monkeypatch.setattr(images_module.os, "link", link)
-    monkeypatch.setattr(images_module.os, "rename", rename)
+    monkeypatch.setattr(dirfd.os, "link", link)
+    monkeypatch.setattr(dirfd.os, "rename", rename)
     with pytest.raises(SpotPatchError) as caught:
         await job.apply()
     monkeypatch.undo()

@@ -15,14 +15,12 @@ from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import Limits
 from spotpatch_agent.worktree.health import repo_health
-from spotpatch_agent.worktree.isolation import (
-    MARKER_NAME,
-    Worktree,
-    create_worktree,
-    remove_worktree,
-    result_diff,
-    sweep_orphans,
-)
+from spotpatch_agent.worktree.create import create_worktree
+from spotpatch_agent.worktree.marker import MARKER_NAME
+from spotpatch_agent.worktree.placement import Worktree
+from spotpatch_agent.worktree.removal import remove_worktree
+from spotpatch_agent.worktree.result import result_diff
+from spotpatch_agent.worktree.sweep import sweep_orphans
 from tests.conftest import git
 from tests.worktree._util import run, snapshot, temp_base, worktree_list
 
@@ -191,7 +189,7 @@ async def test_one_health_check_per_job_start(repo_factory, monkeypatch) -> None
     ``git status`` + walk after ``worktree add``); without one, create_worktree reads it once; only a job
     that copies local changes in reads it again after the worktree is ready. A blocked answer is refused
     without touching git; the baseline is exactly HEAD."""
-    from spotpatch_agent.worktree import isolation
+    from spotpatch_agent.worktree import create as create_module
 
     root = repo_factory(FILES)
     health = await repo_health(root, Limits())
@@ -201,7 +199,7 @@ async def test_one_health_check_per_job_start(repo_factory, monkeypatch) -> None
         calls.append(path)
         return await repo_health(path, limits)
 
-    monkeypatch.setattr(isolation, "repo_health", counted)
+    monkeypatch.setattr(create_module, "repo_health", counted)
     head = run(root, "rev-parse", "HEAD").strip()
     for given, expected in ((health, []), (None, [root])):
         calls.clear()

@@ -16,18 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from spotpatch_agent.worktree import images as images_module
-from spotpatch_agent.worktree.images import (
-    ABSENT,
-    Image,
-    Outcome,
-    new_file_mode,
-    new_tmp_name,
-    part_name,
-    read_image,
-    replace_image,
-    write_image,
-)
+from spotpatch_agent.worktree import dirfd
+from spotpatch_agent.worktree.image_write import Outcome, replace_image, write_image
+from spotpatch_agent.worktree.images import ABSENT, Image, new_file_mode, new_tmp_name, part_name, read_image
 from spotpatch_agent.worktree.journal import (
     FAULT_ENV,
     FAULT_RESUME_ENV,
@@ -355,7 +346,7 @@ def test_without_renameat2_the_fallbacks_write_and_never_replace_a_save(
 ) -> None:
     """No exchange / no-replace rename (not Linux, or a file system without them): a hard link places and
     moves files, a re-hash guards the rename over a modified file."""
-    monkeypatch.setattr(images_module, "_renameat2", False)
+    monkeypatch.setattr(dirfd, "_renameat2", False)
     root = repo_factory(FILES)
     before = files(root)
 

@@ -15,12 +15,10 @@ from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import Limits
 from spotpatch_agent.worktree import snapshot as snapshot_module
-from spotpatch_agent.worktree.isolation import (
-    Worktree,
-    create_worktree,
-    remove_worktree,
-    result_diff,
-)
+from spotpatch_agent.worktree.create import create_worktree
+from spotpatch_agent.worktree.placement import Worktree
+from spotpatch_agent.worktree.removal import remove_worktree
+from spotpatch_agent.worktree.result import result_diff
 from spotpatch_agent.worktree.snapshot import read_regular, take_snapshot
 from tests.conftest import git
 from tests.worktree._util import files, run, snapshot, worktree_list

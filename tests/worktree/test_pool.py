@@ -17,18 +17,16 @@ from pathlib import Path
 import anyio
 import pytest
 
-from spotpatch_agent.worktree.isolation import (
-    MARKER_NAME,
-    _process_start,
-    Worktree,
-    create_worktree,
-    remove_worktree,
-    result_diff,
-    sweep_orphans,
-)
+from spotpatch_agent.worktree.create import create_worktree
+from spotpatch_agent.worktree.marker import MARKER_NAME
+from spotpatch_agent.worktree.placement import Worktree
+from spotpatch_agent.worktree.removal import remove_worktree
+from spotpatch_agent.worktree.result import result_diff
+from spotpatch_agent.worktree.sidecar import process_start
+from spotpatch_agent.worktree.sweep import sweep_orphans
 from spotpatch_agent.worktree.pool import WorktreePool, pool_mode
 from tests.conftest import git
-from spotpatch_agent.worktree.isolation import _empty_trash
+from spotpatch_agent.worktree.removal import empty_trash_in
 from tests.worktree._util import files, run, snapshot, temp_base, worktree_list
 
 pytestmark = pytest.mark.anyio
@@ -79,7 +77,7 @@ def temp_base_empty() -> bool:
     issue 17: removal at shutdown or on a discard is one rename; the files are deleted in the background)."""
     if temp_base().exists():
         assert all(p.name.startswith("trash-") for p in temp_base().iterdir()), list(temp_base().iterdir())
-        _empty_trash([temp_base()])
+        empty_trash_in([temp_base()])
     return not temp_base().exists() or list(temp_base().iterdir()) == []
 
 
@@ -149,7 +147,7 @@ async def test_an_untouched_warm_worktree_is_handed_out_without_a_reset(repo_fac
     ``worktree add``, or recycled) is handed out without ``checkout --force`` / ``clean`` and without a
     second ``update-index --refresh`` for the baseline; the job's tree and baseline are the same as a fresh
     checkout's, byte for byte."""
-    from spotpatch_agent.worktree import isolation, pool as pool_module
+    from spotpatch_agent.worktree import create as create_module, pool as pool_module
 
     root = repo_factory(FILES)
     commands: list[list[str]] = []
@@ -161,13 +159,13 @@ async def test_an_untouched_warm_worktree_is_handed_out_without_a_reset(repo_fac
 
     monkeypatch.setattr(pool_module, "run_git", recorded)
     baseline_commands: list[list[str]] = []
-    real_iso = isolation.run_git
+    real_iso = create_module.run_git
 
     async def recorded_iso(args, **kwargs):  # type: ignore[no-untyped-def]
         baseline_commands.append(list(args))
         return await real_iso(args, **kwargs)
 
-    monkeypatch.setattr(isolation, "run_git", recorded_iso)
+    monkeypatch.setattr(create_module, "run_git", recorded_iso)
     async with open_pool(root) as pool:
         for job_id in ("job-1", "job-2"):  # fresh from warm(), then recycled after job-1
             if job_id == "job-1":
@@ -539,7 +537,7 @@ async def test_sweep_removes_a_dead_engines_pooled_worktree_but_never_a_live_one
                 marker = json.loads(marker_file.read_text())
                 assert marker["jobId"].startswith("pool-")
                 # As if another engine made it (its marker names its own pid and start).
-                marker_file.write_text(json.dumps({**marker, "pid": pid, "start": _process_start(pid)}))
+                marker_file.write_text(json.dumps({**marker, "pid": pid, "start": process_start(pid)}))
             assert await sweep_orphans(root) == 1
             assert not paths[0].exists() and paths[1].exists()
             # Not ours any more: the pool never hands it out, nor removes what a live engine owns.
@@ -564,7 +562,7 @@ async def _park_as_dead_engine(root: Path) -> tuple[Path, dict[str, object]]:
     marker_file = _admin_of(root, path) / MARKER_NAME
     marker = json.loads(marker_file.read_text())
     assert marker["idle"] is True and marker["head"] == run(root, "rev-parse", "HEAD").strip()
-    marker = {**marker, "pid": dead.pid, "start": _process_start(dead.pid)}
+    marker = {**marker, "pid": dead.pid, "start": process_start(dead.pid)}
     marker_file.write_text(json.dumps(marker))
     assert not (_admin_of(root, path) / "logs" / "HEAD").exists()
     return path, marker
@@ -670,7 +668,7 @@ async def test_a_live_engines_parked_worktree_is_left_alone(repo_factory) -> Non
     live = await anyio.open_process([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         marker_file = _admin_of(root, path) / MARKER_NAME
-        marker_file.write_text(json.dumps({**marker, "pid": live.pid, "start": _process_start(live.pid)}))
+        marker_file.write_text(json.dumps({**marker, "pid": live.pid, "start": process_start(live.pid)}))
         assert await sweep_orphans(root, keep_parked=True) == 0
         async with open_pool(root) as pool:
             await pool.warm()

@@ -22,19 +22,16 @@ import anyio
 import pytest
 
 import spotpatch_agent.engine.service as service_module
-import spotpatch_agent.worktree.isolation as isolation
+import spotpatch_agent.worktree.removal as removal
 from spotpatch_agent.engine.service import EngineService
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import InitializeParams, JobCreateParams, TrustedConfig
-from spotpatch_agent.worktree.isolation import (
-    MARKER_NAME,
-    TRASH_PREFIX,
-    Worktree,
-    create_worktree,
-    empty_trash,
-    sweep_orphans,
-)
+from spotpatch_agent.worktree.create import create_worktree
+from spotpatch_agent.worktree.marker import MARKER_NAME
+from spotpatch_agent.worktree.placement import Worktree
+from spotpatch_agent.worktree.removal import TRASH_PREFIX, empty_trash
+from spotpatch_agent.worktree.sweep import sweep_orphans
 from spotpatch_agent.worktree.pool import WorktreePool
 from tests.worktree._util import run, temp_base, worktree_list
 
@@ -148,8 +145,8 @@ async def test_closing_the_pool_moves_its_worktree_aside_and_the_next_start_dele
     (one rename; only its registration, a few small files, is deleted), and the next start empties the trash."""
     root = repo_factory(FILES)
     deleted: list[Path] = []
-    real_rmtree = isolation._rmtree
-    monkeypatch.setattr(isolation, "_rmtree", lambda path: (deleted.append(Path(path)), real_rmtree(path)))
+    real_rmtree = removal.rmtree
+    monkeypatch.setattr(removal, "rmtree", lambda path: (deleted.append(Path(path)), real_rmtree(path)))
     async with anyio.create_task_group() as tg:
         pool = WorktreePool(root, task_group=tg, mode="on")
         await pool.warm()
@@ -220,7 +217,7 @@ async def test_drop_refuses_a_directory_that_is_not_one_of_ours(repo_factory, tm
     root = repo_factory(FILES)
     users = tmp_path / "users-wt"
     subprocess.run(["git", "worktree", "add", "-q", "--detach", str(users), "HEAD"], cwd=root, check=True)
-    assert not await isolation.drop_worktree(root, Worktree(path=users, head_oid="", baseline_oid="", job_id="x"))
+    assert not await removal.drop_worktree(root, Worktree(path=users, head_oid="", baseline_oid="", job_id="x"))
     assert (users / "a.txt").exists() and len(_registrations(root)) == 1
 
 

@@ -23,7 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from spotpatch_agent.worktree.isolation import MARKER_NAME, OWNER_SUFFIX, TRASH_PREFIX, _empty_trash
+from spotpatch_agent.worktree.marker import MARKER_NAME
+from spotpatch_agent.worktree.removal import TRASH_PREFIX, empty_trash_in
+from spotpatch_agent.worktree.sidecar import OWNER_SUFFIX
 from tests.conftest import git
 from tests.engine_client import EngineProcess
 from tests.worktree._util import worktree_list
@@ -34,7 +36,7 @@ CHILD = textwrap.dedent('''
     import os, signal, subprocess, sys
     from pathlib import Path
     import anyio
-    import spotpatch_agent.worktree.isolation as iso
+    from spotpatch_agent.worktree import create, placement, removal, sidecar
     from spotpatch_agent.worktree.pool import WorktreePool
 
     root, point = Path(sys.argv[1]), sys.argv[2]
@@ -45,34 +47,34 @@ CHILD = textwrap.dedent('''
 
     async def main():
         if point == "after-sidecar":  # the sidecar exists, the directory not yet
-            base = await iso._node_modules_base(root) or iso._temp_base()
-            iso._ensure_private_dir(base)
-            iso._write_sidecar(base, "job-" + os.urandom(8).hex())
+            base = await placement.node_modules_base(root) or placement.temp_base()
+            placement.ensure_private_dir(base)
+            sidecar.write_sidecar(base, "job-" + os.urandom(8).hex())
             die()
         if point == "after-mkdir":  # empty job directory, no registration
-            print(await iso._make_job_dir(root), flush=True)
+            print(await placement.make_job_dir(root), flush=True)
             die()
         if point == "before-marker":  # `worktree add` done, the marker not yet written
-            iso._write_marker = die
-            await iso.create_worktree(root, "job-before-marker")
+            create.write_marker = die
+            await create.create_worktree(root, "job-before-marker")
         if point in ("mid-job", "live-job"):
-            wt = await iso.create_worktree(root, "job-" + point)
+            wt = await create.create_worktree(root, "job-" + point)
             print(wt.path, flush=True)
             if point == "live-job":
                 print("ready", flush=True)
                 sys.stdin.read()
-                await iso.remove_worktree(root, wt)
+                await removal.remove_worktree(root, wt)
                 return
             die()
         if point == "mid-removal":  # `worktree remove` failed, the directory is deleted, the registration not yet
-            wt = await iso.create_worktree(root, "job-mid-removal")
-            original, run_git = iso._rmtree, iso.run_git
-            iso._rmtree = lambda p: (original(p), die())
-            iso.run_git = lambda args, **kw: run_git(
+            wt = await create.create_worktree(root, "job-mid-removal")
+            original, run_git = removal.rmtree, removal.run_git
+            removal.rmtree = lambda p: (original(p), die())
+            removal.run_git = lambda args, **kw: run_git(
                 ["worktree", "remove", "--no-such-option"] if args[:2] == ["worktree", "remove"] else args, **kw)
-            await iso.remove_worktree(root, wt)
+            await removal.remove_worktree(root, wt)
         if point == "git-locked":  # a marked job worktree someone locked with `git worktree lock`
-            wt = await iso.create_worktree(root, "job-locked")
+            wt = await create.create_worktree(root, "job-locked")
             subprocess.run(["git", "worktree", "lock", "--reason", "held", str(wt.path)], cwd=root, check=True)
             die()
         if point == "pool":  # a warm pool worktree (marker "pool-…"), its checkout being reset
@@ -81,7 +83,7 @@ CHILD = textwrap.dedent('''
             (pool._idle[0].admin_dir / "index.lock").write_bytes(b"")
             die()
         if point in ("in-checkout", "live-checkout"):  # the smudge filter holds `worktree add` in its checkout
-            await iso.create_worktree(root, "job-" + point)
+            await create.create_worktree(root, "job-" + point)
 
     anyio.run(main)
 ''')
@@ -220,7 +222,7 @@ def test_the_engine_start_sweeps_every_orphan_state_and_nothing_else(
         # engine stopped at once, so the trash may still be there; the next start's background deletes it.
         left = sorted(p.name for p in base.iterdir() if not p.name.startswith(TRASH_PREFIX))
         assert len(left) == 4 and sum(n.endswith(OWNER_SUFFIX) for n in left) == 2, left
-        _empty_trash([base])
+        empty_trash_in([base])
         assert sorted(p.name for p in base.iterdir()) == left
     finally:
         live_checkout.kill()
@@ -231,7 +233,7 @@ def test_the_engine_start_sweeps_every_orphan_state_and_nothing_else(
     assert (checkout_admin / "locked").exists() and (checkout_admin / "index.lock").exists()
     start_engine(root, env)
     assert set(registrations(root)) == users_admins
-    _empty_trash([base])  # what that start's background does once initialize answered
+    empty_trash_in([base])  # what that start's background does once initialize answered
     assert not base.exists() or not any(base.iterdir())
 
 
@@ -364,7 +366,7 @@ def test_processes_a_killed_engine_left_writing_in_its_worktree_are_stopped_and_
         assert registrations(root) == [], output
         # The job directory was moved aside (issue 17); its files go in the background after the reply.
         assert all(p.name.startswith(TRASH_PREFIX) for p in base.iterdir()) if base.exists() else True
-        _empty_trash([base])
+        empty_trash_in([base])
         assert not base.exists() or not any(base.iterdir()), sorted(p.name for p in base.iterdir())
         assert "could not delete" not in output and "cleanup failed" not in output, output
     finally:

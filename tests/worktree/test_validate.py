@@ -14,7 +14,10 @@ from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import FileStat, Limits
 from spotpatch_agent.worktree.changes import apply_change, revert_change
-from spotpatch_agent.worktree.isolation import RawEntry, Worktree, create_worktree, remove_worktree, result_diff
+from spotpatch_agent.worktree.create import create_worktree
+from spotpatch_agent.worktree.placement import Worktree
+from spotpatch_agent.worktree.removal import remove_worktree
+from spotpatch_agent.worktree.result import RawEntry, result_diff
 from spotpatch_agent.worktree.validate import Changeset, check_entry, validate_changeset
 from tests.conftest import git
 from tests.worktree._util import sha, snapshot

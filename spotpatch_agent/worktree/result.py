@@ -1,0 +1,102 @@
+"""The agent's result: the worktree staged and diffed against its baseline, and git's raw diff parsed
+(docs/design.md §8). ``result_diff`` is what the review shows; :func:`parse_raw` and :func:`stage_all` serve
+changeset validation (:mod:`~spotpatch_agent.worktree.validate`) and the hashes of
+:mod:`~spotpatch_agent.worktree.changes`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from spotpatch_agent.errors import GitError
+from spotpatch_agent.protocol.models import FileStat
+from spotpatch_agent.worktree.git import run_git
+from spotpatch_agent.worktree.placement import Worktree
+
+__all__ = ["RawEntry", "parse_numstat", "parse_raw", "result_diff", "stage_all"]
+
+
+_ZERO_OID = "0" * 40
+
+
+async def result_diff(wt: Worktree) -> tuple[str, list[FileStat]]:
+    """The agent's change: everything in the worktree against its baseline commit (docs/design.md §8).
+
+    Stages the whole worktree first (``git add --all`` on the worktree's own index). Returns
+    ``(diff, files)``: ``diff`` is ``git diff --cached --binary --full-index --no-renames`` against
+    the baseline with ``a/``/``b/`` prefixes (bytes decoded as UTF-8 with ``surrogateescape``, so
+    ``diff.encode("utf-8", "surrogateescape")`` gives git's exact bytes); ``files`` holds one
+    :class:`FileStat` per path (relative POSIX, git's order) with added/removed line counts (0/0 for
+    binary files) and status ``added|modified|deleted``. Raises :class:`GitError`.
+    """
+    await stage_all(wt)
+    common = ["diff", "--cached", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color"]
+    base = [wt.baseline_oid, "--"]
+    diff = await run_git(
+        [*common, "--binary", "--full-index", "--no-relative", "--src-prefix=a/", "--dst-prefix=b/", "-U3", *base],
+        cwd=wt.path,
+        redact=[wt.path],
+        timeout=120,
+    )
+    numstat = await run_git([*common, "--numstat", "-z", *base], cwd=wt.path, redact=[wt.path])
+    raw = await run_git([*common, "--raw", "-z", "--no-abbrev", *base], cwd=wt.path, redact=[wt.path])
+    counts = parse_numstat(numstat.stdout)
+    files = []
+    for entry in parse_raw(raw.stdout):
+        added, removed = counts.get(entry.path, (0, 0))
+        files.append(FileStat(path=entry.path, added=added, removed=removed, status=entry.status))
+    return diff.stdout.decode("utf-8", "surrogateescape"), files
+
+
+async def stage_all(wt: Worktree) -> None:
+    """``git add --all`` inside the worktree (its index is the engine's, never the user's)."""
+    await run_git(["add", "--all"], cwd=wt.path, redact=[wt.path], timeout=300)
+
+
+@dataclass(frozen=True)
+class RawEntry:
+    """One line of ``git diff --raw -z --no-abbrev``: modes, blob ids (zeros = absent), status, path."""
+
+    old_mode: str
+    new_mode: str
+    old_oid: str | None
+    new_oid: str | None
+    status: str
+    path: str
+
+
+_STATUS = {"A": "added", "D": "deleted", "M": "modified", "T": "modified"}
+
+
+def parse_raw(raw: bytes) -> list[RawEntry]:
+    """Parse ``--raw -z`` output (no renames). Raises :class:`GitError` on an unexpected status."""
+    fields = raw.split(b"\0")
+    entries: list[RawEntry] = []
+    for i in range(0, len(fields) - 1, 2):
+        meta = fields[i].decode("ascii", "replace")
+        if not meta:
+            continue
+        old_mode, new_mode, old_oid, new_oid, letter = meta.lstrip(":").split(" ")
+        if letter[:1] not in _STATUS:
+            raise GitError(f"unexpected diff status {letter[:1]!r}")
+        entries.append(
+            RawEntry(
+                old_mode,
+                new_mode,
+                None if old_oid == _ZERO_OID else old_oid,
+                None if new_oid == _ZERO_OID else new_oid,
+                _STATUS[letter[:1]],
+                fields[i + 1].decode("utf-8", "surrogateescape"),
+            )
+        )
+    return entries
+
+
+def parse_numstat(raw: bytes) -> dict[str, tuple[int, int]]:
+    counts: dict[str, tuple[int, int]] = {}
+    for field in raw.split(b"\0"):
+        if not field:
+            continue
+        added, removed, path = field.decode("utf-8", "surrogateescape").split("\t", 2)
+        counts[path] = (int(added) if added.isdigit() else 0, int(removed) if removed.isdigit() else 0)
+    return counts

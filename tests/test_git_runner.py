@@ -1,0 +1,106 @@
+"""The one git runner (spotpatch_agent/git_runner.py): hardening, environment, bounds and tree kill, for the
+async and the blocking entry point alike."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from spotpatch_agent.errors import GitError
+from spotpatch_agent.git_runner import run_git_process, run_git_sync
+
+pytestmark = pytest.mark.anyio
+
+
+def _exited(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except FileNotFoundError:
+        return True
+    return stat[stat.rindex(b")") + 2 :].startswith(b"Z")
+
+
+def _gone(pid: int) -> bool:
+    """Whether ``pid`` exits within 10 s (SIGKILL is delivered asynchronously; a killed grandchild stays a
+    zombie until init reaps it: that counts as exited). A process the runner failed to kill sleeps 60 s."""
+    deadline = time.monotonic() + 10
+    while not _exited(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def _alias(name: str, shell: str) -> list[str]:
+    return ["-c", f"alias.{name}=!{shell}", name]
+
+
+async def test_environment_is_allowlisted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-never-reaches-git")
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "elsewhere"))
+    sync = run_git_sync(_alias("e", "env"), cwd=tmp_path, read_only=True)
+    run = await run_git_process(_alias("e", "env"), cwd=tmp_path, read_only=True)
+    for out in (sync.stdout, run.stdout):
+        assert b"sk-never-reaches-git" not in out and b"elsewhere" not in out
+        assert b"GIT_TERMINAL_PROMPT=0" in out and b"GIT_OPTIONAL_LOCKS=0" in out and b"LC_ALL=C" in out
+
+
+async def test_hooks_are_disabled(tmp_path: Path) -> None:
+    run = await run_git_process(["config", "--get", "core.hooksPath"], cwd=tmp_path, read_only=True)
+    assert run.stdout.decode().strip() == os.devnull
+    assert run_git_sync(["config", "--get", "core.hooksPath"], cwd=tmp_path).stdout.decode().strip() == os.devnull
+
+
+async def test_stdout_past_the_bound_is_cut_and_git_killed(tmp_path: Path) -> None:
+    sync = run_git_sync(_alias("big", "yes"), cwd=tmp_path, max_bytes=1000, timeout=30)
+    run = await run_git_process(_alias("big", "yes"), cwd=tmp_path, max_bytes=1000, timeout=30)
+    for result in (sync, run):
+        assert result.truncated and result.returncode is None and len(result.stdout) == 1000
+
+
+async def test_timeout_kills_the_process_tree(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    hang = _alias("hang", f"sh -c 'echo $$ > {pid_file}; exec sleep 60'")
+    with pytest.raises(GitError, match=r"^git hang timed out after 1 s$"):
+        run_git_sync(hang, cwd=tmp_path, timeout=1)
+    assert _gone(int(pid_file.read_text()))
+    pid_file.unlink()
+    with pytest.raises(GitError, match=r"^git hang timed out after 1 s$"):
+        await run_git_process(hang, cwd=tmp_path, timeout=1)
+    assert _gone(int(pid_file.read_text()))
+
+
+async def test_cancellation_kills_the_process_tree(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    hang = _alias("hang", f"sh -c 'echo $$ > {pid_file}; exec sleep 60'")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: run_git_process(hang, cwd=tmp_path, timeout=None))
+        while not pid_file.exists() or not pid_file.read_text().strip():
+            await anyio.sleep(0.01)
+        tg.cancel_scope.cancel()
+    assert _gone(int(pid_file.read_text()))
+
+
+async def test_exit_status_is_returned_not_raised(tmp_path: Path) -> None:
+    sync = run_git_sync(["rev-parse", "--verify", "HEAD"], cwd=tmp_path)
+    run = await run_git_process(["rev-parse", "--verify", "HEAD"], cwd=tmp_path)
+    for result in (sync, run):
+        assert result.returncode not in (0, None) and not result.truncated and result.stderr
+
+
+async def test_a_process_left_holding_the_output_is_killed_at_the_timeout(tmp_path: Path) -> None:
+    # git exits at once, but a process it started keeps its stdout open: the call still ends at the timeout,
+    # with an error (never a silently partial output), and that process is killed with git's group.
+    pid_file = tmp_path / "child.pid"
+    left = _alias("left", f"sleep 60 & echo $! > {pid_file}")
+    with pytest.raises(GitError, match=r"^git left timed out after 2 s$"):
+        run_git_sync(left, cwd=tmp_path, timeout=2)
+    assert _gone(int(pid_file.read_text()))
+    pid_file.unlink()
+    with pytest.raises(GitError, match=r"^git left timed out after 2 s$"):
+        await run_git_process(left, cwd=tmp_path, timeout=2)
+    assert _gone(int(pid_file.read_text()))
