@@ -38,25 +38,19 @@ under the pool lock, or owned by exactly one job (``acquire`` takes it out under
 await). Its marker names a ``pool-…`` id and this process, so ``sweep_orphans`` of a later engine removes
 it once this one died, and another live engine never does (docs/design.md §8, "only ours").
 
-**When**: ``mode`` ``"on"``, ``"off"`` or ``"auto"`` (default: on when the index holds at least
-``min_files`` paths — below that a cold add takes tens of milliseconds and an extra registered worktree,
-visible in the user's ``git worktree list``, buys nothing); never for a sparse checkout (:func:`_sparse`).
-The engine reads it from ``SPOTPATCH_WORKTREE_POOL`` (``1``/``on``, ``0``/``off``, anything else: auto).
+**When**: :func:`~spotpatch_agent.worktree.pool_state.pool_mode`, never for a sparse checkout
+(``worktree/pool_state.py`` holds the pool's state and the checks that need no worktree git command).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import secrets
-import stat
 import tempfile
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Literal
 
 import anyio
 from anyio.abc import TaskGroup
@@ -64,8 +58,6 @@ from anyio.abc import TaskGroup
 from spotpatch_agent.errors import GitError
 from spotpatch_agent.worktree.git import run_git, sanitize
 from spotpatch_agent.worktree.marker import (  # the pool shares the job worktrees' placement and marker
-    CLAIM_INFIX,
-    MARKER_NAME,
     is_parked,
     list_registrations,
     owner_alive,
@@ -75,7 +67,25 @@ from spotpatch_agent.worktree.marker import (  # the pool shares the job worktre
     registered_path,
     write_marker,
 )
-from spotpatch_agent.worktree.placement import Worktree, looks_like_job_dir, make_job_dir, node_modules_base
+from spotpatch_agent.worktree.placement import (
+    Worktree,
+    make_job_dir,
+    node_modules_base,
+)
+from spotpatch_agent.worktree.pool_state import (
+    MIN_FILES,
+    POOL_ENV,
+    STAT_RULES,
+    PoolMode,
+    Prepared,
+    Slot,
+    check_intact,
+    claim_parked,
+    plain_entries,
+    pool_mode,
+    scoped_args,
+    sparse_checkout,
+)
 from spotpatch_agent.worktree.removal import drop_worktree, empty_trash, remove_worktree
 from spotpatch_agent.worktree.repo import resolve_head, same_path
 
@@ -83,51 +93,11 @@ __all__ = ["MIN_FILES", "POOL_ENV", "PoolMode", "WorktreePool", "drop_parked", "
 
 log = logging.getLogger("spotpatch.worktree")
 
-#: Environment variable the engine reads the pool mode from (see :func:`pool_mode`).
-POOL_ENV = "SPOTPATCH_WORKTREE_POOL"
-#: ``auto`` keeps a warm worktree when the index holds at least this many paths.
-MIN_FILES = 2000
 #: Upper bound of one git step of a reset, in seconds (a checkout after HEAD moved far can be long).
 _STEP_TIMEOUT = 300.0
 #: Longest ``aclose(park=True)`` waits for a recycle in flight to end parked, in seconds (the engine's
 #: shutdown stays within the plugin's 2 s; one cut short is removed as before).
 _PARK_WAIT = 0.5
-
-PoolMode = Literal["auto", "on", "off"]
-
-
-def pool_mode(value: str | None) -> PoolMode:
-    """``"on"`` for ``1/on/true/yes``, ``"off"`` for ``0/off/false/no`` (any case), else ``"auto"``."""
-    text = (value or "").strip().lower()
-    if text in ("1", "on", "true", "yes"):
-        return "on"
-    if text in ("0", "off", "false", "no"):
-        return "off"
-    return "auto"
-
-
-@dataclass
-class _Slot:
-    path: Path
-    admin_dir: Path
-    pool_id: str
-    #: The commit the worktree was last made a clean checkout of (``worktree add`` or a reset), else None.
-    head: str | None = None
-    #: Parked by an earlier engine and adopted unproven (:meth:`WorktreePool._adopt`): handed out only when
-    #: :meth:`WorktreePool._untouched` holds, never reset.
-    adopted: bool = False
-
-
-@dataclass
-class _Prepared:
-    """:meth:`WorktreePool.prepare`'s hand-out in flight: ``done`` once ``slot`` (None: none to give) is proven
-    (``untouched``) or reset at ``head``."""
-
-    head: str
-    done: anyio.Event = field(default_factory=anyio.Event)
-    slot: _Slot | None = None
-    untouched: bool = False
-
 
 class WorktreePool:
     """Warm detached worktrees of one project root (see the module docstring).
@@ -144,7 +114,7 @@ class WorktreePool:
         self._mode = mode
         self._min_files = min_files
         self._capacity = capacity
-        self._idle: list[_Slot] = []
+        self._idle: list[Slot] = []
         self._busy = 0  # warms and recycles in flight: each ends with its worktree idle or removed
         self._lock = anyio.Lock()
         self._enabled: bool | None = None
@@ -153,7 +123,7 @@ class WorktreePool:
         self._proven: Path | None = None
         self._recycling = 0
         self._parking = False
-        self._prepared: _Prepared | None = None  # taken out and being proven for a job/create (prepare)
+        self._prepared: Prepared | None = None  # taken out and being proven for a job/create (prepare)
 
     def proven(self, path: Path) -> bool:
         """Whether the last :meth:`acquire` handed ``path`` over untouched: its ``update-index --refresh``
@@ -199,7 +169,7 @@ class WorktreePool:
         await self.unprepare()
         if self._closed or self._tg is None or not (self._idle or self._busy):  # nothing idle, nor on its way
             return
-        prepared = self._prepared = _Prepared(head)
+        prepared = self._prepared = Prepared(head)
         try:
             self._tg.start_soon(self._prepare, prepared)
         except RuntimeError:  # the task group is closed
@@ -214,13 +184,13 @@ class WorktreePool:
                 await prepared.done.wait()
                 await self._give_back(prepared)
 
-    async def _prepare(self, prepared: _Prepared) -> None:
+    async def _prepare(self, prepared: Prepared) -> None:
         try:
             prepared.slot, prepared.untouched = await self._take(prepared.head)
         finally:
             prepared.done.set()
 
-    async def _take(self, head: str) -> tuple[_Slot | None, bool]:
+    async def _take(self, head: str) -> tuple[Slot | None, bool]:
         async with self._lock:
             slot = self._idle.pop() if not self._closed and await self._is_enabled() and self._idle else None
         if slot is None:
@@ -238,7 +208,7 @@ class WorktreePool:
         self.untouched += untouched
         return slot, untouched
 
-    async def _give_back(self, prepared: _Prepared) -> None:
+    async def _give_back(self, prepared: Prepared) -> None:
         slot, prepared.slot = prepared.slot, None
         if slot is None:
             return
@@ -329,9 +299,9 @@ class WorktreePool:
                 continue
             await self._discard(slot, None, count=False)
 
-    def _park(self, slot: _Slot) -> bool:
+    def _park(self, slot: Slot) -> bool:
         try:
-            self._check(slot)
+            check_intact(slot)
             try:
                 os.unlink(slot.admin_dir / "logs" / "HEAD")  # no earlier job's baseline stays reachable
             except FileNotFoundError:
@@ -342,14 +312,14 @@ class WorktreePool:
             log.info("could not keep the warm worktree for the next start: %s", sanitize(str(exc), self.root))
             return False
 
-    async def _adopt(self, head: str | None) -> _Slot | None:
+    async def _adopt(self, head: str | None) -> Slot | None:
         """The worktree an earlier engine parked at shutdown (:func:`~spotpatch_agent.worktree.marker.is_parked`)
         when it is ours, idle and a checkout of ``head``, claimed and re-marked for this process (``adopted``:
         :meth:`acquire` hands it out only when :meth:`_untouched` proves it clean, else moves it aside); every
         other parked worktree whose owner is gone is removed (moved aside).
         ``head`` None: remove them all. A parked worktree of a live engine is left alone. Never raises but
         on cancellation."""
-        found: _Slot | None = None
+        found: Slot | None = None
         for admin in await list_registrations(self.root):
             marker = read_marker(admin)
             if not is_parked(marker) or owner_alive(marker):  # type: ignore[arg-type]
@@ -357,13 +327,13 @@ class WorktreePool:
             path = registered_path(admin)
             if path is None or not points_back(path, admin):
                 continue  # no directory, or another repository's (a copied registration): the sweep's case
-            slot = _Slot(path, admin, "pool-" + secrets.token_hex(6))
-            parked_head = _claim(admin, slot.pool_id)
+            slot = Slot(path, admin, "pool-" + secrets.token_hex(6))
+            parked_head = claim_parked(admin, slot.pool_id)
             if parked_head is None:
                 continue  # another engine took it
             try:
                 if found is None and head is not None and parked_head == head:
-                    self._check(slot)
+                    check_intact(slot)
                     await self._placed(slot)
                     # Proven at hand-out (acquire's _untouched, one pass over the tree instead of two); if that
                     # fails it is moved aside there and the job starts cold.
@@ -379,11 +349,11 @@ class WorktreePool:
         return found
 
     async def _recycle(self, path: Path, admin_dir: Path, head: str) -> None:
-        slot = _Slot(path, admin_dir, "pool-" + secrets.token_hex(6))
+        slot = Slot(path, admin_dir, "pool-" + secrets.token_hex(6))
         self._recycling += 1
         try:
             async with self._lock:
-                self._check(slot, job_marker=True)
+                check_intact(slot, job_marker=True)
                 write_marker(admin_dir, slot.pool_id)
                 await self._reset(slot, head)
                 if await self._refresh(slot, check=False) != 0:  # acquire then resets it again
@@ -400,7 +370,7 @@ class WorktreePool:
             self._busy -= 1
             self._recycling -= 1
 
-    async def _create(self) -> _Slot:
+    async def _create(self) -> Slot:
         head = await resolve_head(self.root)
         if head is None:
             raise GitError("HEAD cannot be resolved")
@@ -413,7 +383,7 @@ class WorktreePool:
                           redact=[path], timeout=_STEP_TIMEOUT)
             admin = await private_git_dir(path)
             write_marker(admin, pool_id)
-            slot = _Slot(path, admin, pool_id)
+            slot = Slot(path, admin, pool_id)
             if await self._refresh(slot, check=False) == 0:  # else acquire resets it first
                 slot.head = head
             return slot
@@ -437,19 +407,19 @@ class WorktreePool:
                     self._enabled = False
                 else:
                     self._enabled = out.returncode == 0 and out.stdout.count(b"\0") >= self._min_files
-            if self._enabled and await _sparse(self.root):
+            if self._enabled and await sparse_checkout(self.root):
                 self._enabled = False
         return self._enabled
 
-    async def _reset(self, slot: _Slot, head: str, *, skip_if_untouched: bool = False) -> bool:
+    async def _reset(self, slot: Slot, head: str, *, skip_if_untouched: bool = False) -> bool:
         """Bring ``slot`` to a clean detached checkout of ``head`` (module docstring). Raises on any doubt.
 
         ``skip_if_untouched`` (``acquire``): when the slot was last made a clean checkout of ``head`` and
         :meth:`_untouched` proves nothing changed since, ``checkout --force`` and ``clean`` are not run;
         returns whether they were skipped."""
-        self._check(slot)
+        check_intact(slot)
         await self._placed(slot)
-        scoped = _scoped(slot)
+        scoped = scoped_args(slot)
         try:
             os.unlink(slot.admin_dir / "logs" / "HEAD")
         except FileNotFoundError:
@@ -465,7 +435,7 @@ class WorktreePool:
         # starts cold. Tracked files that still differ from the index after two checkouts (a non-idempotent
         # checkout filter) are the baseline's to commit, as after a cold worktree add.
         for final in (False, True):
-            for args in ([*_STAT_RULES, "checkout", "--detach", "--force", "--quiet", head, "--"], ["clean", "-ffdxq"]):
+            for args in ([*STAT_RULES, "checkout", "--detach", "--force", "--quiet", head, "--"], ["clean", "-ffdxq"]):
                 await run_git([*scoped, *args], cwd=slot.path, redact=[slot.path], timeout=_STEP_TIMEOUT)
             if await self._untouched(slot, head, files=not final):
                 break
@@ -474,22 +444,22 @@ class WorktreePool:
         slot.head = head
         return False
 
-    async def _placed(self, slot: _Slot) -> None:
+    async def _placed(self, slot: Slot) -> None:
         expected = await node_modules_base(self.root) or Path(tempfile.gettempdir()) / "spotpatch-worktrees"
         if not same_path(slot.path.parent, expected):
             raise GitError("the pooled worktree is not where a new one would be placed")
 
-    async def _untouched(self, slot: _Slot, head: str, *, files: bool = True) -> bool:
+    async def _untouched(self, slot: Slot, head: str, *, files: bool = True) -> bool:
         """Whether ``slot`` is still exactly the clean checkout of ``head`` it was made: HEAD is ``head``,
         the index equals ``head``'s tree (``diff-index --cached``), every tracked file equals the index
-        (``update-index --refresh`` under :data:`_STAT_RULES`: stat data, and the content of any file whose
+        (``update-index --refresh`` under :data:`STAT_RULES`: stat data, and the content of any file whose
         stat changed — a write, a chmod, a delete, a type change), no index entry tells git to look away and
         no ``.git`` hides in a tracked directory (:func:`_index_clean`), and nothing else is in the directory,
         ignored files, empty directories and nested repositories included (``ls-files --others --directory``
         without excludes: the set ``clean -ffdxq`` would delete). The five run side by side (each only reads
         the worktree; the refresh rewrites the index's stat data, never an entry). Any doubt, or a git
         failure, is False: the caller resets. ``files`` False (after a reset): all but the refresh."""
-        scoped = _scoped(slot)
+        scoped = scoped_args(slot)
         verdicts: list[bool] = []
 
         async def index_is_head() -> bool:
@@ -519,34 +489,14 @@ class WorktreePool:
                 tg.start_soon(judge, proof)
         return len(verdicts) == len(proofs) and all(verdicts)
 
-    async def _refresh(self, slot: _Slot, *, check: bool = True) -> int:
+    async def _refresh(self, slot: Slot, *, check: bool = True) -> int:
         """``update-index --refresh`` of the worktree's own index (stat data brought up to date, so the next
         one is a pass of ``lstat`` calls); its exit code (non-zero: a file differs from the index)."""
-        out = await run_git([*_STAT_RULES, *_scoped(slot), "update-index", "--refresh"], cwd=slot.path, check=check,
+        out = await run_git([*STAT_RULES, *scoped_args(slot), "update-index", "--refresh"], cwd=slot.path, check=check,
                             redact=[slot.path], timeout=_STEP_TIMEOUT)
         return out.returncode
 
-    def _check(self, slot: _Slot, *, job_marker: bool = False) -> None:
-        """The directory and registration are still ours and intact (module docstring); raises if not."""
-        try:
-            st = os.lstat(slot.path)
-        except OSError:
-            raise GitError("the pooled worktree directory is gone") from None
-        registered = registered_path(slot.admin_dir)
-        marker = read_marker(slot.admin_dir)
-        if (
-            not stat.S_ISDIR(st.st_mode)
-            or not looks_like_job_dir(slot.path)
-            or not points_back(slot.path, slot.admin_dir)
-            or registered is None
-            or not same_path(registered, slot.path)
-            or marker is None
-            or marker.get("pid") != os.getpid()
-            or (not job_marker and marker.get("jobId") != slot.pool_id)
-        ):
-            raise GitError("the pooled worktree is not intact")
-
-    async def _discard(self, slot: _Slot, why: BaseException | None, *, count: bool = True) -> None:
+    async def _discard(self, slot: Slot, why: BaseException | None, *, count: bool = True) -> None:
         """Remove ``slot`` like a job's worktree — unless its marker now names another process: then it is
         only forgotten (never remove what another engine owns; the sweep judges it once that one died)."""
         if count:
@@ -568,19 +518,11 @@ class WorktreePool:
                 pass
 
 
-#: git options under which ``update-index --refresh`` judges every file by its full stat data whatever the
-#: user's configuration: ctime and inode too (a same-size write that kept the mtime), the executable bit
-#: (POSIX: a chmod), and no entry marked unchanged by ``core.ignoreStat``. A fresh ``worktree add`` writes
-#: the same files whatever these say, so they can only make the proof stricter.
-_STAT_RULES = ("-c", "core.trustctime=true", "-c", "core.checkStat=default", "-c", "core.ignoreStat=false",
-               *(("-c", "core.fileMode=true") if os.name != "nt" else ()))
-
-
-async def _index_clean(slot: _Slot, head: str) -> bool:
+async def _index_clean(slot: Slot, head: str) -> bool:
     """Whether every index entry of ``slot`` is a plain cached one and nothing hides where ``ls-files
-    --others`` never looks (:func:`_plain_entries`); ``head``'s directories stand for the index's (the
+    --others`` never looks (:func:`plain_entries`); ``head``'s directories stand for the index's (the
     caller proves the index equals ``head``'s tree). Raises :class:`GitError` when git fails."""
-    scoped = _scoped(slot)
+    scoped = scoped_args(slot)
     listings: dict[str, bytes] = {}
 
     async def read(name: str, args: list[str]) -> None:
@@ -591,79 +533,14 @@ async def _index_clean(slot: _Slot, head: str) -> bool:
     async with anyio.create_task_group() as tg:
         tg.start_soon(read, "entries", ["ls-files", "-z", "-s", "-v"])
         tg.start_soon(read, "dirs", ["ls-tree", "-r", "-d", "-z", "--name-only", head])
-    return await anyio.to_thread.run_sync(_plain_entries, listings["entries"], listings["dirs"],
+    return await anyio.to_thread.run_sync(plain_entries, listings["entries"], listings["dirs"],
                                           os.fsencode(slot.path))
 
 
-def _plain_entries(entries: bytes, dirs: bytes, top: bytes) -> bool:
-    """``ls-files -s -v`` of a worktree (``top``) and its tracked directories: no entry tagged other than
-    ``H`` (assume-unchanged and skip-worktree entries are skipped by ``update-index --refresh``, so a write
-    to one would go unseen), no ``.git`` entry in a tracked directory (git never lists one, nor does
-    ``clean`` delete it: a nested repository or a gitfile there would reach the job), and every submodule
-    an empty directory, as a fresh checkout leaves it (git never looks inside one)."""
-    records = b"\0" + entries
-    if records.count(b"\0H ") != entries.count(b"\0"):
-        return False
-    if b"\0H 160000 " in records:
-        for record in entries.split(b"\0"):
-            if record.startswith(b"H 160000 "):
-                path = top + b"/" + record.partition(b"\t")[2]
-                try:
-                    if not stat.S_ISDIR(os.lstat(path).st_mode) or os.listdir(path):
-                        return False
-                except OSError:
-                    return False
-    return not any(os.path.lexists(top + b"/" + d + b"/.git") for d in dirs.split(b"\0") if d)
-
-
-async def _sparse(root: Path) -> bool:
-    """Whether ``root`` uses sparse checkout (``core.sparseCheckout``): its worktrees hold skip-worktree
-    entries, which the untouched proof never accepts (:func:`_plain_entries`), so a warm worktree could never
-    be handed out — no pool, jobs start cold. A git failure counts as sparse (no pool)."""
-    try:
-        out = await run_git(["config", "--type=bool", "core.sparseCheckout"], cwd=root, check=False, read_only=True)
-    except GitError:
-        return True
-    return out.returncode not in (0, 1) or out.stdout.strip() == b"true"
-
-
-def _scoped(slot: _Slot) -> list[str]:
-    """git options that confine a command to the pooled worktree (never the user's repository)."""
-    return [f"--git-dir={slot.admin_dir}", f"--work-tree={slot.path}"]
-
-
-async def _at(slot: _Slot, head: str) -> bool:
-    out = await run_git([*_scoped(slot), "rev-parse", "--verify", "--quiet", "HEAD^{commit}"], cwd=slot.path,
+async def _at(slot: Slot, head: str) -> bool:
+    out = await run_git([*scoped_args(slot), "rev-parse", "--verify", "--quiet", "HEAD^{commit}"], cwd=slot.path,
                         read_only=True, check=False)
     return out.stdout.decode("ascii", "replace").strip() == head
-
-
-def _claim(admin: Path, pool_id: str) -> str | None:
-    """Take a parked marker for this process: renamed to a unique name naming this process first, so of two
-    engines starting at once only one succeeds (and another engine's sweep, finding no marker, leaves the
-    registration alone while this process runs: ``sweep.sweep_orphans``); then it must still be parked by a process that is gone (else it is put back),
-    and our marker (``pool_id``, this process) replaces it. Returns the HEAD it was parked at, or None."""
-    claim = admin / f"{MARKER_NAME}{CLAIM_INFIX}{os.getpid()}-{secrets.token_hex(6)}"  # names us: the sweep waits
-    try:
-        os.rename(admin / MARKER_NAME, claim)
-    except OSError:
-        return None
-    try:
-        record = json.loads(claim.read_text("utf-8"))
-    except (OSError, ValueError):
-        record = None
-    if not isinstance(record, dict) or not is_parked(record) or owner_alive(record):
-        try:
-            os.rename(claim, admin / MARKER_NAME)  # not ours to take (it changed in between)
-        except OSError:
-            pass
-        return None
-    write_marker(admin, pool_id)
-    try:
-        os.unlink(claim)
-    except OSError:
-        pass
-    return str(record["head"])
 
 
 async def drop_parked(root: Path) -> None:

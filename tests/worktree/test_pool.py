@@ -748,7 +748,7 @@ async def test_a_copied_repositorys_registration_never_touches_the_originals_wor
     try:
         if original == "running a job":
             (_admin_of(root, path) / MARKER_NAME).write_text(json.dumps(
-                {**marker, "pid": live.pid, "start": _process_start(live.pid), "idle": False,
+                {**marker, "pid": live.pid, "start": process_start(live.pid), "idle": False,
                  "jobId": "job_0123456789abcdef"}))
         before = files(path)
         assert await sweep_orphans(copy, keep_parked=True) == 1  # the copy's registration alone
@@ -775,7 +775,7 @@ async def test_a_parked_worktree_being_adopted_is_left_to_its_adopter_by_another
     await dead.wait()
     sidecar = path.parent / (path.name + ".owner")  # its creator is gone too (the engine that parked it)
     sidecar.write_text(json.dumps({**json.loads(sidecar.read_text()), "pid": dead.pid,
-                                   "start": _process_start(dead.pid)}))
+                                   "start": process_start(dead.pid)}))
     adopter = await anyio.open_process([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         claim = admin / f"{MARKER_NAME}.claim-{adopter.pid}-0123456789ab"
