@@ -15,7 +15,7 @@ import pytest
 from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.provider.base import TextDelta, ToolCallEvent, TurnEnd
-from spotpatch_agent.provider.responses import ERROR_FOLLOW_UP_WAIT
+from spotpatch_agent.provider.http import ERROR_FOLLOW_UP_WAIT
 
 from .conftest import REQUEST, calls_of, end_of, events_of, run_turn
 
