@@ -392,11 +392,6 @@ async def test_an_error_event_wins_over_a_later_completed(server, adapter):
     assert err.code == ErrorCode.PROVIDER_UNAVAILABLE and "boom" in err.message
 
 
-async def test_http_200_data_with_an_error_object_is_a_typed_error(server, adapter):
-    err, _ = await error_of(server, adapter, 'data: {"error": {"message": "prompt is too long"}}\n\n')
-    assert err.code == ErrorCode.LIMIT_EXCEEDED
-
-
 # ---------------------------------------------------------------- noise in the stream
 
 

@@ -152,8 +152,12 @@ async def test_non_event_stream_content_type_is_a_protocol_error(server, adapter
     assert err.code == ErrorCode.PROVIDER_PROTOCOL and "text/html" in err.message
 
 
-async def test_json_error_with_status_200_is_a_typed_error(server, adapter):
-    server.add_turns({"status": 200, "body": {"error": {"message": "prompt is too long"}}})
+@pytest.mark.parametrize("turn", [
+    {"status": 200, "body": {"error": {"message": "prompt is too long"}}},
+    {"raw": ['data: {"error": {"message": "prompt is too long"}}\n\n']},
+], ids=["json-body", "event-stream"])
+async def test_json_error_with_status_200_is_a_typed_error(server, adapter, turn):
+    server.add_turns(turn)
     err = await raises(adapter)
     assert err.code == ErrorCode.LIMIT_EXCEEDED
 
