@@ -9,7 +9,6 @@ either API and compare their results.
 from __future__ import annotations
 
 import time
-import traceback
 from pathlib import Path
 
 import anyio
@@ -26,7 +25,7 @@ from spotpatch_agent.provider.base import (AssistantTurn, TextDelta, ToolCallEve
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 
 from .apis import APIS, api_of, echoed_calls, make_adapter, tool_results
-from .conftest import CANARY_KEY, OK_TURN, REQUEST, raises, run_turn
+from .conftest import CANARY_KEY, OK_TURN, REQUEST, run_turn
 
 pytestmark = pytest.mark.anyio
 
