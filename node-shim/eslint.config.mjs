@@ -1,12 +1,21 @@
-// ESLint for node-shim's TypeScript (the plugin's server side and the page overlay) with type information
-// from both tsconfigs; `npm run lint` runs it after `tsc --noEmit` on both. Lint rules only: no formatting
-// rules, the code's layout is left as written.
+// ESLint for node-shim: its TypeScript (the plugin's server side and the page overlay) with type information
+// from both tsconfigs, and its test and script modules; `npm run lint` runs it after `tsc --noEmit` on both.
+// Lint rules only: no formatting rules, the code's layout is left as written.
 import eslint from "@eslint/js";
 import { defineConfig } from "eslint/config";
 import tseslint from "typescript-eslint";
 
 export default defineConfig(
-  { ignores: ["dist/", "node_modules/", "src/protocol.generated.ts"] },
+  { ignores: ["dist/", "node_modules/", "test-artifacts/", "test/apps/", "src/protocol.generated.ts"] },
+  {
+    // The tests, their helpers and the scripts (plain ES modules): the recommended rules without types.
+    files: ["**/*.mjs"],
+    extends: [eslint.configs.recommended],
+    rules: {
+      // They run in Node and, through page.evaluate, in the browser: an undefined name fails its test anyway.
+      "no-undef": "off",
+    },
+  },
   {
     files: ["src/**/*.ts", "src/**/*.tsx"],
     extends: [eslint.configs.recommended, tseslint.configs.recommendedTypeChecked],
