@@ -123,7 +123,7 @@ def is_context_error(message: str | None, kinds: str) -> bool:
 
 class TransientStreamError(ProviderError):
     """A server-side error reported inside a 2xx stream before the turn finished (``PROVIDER_UNAVAILABLE``):
-    :meth:`SSEClient.stream` asks again within its retry budget when no call of the turn was yielded."""
+    :meth:`EndpointAdapter.stream_turn` asks again within its retry budget when no call of the turn was yielded."""
 
 
 #: Words of an in-stream error's code or type that mark a server-side failure (transient), never a rate
