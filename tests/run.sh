@@ -41,6 +41,15 @@ if [ -f node-shim/package.json ]; then
     [ -x "$SPOTPATCH_CHROMIUM" ] || no_chromium "apt-get installed chromium but $SPOTPATCH_CHROMIUM is still missing"
   fi
 fi
+# node-shim's types and lint, before its tests: `tsc --noEmit` (strict) on the plugin and the overlay, then ESLint
+# with type information (node-shim/eslint.config.mjs). A finding stops the run here, non-zero.
+if [ -f node-shim/package.json ]; then
+  echo "tests/run.sh: node-shim types and lint (npm run lint)…" >&2
+  if ! (cd node-shim && npm run --silent lint); then
+    echo "tests/run.sh: node-shim's types or lint failed (cd node-shim && npm run lint)" >&2
+    exit 1
+  fi
+fi
 # Checks run confined (docs/security.md §4, *Check sandbox*): on Linux that is Debian's bubblewrap, installed
 # like chromium above. Without it every test that runs a check would fail closed (sandbox: "required").
 if [ "$(uname -s)" = Linux ] && [ ! -x /usr/bin/bwrap ]; then

@@ -164,7 +164,7 @@ export function createSpotPatchClient(options: SpotPatchClientOptions): SpotPatc
         body: JSON.stringify(body),
         credentials: "same-origin",
         cache: "no-store",
-        signal,
+        ...(signal ? { signal } : {}),
       });
     } catch (error) {
       if (signal?.aborted) throw error;

@@ -81,7 +81,7 @@ export function checkConfigFile(value: unknown): TrustedConfig {
     if (!validate(value)) problems.push(...describeErrors(validate.errors ?? []).map((p) => `key ${p.replace(/^\(params\)/, "(top level)")}`));
   }
   if (problems.length) throw invalid(`is not a valid SpotPatch config: ${problems.join("; ")}`);
-  return rest as TrustedConfig;
+  return rest;
 }
 
 /** The config the engine gets: `fromFile`'s top-level keys, each replaced by `fromOptions`' value when given. */
@@ -91,7 +91,7 @@ export function mergeConfig(fromOptions: TrustedConfig, fromFile: TrustedConfig 
     const value = fromOptions[key] !== undefined ? fromOptions[key] : fromFile?.[key];
     if (value !== undefined) merged[key] = value;
   }
-  return merged as TrustedConfig;
+  return merged;
 }
 
 function invalid(what: string): Error {

@@ -132,12 +132,12 @@ export class EngineProcess {
     pipeStderr(child, logger);
 
     // stdout passes the frame guard first: vscode-jsonrpc would buffer any declared body whole.
-    const frames = child.stdout!.pipe(frameGuard());
+    const frames = child.stdout.pipe(frameGuard());
     frames.on("error", (error) => {
       logger.error(`[spotpatch] ${error.message}; stopping the engine (its stdout must carry only protocol frames).`);
       child.kill("SIGKILL");
     });
-    const connection = createMessageConnection(new StreamMessageReader(frames), new StreamMessageWriter(child.stdin!));
+    const connection = createMessageConnection(new StreamMessageReader(frames), new StreamMessageWriter(child.stdin));
     connection.onNotification("job/event", (event: JobEventNotification) => options.onEvent(event));
     connection.onError(([error]) => logger.warn(`[spotpatch] engine connection: ${error.message}`));
     connection.listen();
@@ -150,13 +150,13 @@ export class EngineProcess {
     const timeoutMs = options.startTimeoutMs ?? 20_000;
     try {
       const init = await withDeadline(
-        connection.sendRequest("initialize", {
+        connection.sendRequest<InitializeResult>("initialize", {
           protocolVersion: PROTOCOL_VERSION,
           processId: process.pid,
           clientInfo: { name: "vite-plugin-spotpatch", version: options.clientVersion },
           projectRoot: options.projectRoot,
           config: options.config,
-        } satisfies EngineRequests["initialize"]["params"]) as Promise<InitializeResult>,
+        } satisfies EngineRequests["initialize"]["params"]),
         timeoutMs,
       );
       await connection.sendNotification("initialized", {});
@@ -174,7 +174,7 @@ export class EngineProcess {
 
   /** Send one request; rejects with vscode-jsonrpc's `ResponseError` or a disposed-connection error. */
   async request<M extends keyof EngineRequests>(method: M, params: EngineRequests[M]["params"]): Promise<EngineRequests[M]["result"]> {
-    return (await this.connection.sendRequest(method, params)) as EngineRequests[M]["result"];
+    return await this.connection.sendRequest<EngineRequests[M]["result"]>(method, params);
   }
 
   /**

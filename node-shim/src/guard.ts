@@ -9,6 +9,7 @@
 import { timingSafeEqual } from "node:crypto";
 import { isIP } from "node:net";
 
+import { isArray } from "./arrays.js";
 import { TOKEN_HEADER, type ServerErrorCode } from "./client.js";
 
 /** The parts of Vite's resolved `server` options the policy reads. */
@@ -38,7 +39,7 @@ export interface Refusal {
 }
 
 export function accessPolicy(server: ServerAccessConfig, allowRemoteAccess: boolean): AccessPolicy {
-  const hosts = Array.isArray(server.allowedHosts) ? [...server.allowedHosts] : [];
+  const hosts = isArray(server.allowedHosts) ? [...server.allowedHosts] : [];
   if (typeof server.host === "string" && server.host) hosts.push(server.host);
   if (server.origin) {
     try {
@@ -61,7 +62,7 @@ export function exposureOf(server: ServerAccessConfig): string | null {
     return `server.host is ${JSON.stringify(server.host)} (listening beyond this machine)`;
   }
   if (server.allowedHosts === true) return "server.allowedHosts is true (any Host header is accepted)";
-  const remote = (Array.isArray(server.allowedHosts) ? server.allowedHosts : []).filter((h) => !isLoopbackName(h));
+  const remote = (isArray(server.allowedHosts) ? server.allowedHosts : []).filter((h) => !isLoopbackName(h));
   if (remote.length > 0) {
     // A proxy or tunnel name (ngrok, cloudflared, a LAN name): the page can be opened from elsewhere.
     return `server.allowedHosts lets other names reach this server (${remote.slice(0, 3).join(", ")})`;

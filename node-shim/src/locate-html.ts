@@ -31,7 +31,7 @@ function startTags(markup: string, fragment: boolean): StartTag[] {
     ? parseFragment(markup, { sourceCodeLocationInfo: true })
     : parse(markup, { sourceCodeLocationInfo: true });
   const out: StartTag[] = [];
-  const stack: Node[] = [root as Node];
+  const stack: Node[] = [root];
   while (stack.length > 0) {
     const node = stack.pop() as Node;
     const el = node as Element;

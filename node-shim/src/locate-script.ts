@@ -40,7 +40,7 @@ export function injectScriptMarkupLocations(
     const plugins: Array<"jsx" | "typescript"> = [];
     if (opts.jsx) plugins.push("jsx");
     if (opts.typescript) plugins.push("typescript");
-    ast = parse(code, { sourceType: "module", plugins, errorRecovery: false, attachComment: false }) as { program: unknown };
+    ast = parse(code, { sourceType: "module", plugins, errorRecovery: false, attachComment: false });
   } catch {
     return null;
   }

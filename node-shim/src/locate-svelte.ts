@@ -52,7 +52,10 @@ const HARMLESS_QUERY_KEYS = new Set(["t", "v", "import"]);
 const COMPONENT_TYPES = new Set(["Component", "SvelteComponent", "SvelteSelf"]);
 
 /** `parse` of `svelte/compiler` (the subset we use). */
-type SvelteParse = (source: string, options: { modern: true; filename?: string }) => { fragment: SvelteNode };
+type SvelteParse = (
+  source: string,
+  options: { modern: true; filename?: string | undefined },
+) => { fragment: SvelteNode };
 type SvelteNode = { type: string; start: number; end: number; name?: string; [key: string]: unknown };
 
 /** One component usage: Svelte's `line:column` key → `[engine column, tag as written]`. */

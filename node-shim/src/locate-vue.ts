@@ -242,6 +242,7 @@ export function encodeUsePayload(value: string): string {
 
 /** Text for a double-quoted HTML attribute that Vue's template parser decodes back to exactly `value`. */
 export function htmlAttributeValue(value: string): string {
+  // eslint-disable-next-line no-control-regex -- control characters are escaped on purpose
   return value.replace(/[&"<>\u0000-\u001f\u007f]/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 

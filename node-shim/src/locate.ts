@@ -192,7 +192,7 @@ export function injectLocations(code: string, relFile: string, opts: InjectOptio
       plugins: opts.typescript ? ["jsx", "typescript"] : ["jsx"],
       errorRecovery: false,
       attachComment: false,
-    }) as { program: unknown };
+    });
   } catch {
     return null;
   }
@@ -258,6 +258,7 @@ function isFragment(name: AstNode): boolean {
  * Non-ASCII letters and spaces are fine in plain form.
  */
 export function jsxAttributeValue(value: string): string {
+  // eslint-disable-next-line no-control-regex -- control characters need the quoted form on purpose
   if (!/["&{}<>\\\u0000-\u001f\u007f-\u009f\u2028\u2029\ud800-\udfff]/.test(value)) return `"${value}"`;
   const json = JSON.stringify(value).replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
   return `{${json}}`;

@@ -178,7 +178,7 @@ function holdForeignResponse(res: ServerResponse, refused: (body: string) => boo
   res.writeHead = function (this: ServerResponse, ...args: unknown[]) {
     head = args;
     return this;
-  } as ServerResponse["writeHead"];
+  };
   res.write = function (this: ServerResponse, chunk: unknown, encoding?: unknown, callback?: unknown) {
     take(chunk, encoding);
     const done = typeof encoding === "function" ? encoding : callback;

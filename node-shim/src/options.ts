@@ -7,6 +7,7 @@
 
 import path from "node:path";
 
+import { isArray } from "./arrays.js";
 import { TRUSTED_KEYS } from "./config-file.js";
 import type { EngineCommand } from "./engine.js";
 import type { OverlayOptions } from "./overlay/types.js";
@@ -86,7 +87,7 @@ export function resolveOptions(options: SpotPatchOptions = {}): ResolvedOptions 
   if (typeof options.command === "string" && options.command) {
     command = { file: options.command, args: ["serve"] };
     commandSource = "command";
-  } else if (Array.isArray(options.command) && options.command.length > 0 && options.command.every((a) => typeof a === "string" && a)) {
+  } else if (isArray(options.command) && options.command.length > 0 && options.command.every((a) => typeof a === "string" && a)) {
     command = { file: options.command[0]!, args: options.command.slice(1) };
     commandSource = "command";
   } else if (options.command !== undefined) problems.push("command must be a non-empty string or array of non-empty strings");

@@ -36,7 +36,7 @@ function isDiscriminator(value: unknown): value is { propertyName: string; mappi
 }
 
 const ajv = new Ajv2020({ strict: false, discriminator: true, allErrors: true });
-ajv.addSchema(SCHEMA as object, "spotpatch");
+ajv.addSchema(SCHEMA, "spotpatch");
 
 const validators = new Map<string, ValidateFunction>();
 

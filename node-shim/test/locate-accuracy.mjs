@@ -107,7 +107,6 @@ export function checkLocation(tag, loc, projectDir, files = new Map()) {
     try {
       lines = engineLines(readFileSync(path.join(projectDir, file), "utf8"));
     } catch (error) {
-      lines = null;
       files.set(file, null);
       return `cannot read ${file}: ${error.code ?? error.message}`;
     }

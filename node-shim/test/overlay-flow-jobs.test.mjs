@@ -12,9 +12,7 @@ import {
   TOUCHED,
   bytesOf,
   openDemo,
-  openPanel,
   panelOf,
-  pickSaveAndPrice,
   snap,
   submitDemoJob,
 } from "./overlay-flow-helpers.mjs";

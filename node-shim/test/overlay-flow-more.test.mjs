@@ -10,7 +10,6 @@ import { test } from "node:test";
 import { HOST, axeScan } from "./browser-support.mjs";
 import { PYTHON, engineProcesses, providerConfig, startDevServer, waitFor } from "./support.mjs";
 import {
-  PRICE_INSTRUCTION,
   SAVE_INSTRUCTION,
   bytesOf,
   openDemo,

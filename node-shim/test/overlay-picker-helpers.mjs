@@ -22,7 +22,7 @@ export async function waitLabel(page, text, timeout = 10_000) {
       { timeout },
     );
   } catch (error) {
-    throw new Error(`the hover label never showed ${JSON.stringify(text)} (it shows ${JSON.stringify(await hoverLabel(page))}): ${error.message}`);
+    throw new Error(`the hover label never showed ${JSON.stringify(text)} (it shows ${JSON.stringify(await hoverLabel(page))}): ${error.message}`, { cause: error });
   }
 }
 

@@ -6,9 +6,10 @@ Three layers, each testable alone:
 - :class:`ChatStreamAssembler` — pure: parsed stream chunks in, :data:`ProviderEvent` s out. It absorbs the
   relay quirks listed in the module's tests (index/id keying, repeated names and ids, object arguments,
   ``finish_reason`` oddities, usage chunks, pings, errors inside a 200 stream, truncation).
-- :class:`ChatCompletionsAdapter` — the HTTP boundary, shared with the Responses adapter
-  (:class:`~spotpatch_agent.provider.http.SSEClient`): status mapping, bounded retries before the first
-  event, idle timeout, cancellation, and the one place where httpx errors become :class:`ProviderError`.
+- :class:`ChatCompletionsAdapter` — the endpoint and the two above; the HTTP boundary is shared with the
+  Responses adapter (:class:`~spotpatch_agent.provider.http.EndpointAdapter`): status mapping, bounded retries
+  before the first event, idle timeout, cancellation, and the one place where httpx errors become
+  :class:`ProviderError`.
 
 Every error message is sanitized: status code plus at most 300 characters of the provider's own error
 ``message`` with the API key replaced by ``[REDACTED]``; never request headers or the URL.
@@ -16,10 +17,7 @@ Every error message is sanitized: status code plus at most 300 characters of the
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import AsyncIterator
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,12 +25,10 @@ from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.provider.base import (AssistantTurn, ProviderEvent, ToolCallEvent, ToolResultMessage,
                                            TurnEnd, TurnRequest, UserMessage)
-from spotpatch_agent.provider.calls import (CUT_AT_OUTPUT_LIMIT, MAX_ARGUMENT_CHARS, MAX_TEXT_BYTES, ArgumentBuffer,
-                                            TextBudget, check_call_count, claim_call_id, tool_call_event)
-from spotpatch_agent.provider.http import (EndpointAdapter, aiter_sse, content_type, read_json_answer, stream_error)
+from spotpatch_agent.provider.calls import (CUT_AT_OUTPUT_LIMIT, MAX_TEXT_BYTES, ArgumentBuffer, TextBudget,
+                                            check_call_count, claim_call_id, tool_call_event)
+from spotpatch_agent.provider.http import SSE, EndpointAdapter, stream_error
 from spotpatch_agent.provider.http import loads as _loads
-# Re-exported for the tests: the HTTP boundary moved to provider/http.py, shared with the Responses adapter.
-from spotpatch_agent.provider.http import MAX_EXCERPT, retry_wait  # noqa: F401
 
 
 # ---------------------------------------------------------------- request conversion (pure)
@@ -105,13 +101,17 @@ def _as_index(value: Any) -> int | None:
 class ChatStreamAssembler:
     """Turns one turn's Chat Completions chunks into events (docs/design.md §11). Pure; one instance per turn.
 
-    :meth:`feed_data` takes an SSE ``data`` string (``[DONE]`` included), :meth:`feed` a parsed chunk;
-    both return the :class:`TextDelta` events due now (text is emitted as it comes, bounded to
+    :meth:`feed_data` takes an SSE ``data`` string (``[DONE]`` included), :meth:`feed` a parsed chunk,
+    :meth:`feed_sse` a whole server-sent event and :meth:`feed_answer` a non-streamed completion; each returns
+    the :class:`TextDelta` events due now (text is emitted as it comes, bounded to
     ``max_text_bytes`` UTF-8 bytes per turn). :meth:`finish` returns the :class:`ToolCallEvent` s in index
     order, then one :class:`TurnEnd`. Raises :class:`ProviderError` ``PROVIDER_PROTOCOL`` for a non-JSON
-    chunk, an error object in the stream (``LIMIT_EXCEEDED`` for context length), a truncated stream (no
-    ``[DONE]`` and no finish reason) and two calls of one turn sharing an id.
+    chunk, an error object or ``error`` event in the stream (``LIMIT_EXCEEDED`` for context length), a truncated
+    stream (no ``[DONE]`` and no finish reason) and two calls of one turn sharing an id.
     """
+
+    #: Chat raises an error in the stream at once: no error ever waits for a follow-up event.
+    pending_error: ProviderError | None = None
 
     def __init__(self, *, max_text_bytes: int = MAX_TEXT_BYTES, api_key: str | None = None) -> None:
         self._text = TextBudget(max_text_bytes)
@@ -141,6 +141,19 @@ class ChatStreamAssembler:
         if not isinstance(chunk, dict):
             raise ProviderError(ErrorCode.PROVIDER_PROTOCOL, "the provider sent a stream chunk that is not a JSON object")
         return self.feed(chunk)
+
+    def feed_sse(self, sse: SSE) -> list[ProviderEvent]:
+        """Feed one server-sent event: an ``error`` event raises its error, any other is :meth:`feed_data`."""
+        if sse.event == "error":
+            payload = _loads(sse.data)
+            raise stream_error(sse.data if payload is None else payload, self._api_key)
+        return self.feed_data(sse.data)
+
+    def feed_answer(self, answer: dict[str, Any]) -> list[ProviderEvent]:
+        """Feed a whole ``chat.completion`` (a relay that ignored ``stream: true``): it ends the stream."""
+        events = self.feed(answer)
+        self.done = True
+        return events
 
     def feed(self, chunk: dict[str, Any]) -> list[ProviderEvent]:
         """Feed one parsed chunk (``chat.completion.chunk``, or a non-streamed ``chat.completion``)."""
@@ -246,48 +259,16 @@ class ChatStreamAssembler:
 
 class ChatCompletionsAdapter(EndpointAdapter):
     """:class:`~spotpatch_agent.provider.base.ProviderAdapter` for OpenAI-compatible Chat Completions.
-    Constructor arguments: see :class:`~spotpatch_agent.provider.http.EndpointAdapter`; errors: see
-    :meth:`stream_turn`."""
+    Constructor arguments, :meth:`~spotpatch_agent.provider.http.EndpointAdapter.stream_turn` and its errors:
+    see :class:`~spotpatch_agent.provider.http.EndpointAdapter` (with the stream errors of
+    :class:`ChatStreamAssembler`); tool calls come in index order."""
 
     path = "/chat/completions"
 
-    async def stream_turn(self, request: TurnRequest) -> AsyncIterator[ProviderEvent]:
-        """Stream one model turn: :class:`TextDelta` s as they arrive, then :class:`ToolCallEvent` s in index
-        order, then :class:`TurnEnd`.
+    def build_body(self, request: TurnRequest) -> dict[str, Any]:
+        """:func:`build_chat_body`."""
+        return build_chat_body(request)
 
-        Raises :class:`ProviderError`: ``PROVIDER_AUTH`` (401/403); ``PROVIDER_UNAVAILABLE`` (404 — model
-        may be missing —, 408/409/429/5xx after up to :data:`MAX_RETRIES` retries, connect/DNS errors,
-        timeouts, a stream silent for ``idle_timeout`` s); ``LIMIT_EXCEEDED`` (context length);
-        ``PROVIDER_PROTOCOL`` (other 4xx, malformed or truncated stream, error object in a 200 stream).
-        The stream is read inside ``async with`` (:class:`~spotpatch_agent.provider.http.SSEClient`):
-        cancelling the caller's scope closes the connection. Use ``contextlib.aclosing`` when abandoning
-        the iterator early.
-        """
-        body = build_chat_body(request)
-        budget = request.max_text_bytes or MAX_TEXT_BYTES
-        read = functools.partial(self._read, text_budget=budget)  # a fresh assembler per attempt
-        async with aclosing(self._http.stream(body, model=request.model, read=read)) as events:
-            async for event in events:
-                yield event
-
-    async def _read(self, source: Any, text_budget: int) -> AsyncIterator[ProviderEvent]:
-        assembler = ChatStreamAssembler(max_text_bytes=text_budget, api_key=self._api_key)
-        response = source.response
-        if content_type(response) != "text/event-stream":
-            # a relay that ignored stream:true: a whole completion (or an error) as JSON
-            chunk = await read_json_answer(response, MAX_ARGUMENT_CHARS)
-            for event in assembler.feed(chunk if isinstance(chunk, dict) else {}):
-                yield event
-            assembler.feed_data("[DONE]")
-        else:
-            async with aclosing(aiter_sse(response)) as sse_events:
-                async for sse in sse_events:
-                    if sse.event == "error":
-                        payload = _loads(sse.data)
-                        raise stream_error(sse.data if payload is None else payload, self._api_key)
-                    for event in assembler.feed_data(sse.data):
-                        yield event
-                    if assembler.done or assembler.text_limited:
-                        break  # text_limited: leaving the block closes the stream at once
-        for event in assembler.finish():
-            yield event
+    def new_assembler(self, max_text_bytes: int) -> ChatStreamAssembler:
+        """A :class:`ChatStreamAssembler` that redacts this adapter's key."""
+        return ChatStreamAssembler(max_text_bytes=max_text_bytes, api_key=self._api_key)

@@ -3,8 +3,8 @@ retries, status mapping, idle timeout, cancellation, and the one place where htt
 
 ::
 
-    SSEClient.stream(body, model=…, read=…)
-     ├── 2xx            → ``read(event_source)`` yields the adapter's events (its own wire format)
+    EndpointAdapter.stream_turn(request)  →  POST {baseUrl}{path} with the adapter's body
+     ├── 2xx            → the adapter's StreamAssembler turns the events into ours (its own wire format)
      ├── 408/409/429/5xx → wait (``retry-after-ms`` / ``retry-after`` / backoff), retry ≤ MAX_RETRIES times
      ├── 2xx whose stream reports a server-side error before the turn finished (TransientStreamError)
      │                  → TurnRestart, wait, ask again — from the same MAX_RETRIES budget
@@ -26,21 +26,21 @@ import json
 import math
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import aclosing, contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
 from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.policy.redact import REDACTOR, SECRET_MARK, secret_variants
 from spotpatch_agent.protocol.errors import ErrorCode
-from spotpatch_agent.provider.base import ProviderEvent, ToolCallEvent, TurnRestart
+from spotpatch_agent.provider.base import ProviderEvent, ToolCallEvent, TurnRequest, TurnRestart
 
 if TYPE_CHECKING:
     import httpx
-    import httpx_sse
 
 #: Retries (after the first attempt) for 408/409/429/5xx answered before any event of the turn.
 MAX_RETRIES = 2
@@ -75,10 +75,6 @@ _WHITESPACE_CONTROLS = re.compile(r"[\t\n\v\f\r\x85\u2028\u2029]")
 #: C0/C1 controls, DEL, bidi embeddings/overrides/isolates and the LRM/RLM/ALM marks.
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _TOKENISH = re.compile(r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-]{8,}|\bBearer\s+[A-Za-z0-9._~+/=\-]{8,}", re.IGNORECASE)
-
-#: ``read(event_source)``: the adapter's reader of a 2xx answer.
-Reader = Callable[["httpx_sse.EventSource"], AsyncIterator[ProviderEvent]]
-
 
 # ---------------------------------------------------------------- error wording (pure)
 
@@ -127,7 +123,7 @@ def is_context_error(message: str | None, kinds: str) -> bool:
 
 class TransientStreamError(ProviderError):
     """A server-side error reported inside a 2xx stream before the turn finished (``PROVIDER_UNAVAILABLE``):
-    :meth:`SSEClient.stream` asks again within its retry budget when no call of the turn was yielded."""
+    :meth:`EndpointAdapter.stream_turn` asks again within its retry budget when no call of the turn was yielded."""
 
 
 #: Words of an in-stream error's code or type that mark a server-side failure (transient), never a rate
@@ -211,14 +207,58 @@ class _Failure:
     wait: float | None  # seconds before the next attempt, or None: raise now
 
 
-class SSEClient:
-    """One provider endpoint: ``POST url`` with a JSON body, answered as a server-sent event stream.
-    The other arguments are those of :class:`EndpointAdapter`, which builds one per adapter."""
+#: Seconds to wait, after an in-stream error that a later event may make precise (the Responses ``error`` event,
+#: usually followed by ``response.failed``), for that event; the pending error is raised when nothing comes.
+ERROR_FOLLOW_UP_WAIT = 1.0
+
+
+class StreamAssembler(Protocol):
+    """One turn's wire format, pure: SSE events (or a whole non-streamed answer) in, :data:`ProviderEvent` s out
+    (:class:`~spotpatch_agent.provider.chat.ChatStreamAssembler`,
+    :class:`~spotpatch_agent.provider.responses_convert.ResponsesStreamAssembler`)."""
+
+    #: The stream said the turn is over; the reader stops.
+    done: bool
+    #: An in-stream error waits for a follow-up event (at most :data:`ERROR_FOLLOW_UP_WAIT` s) before it is raised.
+    pending_error: ProviderError | None
+
+    @property
+    def text_limited(self) -> bool:
+        """The turn's text passed its budget before any call started: the reader stops at once."""
+        ...
+
+    def feed_sse(self, sse: SSE) -> list[ProviderEvent]:
+        """The events due after one server-sent event."""
+        ...
+
+    def feed_answer(self, answer: dict[str, Any]) -> list[ProviderEvent]:
+        """The events of a whole JSON answer (a relay that ignored ``stream: true``); it ends the turn."""
+        ...
+
+    def finish(self) -> list[ProviderEvent]:
+        """The calls of the turn, then one :class:`~spotpatch_agent.provider.base.TurnEnd`."""
+        ...
+
+
+class EndpointAdapter(ABC):
+    """The common part of the two adapters: ``POST`` to ``base_url`` + :attr:`path` with the wire format's body
+    (:meth:`build_body`), answered as a server-sent event stream read by its :class:`StreamAssembler`
+    (:meth:`new_assembler`).
+
+    ``base_url`` is the profile's base (e.g. ``https://api.openai.com/v1``); ``api_key`` is sent as
+    ``Authorization: Bearer …`` and never appears in an error; ``headers`` are the profile's extra headers.
+    ``timeout`` (seconds) bounds connecting and sending; ``idle_timeout`` (seconds) is the longest silence
+    (no bytes at all) tolerated while waiting for or reading the answer. ``transport`` replaces the network
+    (tests, proxies).
+    """
+
+    #: The endpoint below ``base_url``, e.g. ``"/responses"``.
+    path = ""
 
     def __init__(
         self,
         *,
-        url: str,
+        base_url: str,
         api_key: str | None,
         headers: dict[str, str] | None = None,
         timeout: float = 60,
@@ -227,11 +267,11 @@ class SSEClient:
     ) -> None:
         import httpx  # lazy: keeps engine cold start free of the HTTP stack
 
-        self.url = url
-        self.api_key = api_key or None
+        self.url = base_url.rstrip("/") + self.path
+        self._api_key = api_key or None
         self.idle_timeout = idle_timeout
         self._client = httpx.AsyncClient(
-            headers=request_headers(self.api_key, headers),
+            headers=request_headers(self._api_key, headers),
             timeout=httpx.Timeout(timeout, read=idle_timeout),
             transport=transport,
             follow_redirects=False,
@@ -241,17 +281,31 @@ class SSEClient:
         """Close the HTTP client and its connections."""
         await self._client.aclose()
 
-    async def stream(self, body: dict[str, Any], *, model: str, read: Reader) -> AsyncIterator[ProviderEvent]:
-        """POST ``body`` and yield what ``read`` makes of the 2xx event source.
+    @abstractmethod
+    def build_body(self, request: TurnRequest) -> dict[str, Any]:
+        """The JSON body of one turn's request (pure)."""
+
+    @abstractmethod
+    def new_assembler(self, max_text_bytes: int) -> StreamAssembler:
+        """A fresh assembler for one attempt of a turn, bounded to ``max_text_bytes`` of text."""
+
+    async def stream_turn(self, request: TurnRequest) -> AsyncIterator[ProviderEvent]:
+        """Stream one model turn: :class:`~spotpatch_agent.provider.base.TextDelta` s as they arrive, then
+        :class:`ToolCallEvent` s in the order of the turn, then :class:`~spotpatch_agent.provider.base.TurnEnd`.
 
         Raises :class:`ProviderError`: ``PROVIDER_AUTH`` (401/403); ``PROVIDER_UNAVAILABLE`` (404 — the
-        ``model`` may be missing —, 408/409/429/5xx after up to :data:`MAX_RETRIES` retries, connect/DNS
+        model may be missing —, 408/409/429/5xx after up to :data:`MAX_RETRIES` retries, connect/DNS
         errors, timeouts, a stream silent for ``idle_timeout`` s); ``LIMIT_EXCEEDED`` (context length);
-        ``PROVIDER_PROTOCOL`` (other 4xx, a connection cut mid-stream), plus whatever ``read`` raises.
-        The answer is read inside ``async with``: cancelling the caller's scope closes the connection.
+        ``PROVIDER_PROTOCOL`` (other 4xx, a connection cut mid-stream), plus the stream errors of the
+        adapter's assembler. The answer is read inside ``async with``: cancelling the caller's scope closes
+        the connection. Use ``contextlib.aclosing`` when abandoning the iterator early.
         """
         import httpx_sse
 
+        from spotpatch_agent.provider.calls import MAX_TEXT_BYTES  # calls imports this module
+
+        body = self.build_body(request)
+        text_budget = request.max_text_bytes or MAX_TEXT_BYTES
         state = _Attempt()
         with self._boundary(state):
             for attempt in range(MAX_RETRIES + 1):
@@ -263,7 +317,8 @@ class SSEClient:
                         state.streaming = True
                         sent = called = False
                         try:
-                            async with aclosing(read(source)) as events:
+                            # a fresh assembler per attempt
+                            async with aclosing(self._read(response, text_budget)) as events:
                                 async for event in events:
                                     sent, called = True, called or isinstance(event, ToolCallEvent)
                                     yield event
@@ -276,23 +331,49 @@ class SSEClient:
                                 raise
                             failure, restart = _Failure(exc, retry_wait({}, attempt)), sent
                     else:
-                        failure = await self._status_failure(response, attempt, model)
+                        failure = await self._status_failure(response, attempt, request.model)
                 if failure.wait is None:
                     raise failure.error
                 if restart:
                     yield TurnRestart(failure.error.message)
                 await anyio.sleep(failure.wait)
 
+    async def _read(self, response: httpx.Response, text_budget: int) -> AsyncIterator[ProviderEvent]:
+        """The events of one 2xx answer: an event stream, or a whole JSON answer from a relay that ignored
+        ``stream: true``. Leaving the ``async with`` block closes the stream at once (done, text limited)."""
+        from spotpatch_agent.provider.calls import MAX_ARGUMENT_CHARS  # calls imports this module
+
+        assembler = self.new_assembler(text_budget)
+        if content_type(response) != "text/event-stream":
+            answer = await read_json_answer(response, MAX_ARGUMENT_CHARS)
+            for event in assembler.feed_answer(answer if isinstance(answer, dict) else {}):
+                yield event
+        else:
+            async with aclosing(aiter_sse(response)) as sse_events:
+                while not assembler.done and not assembler.text_limited:
+                    if assembler.pending_error is None:
+                        sse = await anext(sse_events, None)
+                    else:
+                        sse = None
+                        with anyio.move_on_after(ERROR_FOLLOW_UP_WAIT):
+                            sse = await anext(sse_events, None)
+                    if sse is None:
+                        break
+                    for event in assembler.feed_sse(sse):
+                        yield event
+        for event in assembler.finish():
+            yield event
+
     async def _status_failure(self, response: httpx.Response, attempt: int, model: str) -> _Failure:
         status = response.status_code
         message, kinds = error_fields(loads(await read_bounded(response, ERROR_BODY_BYTES)))
-        detail = f" (HTTP {status})" + (f": {sanitize_excerpt(message, self.api_key)}" if message else "")
+        detail = f" (HTTP {status})" + (f": {sanitize_excerpt(message, self._api_key)}" if message else "")
         transient = status in (408, 409, 429) or status >= 500
         retryable: bool | None = None
         if status in (401, 403):
             code, text = ErrorCode.PROVIDER_AUTH, "the provider refused the credentials"
         elif status == 404:
-            name = sanitize_excerpt(model, self.api_key)[:100]
+            name = sanitize_excerpt(model, self._api_key)[:100]
             code, text = ErrorCode.PROVIDER_UNAVAILABLE, f"the model {name!r} may be missing, or the base URL is wrong"
             retryable = False
         elif transient:
@@ -406,38 +487,6 @@ async def aiter_sse(response: httpx.Response, max_event_chars: int = MAX_EVENT_C
 
 def _too_large(limit: int) -> ProviderError:
     return ProviderError(ErrorCode.PROVIDER_PROTOCOL, f"the provider sent a stream event over {limit} characters")
-
-
-class EndpointAdapter:
-    """The common part of the two adapters: one :class:`SSEClient` for ``base_url`` + :attr:`path`.
-
-    ``base_url`` is the profile's base (e.g. ``https://api.openai.com/v1``); ``api_key`` is sent as
-    ``Authorization: Bearer …`` and never appears in an error; ``headers`` are the profile's extra headers.
-    ``timeout`` (seconds) bounds connecting and sending; ``idle_timeout`` (seconds) is the longest silence
-    (no bytes at all) tolerated while waiting for or reading the answer. ``transport`` replaces the network
-    (tests, proxies).
-    """
-
-    #: The endpoint below ``base_url``, e.g. ``"/responses"``.
-    path = ""
-
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        api_key: str | None,
-        headers: dict[str, str] | None = None,
-        timeout: float = 60,
-        idle_timeout: float = 60,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        self._http = SSEClient(url=base_url.rstrip("/") + self.path, api_key=api_key, headers=headers,
-                               timeout=timeout, idle_timeout=idle_timeout, transport=transport)
-        self._api_key = self._http.api_key
-
-    async def aclose(self) -> None:
-        """Close the HTTP client and its connections."""
-        await self._http.aclose()
 
 
 def content_type(response: httpx.Response) -> str:

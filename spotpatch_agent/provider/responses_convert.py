@@ -25,8 +25,8 @@ from spotpatch_agent.provider.base import (AssistantTurn, ConversationItem, Prov
                                            ToolResultMessage, TurnEnd, TurnRequest, UserMessage)
 from spotpatch_agent.provider.calls import (CUT_AT_OUTPUT_LIMIT, MAX_TEXT_BYTES, ArgumentBuffer, TextBudget,
                                             check_call_count, claim_call_id, tool_call_event)
-from spotpatch_agent.provider.http import (TransientStreamError, error_fields, is_context_error, is_server_side, loads,
-                                           sanitize_excerpt)
+from spotpatch_agent.provider.http import (SSE, TransientStreamError, error_fields, is_context_error, is_server_side,
+                                           loads, sanitize_excerpt)
 
 #: ``reasoning`` items kept per turn for replay, and their ``encrypted_content`` characters in all; the rest
 #: is dropped (the model then reasons again without it, as with ``store: false`` and no replay at all).
@@ -241,6 +241,14 @@ class ResponsesStreamAssembler:
             return self._text.take(_as_str(payload.get("delta")))
         handler = _HANDLERS.get(kind)
         return handler(self, payload) if handler is not None else []  # unknown types (pings, reasoning…)
+
+    def feed_sse(self, sse: SSE) -> list[ProviderEvent]:
+        """Feed one server-sent event (:meth:`feed_data` of its name, ``""`` for an unnamed one, and data)."""
+        return self.feed_data(sse.event if sse.event != "message" else "", sse.data)
+
+    def feed_answer(self, answer: dict[str, Any]) -> list[ProviderEvent]:
+        """Feed a whole JSON answer (a relay that ignored ``stream: true``): :meth:`feed_response`."""
+        return self.feed_response(answer)
 
     def feed_response(self, response: dict[str, Any]) -> list[ProviderEvent]:
         """Feed a whole response object (a relay that ignored ``stream: true``) as its terminal event."""

@@ -22,7 +22,7 @@ from spotpatch_agent.provider.chat import (
     build_chat_body,
     to_chat_messages,
 )
-from spotpatch_agent.provider.http import sanitize_excerpt
+from spotpatch_agent.provider.http import SSE, sanitize_excerpt
 
 CALL = ToolCallRecord("call_1", "read_file", '{"path": "a"}')
 
@@ -93,6 +93,20 @@ def test_assembler_finish_without_done_or_finish_reason_raises():
     with pytest.raises(ProviderError) as info:
         asm.finish()
     assert info.value.code == ErrorCode.PROVIDER_PROTOCOL
+
+
+def test_assembler_whole_answer_ends_the_turn_even_without_a_finish_reason():
+    asm = ChatStreamAssembler()
+    assert asm.feed_answer({"choices": [{"index": 0, "message": {"content": "Hi"}}]}) == [TextDelta("Hi")]
+    assert asm.done and asm.finish() == [TurnEnd(None, None)]
+
+
+def test_assembler_sse_error_event_raises_its_error_redacted():
+    asm = ChatStreamAssembler(api_key="sk-secret-0123456789")
+    with pytest.raises(ProviderError) as info:
+        asm.feed_sse(SSE("error", '{"error": {"message": "key sk-secret-0123456789 is over quota"}}'))
+    assert info.value.code == ErrorCode.PROVIDER_PROTOCOL and "sk-secret" not in info.value.message
+    assert asm.feed_sse(SSE("message", "[DONE]")) == [] and asm.done
 
 
 def test_assembler_text_bound_cuts_at_a_character_boundary():

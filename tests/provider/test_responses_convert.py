@@ -8,6 +8,7 @@ from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.provider.base import (AssistantTurn, TextDelta, ToolCallRecord, ToolResultMessage, ToolSpec,
                                            TurnEnd, TurnRequest, UserMessage)
+from spotpatch_agent.provider.http import SSE
 from spotpatch_agent.provider.responses_convert import (ResponsesStreamAssembler, build_responses_body,
                                                         response_error, to_responses_input)
 
@@ -98,6 +99,16 @@ def test_assembler_without_completed_raises_truncated():
     with pytest.raises(ProviderError) as info:
         a.finish()
     assert info.value.code == ErrorCode.PROVIDER_PROTOCOL and "truncated" in info.value.message
+
+
+def test_assembler_reads_server_sent_events_by_name_and_type():
+    asm = ResponsesStreamAssembler()
+    assert asm.feed_sse(SSE("keepalive", "keepalive")) == []  # a relay's own event, not JSON: ignored
+    delta = '{"type": "response.output_text.delta", "item_id": "m", "delta": "ok"}'
+    assert asm.feed_sse(SSE("message", delta)) == [TextDelta("ok")]
+    with pytest.raises(ProviderError) as info:  # an unnamed event must be JSON
+        asm.feed_sse(SSE("message", "{not json"))
+    assert info.value.code == ErrorCode.PROVIDER_PROTOCOL
 
 
 def test_whole_response_objects_by_status():

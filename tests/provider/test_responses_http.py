@@ -1,22 +1,19 @@
-"""HTTP boundary of the Responses adapter against the real local scripted server: the request on the wire,
-status mapping and retries that the shared suite does not repeat, and secret hygiene of the error paths
-only this format has (docs/design.md §11)."""
+"""The Responses request on the wire and the secret hygiene of the error paths only this format has
+(docs/design.md §11), against the real local scripted server. What the HTTP boundary does for both adapters
+is tested in ``test_shared_http.py``."""
 
 from __future__ import annotations
 
 import json
-import socket
-import time
 import traceback
 
 import pytest
 
-from spotpatch_agent.protocol.errors import ErrorCode
-from spotpatch_agent.provider.base import (AssistantTurn, TextDelta, ToolCallEvent, ToolCallRecord, ToolResultMessage,
-                                           TurnRequest, UserMessage)
+from spotpatch_agent.provider.base import (AssistantTurn, ToolCallEvent, ToolCallRecord, ToolResultMessage, TurnRequest,
+                                           UserMessage)
 from spotpatch_agent.provider.responses import ResponsesAdapter
 
-from .conftest import CANARY_KEY, OK_TURN, REQUEST, raises, run_turn
+from .conftest import CANARY_KEY, REQUEST, raises, run_turn
 
 pytestmark = pytest.mark.anyio
 
@@ -53,67 +50,6 @@ async def test_request_body_and_headers(server):
     [headers] = server.headers
     assert headers["authorization"] == f"Bearer {CANARY_KEY}" and headers["x-title"] == "SpotPatch"
     assert headers["accept"] == "text/event-stream"
-
-
-async def test_no_api_key_sends_no_authorization(server):
-    server.add_turns(OK_TURN)
-    adapter = ResponsesAdapter(base_url=server.base_url, api_key=None)
-    try:
-        await run_turn(adapter)
-    finally:
-        await adapter.aclose()
-    assert "authorization" not in server.headers[0]
-
-
-async def test_404_says_the_model_may_be_missing(server, adapter):
-    server.add_turns({"status": 404, "body": {"error": {"message": "model not found"}}})
-    err = await raises(adapter)
-    assert err.code == ErrorCode.PROVIDER_UNAVAILABLE and not err.retryable
-    assert "'scripted-model' may be missing" in err.message and len(server.requests) == 1
-
-
-async def test_400_with_context_length_is_limit_exceeded(server, adapter):
-    server.add_turns({"status": 400, "body": {"error": {"message": "Your input exceeds the context window of this "
-                                                                   "model.", "code": "context_length_exceeded"}}})
-    err = await raises(adapter)
-    assert err.code == ErrorCode.LIMIT_EXCEEDED and "HTTP 400" in err.message
-
-
-async def test_other_4xx_is_a_protocol_error_not_retried(server, adapter):
-    server.add_turns({"status": 400, "body": {"error": {"message": "Unknown parameter: 'store'."}}}, OK_TURN)
-    err = await raises(adapter)
-    assert err.code == ErrorCode.PROVIDER_PROTOCOL and "Unknown parameter" in err.message
-    assert len(server.requests) == 1
-
-
-async def test_retry_honours_retry_after_seconds_and_x_should_retry(server, adapter):
-    server.add_turns({"status": 503, "headers": {"retry-after": "0.2"}}, OK_TURN)
-    started = time.monotonic()
-    assert (await run_turn(adapter))[0] == TextDelta("ok")
-    assert time.monotonic() - started >= 0.19 and len(server.requests) == 2
-    server.add_turns({"status": 503, "headers": {"x-should-retry": "false"}}, OK_TURN)
-    err = await raises(adapter)
-    assert err.code == ErrorCode.PROVIDER_UNAVAILABLE and len(server.requests) == 3
-
-
-async def test_an_html_answer_is_a_protocol_error(server, adapter):
-    server.add_turns({"status": 200, "body": "<html>proxy login</html>", "headers": {"Content-Type": "text/html"}})
-    err = await raises(adapter)
-    assert err.code == ErrorCode.PROVIDER_PROTOCOL and "text/html" in err.message
-
-
-async def test_connection_refused_is_unavailable():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    adapter = ResponsesAdapter(base_url=f"http://127.0.0.1:{port}/v1?api-version=1", api_key=CANARY_KEY, timeout=2)
-    try:
-        err = await raises(adapter)
-    finally:
-        await adapter.aclose()
-    text = str(err) + "".join(traceback.format_exception(err))
-    assert err.code == ErrorCode.PROVIDER_UNAVAILABLE and err.retryable
-    assert CANARY_KEY not in text and "api-version" not in text and str(port) not in text
 
 
 def _stream(*events: dict) -> dict:

@@ -15,7 +15,7 @@ import pytest
 from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.provider.base import TextDelta, ToolCallEvent, TurnEnd
-from spotpatch_agent.provider.responses import ERROR_FOLLOW_UP_WAIT
+from spotpatch_agent.provider.http import ERROR_FOLLOW_UP_WAIT
 
 from .conftest import REQUEST, calls_of, end_of, events_of, run_turn
 
@@ -390,11 +390,6 @@ async def test_an_error_event_wins_over_a_later_completed(server, adapter):
     err, _ = await error_of(server, adapter, CREATED, ev("error", code="server_error", message="boom"), completed(),
                             times=3)
     assert err.code == ErrorCode.PROVIDER_UNAVAILABLE and "boom" in err.message
-
-
-async def test_http_200_data_with_an_error_object_is_a_typed_error(server, adapter):
-    err, _ = await error_of(server, adapter, 'data: {"error": {"message": "prompt is too long"}}\n\n')
-    assert err.code == ErrorCode.LIMIT_EXCEEDED
 
 
 # ---------------------------------------------------------------- noise in the stream

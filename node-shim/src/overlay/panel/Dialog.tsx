@@ -70,7 +70,7 @@ export function ConsentDialog({ ctl }: { ctl: Controller }) {
             ref={checkbox}
             type="checkbox"
             checked={agreed}
-            onChange={(e) => setAgreed((e.currentTarget as HTMLInputElement).checked)}
+            onChange={(e) => setAgreed(e.currentTarget.checked)}
           />
           <span>{t("consent.checkbox", { provider })}</span>
         </label>

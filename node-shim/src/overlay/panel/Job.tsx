@@ -113,7 +113,7 @@ export function JobActions({ ctl }: { ctl: Controller }) {
             type="button"
             class="sp-btn sp-danger"
             aria-disabled={job.busy ? "true" : undefined}
-            onClick={() => ctl.cancel()}
+            onClick={() => void ctl.cancel()}
           >
             {t("action.cancel")}
           </button>
@@ -124,7 +124,7 @@ export function JobActions({ ctl }: { ctl: Controller }) {
               type="button"
               class="sp-btn sp-primary"
               aria-disabled={job.busy ? "true" : undefined}
-              onClick={() => ctl.apply()}
+              onClick={() => void ctl.apply()}
             >
               {t("action.apply")}
             </button>
@@ -132,7 +132,7 @@ export function JobActions({ ctl }: { ctl: Controller }) {
               type="button"
               class="sp-btn"
               aria-disabled={job.busy ? "true" : undefined}
-              onClick={() => ctl.cancel()}
+              onClick={() => void ctl.cancel()}
             >
               {t("action.cancel")}
             </button>
@@ -143,7 +143,7 @@ export function JobActions({ ctl }: { ctl: Controller }) {
             type="button"
             class="sp-btn sp-primary"
             aria-disabled={job.busy ? "true" : undefined}
-            onClick={() => ctl.revert()}
+            onClick={() => void ctl.revert()}
           >
             {t("action.revert")}
           </button>
@@ -153,7 +153,7 @@ export function JobActions({ ctl }: { ctl: Controller }) {
             type="button"
             class="sp-btn"
             aria-disabled={job.busy ? "true" : undefined}
-            onClick={() => ctl.closeJob(true)}
+            onClick={() => void ctl.closeJob(true)}
           >
             {t("action.backToEdit")}
           </button>
@@ -163,7 +163,7 @@ export function JobActions({ ctl }: { ctl: Controller }) {
             type="button"
             class="sp-btn"
             aria-disabled={job.busy ? "true" : undefined}
-            onClick={() => ctl.closeJob(false)}
+            onClick={() => void ctl.closeJob(false)}
             title={status === "applied" ? t("job.closeWarning") : undefined}
           >
             {status === "failed" || status === "cancelled" ? t("action.dismiss") : t("action.newEdit")}

@@ -36,12 +36,12 @@ export class Controller extends JobFlow {
     this.keepOnTop?.(true);
     this.badges?.setVisible(true);
     const again = !!this.initialized;
-    this.init();
+    void this.init();
     if (again && this.initialized) {
       void this.refreshHealth();
       // A job started meanwhile in another tab (or left by a closed one) is shown on each open.
       if (!this.state.job) void this.initialized.then(() => (this.state.job ? undefined : this.restoreJob()));
-    } else if (this.initialized) this.refreshHealth();
+    } else if (this.initialized) void this.refreshHealth();
   }
 
   close(): void {

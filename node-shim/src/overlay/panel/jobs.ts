@@ -166,7 +166,7 @@ export abstract class JobFlow extends Store {
     } catch {
       stored = null;
     }
-    let jobs: JobSnapshot[] = [];
+    let jobs: JobSnapshot[];
     try {
       jobs = (await this.client.listJobs()).jobs;
     } catch {
@@ -178,7 +178,7 @@ export abstract class JobFlow extends Store {
       if (other) await this.adopt(other, null);
       return;
     }
-    const snapshot = jobs.find((j) => j.jobId === stored!.jobId);
+    const snapshot = jobs.find((j) => j.jobId === stored.jobId);
     if (snapshot && snapshot.status === "closed") {
       this.write("job", null);
       const other = openJob(jobs);

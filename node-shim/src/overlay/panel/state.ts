@@ -147,7 +147,7 @@ export function buildAnnotation(
     // fresh pick (project-relative paths only) before anything is sent.
     if (entry.target.source && isProjectPath(entry.target.source.file)) target.source = cleanSource(entry.target.source);
     const chain = cleanChain(entry.target.usageChain ?? []);
-    if (chain.length > 0) target.usageChain = chain as Target["usageChain"];
+    if (chain.length > 0) target.usageChain = chain as NonNullable<Target["usageChain"]>;
     return target;
   });
   return {

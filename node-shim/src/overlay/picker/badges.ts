@@ -120,7 +120,7 @@ export function createBadges(
         }
       }
       e.lostAt = 0;
-      r = viewportRect(t.element as Element);
+      r = viewportRect(t.element);
     } else if (t.region) {
       r = { x: t.region.x - scrollX, y: t.region.y - scrollY, width: t.region.width, height: t.region.height };
     } else return;

@@ -37,7 +37,7 @@ function rootVNode(el: Element): VNode | undefined {
   let cur: Element | null = parentEl(el);
   for (let i = 0; cur && i < 256; i++, cur = parentEl(cur)) {
     const k = (cur as unknown as { __k?: unknown }).__k;
-    if (k && typeof k === "object" && !Array.isArray(k) && "type" in k) return k as VNode;
+    if (k && typeof k === "object" && !Array.isArray(k) && "type" in k) return k;
   }
   return undefined;
 }

@@ -7,6 +7,7 @@ export const MAX_FILE = 1024;
 
 /** A relative POSIX path inside the project: no leading "/", "\\" or drive, no "..", no node_modules. */
 export function isProjectPath(file: string): boolean {
+  // eslint-disable-next-line no-control-regex -- a path with control characters is refused on purpose
   if (!file || file.length > MAX_FILE || /[\u0000-\u001f]/.test(file)) return false;
   if (file.startsWith("/") || file.startsWith("\\") || /^[A-Za-z]:/.test(file) || file.includes("://")) return false;
   const parts = file.split(/[\\/]/);

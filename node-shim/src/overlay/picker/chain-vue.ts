@@ -41,7 +41,7 @@ function chain(el: Element): UsageSite[] {
   let cur: Element | null = el;
   for (let i = 0; cur && i < MAX_HOPS && !inst; i++) {
     const candidate = safe(() => (cur as unknown as { __vueParentComponent?: unknown }).__vueParentComponent, undefined);
-    if (candidate && typeof candidate === "object") inst = candidate as VueInstance;
+    if (candidate && typeof candidate === "object") inst = candidate;
     cur = composedParent(cur);
   }
   const sites: UsageSite[] = [];

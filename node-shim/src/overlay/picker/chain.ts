@@ -9,12 +9,13 @@
  * wins. Every site is checked here once more: a project-relative path only (never absolute, `..`, a
  * drive letter or node_modules), positive line/column, bounded strings. Never throws.
  */
+import { isArray } from "../../arrays.js";
 import type { UsageSite } from "../../protocol.generated.js";
 import { preactUsageChain } from "./chain-preact.js";
 import { reactUsageChain } from "./chain-react.js";
 import { svelteUsageChain } from "./chain-svelte.js";
 import { vueUsageChain } from "./chain-vue.js";
-import { MAX_FILE, isProjectPath } from "./chain-site.js";
+import { isProjectPath } from "./chain-site.js";
 import { safe } from "./dom.js";
 
 export const MAX_CHAIN = 5;
@@ -36,7 +37,7 @@ export function usageChain(el: Element): UsageSite[] {
 /** Only well-formed, project-relative sites; consecutive duplicates dropped; at most MAX_CHAIN. */
 export function cleanChain(sites: readonly UsageSite[]): UsageSite[] {
   const out: UsageSite[] = [];
-  for (const site of Array.isArray(sites) ? sites : []) {
+  for (const site of isArray(sites) ? sites : []) {
     if (!site || typeof site.file !== "string" || !isProjectPath(site.file)) continue;
     const line = site.line;
     const column = site.column ?? 1;

@@ -117,7 +117,7 @@ const MIN_DRAG = 4;
 
 export function createPicker(options: PickerOptions): Picker {
   const { layer, onPick, onExit } = options;
-  const host = safe(() => (layer.getRootNode() as ShadowRoot).host ?? null, null) as Element | null;
+  const host = safe<Element | null>(() => (layer.getRootNode() as ShadowRoot).host ?? null, null);
   const t = (key: string): string => {
     const s = safe(() => options.t(key), key);
     return s && s !== key ? s : (HINT_KEYS[key] ?? key);

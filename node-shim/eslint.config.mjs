@@ -1,0 +1,42 @@
+// ESLint for node-shim: its TypeScript (the plugin's server side and the page overlay) with type information
+// from both tsconfigs, and its test and script modules; `npm run lint` runs it after `tsc --noEmit` on both.
+// Lint rules only: no formatting rules, the code's layout is left as written.
+import eslint from "@eslint/js";
+import { defineConfig } from "eslint/config";
+import tseslint from "typescript-eslint";
+
+export default defineConfig(
+  { ignores: ["dist/", "node_modules/", "test-artifacts/", "test/apps/", "src/protocol.generated.ts"] },
+  {
+    // The tests, their helpers and the scripts (plain ES modules): the recommended rules without types.
+    files: ["**/*.mjs"],
+    extends: [eslint.configs.recommended],
+    rules: {
+      // They run in Node and, through page.evaluate, in the browser: an undefined name fails its test anyway.
+      "no-undef": "off",
+    },
+  },
+  {
+    files: ["src/**/*.ts", "src/**/*.tsx"],
+    extends: [eslint.configs.recommended, tseslint.configs.recommendedTypeChecked],
+    languageOptions: {
+      parserOptions: {
+        project: ["./tsconfig.json", "./tsconfig.overlay.json"],
+        tsconfigRootDir: import.meta.dirname,
+      },
+    },
+    linterOptions: { reportUnusedDisableDirectives: "error" },
+    rules: {
+      // The overlay keeps the DOM's own prototype methods and getters (a hostile page may replace them) and
+      // calls them with `.call`; the engine guard keeps `res.write`/`end` to restore them: unbound on purpose.
+      "@typescript-eslint/unbound-method": "off",
+      // Errors are worded at one boundary and never chain the foreign error, whose text may carry paths or
+      // keys (docs/security.md): a `cause` would carry it on.
+      "preserve-caught-error": "off",
+      // `const { element: _element, ...rest } = target` drops a key.
+      "@typescript-eslint/no-unused-vars": ["error", { ignoreRestSiblings: true }],
+      // A timer declared before the closure that clears it and set later.
+      "prefer-const": ["error", { ignoreReadBeforeAssign: true }],
+    },
+  },
+);
