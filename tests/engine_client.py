@@ -14,8 +14,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from spotpatch_agent.rpc.framing import Frame, FrameDecoder, encode_frame
 

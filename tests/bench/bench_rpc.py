@@ -260,7 +260,7 @@ def print_table(rows: list[Row], out: Any) -> None:
                       r.target, result))
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     for n, line in enumerate(lines):
-        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip(), file=out)
+        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip(), file=out)
         if n == 0:
             print("  ".join("-" * w for w in widths), file=out)
 

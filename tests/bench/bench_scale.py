@@ -36,9 +36,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import anyio
 
@@ -302,7 +303,7 @@ def print_table(rows: list[Row], out: Any) -> list[str]:
         lines.append((r.metric, value, base, ratio, r.goal, "-" if r.ok is None else ("PASS" if r.ok else "FAIL")))
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     for n, line in enumerate(lines):
-        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip(), file=out)
+        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip(), file=out)
         if n == 0:
             print("  ".join("-" * w for w in widths), file=out)
     missed = [r.metric for r in rows if r.ok is False]

@@ -152,14 +152,14 @@ print(f"ATTEMPT {name}: SUCCEEDED: {str(got)[:300]}")
 '''
 
 #: Attempts that must each be denied (``daemon-start`` only sets up ``daemon-alive``).
-DENIED = [n for n in (
+DENIED = [
     "read-ssh-key", "glob-ssh-keys", "read-aws", "read-gcloud", "read-netrc", "read-npmrc", "read-docker",
     "read-gnupg", "read-keyring", "read-browser-profile", "read-engine-environ", "read-engine-parent-environ",
     "scan-proc-environ", "read-working-tree-env", "list-working-tree", "read-other-worktree", "read-shadow",
     "connect-local-listener", "connect-unix-socket-in-home", "connect-unix-socket-in-tmp", "write-working-tree",
     "create-in-working-tree", "write-git-hook", "write-home-profile", "create-in-home", "write-host-tmp",
     "write-node-modules", "write-other-worktree", "remount-root-rw", "unmount-hidden-home", "daemon-alive",
-)]
+]
 
 
 @dataclass

@@ -14,8 +14,8 @@ from spotpatch_agent.checks.runner import SandboxUnavailable, run_check_process
 from spotpatch_agent.checks.sandbox import SIMULATE_ENV, detect
 from spotpatch_agent.engine.service import EngineService
 from spotpatch_agent.protocol.models import CheckConfig, InitializeParams, Limits, TrustedConfig
-from tests.engine._gates_support import DONE, FILES, KEY_ENV, edit, py_check, run_check, run_one_job
 from tests.conftest import make_repo
+from tests.engine._gates_support import DONE, FILES, KEY_ENV, edit, py_check, run_check, run_one_job
 
 pytestmark = pytest.mark.anyio
 

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from spotpatch_agent.demo.runner import make_demo_project
 from spotpatch_agent.demo.script import demo_turns
+from spotpatch_agent.demo.typecheck import COMPLETE, DEMO_NODE_PACKAGES, OFFLINE_ENV, cache_key
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from tests.conftest import git
 from tests.engine_client import engine_command
@@ -60,13 +65,6 @@ def test_run_with_config_produces_diff_and_applies(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- the demo's typecheck check (issue 8)
-
-import re
-import shutil
-
-import pytest
-
-from spotpatch_agent.demo.typecheck import COMPLETE, DEMO_NODE_PACKAGES, OFFLINE_ENV, cache_key
 
 
 @pytest.fixture(autouse=True)
