@@ -111,7 +111,8 @@ def _git(cwd: Path, *args: str) -> bytes:
 
 def _annotation() -> dict[str, Any]:
     return {"annotationId": "scale", "pageUrl": "/", "targets": [
-        {"index": 1, "instruction": "Change the heading.", "element": {"tagName": "h1", "text": "x", "attributes": {}}}]}
+        {"index": 1, "instruction": "Change the heading.",
+         "element": {"tagName": "h1", "text": "x", "attributes": {}}}]}
 
 
 def _rss_mib(pid: int, field_name: str) -> float:

@@ -89,7 +89,8 @@ def daemon_start():
         os.setsid()
         if os.fork() == 0:
             os.execv(sys.executable, [sys.executable, "-c",
-                "import time, sys\nwhile True:\n    open('daemon.beat', 'w').write(str(time.time()))\n    time.sleep(0.05)",
+                "import time, sys\nwhile True:\n"
+                "    open('daemon.beat', 'w').write(str(time.time()))\n    time.sleep(0.05)",
                 T["token"]])
         os._exit(0)
     for _ in range(100):
@@ -110,7 +111,8 @@ def daemon_alive():
 
 ATTEMPTS = {
     "read-ssh-key": lambda: read(HOME + "/.ssh/id_ed25519"),
-    "glob-ssh-keys": lambda: [read(p) for p in glob.glob(HOME + "/.ssh/id_*")] or (_ for _ in ()).throw(FileNotFoundError("no ~/.ssh/id_* visible")),
+    "glob-ssh-keys": lambda: [read(p) for p in glob.glob(HOME + "/.ssh/id_*")]
+    or (_ for _ in ()).throw(FileNotFoundError("no ~/.ssh/id_* visible")),
     "read-aws": lambda: read(HOME + "/.aws/credentials"),
     "read-gcloud": lambda: read(HOME + "/.config/gcloud/application_default_credentials.json"),
     "read-netrc": lambda: read(HOME + "/.netrc"),
@@ -214,7 +216,8 @@ class Victim:
         for base in (self.home, self.project, self.tmp_dir):
             for path in sorted(base.rglob("*")):
                 posix = path.as_posix()
-                if any(part in posix for part in (".git/objects", ".git/worktrees", ".git/spotpatch", ".spotpatch/job-")):
+                if any(part in posix
+                       for part in (".git/objects", ".git/worktrees", ".git/spotpatch", ".spotpatch/job-")):
                     continue
                 if path.is_file() and not path.is_symlink():
                     files[str(path)] = path.read_bytes()

@@ -94,7 +94,8 @@ FAKE_TSC_PASS = "console.log('fake tsc ' + process.argv.slice(2).join(' ') + ': 
 FAKE_TSC_FAIL_AFTER_CHANGE = (
     "const text = require('fs').readFileSync('src/components/ProductCard.tsx', 'utf8');\n"
     "if (text.includes('btn-primary')) {\n"
-    "  console.log('\\x1b[31m' + process.cwd() + '/src/components/ProductCard.tsx(12,1): error TS9999: fake\\x1b[0m');\n"
+    "  console.log('\\x1b[31m' + process.cwd() +\n"
+    "    '/src/components/ProductCard.tsx(12,1): error TS9999: fake\\x1b[0m');\n"
     "  process.exit(2);\n"
     "}\n"
 )
