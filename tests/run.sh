@@ -64,11 +64,11 @@ if [ "$(uname -s)" = Linux ] && [ ! -x /usr/bin/bwrap ]; then
   [ -x /usr/bin/bwrap ] || no_bwrap "apt-get installed bubblewrap but /usr/bin/bwrap is still missing"
 fi
 # Lint and types before any test (README, *Lint and types*): a finding fails the run, and says which tool.
-lint_failed=()
-.venv/bin/ruff check --quiet spotpatch_agent tests || lint_failed+=("ruff check")
-.venv/bin/mypy || lint_failed+=(mypy)  # what and how strictly: [tool.mypy] in pyproject.toml
-if [ "${#lint_failed[@]}" -ne 0 ]; then
-  printf 'tests/run.sh: %s reported findings (above); no tests were run\n' "${lint_failed[*]}" >&2
+lint_failed=""
+.venv/bin/ruff check --quiet spotpatch_agent tests || lint_failed="ruff check"
+.venv/bin/mypy || lint_failed="${lint_failed:+$lint_failed and }mypy"  # what it checks: [tool.mypy], pyproject.toml
+if [ -n "$lint_failed" ]; then
+  echo "tests/run.sh: $lint_failed reported findings (above); no tests were run" >&2
   exit 1
 fi
 set +e

@@ -301,7 +301,8 @@ async def collect_conventions(
     head_bytes = len(SUMMARY_HEAD.encode("utf-8")) + 2
     kept: list[tuple[ContextFile | None, str]] = list(_fit(summary, SUMMARY_MAX_BYTES - head_bytes - 200))
     kept_samples = _fit(samples, SAMPLES_MAX_BYTES - len(SAMPLES_HEAD.encode("utf-8")) - 2)
-    if kept and not any(f is not None and f.kind in _FORMATTERS for f, _ in kept) and not any(k in _FORMATTERS for _, k in configs):
+    formatter_kept = any(f is not None and f.kind in _FORMATTERS for f, _ in kept)
+    if kept and not formatter_kept and not any(k in _FORMATTERS for _, k in configs):
         kept.append((None, NO_FORMATTER))  # a fact too: a model need not search for one
     return Conventions(
         summary="\n\n".join([SUMMARY_HEAD, *(t for _, t in kept)]) if kept else "",
