@@ -65,7 +65,7 @@ if [ "$(uname -s)" = Linux ] && [ ! -x /usr/bin/bwrap ]; then
 fi
 # Lint and types before any test (README, *Lint and types*): a finding fails the run, and says which tool.
 lint_failed=""
-.venv/bin/ruff check --quiet || lint_failed="ruff check"  # every Python file git tracks
+.venv/bin/ruff check --quiet || lint_failed="ruff check"  # every Python file .gitignore does not exclude
 .venv/bin/mypy || lint_failed="${lint_failed:+$lint_failed and }mypy"  # what it checks: [tool.mypy], pyproject.toml
 if [ -n "$lint_failed" ]; then
   echo "tests/run.sh: $lint_failed reported findings (above); no tests were run" >&2
