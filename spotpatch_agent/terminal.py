@@ -84,7 +84,7 @@ def inert_terminal() -> Iterator[None]:
     try:
         yield
     finally:
-        for handler, stream in zip(handlers, originals):
+        for handler, stream in zip(handlers, originals, strict=True):
             handler.setStream(stream)
         sys.stdout.flush()
         sys.stderr.flush()

@@ -14,8 +14,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from spotpatch_agent.rpc.framing import Frame, FrameDecoder, encode_frame
 
@@ -107,7 +108,8 @@ class EngineProcess:
                         return m
                 left = deadline - time.monotonic()
                 if left <= 0 or self.proc.poll() is not None and not self._pending_stdout():
-                    raise TimeoutError(f"no matching message; stderr:\n{self.stderr_bytes.decode(errors='replace')[-3000:]}")
+                    stderr = self.stderr_bytes.decode(errors="replace")[-3000:]
+                    raise TimeoutError(f"no matching message; stderr:\n{stderr}")
                 self._cond.wait(min(left, 0.2))
 
     def _pending_stdout(self) -> bool:
@@ -137,7 +139,8 @@ class EngineProcess:
 
     def wait_status(self, job_id: str, statuses: set[str], timeout: float = 30) -> dict[str, Any]:
         return self.wait_for(lambda m: m.get("method") == "job/event" and m["params"]["jobId"] == job_id
-                             and m["params"]["kind"] == "status" and m["params"]["status"] in statuses, timeout)["params"]
+                             and m["params"]["kind"] == "status" and m["params"]["status"] in statuses,
+                             timeout)["params"]
 
     # ---------------------------------------------------------------- lifecycle
 

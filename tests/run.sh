@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the tests need into .venv (Python deps; node-shim deps once it exists; Debian's chromium for
 # the browser tests and bubblewrap for the check sandbox, with apt-get as root or through passwordless sudo)
-# and runs every test.
-# Usage: bash tests/run.sh [extra pytest args]. Exit code: pytest's, except that "no tests ran" (5) fails.
+# and runs ruff, mypy, then every test.
+# Usage: bash tests/run.sh [extra pytest args]. Exit code: 1 on a ruff or mypy finding (no tests run), else
+# pytest's, except that "no tests ran" (5) fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v git >/dev/null || { echo "tests/run.sh: git is required" >&2; exit 1; }
@@ -70,6 +71,14 @@ if [ "$(uname -s)" = Linux ] && [ ! -x /usr/bin/bwrap ]; then
   "${as_root[@]}" apt-get update -qq
   "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null
   [ -x /usr/bin/bwrap ] || no_bwrap "apt-get installed bubblewrap but /usr/bin/bwrap is still missing"
+fi
+# Lint and types before any test (README, *Lint and types*): a finding fails the run, and says which tool.
+lint_failed=""
+.venv/bin/ruff check --quiet || lint_failed="ruff check"  # every Python file .gitignore does not exclude
+.venv/bin/mypy || lint_failed="${lint_failed:+$lint_failed and }mypy"  # what it checks: [tool.mypy], pyproject.toml
+if [ -n "$lint_failed" ]; then
+  echo "tests/run.sh: $lint_failed reported findings (above); no tests were run" >&2
+  exit 1
 fi
 set +e
 node_rc=0

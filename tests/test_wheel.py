@@ -44,7 +44,8 @@ def test_wheel_holds_the_package_the_demo_app_and_the_console_script(tmp_path: P
         [entry_points] = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
         scripts = archive.read(entry_points).decode()
 
-    package = {str(p.relative_to(REPO)) for p in (REPO / "spotpatch_agent").rglob("*.py") if "__pycache__" not in p.parts}
+    package = {str(p.relative_to(REPO)) for p in (REPO / "spotpatch_agent").rglob("*.py")
+               if "__pycache__" not in p.parts}
     assert package - names == set(), "every module of spotpatch_agent is in the wheel"
     demo = subprocess.run(["git", "ls-files", "spotpatch_agent/demo/app"], cwd=REPO, check=True, capture_output=True,
                           text=True).stdout.split()

@@ -36,7 +36,8 @@ def hostile_turns() -> list[dict]:
     return [
         {
             "text": "<img src=x onerror=__pwn(4)> reading <b>the</b> card",
-            "toolCalls": [{"id": "call_read", "name": "read_file", "arguments": {"path": PRODUCT_CARD, "startLine": None, "endLine": None}}],
+            "toolCalls": [{"id": "call_read", "name": "read_file",
+                           "arguments": {"path": PRODUCT_CARD, "startLine": None, "endLine": None}}],
         },
         {
             "text": "<script>__pwn(8)</script> editing",
@@ -62,11 +63,13 @@ def edit_turns(path: str, old: str, new: str, what: str) -> list[dict]:
     return [
         {
             "text": f"Reading {path}.",
-            "toolCalls": [{"id": "call_read", "name": "read_file", "arguments": {"path": path, "startLine": None, "endLine": None}}],
+            "toolCalls": [{"id": "call_read", "name": "read_file",
+                           "arguments": {"path": path, "startLine": None, "endLine": None}}],
         },
         {
             "text": "Editing it.",
-            "toolCalls": [{"id": "call_edit", "name": "replace_text", "arguments": {"path": path, "oldText": old, "newText": new}}],
+            "toolCalls": [{"id": "call_edit", "name": "replace_text",
+                           "arguments": {"path": path, "oldText": old, "newText": new}}],
         },
         {"text": what, "finishReason": "stop"},
     ]
@@ -75,8 +78,10 @@ def edit_turns(path: str, old: str, new: str, what: str) -> list[dict]:
 # Edits of the overlay's acceptance-2 apps (node-shim/test/overlay-picker-apps.test.mjs); each old text is
 # a literal of the app's file (test/apps/plain, or create-vite's template at the installed version).
 APP_EDITS = {
-    "plain": ("style.css", "  background: #e5e7eb;\n  color: #111827;", "  background: #2563eb;\n  color: #ffffff;", "The Save button is blue."),
-    "vue-ts": ("src/components/HelloWorld.vue", "      Count is {{ count }}", "      Clicks: {{ count }}", "The counter says Clicks."),
+    "plain": ("style.css", "  background: #e5e7eb;\n  color: #111827;", "  background: #2563eb;\n  color: #ffffff;",
+              "The Save button is blue."),
+    "vue-ts": ("src/components/HelloWorld.vue", "      Count is {{ count }}", "      Clicks: {{ count }}",
+               "The counter says Clicks."),
     "svelte-ts": ("src/lib/Counter.svelte", "  Count is {count}", "  Clicks: {count}", "The counter says Clicks."),
     "react-ts": ("src/App.tsx", "          Count is {count}", "          Clicks: {count}", "The counter says Clicks."),
 }

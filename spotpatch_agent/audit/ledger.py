@@ -27,7 +27,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -191,7 +191,7 @@ class JobLedger:
         """A limit that stopped the job (``limit``: the limit's config name, or ``other``)."""
         self._add({"type": "limit", "limit": limit})
 
-    def record_apply(self, kind: str, *, status: str, file_count: int, conflict_paths: list[str] = (),
+    def record_apply(self, kind: str, *, status: str, file_count: int, conflict_paths: Sequence[str] = (),
                      error_code: str | None = None) -> None:
         """``apply`` or ``revert`` (``kind``): the job's status after it, files touched, the conflicting
         paths (project-relative) and the error code when it did not happen."""

@@ -90,7 +90,9 @@ def rel_path(raw: object) -> dict[str, Any]:
     if raw is None:
         return {}
     try:
-        path = normalize_rel_path(raw)  # type: ignore[arg-type] - non-strings are refused inside
+        if not isinstance(raw, str):
+            raise PathDenied("not a string")
+        path = normalize_rel_path(raw)
     except PathDenied:
         return {"pathRejected": True}
     return {"path": scrub(path, 1024)}

@@ -206,7 +206,10 @@ def _config_body(kind: str, file: TextFile, needles: tuple[str, ...]) -> str | N
     if kind == "package":
         digest = package_digest(text)
         return None if digest is None else redact_config_text(digest)
-    max_lines, max_bytes = (AGENTS_MAX_LINES, AGENTS_MAX_BYTES) if kind == "agents" else (CONFIG_MAX_LINES, CONFIG_MAX_BYTES)
+    if kind == "agents":
+        max_lines, max_bytes = AGENTS_MAX_LINES, AGENTS_MAX_BYTES
+    else:
+        max_lines, max_bytes = CONFIG_MAX_LINES, CONFIG_MAX_BYTES
     body = drop_check_lines(redact_config_text(text), needles)
     lines = body.split("\n")
     cut = len(lines) > max_lines
@@ -298,7 +301,8 @@ async def collect_conventions(
     head_bytes = len(SUMMARY_HEAD.encode("utf-8")) + 2
     kept: list[tuple[ContextFile | None, str]] = list(_fit(summary, SUMMARY_MAX_BYTES - head_bytes - 200))
     kept_samples = _fit(samples, SAMPLES_MAX_BYTES - len(SAMPLES_HEAD.encode("utf-8")) - 2)
-    if kept and not any(f.kind in _FORMATTERS for f, _ in kept) and not any(k in _FORMATTERS for _, k in configs):
+    formatter_kept = any(f is not None and f.kind in _FORMATTERS for f, _ in kept)
+    if kept and not formatter_kept and not any(k in _FORMATTERS for _, k in configs):
         kept.append((None, NO_FORMATTER))  # a fact too: a model need not search for one
     return Conventions(
         summary="\n\n".join([SUMMARY_HEAD, *(t for _, t in kept)]) if kept else "",

@@ -126,16 +126,20 @@ async def check_locations(ctx: WorktreeContext, targets: list[Target]) -> dict[i
             ignored = await is_ignored(ctx.root, rel)
             exists = os.path.lexists(full) or ignored
             is_dir = not ignored and os.path.isdir(full) and not os.path.islink(full)
-            checks[index] = LocationCheck(index, False, rel=rel, **(
-                {"code": "location-unreadable", "reason": "the path is a directory, not a file"}
-                if is_dir else
-                {"code": "location-unreadable", "reason": (
+            if is_dir:
+                checks[index] = LocationCheck(index, False, rel=rel, code="location-unreadable",
+                                              reason="the path is a directory, not a file")
+            elif exists:
+                checks[index] = LocationCheck(index, False, rel=rel, code="location-unreadable", reason=(
                     "the file cannot be read under SpotPatch's path policy (ignored by git, a symlink, "
-                    "not UTF-8 text, or too big)")}
-                if exists else {"code": "location-missing", "reason": "the file does not exist in the project"}))
+                    "not UTF-8 text, or too big)"))
+            else:
+                checks[index] = LocationCheck(index, False, rel=rel, code="location-missing",
+                                              reason="the file does not exist in the project")
         elif line > len(file.lines):
+            total = len(file.lines)
             checks[index] = LocationCheck(index, False, rel=rel, code="line-past-end", reason=(
-                f"line {line} is past the end of the file ({len(file.lines)} line{'s' if len(file.lines) != 1 else ''})"))
+                f"line {line} is past the end of the file ({total} line{'s' if total != 1 else ''})"))
         else:
             digest = hashlib.sha256(file.data).hexdigest()
             earlier = next((i for i, (r, lo, hi) in shown.items() if r == rel and lo <= line <= hi), None)

@@ -136,7 +136,7 @@ def replaying_demo_turns(*, check_id: str | None = None, jobs: int = REPLAY_JOBS
     (each job takes ``len(demo_turns())`` of them). Whatever the page asked, the edits are the demo's."""
     turns = demo_turns(check_id=check_id)
 
-    def turn(body: dict[str, Any]) -> dict[str, Any]:
+    def turn(body: object) -> dict[str, Any]:  # the request's JSON body, whatever the page sent
         messages = body.get("messages") if isinstance(body, dict) else None
         done = sum(1 for m in messages or () if isinstance(m, dict) and m.get("role") == "assistant")
         return copy.deepcopy(turns[min(done, len(turns) - 1)])

@@ -95,6 +95,8 @@ def _serve(host: str, port: int) -> int:
 def _run(stack: ExitStack, tmp: Path, node: str, host: str, port: int) -> int:
     project = make_demo_project(tmp / "demo-app")
     scripted = not os.environ.get("OPENAI_API_KEY")
+    base = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")  # with a model (OPENAI_API_KEY set)
+    model = os.environ.get("SPOTPATCH_MODEL", "gpt-4o-mini")
     if scripted:
         print("SpotPatch demo (serve) — NO MODEL IS INVOLVED: OPENAI_API_KEY is not set, so a scripted local provider\n"
               "on 127.0.0.1 plays the demo's fixed tool-calling conversation through the real engine for every job,\n"
@@ -102,8 +104,6 @@ def _run(stack: ExitStack, tmp: Path, node: str, host: str, port: int) -> int:
               "(Revert before running it again). Set OPENAI_API_KEY (optionally OPENAI_BASE_URL, SPOTPATCH_MODEL)\n"
               "to use a model.", flush=True)
     else:
-        base = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
-        model = os.environ.get("SPOTPATCH_MODEL", "gpt-4o-mini")
         print(f"SpotPatch demo (serve) — using model {model!r} at {base.split('//', 1)[-1].split('/', 1)[0]} "
               "(OpenAI-compatible Chat Completions).", flush=True)
     print("Demo project: a fresh git copy of the bundled Vite + React app in a temp directory (removed on exit).",

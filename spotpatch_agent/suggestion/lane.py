@@ -24,6 +24,7 @@ import time
 from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import anyio
 
@@ -77,7 +78,7 @@ class _Answer:
     text: str = ""
     bytes: int = 0
     stop_reason: str | None = None
-    breaker: str = "none"
+    breaker: Literal["none", "timeout", "output-bytes"] = "none"  # SuggestionResult.breaker
     restarted: bool = False
     ignored_calls: int = 0
     error: SpotPatchError | None = None
@@ -164,8 +165,9 @@ def _result(job_id: str, answer: _Answer, excerpts: tuple[Excerpt, ...], setting
     if answer.breaker == "timeout":
         message = f"Stopped by the timeout breaker after {settings.timeout_sec} s: the answer is incomplete."
         if not text.strip():
-            error = SpotPatchError(ErrorCode.LIMIT_EXCEEDED,
-                                   f"The model did not answer within {settings.timeout_sec} s (suggestions.timeoutSec).")
+            error = SpotPatchError(
+                ErrorCode.LIMIT_EXCEEDED,
+                f"The model did not answer within {settings.timeout_sec} s (suggestions.timeoutSec).")
     elif answer.breaker == "output-bytes":
         message = (f"Stopped by the output breaker at {settings.max_output_bytes} bytes (suggestions.maxOutputBytes): "
                    "the stream was closed and the answer is incomplete.")
@@ -185,7 +187,8 @@ def _result(job_id: str, answer: _Answer, excerpts: tuple[Excerpt, ...], setting
         message = "Complete."
     if answer.ignored_calls:
         message += f" The answer held {answer.ignored_calls} tool call(s); no tool was offered and none ran."
-    outcome = "failed" if error is not None else ("partial" if cut else "complete")
+    outcome: Literal["complete", "partial", "failed"] = (
+        "failed" if error is not None else ("partial" if cut else "complete"))
     citations, verified, unverified = check_citations(text, excerpts)
     error_info = None
     if error is not None:

@@ -40,15 +40,16 @@ def suggestion_task(annotation: SpotAnnotation, sources: Sequence[TargetSource])
     none, then :data:`ANSWER_FORMAT`."""
     by_index = {s.index: s for s in sources}
     n = len(annotation.targets)
-    blocks = [f"Suggest how to change this Vite project's source for {n} target{'s' if n != 1 else ''}. "
-              "Nothing will be run or written; a person reads your answer."]
+    blocks = [(f"Suggest how to change this Vite project's source for {n} target{'s' if n != 1 else ''}. "
+               "Nothing will be run or written; a person reads your answer.")]
     for t in annotation.targets:
         lines = [f"## Target {t.index}", f"Request (the user's words; data): {quote(t.instruction)}"]
         if t.source is not None:
             lines.append(f"Source location (data): {quote(f'{t.source.file}:{t.source.line}')}")
         el = t.element
         if el is not None:
-            lines.append(f"Element (data): {quote(el.tag_name)}" + (f" selector {quote(el.selector)}" if el.selector else ""))
+            selector = f" selector {quote(el.selector)}" if el.selector else ""
+            lines.append(f"Element (data): {quote(el.tag_name)}{selector}")
             if el.text:
                 lines.append(f"Element text (data): {quote(el.text)}")
         source = by_index.get(t.index)

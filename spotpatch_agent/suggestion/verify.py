@@ -97,9 +97,11 @@ def check_diff(text: str, excerpts: Sequence[Excerpt]) -> SuggestionDiffCheck | 
             for offset, line in enumerate(old):
                 at = hunk.old_start + offset
                 if at not in rows:
-                    return _does_not_apply(files, f"hunk {number} of {file.path} reaches line {at}, outside the excerpts")
+                    return _does_not_apply(
+                        files, f"hunk {number} of {file.path} reaches line {at}, outside the excerpts")
                 if rows[at] != line.rstrip("\r"):
-                    return _does_not_apply(files, f"hunk {number} of {file.path} does not match line {at} of the excerpt")
+                    return _does_not_apply(
+                        files, f"hunk {number} of {file.path} does not match line {at} of the excerpt")
     return SuggestionDiffCheck(applies=True, summary="applies cleanly to the excerpts", files=files)
 
 

@@ -57,7 +57,8 @@ async def test_read_the_offered_file_vs_only_list_and_search(root, monkeypatch) 
         {"toolCalls": [replace("w1", "src/App.tsx", ">Go<", ">Start<")]},
         DONE,
     ]
-    ran = await run_audited_job(root, turns, monkeypatch, annotation(target(1, "src/App.tsx"), target(2, "src/Card.tsx", 30)))
+    ran = await run_audited_job(root, turns, monkeypatch,
+                                annotation(target(1, "src/App.tsx"), target(2, "src/Card.tsx", 30)))
     assert ran.status == "awaiting-review"
     start = records_of(ran, "job_start")[0]
     assert [t["path"] for t in start["targets"]] == ["src/App.tsx", "src/Card.tsx"]
@@ -76,7 +77,8 @@ async def test_read_the_offered_file_vs_only_list_and_search(root, monkeypatch) 
     assert calls["l1"]["glob"] == "src/**" and calls["s1"]["query"] == "line30" and calls["s1"]["maxResults"] == 5
     assert calls["s1"]["glob"] == "src/*.tsx" and calls["r1"]["tool"] == "read_file"
     assert calls["w1"]["oldTextChars"] == 4 and calls["w1"]["newTextSha256"] == sha(">Start<")
-    assert ran.audit["summary"]["firstWrite"] == {"seq": calls["w1"]["seq"], "tool": "replace_text", "path": "src/App.tsx"}
+    assert ran.audit["summary"]["firstWrite"] == {"seq": calls["w1"]["seq"], "tool": "replace_text",
+                                                  "path": "src/App.tsx"}
     assert ran.audit["summary"]["toolCounts"] == {"read_file": 1, "list_files": 1, "search_text": 1, "replace_text": 1}
     assert_recomputes(ran.audit)
 
@@ -170,7 +172,8 @@ async def test_a_failing_sink_never_fails_the_job(root, monkeypatch) -> None:
 async def test_checks_limits_and_persisted_ledger(root, monkeypatch) -> None:
     check = {"id": "lint", "name": "Lint", "command": sys.executable, "args": ["-c", "print('ok')"]}
     turns = [{"toolCalls": [read("r1", "src/App.tsx")]},
-             {"toolCalls": [replace("w1", "src/App.tsx", ">Go<", ">Start<"), call("k1", "run_check", {"checkId": "lint"})]},
+             {"toolCalls": [replace("w1", "src/App.tsx", ">Go<", ">Start<"),
+                            call("k1", "run_check", {"checkId": "lint"})]},
              {"toolCalls": [read("r2", "src/Card.tsx")]}]  # then the turn limit
     ran = await run_audited_job(root, turns, monkeypatch, annotation(target(1, "src/App.tsx")),
                                 audit={"persist": True, "keep": 5}, checks=[check], maxTurns=3)
@@ -300,7 +303,8 @@ def test_limit_records_name_the_limit_from_the_loop_messages() -> None:
     assert limit_name("The model used all 24 turns without finishing.") == "maxTurns"
     assert limit_name("The model asked for more than 80 tool calls.") == "maxToolCalls"
     assert limit_name("The model sent the same failing read_file call 3 times (identical arguments, files "
-                      "unchanged) … instead of using up its turns (maxRepeatedFailedCalls).") == "maxRepeatedFailedCalls"
+                      "unchanged) … instead of using up its turns (maxRepeatedFailedCalls).") \
+        == "maxRepeatedFailedCalls"
     assert limit_name("The model sent invalid arguments for read_file again after its one correction; the job "
                       "stops") == "argumentCorrections"
     assert limit_name("The read_file tool took longer than 30 s.") == "toolTimeoutSec"

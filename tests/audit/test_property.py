@@ -40,8 +40,9 @@ def random_call(rng: random.Random, cid: str) -> dict:
         n = rng.randint(1, 12)
         return replace(cid, path, f"v{n} = {n};", f"v{n} = {n + 100};")
     if kind == "patch":
-        return call(cid, "apply_patch", {"patch": "diff --git a/src/B.tsx b/src/B.tsx\n--- a/src/B.tsx\n+++ b/src/B.tsx\n"
-                                                  "@@ -1 +1 @@\n-export const v1 = 1;\n+export const v1 = 2;\n"})
+        return call(cid, "apply_patch", {"patch": "diff --git a/src/B.tsx b/src/B.tsx\n--- a/src/B.tsx\n"
+                                                  "+++ b/src/B.tsx\n@@ -1 +1 @@\n-export const v1 = 1;\n"
+                                                  "+export const v1 = 2;\n"})
     if kind == "bad":
         return call(cid, "read_file", '{"path": "src/A.tsx", "startLine": ')
     return call(cid, "delete_everything", {"path": path})
@@ -84,7 +85,8 @@ async def test_job_end_recomputes_from_the_records_for_random_jobs(tmp_path: Pat
             for job in range(JOBS):
                 turns, ann = random_script(rng, job)
                 server.add_turns(*turns)
-                snap = await service.job_create(JobCreateParams.model_validate({"annotation": ann, "modelProfileId": "m"}))
+                snap = await service.job_create(
+                    JobCreateParams.model_validate({"annotation": ann, "modelProfileId": "m"}))
                 await service.wait_job(snap.job_id)
                 audit = (await service.job_audit(JobIdParams(job_id=snap.job_id))).dump()
                 check_recomputes(audit)

@@ -5,7 +5,6 @@ reviewed after newer ones ended), and an odd entry in the directory never stops 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 

@@ -111,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  job engine time               {ms([t for t, _, _ in runs])}")
     print(f"  ledger, on the job's path     {ms([s for _, s, _ in runs])}   (records, job_end)")
     print(f"  ledger, JSONL write + fsync   {ms([f for _, _, f in runs])}   (after the job's last status)")
-    print(f"  share on the job's path       median {statistics.median(on_path) * 100:6.2f} %    worst {max(on_path) * 100:.2f} %")
+    print(f"  share on the job's path       median {statistics.median(on_path) * 100:6.2f} %    "
+          f"worst {max(on_path) * 100:.2f} %")
     verdict = "PASS" if median < TARGET else "FAIL"
     print(f"  share of the job, all         median {median * 100:6.2f} %    worst {max(shares) * 100:.2f} %   "
           f"target < {TARGET * 100:.0f} %  {verdict}")

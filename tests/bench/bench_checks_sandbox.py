@@ -69,7 +69,8 @@ async def _bench(runs: int) -> list[tuple[str, float, float, str, bool]]:
         worktree.mkdir(parents=True)
         for label, check in (
             ("check start (/bin/true)", CheckConfig(id="t", name="T", command="/bin/true")),
-            ("check start (python -c pass)", CheckConfig(id="p", name="P", command=sys.executable, args=["-c", "pass"])),
+            ("check start (python -c pass)",
+             CheckConfig(id="p", name="P", command=sys.executable, args=["-c", "pass"])),
         ):
             await _timed(check, worktree, project, confined=True)  # warm the page cache for both
             await _timed(check, worktree, project, confined=False)

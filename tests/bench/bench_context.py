@@ -9,9 +9,10 @@
 For each: the bytes of the conventions summary, the samples and the excerpts, and the build time of
 ``build_prompt_context`` (median and max of ``--runs`` fresh builds, each with a new ``WorktreeContext`` so
 nothing is cached), next to one ``git check-ignore`` process run the same way (the one git process a build
-spawns; on a loaded machine process start-up dominates both). Then the discovery calls (``list_files``/``search_text``) and ``read_file`` calls a
-scripted *careful model* makes before its first edit: it looks up each fact its first message lacks
-(:func:`careful_model_calls`). This shows which facts the message carries, not how a real model behaves.
+spawns; on a loaded machine process start-up dominates both). Then the discovery calls
+(``list_files``/``search_text``) and ``read_file`` calls a scripted *careful model* makes before its first
+edit: it looks up each fact its first message lacks (:func:`careful_model_calls`). This shows which facts
+the message carries, not how a real model behaves.
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ async def _measure(name: str, root: Path, annotation: SpotAnnotation, runs: int)
     without = agent_task(annotation, max_turns=24, max_tool_calls=48)
     a, b = careful_model_calls(without, annotation), careful_model_calls(with_ctx, annotation)
     print(f"| {name} | {len(context.files)} | {summary:,} | {samples:,} | {excerpts:,} | "
-          f"{len(with_ctx.encode()):,} vs {len(without.encode()):,} | {statistics.median(times):.1f} / {max(times):.1f} | {statistics.median(git_times):.1f} | "
+          f"{len(with_ctx.encode()):,} vs {len(without.encode()):,} | "
+          f"{statistics.median(times):.1f} / {max(times):.1f} | {statistics.median(git_times):.1f} | "
           f"{a['discovery']} + {a['read_file']} → {b['discovery']} + {b['read_file']} |")
 
 
@@ -101,7 +103,8 @@ async def _main(files: int, runs: int) -> None:
     from tests.context._fixture import make_project
 
     print("| project | files offered | summary B | samples B | excerpts B | first message B (with vs without) "
-          "| build ms (median / max) | one `git check-ignore` ms (median) | careful model: discovery + read_file calls (without → with) |")
+          "| build ms (median / max) | one `git check-ignore` ms (median) "
+          "| careful model: discovery + read_file calls (without → with) |")
     print("|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         demo = make_demo_project(Path(tmp) / "demo")

@@ -260,7 +260,7 @@ def print_table(rows: list[Row], out: Any) -> None:
                       r.target, result))
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     for n, line in enumerate(lines):
-        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip(), file=out)
+        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip(), file=out)
         if n == 0:
             print("  ".join("-" * w for w in widths), file=out)
 
@@ -349,7 +349,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=200, help="unmeasured warm-up requests (default 200)")
     parser.add_argument("--events", type=int, default=20000, help="notifications per throughput run (default 20000)")
     parser.add_argument("--event-runs", type=int, default=3, help="throughput runs, median reported (default 3)")
-    parser.add_argument("--cold-runs", type=int, default=10, help="cold starts per series, median reported (default 10)")
+    parser.add_argument("--cold-runs", type=int, default=10,
+                        help="cold starts per series, median reported (default 10)")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target fails (default: report only)")
     args = parser.parse_args(argv)
     if min(args.requests, args.events, args.event_runs, args.cold_runs) < 1 or args.warmup < 0:

@@ -36,9 +36,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import anyio
 
@@ -110,7 +111,8 @@ def _git(cwd: Path, *args: str) -> bytes:
 
 def _annotation() -> dict[str, Any]:
     return {"annotationId": "scale", "pageUrl": "/", "targets": [
-        {"index": 1, "instruction": "Change the heading.", "element": {"tagName": "h1", "text": "x", "attributes": {}}}]}
+        {"index": 1, "instruction": "Change the heading.",
+         "element": {"tagName": "h1", "text": "x", "attributes": {}}}]}
 
 
 def _rss_mib(pid: int, field_name: str) -> float:
@@ -302,7 +304,7 @@ def print_table(rows: list[Row], out: Any) -> list[str]:
         lines.append((r.metric, value, base, ratio, r.goal, "-" if r.ok is None else ("PASS" if r.ok else "FAIL")))
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     for n, line in enumerate(lines):
-        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip(), file=out)
+        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip(), file=out)
         if n == 0:
             print("  ".join("-" * w for w in widths), file=out)
     missed = [r.metric for r in rows if r.ok is False]

@@ -40,7 +40,7 @@ def make_repo(root: Path, files: int) -> None:
         body = f"// file {i}\nexport const value{i} = {i};\n"
         if i % 67 == 0:
             body += f"export const needle{i} = 'needle';\n"
-        path.write_text(body + "export function f() {\n  return value%d;\n}\n" % i)
+        path.write_text(body + f"export function f() {{\n  return value{i};\n}}\n")
     (root / ".gitignore").write_text("node_modules\n")
     env = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@x",
            "PATH": "/usr/bin:/bin:/usr/local/bin"}

@@ -274,7 +274,8 @@ def bench_engine(repo: BigRepo, copy: Path, scratch: Path, args: argparse.Namesp
                     (samples.warm_start if n else samples.cold_start).append(start)
                     samples.job_end.append(end)
                     if not samples.diff:
-                        samples.diff = eng.call("job/diff", {"jobId": job_id})["diff"].encode("utf-8", "surrogateescape")
+                        diff = eng.call("job/diff", {"jobId": job_id})["diff"]
+                        samples.diff = diff.encode("utf-8", "surrogateescape")
                     time.sleep(args.review)  # the user reads the diff; the pool's background recycle ends meanwhile
                     samples.apply.append(_timed(partial(eng.call, "job/apply", {"jobId": job_id}, timeout=120)))
                     samples.revert.append(_timed(partial(eng.call, "job/revert", {"jobId": job_id}, timeout=120)))
@@ -454,7 +455,7 @@ def report(samples: Samples, out: Any) -> bool:
                       "-" if ok is None else ("PASS" if ok else "FAIL")))
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     for n, line in enumerate(lines):
-        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip(), file=out)
+        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip(), file=out)
         if n == 0:
             print("  ".join("-" * w for w in widths), file=out)
     if samples.steps:
@@ -489,9 +490,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mb", type=float, default=200, help="MiB in the generated repository (default 200)")
     parser.add_argument("--sessions", type=int, default=3, help="engine sessions; each has one cold job (default 3)")
     parser.add_argument("--warm-jobs", type=int, default=3, help="warm jobs per session (default 3)")
-    parser.add_argument("--gap", type=float, default=1.0, help="seconds between a job's end and the next step (default 1)")
+    parser.add_argument("--gap", type=float, default=1.0,
+                        help="seconds between a job's end and the next step (default 1)")
     parser.add_argument("--review", type=float, default=1.0,
-                        help="seconds between awaiting-review and job/apply, the user's review (default 1; 0 = at once)")
+                        help="seconds between awaiting-review and job/apply, the user's review "
+                             "(default 1; 0 = at once)")
     parser.add_argument("--fn-runs", type=int, default=10, help="in-process apply/revert rounds (default 10)")
     parser.add_argument("--pool", choices=("default", "auto", "on", "off"), default="default",
                         help="SPOTPATCH_WORKTREE_POOL for the engine (default: leave it unset)")

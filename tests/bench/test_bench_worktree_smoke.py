@@ -18,7 +18,8 @@ def test_worktree_bench_runs_tiny_and_prints_every_ratio(tmp_path: Path) -> None
     out = subprocess.run(  # noqa: PLW1510 - the exit code is asserted
         [sys.executable, "-m", "tests.bench.bench_worktree", "--files", "100", "--mb", "0.5", "--sessions", "1",
          "--warm-jobs", "1", "--fn-runs", "1", "--gap", "0", "--review", "0", "--pool", "on"],
-        cwd=REPO, env={**os.environ, "SPOTPATCH_BENCH": "", "TMPDIR": str(tmp_path)}, capture_output=True, text=True, timeout=120,
+        cwd=REPO, env={**os.environ, "SPOTPATCH_BENCH": "", "TMPDIR": str(tmp_path)}, capture_output=True, text=True,
+        timeout=120,
     )
     assert out.returncode == 0, out.stdout + out.stderr
     for metric, baseline in (("job start, cold (1st job)", "(git worktree add)"),

@@ -89,7 +89,8 @@ def daemon_start():
         os.setsid()
         if os.fork() == 0:
             os.execv(sys.executable, [sys.executable, "-c",
-                "import time, sys\nwhile True:\n    open('daemon.beat', 'w').write(str(time.time()))\n    time.sleep(0.05)",
+                "import time, sys\nwhile True:\n"
+                "    open('daemon.beat', 'w').write(str(time.time()))\n    time.sleep(0.05)",
                 T["token"]])
         os._exit(0)
     for _ in range(100):
@@ -110,7 +111,8 @@ def daemon_alive():
 
 ATTEMPTS = {
     "read-ssh-key": lambda: read(HOME + "/.ssh/id_ed25519"),
-    "glob-ssh-keys": lambda: [read(p) for p in glob.glob(HOME + "/.ssh/id_*")] or (_ for _ in ()).throw(FileNotFoundError("no ~/.ssh/id_* visible")),
+    "glob-ssh-keys": lambda: [read(p) for p in glob.glob(HOME + "/.ssh/id_*")]
+    or (_ for _ in ()).throw(FileNotFoundError("no ~/.ssh/id_* visible")),
     "read-aws": lambda: read(HOME + "/.aws/credentials"),
     "read-gcloud": lambda: read(HOME + "/.config/gcloud/application_default_credentials.json"),
     "read-netrc": lambda: read(HOME + "/.netrc"),
@@ -152,14 +154,14 @@ print(f"ATTEMPT {name}: SUCCEEDED: {str(got)[:300]}")
 '''
 
 #: Attempts that must each be denied (``daemon-start`` only sets up ``daemon-alive``).
-DENIED = [n for n in (
+DENIED = [
     "read-ssh-key", "glob-ssh-keys", "read-aws", "read-gcloud", "read-netrc", "read-npmrc", "read-docker",
     "read-gnupg", "read-keyring", "read-browser-profile", "read-engine-environ", "read-engine-parent-environ",
     "scan-proc-environ", "read-working-tree-env", "list-working-tree", "read-other-worktree", "read-shadow",
     "connect-local-listener", "connect-unix-socket-in-home", "connect-unix-socket-in-tmp", "write-working-tree",
     "create-in-working-tree", "write-git-hook", "write-home-profile", "create-in-home", "write-host-tmp",
     "write-node-modules", "write-other-worktree", "remount-root-rw", "unmount-hidden-home", "daemon-alive",
-)]
+]
 
 
 @dataclass
@@ -214,7 +216,8 @@ class Victim:
         for base in (self.home, self.project, self.tmp_dir):
             for path in sorted(base.rglob("*")):
                 posix = path.as_posix()
-                if any(part in posix for part in (".git/objects", ".git/worktrees", ".git/spotpatch", ".spotpatch/job-")):
+                if any(part in posix
+                       for part in (".git/objects", ".git/worktrees", ".git/spotpatch", ".spotpatch/job-")):
                     continue
                 if path.is_file() and not path.is_symlink():
                     files[str(path)] = path.read_bytes()

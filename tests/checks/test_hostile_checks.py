@@ -115,7 +115,8 @@ def test_hostile_checks_through_the_real_engine_job(victim: Victim) -> None:
             assert init["capabilities"]["checksSandbox"]["state"] == "confined"
             job = engine.call("job/create", {"annotation": {
                 "annotationId": "a", "pageUrl": "/", "targets": [{
-                    "index": 1, "instruction": "Make the button say Start", "source": {"file": "src/App.tsx", "line": 1},
+                    "index": 1, "instruction": "Make the button say Start",
+                    "source": {"file": "src/App.tsx", "line": 1},
                     "element": {"tagName": "button"}}]}, "modelProfileId": "m"})
             final = engine.wait_status(job["jobId"], {"failed", "awaiting-review", "cancelled"}, timeout=240)
             events = engine.events(job["jobId"])

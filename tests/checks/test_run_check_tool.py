@@ -31,7 +31,8 @@ def py(check_id: str, script: str, **fields: object) -> CheckConfig:
 async def test_results_are_recorded_per_worktree_version_for_the_final_stage(repo_factory) -> None:
     ex = executor(repo_factory, py("ok", "print('fine')"), py("bad", "import sys; print('2 errors'); sys.exit(1)"))
     ok = await ex.execute("run_check", '{"checkId": "ok"}')
-    assert ok.ok and ok.output.startswith("Check ok (Ok) PASSED: exit code 0, ") and ok.output.endswith("Output:\nfine\n")
+    assert ok.ok and ok.output.startswith("Check ok (Ok) PASSED: exit code 0, ")
+    assert ok.output.endswith("Output:\nfine\n")
     bad = await ex.execute("run_check", '{"checkId": "bad"}')
     assert not bad.ok and bad.retryable and bad.code is None
     assert bad.output.startswith("Check bad (Bad) FAILED: exit code 1, ") and "2 errors" in bad.output
@@ -44,7 +45,8 @@ async def test_timeout_and_signal_texts(repo_factory) -> None:
     ex = executor(repo_factory, py("slow", "import time; time.sleep(30)", timeout_sec=1),
                   py("sig", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"))
     slow = await ex.execute("run_check", '{"checkId": "slow"}')
-    assert slow.output.startswith("Check slow (Slow) FAILED: timed out after 1 s, ") and slow.output.endswith("(no output)")
+    assert slow.output.startswith("Check slow (Slow) FAILED: timed out after 1 s, ")
+    assert slow.output.endswith("(no output)")
     sig = await ex.execute("run_check", '{"checkId": "sig"}')
     assert sig.output.startswith("Check sig (Sig) FAILED: killed by signal 9, ")
 

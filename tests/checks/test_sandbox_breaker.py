@@ -145,7 +145,8 @@ def run_job_with_check(home: Path, project: Path, script: str, args: list[str]) 
             assert init["capabilities"]["checksSandbox"]["state"] == "confined"
             job = engine.call("job/create", {"annotation": {
                 "annotationId": "a", "pageUrl": "/", "targets": [{
-                    "index": 1, "instruction": "Make the button say Start", "source": {"file": "src/App.tsx", "line": 1},
+                    "index": 1, "instruction": "Make the button say Start",
+                    "source": {"file": "src/App.tsx", "line": 1},
                     "element": {"tagName": "button"}}]}, "modelProfileId": "m"})
             final = engine.wait_status(job["jobId"], {"failed", "awaiting-review", "cancelled"}, timeout=120)
             events = engine.events(job["jobId"])

@@ -58,7 +58,8 @@ def test_bwrap_mounts_hide_before_show_before_mask_before_the_worktree(layout: d
         assert flag in joined
     assert "--share-net" not in argv
     order = [joined.index(s) for s in (
-        f"--tmpfs {layout['home']}", f"--ro-bind {layout['home']}/.nvm", f"--tmpfs {layout['project']}/node_modules/.spotpatch",
+        f"--tmpfs {layout['home']}", f"--ro-bind {layout['home']}/.nvm",
+        f"--tmpfs {layout['project']}/node_modules/.spotpatch",
         f"--bind {layout['worktree']} {layout['worktree']}", f"--remount-ro {layout['home']}")]
     assert order == sorted(order), joined
     assert argv[-2:] == ["--", "/bin/true"] and "--setenv TMPDIR /tmp" in joined
@@ -72,7 +73,8 @@ def test_seatbelt_profile_denies_by_default_and_orders_allow_then_deny(layout: d
     profile = seatbelt_profile(plan)
     lines = profile.splitlines()
     assert lines[:2] == ["(version 1)", "(deny default)"]
-    hide = next(i for i, line in enumerate(lines) if line.startswith("(deny file-read*") and str(layout["home"]) in line)
+    hide = next(i for i, line in enumerate(lines)
+                if line.startswith("(deny file-read*") and str(layout["home"]) in line)
     show = next(i for i, line in enumerate(lines) if line.startswith("(allow file-read* (subpath"))
     mask = next(i for i, line in enumerate(lines) if line.startswith("(deny file-read* file-write*"))
     write = next(i for i, line in enumerate(lines) if line.startswith("(allow file-read* file-write*"))

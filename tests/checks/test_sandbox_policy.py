@@ -14,8 +14,8 @@ from spotpatch_agent.checks.runner import SandboxUnavailable, run_check_process
 from spotpatch_agent.checks.sandbox import SIMULATE_ENV, detect
 from spotpatch_agent.engine.service import EngineService
 from spotpatch_agent.protocol.models import CheckConfig, InitializeParams, Limits, TrustedConfig
-from tests.engine._gates_support import DONE, FILES, KEY_ENV, edit, py_check, run_check, run_one_job
 from tests.conftest import make_repo
+from tests.engine._gates_support import DONE, FILES, KEY_ENV, edit, py_check, run_check, run_one_job
 
 pytestmark = pytest.mark.anyio
 
@@ -95,7 +95,8 @@ async def test_required_and_unavailable_fails_the_job_before_any_check_runs(root
     assert not marker.exists() and result.kinds("check") == [] and result.server.requests == []  # no model turn
 
 
-async def test_required_and_unavailable_the_runner_itself_refuses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_required_and_unavailable_the_runner_itself_refuses(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Defence in depth: run_check_process never runs a check unconfined unless told ``warn``."""
     monkeypatch.setenv(SIMULATE_ENV, "1")
     marker = tmp_path / "ran"
@@ -139,8 +140,8 @@ def test_read_paths_refuse_secret_stores_and_whole_homes() -> None:
     for raw in bad:
         with pytest.raises(ValueError, match="readPaths"):
             CheckConfig.model_validate({"id": "c", "name": "C", "command": "x", "readPaths": [raw]})
-    ok = CheckConfig.model_validate({"id": "c", "name": "C", "command": "x", "readPaths": ["~/.cache/tools", "/opt/sdk"],
-                                     "network": True})
+    ok = CheckConfig.model_validate({"id": "c", "name": "C", "command": "x",
+                                     "readPaths": ["~/.cache/tools", "/opt/sdk"], "network": True})
     assert ok.read_paths == ["~/.cache/tools", "/opt/sdk"] and ok.network
     assert TrustedConfig().sandbox == "required"
     with pytest.raises(ValueError):

@@ -98,7 +98,8 @@ def test_tsconfig_only_suggests_the_projects_own_tsc(tmp_path: Path) -> None:
 
 def test_a_typecheck_script_is_preferred_over_the_tsconfig_fallback(tmp_path: Path) -> None:
     root = project(tmp_path, {"type-check": "tsc --noEmit", "test": "vitest run"}, tsconfig=True)
-    assert argvs(root) == {"type-check": ["npm", "run", "--silent", "type-check"], "test": ["npm", "run", "--silent", "test"]}
+    assert argvs(root) == {"type-check": ["npm", "run", "--silent", "type-check"],
+                           "test": ["npm", "run", "--silent", "test"]}
 
 
 def test_tsconfig_plus_other_scripts_adds_typecheck_first(tmp_path: Path) -> None:

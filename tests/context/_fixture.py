@@ -40,7 +40,8 @@ FILES: dict[str, str] = {
     "packages/app/tsconfig.json": '{"files": [], "references": [{"path": "./tsconfig.app.json"}]}\n',
     "packages/app/tsconfig.app.json": (
         '{\n  /* app */\n  "compilerOptions": {\n    "jsx": "react-jsx", // automatic runtime\n'
-        '    "strict": true,\n    "baseUrl": ".",\n    "paths": {"@/*": ["src/*"]},\n    "outDir": "build",\n  },\n}\n'),
+        '    "strict": true,\n    "baseUrl": ".",\n    "paths": {"@/*": ["src/*"]},\n'
+        '    "outDir": "build",\n  },\n}\n'),
     "packages/app/.env.local": f"KEY={CANARY_ENV}\n",
     "packages/app/src/components/Button.tsx": "".join(f"// button line {i}\n" for i in range(1, 41)),
     "packages/app/src/components/Card.tsx": "export function Card() {\n  return <div className=\"card\" />;\n}\n",

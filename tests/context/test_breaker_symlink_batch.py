@@ -25,7 +25,8 @@ async def test_a_path_beyond_a_symlinked_directory_spoils_no_other_target(tmp_pa
                                          ".prettierrc": '{"semi": false}\n'})
     os.symlink(outside, root / "linked")
     annotation = SpotAnnotation.model_validate({"annotationId": "a", "pageUrl": "/p", "targets": [
-        {"index": 1, "instruction": "x", "source": {"file": "linked/App.tsx", "line": 1}, "element": {"tagName": "div"}},
+        {"index": 1, "instruction": "x", "source": {"file": "linked/App.tsx", "line": 1},
+         "element": {"tagName": "div"}},
         {"index": 2, "instruction": "y", "source": {"file": "src/App.tsx", "line": 2, "column": 3},
          "element": {"tagName": "span"}},
     ]})

@@ -147,10 +147,11 @@ async def test_context_reads_are_served_from_the_tools_cache(project: Path) -> N
     ctx = WorktreeContext(project, Limits())
     await build_prompt_context(ctx, annotation(TARGET_FILE))
     (project / "packages/app/AGENTS.md").write_text("changed on disk behind the cache\n")
-    result = await read_file(ctx, ReadFileArgs.model_validate({"path": "packages/app/AGENTS.md", "startLine": None, "endLine": None}))
+    args = ReadFileArgs.model_validate({"path": "packages/app/AGENTS.md", "startLine": None, "endLine": None})
+    result = await read_file(ctx, args)
     assert "App agent notes" in result.output  # served from version 0's cache, not read again
     ctx.bump()
-    result = await read_file(ctx, ReadFileArgs.model_validate({"path": "packages/app/AGENTS.md", "startLine": None, "endLine": None}))
+    result = await read_file(ctx, args)
     assert "changed on disk" in result.output
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from spotpatch_agent.context import build_prompt_context
 from spotpatch_agent.engine.locations import check_tags, lines_reader
-from spotpatch_agent.engine.prompt import agent_task, render_prompt
+from spotpatch_agent.engine.prompt import agent_task
 from spotpatch_agent.engine.service import EngineService
 from spotpatch_agent.policy.redact import REDACTOR
 from spotpatch_agent.protocol.models import Limits, PromptRenderParams, SpotAnnotation, TrustedConfig

@@ -41,9 +41,11 @@ def multi_file_turns(*, before_edit: Callable[[], None] | None = None) -> list[A
         "text": "Editing the header, the list, adding notes and removing the README.",
         "toolCalls": [
             {"id": "call_h", "name": "replace_text",
-             "arguments": {"path": HEADER, "oldText": "<h1>{title}</h1>", "newText": '<h1 className="title">{title}</h1>'}},
+             "arguments": {"path": HEADER, "oldText": "<h1>{title}</h1>",
+                           "newText": '<h1 className="title">{title}</h1>'}},
             {"id": "call_i", "name": "replace_text",
-             "arguments": {"path": ITEMS, "oldText": '<ul className="items">', "newText": '<ul className="items list">'}},
+             "arguments": {"path": ITEMS, "oldText": '<ul className="items">',
+                           "newText": '<ul className="items list">'}},
             {"id": "call_p", "name": "apply_patch", "arguments": {"patch": _PATCH}},
         ],
     }

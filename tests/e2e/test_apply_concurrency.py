@@ -101,12 +101,14 @@ def test_staged_unstaged_and_untracked_work_from_before_the_job_survives_apply_a
     # Before the job: a staged edit of a file the job touches, an unstaged edit on top of it and of a
     # second touched file, a staged edit of an untouched file, and an untracked file.
     items = project / ITEMS
-    items.write_text(items.read_text("utf-8").replace("type ItemListProps", "// staged note\ntype ItemListProps"), "utf-8")
+    items.write_text(items.read_text("utf-8").replace("type ItemListProps", "// staged note\ntype ItemListProps"),
+                     "utf-8")
     git(project, "add", ITEMS)
     items.write_text(items.read_text("utf-8") + "// unstaged tail\n", "utf-8")
     header = project / HEADER
     header.write_text("// unstaged head\n" + header.read_text("utf-8"), "utf-8")
-    (project / "src" / "main.tsx").write_text((project / "src" / "main.tsx").read_text("utf-8") + "// staged\n", "utf-8")
+    main = project / "src" / "main.tsx"
+    main.write_text(main.read_text("utf-8") + "// staged\n", "utf-8")
     git(project, "add", "src/main.tsx")
     (project / "scratch notes.txt").write_bytes(b"untracked \xe2\x9c\x93\n")
     before_files, before_repo = tree_files(project), repo_state(project)
@@ -121,7 +123,8 @@ def test_staged_unstaged_and_untracked_work_from_before_the_job_survives_apply_a
             after = expected_after(project)
             assert eng.call("job/apply", {"jobId": job_id})["status"] == "applied"
             assert path_hashes(project) == after
-            assert "// staged note" in items.read_text("utf-8") and items.read_text("utf-8").endswith("// unstaged tail\n")
+            assert "// staged note" in items.read_text("utf-8")
+            assert items.read_text("utf-8").endswith("// unstaged tail\n")
             untouched = {p: b for p, b in before_files.items() if p not in TOUCHED}
             assert {p: b for p, b in tree_files(project).items() if p not in TOUCHED} == untouched
             assert repo_state(project) == before_repo  # index bytes, git diff --cached, HEAD, refs

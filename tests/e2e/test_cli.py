@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from spotpatch_agent.demo.runner import make_demo_project
 from spotpatch_agent.demo.script import demo_turns
+from spotpatch_agent.demo.typecheck import COMPLETE, DEMO_NODE_PACKAGES, OFFLINE_ENV, cache_key
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from tests.conftest import git
 from tests.engine_client import engine_command
@@ -61,13 +66,6 @@ def test_run_with_config_produces_diff_and_applies(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- the demo's typecheck check (issue 8)
 
-import re
-import shutil
-
-import pytest
-
-from spotpatch_agent.demo.typecheck import COMPLETE, DEMO_NODE_PACKAGES, OFFLINE_ENV, cache_key
-
 
 @pytest.fixture(autouse=True)
 def _demo_never_calls_the_registry(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
@@ -96,7 +94,8 @@ FAKE_TSC_PASS = "console.log('fake tsc ' + process.argv.slice(2).join(' ') + ': 
 FAKE_TSC_FAIL_AFTER_CHANGE = (
     "const text = require('fs').readFileSync('src/components/ProductCard.tsx', 'utf8');\n"
     "if (text.includes('btn-primary')) {\n"
-    "  console.log('\\x1b[31m' + process.cwd() + '/src/components/ProductCard.tsx(12,1): error TS9999: fake\\x1b[0m');\n"
+    "  console.log('\\x1b[31m' + process.cwd() +\n"
+    "    '/src/components/ProductCard.tsx(12,1): error TS9999: fake\\x1b[0m');\n"
     "  process.exit(2);\n"
     "}\n"
 )

@@ -35,7 +35,8 @@ from tests.engine_client import EngineProcess
 
 #: The step after which file k holds its new image and its temp file still exists, per operation (the
 #: job deletes README, modifies HEADER and ITEMS, creates NOTES; the Revert does the opposite).
-_MIDDLE = {"apply": ["moved", "exchanged", "exchanged", "placed"], "revert": ["placed", "exchanged", "exchanged", "moved"]}
+_MIDDLE = {"apply": ["moved", "exchanged", "exchanged", "placed"],
+           "revert": ["placed", "exchanged", "exchanged", "moved"]}
 POINTS = [f"{operation}:{step}" for operation in ("apply", "revert") for step in (
     "journal:durable", *(f"file-{k}:{name}" for k, name in enumerate(_MIDDLE[operation], start=1)), "verified")]
 

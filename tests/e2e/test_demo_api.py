@@ -31,7 +31,7 @@ def test_demo_against_an_openai_compatible_server_sends_that_api_with_the_cap(ap
         res = cli("demo", "--api", api, env={"OPENAI_API_KEY": "local", "OPENAI_BASE_URL": server.base_url,
                                              "SPOTPATCH_MODEL": "local-model", "SPOTPATCH_MAX_OUTPUT_TOKENS": "777"})
     assert res.returncode == 0, res.stdout + res.stderr
-    assert f"using model 'local-model' at 127.0.0.1" in res.stdout and f"--api {api}" in res.stdout
+    assert "using model 'local-model' at 127.0.0.1" in res.stdout and f"--api {api}" in res.stdout
     field = "max_output_tokens" if api == "responses" else "max_completion_tokens"
     assert server.requests and all(("input" in body) == (api == "responses") for body in server.requests)
     assert {body[field] for body in server.requests} == {777}

@@ -24,7 +24,8 @@ CLIENT_URL = "/@id/__x00__virtual:spotpatch/client"
 
 def descendants(pid: int) -> dict[int, str]:
     """``{pid: args}`` of every live descendant of ``pid`` (from ``ps``)."""
-    out = subprocess.run(["ps", "-ww", "-A", "-o", "pid=,ppid=,args="], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(["ps", "-ww", "-A", "-o", "pid=,ppid=,args="], capture_output=True, text=True,
+                         check=True).stdout
     rows = [m.groups() for m in (re.match(r"\s*(\d+)\s+(\d+)\s+(.*)", line) for line in out.splitlines()) if m]
     children: dict[int, list[tuple[int, str]]] = {}
     for child, parent, args in rows:

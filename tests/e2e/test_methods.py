@@ -39,7 +39,8 @@ def test_job_list_events_and_audit(project: Path, canary: str) -> None:
             calls = [r for r in audit["records"] if r["type"] == "tool_call"]
             assert audit["jobId"] == job_id and len(calls) == len(finished) == 5
             assert [r["type"] for r in audit["records"]][::len(audit["records"]) - 1] == ["job_start", "job_end"]
-            assert audit["summary"]["outcome"] == "awaiting-review" and sum(audit["summary"]["toolCounts"].values()) == 5
+            assert audit["summary"]["outcome"] == "awaiting-review"
+            assert sum(audit["summary"]["toolCounts"].values()) == 5
             bad = eng.request("job/events", {"jobId": job_id, "afterSeq": -1})
             assert bad["error"]["code"] == -32602
             assert eng.request("job/audit", {"jobId": "job_nope"})["error"]["data"]["code"] == "JOB_NOT_FOUND"
@@ -55,10 +56,12 @@ def test_provider_list_shows_ids_and_names_only(project: Path, canary: str) -> N
             cfg["providers"][0]["headers"] = {"X-Relay-Token": "relay-token-secret"}
             eng.initialize(project, cfg)
             result = eng.call("provider/list", {})
-            assert result == {"providers": [{"id": "scripted", "displayName": "Scripted", "api": "chat", "available": True,
-                                             "models": [{"id": "m1", "displayName": "Scripted model"}]}]}
+            assert result == {"providers": [{
+                "id": "scripted", "displayName": "Scripted", "api": "chat", "available": True,
+                "models": [{"id": "m1", "displayName": "Scripted model"}]}]}
             text = json.dumps(result)
-            assert server.base_url not in text and "127.0.0.1" not in text and "KEY" not in text and "relay-token" not in text
+            assert server.base_url not in text and "127.0.0.1" not in text
+            assert "KEY" not in text and "relay-token" not in text
         finally:
             eng.stop()
 
@@ -79,7 +82,8 @@ def test_provider_probe_round_trip_is_cached(project: Path, canary: str) -> None
 
 
 def test_provider_probe_reports_no_tool_calling_and_errors(project: Path, canary: str) -> None:
-    turns = [{"text": "I can't call tools.", "finishReason": "stop"}, {"status": 401, "body": {"error": {"message": "bad key"}}}]
+    turns = [{"text": "I can't call tools.", "finishReason": "stop"},
+             {"status": 401, "body": {"error": {"message": "bad key"}}}]
     with ScriptedProviderServer(turns) as server:
         eng = start_engine(canary)
         try:
@@ -89,7 +93,8 @@ def test_provider_probe_reports_no_tool_calling_and_errors(project: Path, canary
             assert no_tools["error"]["code"] == "MODEL_TOOL_CALL_UNSUPPORTED"
             auth = eng.call("provider/probe", {"modelProfileId": "m1"})
             assert auth["ok"] is False and auth["error"]["code"] == "PROVIDER_AUTH"
-            assert eng.request("provider/probe", {"modelProfileId": "nope"})["error"]["data"]["code"] == "INVALID_REQUEST"
+            unknown = eng.request("provider/probe", {"modelProfileId": "nope"})
+            assert unknown["error"]["data"]["code"] == "INVALID_REQUEST"
         finally:
             eng.stop()
         assert canary not in eng.all_output()

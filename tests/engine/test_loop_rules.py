@@ -205,8 +205,8 @@ async def test_reads_of_one_turn_overlap_and_writes_run_serially_in_event_order(
 @pytest.mark.anyio
 async def test_reads_and_listings_after_a_write_or_a_check_are_never_stale(root, monkeypatch) -> None:
     checks = [{"id": "gen", "name": "Generate", "command": sys.executable,
-               "args": ["-c", "open('src/new.ts','w').write('export const n = 7;\\n');"
-                              "p='src/App.tsx'; s=open(p).read(); open(p,'w').write(s.replace('Start','Begin'))"]}]
+               "args": ["-c", ("open('src/new.ts','w').write('export const n = 7;\\n');"
+                               "p='src/App.tsx'; s=open(p).read(); open(p,'w').write(s.replace('Start','Begin'))")]}]
     listing = call("l1", "list_files", {"glob": "**/*.ts", "maxResults": 100})
     turns = [{"toolCalls": [read("r1", "src/App.tsx"), listing]},
              {"toolCalls": [call("w", "replace_text", EDIT)]},

@@ -82,12 +82,12 @@ def test_bind_handlers_pairs_catalog_params_and_rejects_drift() -> None:
     async def fn(_params: object) -> None:
         return None
 
-    table = bind_handlers({method: fn for method in served_requests()})
+    table = bind_handlers(dict.fromkeys(served_requests(), fn))
     assert all(table[m] == (METHODS[m].params, fn) for m in served_requests())
     with pytest.raises(ValueError, match="missing \\['job/get'\\]"):
         bind_handlers({m: fn for m in served_requests() if m != "job/get"})
     with pytest.raises(ValueError, match="not in catalog \\['job/frobnicate'\\]"):
-        bind_handlers({**{m: fn for m in served_requests()}, "job/frobnicate": fn})
+        bind_handlers({**dict.fromkeys(served_requests(), fn), "job/frobnicate": fn})
 
 
 def test_every_catalog_request_is_served_and_nothing_else(tmp_path: Path) -> None:

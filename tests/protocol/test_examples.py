@@ -86,7 +86,8 @@ def test_bad_examples_are_caught() -> None:
     assert check_message("job/event", "notification", {**note, "params": {**event, "tool": "read_file"}})
     assert check_message("job/event", "notification", {**note, "params": {**event, "kind": "progress"}})
     data = {"code": "APPLY_CONFLICT", "message": "m", "retryable": False}
-    assert check_message("job/get", "error", {"jsonrpc": "2.0", "id": 1, "error": {"code": -32000, "message": "m", "data": data}})
+    assert check_message("job/get", "error",
+                         {"jsonrpc": "2.0", "id": 1, "error": {"code": -32000, "message": "m", "data": data}})
 
 
 # ---------------------------------------------------------------- live frames
@@ -105,7 +106,8 @@ def _config(server: ScriptedProviderServer) -> dict[str, Any]:
 
 #: A second job: a denied read (a failed activity), then the model stops without a change (error event).
 FAILING_TURNS = [
-    {"toolCalls": [{"id": "call_read_9", "name": "read_file", "arguments": {"path": ".env", "startLine": None, "endLine": None}}]},
+    {"toolCalls": [{"id": "call_read_9", "name": "read_file",
+                    "arguments": {"path": ".env", "startLine": None, "endLine": None}}]},
     {"text": "I could not read the file.", "finishReason": "stop"},
 ]
 
@@ -118,7 +120,8 @@ def test_live_frames_validate_against_the_schema(project: Path) -> None:
 
         def call(method: str, params: dict[str, Any] | None = None) -> Any:
             rid = eng.start_request(method, params)
-            sent[rid] = {"jsonrpc": "2.0", "id": rid, "method": method, **({} if params is None else {"params": params})}
+            sent[rid] = {"jsonrpc": "2.0", "id": rid, "method": method,
+                         **({} if params is None else {"params": params})}
             reply = eng.response(rid, timeout=60)
             assert "result" in reply, f"{method}: {reply}"
             return reply["result"]
@@ -130,13 +133,15 @@ def test_live_frames_validate_against_the_schema(project: Path) -> None:
             call("health/get", {})
             call("prompt/render", {"annotation": annotation})
             call("provider/list", {})
-            job_id = call("job/create", {"annotation": annotation, "modelProfileId": "m1", "applyMode": "review"})["jobId"]
+            job_id = call("job/create",
+                          {"annotation": annotation, "modelProfileId": "m1", "applyMode": "review"})["jobId"]
             assert eng.wait_status(job_id, {"awaiting-review", "failed"}, timeout=60)["status"] == "awaiting-review"
             for method in ("job/get", "job/diff", "job/audit", "job/apply", "job/revert", "job/close"):
                 call(method, {"jobId": job_id})
             call("job/list", {})
             call("job/events", {"jobId": job_id, "afterSeq": 3})
-            failing = call("job/create", {"annotation": {**annotation, "annotationId": "ann-2"}, "modelProfileId": "m1"})
+            failing = call("job/create",
+                           {"annotation": {**annotation, "annotationId": "ann-2"}, "modelProfileId": "m1"})
             assert eng.wait_status(failing["jobId"], {"awaiting-review", "failed"}, timeout=60)["status"] == "failed"
             call("job/cancel", {"jobId": failing["jobId"]})
             call("job/events", {"jobId": failing["jobId"]})

@@ -92,7 +92,8 @@ def test_job_event_is_a_union_tagged_by_kind() -> None:
     schema = load_schema()
     union = schema["$defs"]["JobEventNotification"]
     assert union["discriminator"]["propertyName"] == "kind"
-    kinds = {schema["$defs"][ref["$ref"].removeprefix("#/$defs/")]["properties"]["kind"]["const"] for ref in union["oneOf"]}
+    kinds = {schema["$defs"][ref["$ref"].removeprefix("#/$defs/")]["properties"]["kind"]["const"]
+             for ref in union["oneOf"]}
     assert kinds == {"status", "activity", "message", "check", "diff", "error"}
     items = schema["$defs"]["JobEventsResult"]["properties"]["events"]["items"]
     assert items == {"$ref": "#/$defs/JobEventNotification"}
@@ -107,7 +108,8 @@ def test_audit_record_is_a_union_tagged_by_type() -> None:
     for ref in union["oneOf"]:
         kind = schema["$defs"][ref["$ref"].removeprefix("#/$defs/")]["properties"]["type"]
         kinds.update([kind["const"]] if "const" in kind else kind["enum"])
-    assert kinds == {"job_start", "tool_call", "check", "limit", "truncated", "apply", "revert", "suggestion", "job_end"}
+    assert kinds == {"job_start", "tool_call", "check", "limit", "truncated", "apply", "revert", "suggestion",
+                     "job_end"}
 
 
 def test_engine_output_is_described_strictly_and_params_reject_unknown_keys() -> None:

@@ -29,7 +29,7 @@ def decode(chunks: list[bytes]) -> tuple[list, tuple[str, int]]:
 
 def split(data: bytes, cuts: list[int]) -> list[bytes]:
     points = sorted({c % (len(data) + 1) for c in cuts})
-    return [data[a:b] for a, b in zip([0, *points], [*points, len(data)])]
+    return [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
 
 
 @settings(max_examples=300, deadline=None, derandomize=True, database=None,

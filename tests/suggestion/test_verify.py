@@ -29,14 +29,16 @@ def test_an_absolute_or_escaping_path_is_never_verified() -> None:
 
 def test_no_diff_is_none_and_a_bare_diff_is_found() -> None:
     assert check_diff("Just change line 6.", [EXCERPT]) is None
-    bare = "Do this:\ndiff --git a/src/App.tsx b/src/App.tsx\n--- a/src/App.tsx\n+++ b/src/App.tsx\n@@ -6 +6 @@\n-line 6\n+LINE 6\n"
+    bare = ("Do this:\ndiff --git a/src/App.tsx b/src/App.tsx\n--- a/src/App.tsx\n+++ b/src/App.tsx\n"
+            "@@ -6 +6 @@\n-line 6\n+LINE 6\n")
     assert extract_diff(bare) is not None
     result = check_diff(bare, [EXCERPT])
     assert result is not None and result.applies and result.summary == "applies cleanly to the excerpts"
 
 
 def test_a_diff_that_does_not_match_the_excerpt_does_not_apply() -> None:
-    wrong = "```diff\ndiff --git a/src/App.tsx b/src/App.tsx\n--- a/src/App.tsx\n+++ b/src/App.tsx\n@@ -6 +6 @@\n-line 60\n+x\n```"
+    wrong = ("```diff\ndiff --git a/src/App.tsx b/src/App.tsx\n--- a/src/App.tsx\n+++ b/src/App.tsx\n"
+             "@@ -6 +6 @@\n-line 60\n+x\n```")
     result = check_diff(wrong, [EXCERPT])
     assert result is not None and not result.applies and result.summary == "does not apply"
     assert result.reason == "hunk 1 of src/App.tsx does not match line 6 of the excerpt"

@@ -186,14 +186,16 @@ async def _trial(confinement: Confinement) -> Detection:
             with anyio.fail_after(TRIAL_TIMEOUT_SEC):
                 done = await anyio.run_process(argv, env=env, check=False, stdin=subprocess.DEVNULL, pass_fds=fds)
         except (OSError, TimeoutError) as exc:
+            why = getattr(exc, "strerror", None) or type(exc).__name__
             return Detection(None, confinement.mechanism,
-                             f"{confinement.mechanism} could not run a trial check ({getattr(exc, 'strerror', None) or type(exc).__name__})")
+                             f"{confinement.mechanism} could not run a trial check ({why})")
         if done.returncode == 0 and b"spotpatch-confined" in done.stdout:
             return Detection(confinement, confinement.mechanism, None)
         detail = (done.stderr or done.stdout).decode("utf-8", "replace").strip().splitlines()
         first = detail[0][:200] if detail else f"exit code {done.returncode}"
         if "namespace" in first.lower() or "permission" in first.lower():
-            first += "; user namespaces may be disabled here (a container without them, or kernel.unprivileged_userns_clone=0)"
+            first += ("; user namespaces may be disabled here (a container without them, or "
+                      "kernel.unprivileged_userns_clone=0)")
         return Detection(None, confinement.mechanism, f"{confinement.mechanism} cannot confine a check here: {first}")
     finally:
         for fd in fds:
@@ -213,7 +215,8 @@ def status(policy: Literal["required", "warn"], detection: Detection | None = No
     if policy == "warn":
         reason += '. sandbox: "warn": checks run UNCONFINED (your files, secrets and network are reachable)'
     else:
-        reason += '. sandbox: "required": checks do not run, so jobs with checks fail; install the sandbox, or set sandbox: "warn" to run them unconfined'
+        reason += ('. sandbox: "required": checks do not run, so jobs with checks fail; install the sandbox, or set '
+                   'sandbox: "warn" to run them unconfined')
     return ChecksSandbox(state="unavailable", mechanism=found.mechanism, policy=policy, reason=reason)
 
 

@@ -13,8 +13,8 @@ cannot undo a mount. Mounts, in this order (a later mount covers an earlier one)
    then the masks (secret stores, other jobs' worktrees; ``/etc/shadow``-like files), then the worktree
    read-write and its ``.git`` read-only again.
 
-A seccomp filter (``seccomp.py``) refuses ``socket(AF_UNIX)``, io_uring and the kernel keyring: a read-only mount does not stop
-``connect()`` on a visible socket file, the filter does.
+A seccomp filter (``seccomp.py``) refuses ``socket(AF_UNIX)``, io_uring and the kernel keyring: a read-only
+mount does not stop ``connect()`` on a visible socket file, the filter does.
 
 ``--die-with-parent`` ends the sandbox when the engine dies; with a new pid namespace every process of the
 check, also one that left its session, is killed when the check's leader exits.
@@ -76,8 +76,8 @@ def bwrap_argv(bwrap: str, plan: SandboxPlan, argv: list[str], *, seccomp_fd: in
         # that mask may be traversed, not listed.
         args += _mask(path, traverse=any(_under(w, path) for w in plan.writable))
     for pattern in SYSTEM_SECRETS:
-        for path in sorted(glob.glob(pattern)):
-            args += _mask(Path(path))
+        for found in sorted(glob.glob(pattern)):
+            args += _mask(Path(found))
     for path in plan.writable:
         args += ["--bind", str(path), str(path)]
     for path in plan.git_metadata:  # the worktree's .git: neither written, replaced nor removed (a mount point)

@@ -10,9 +10,10 @@ rules (issue 14):
   account's home from the password database) and the project root (the user's checkout: the job's
   baseline is the worktree's copy of it);
 - ``read_only`` paths are shown again inside a hidden one (never a hidden directory itself or one of its
-  ancestors, however it is named: a ``PATH`` entry ``$HOME``, a ``readPaths`` symlink to a home): the toolchains' installs and package-manager
-  caches in the home (:data:`TOOLCHAIN_DIRS`, every ``PATH`` entry under a hidden directory and the
-  resolved check command), the project's ``node_modules`` and ``.venv``, and the check's ``readPaths``;
+  ancestors, however it is named: a ``PATH`` entry ``$HOME``, a ``readPaths`` symlink to a home): the
+  toolchains' installs and package-manager caches in the home (:data:`TOOLCHAIN_DIRS`, every ``PATH`` entry
+  under a hidden directory and the resolved check command), the project's ``node_modules`` and ``.venv``, and
+  the check's ``readPaths``;
 - ``masked`` paths are hidden again inside a shown one: every secret store (:data:`SECRET_STORES`) below a
   ``read_only`` path, the project's ``node_modules/.spotpatch`` (other jobs' worktrees and the pool);
 - ``git_metadata``: the ``.git`` of each writable path (a linked worktree's gitfile, or a ``.git`` directory),
@@ -116,7 +117,7 @@ def read_path_problem(raw: str) -> str | None:
     ``..`` or NUL, not ``/`` or a whole home directory, and not a secret store or inside one."""
     if "\x00" in raw or not raw:
         return "must be a non-empty path"
-    if not (raw.startswith("/") or raw.startswith("~/")):
+    if not raw.startswith(("/", "~/")):
         return "must be absolute or start with ~/"
     parts = PurePosixPath(raw[2:] if raw.startswith("~/") else raw).parts
     if ".." in parts:
