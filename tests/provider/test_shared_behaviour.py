@@ -20,12 +20,19 @@ from spotpatch_agent.engine.service import EngineService
 from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import JobCreateParams, JobIdParams, TrustedConfig
-from spotpatch_agent.provider.base import (AssistantTurn, TextDelta, ToolCallEvent, ToolCallRecord,
-                                           ToolResultMessage, TurnEnd, TurnRequest)
+from spotpatch_agent.provider.base import (
+    AssistantTurn,
+    TextDelta,
+    ToolCallEvent,
+    ToolCallRecord,
+    ToolResultMessage,
+    TurnEnd,
+    TurnRequest,
+)
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 
 from .apis import APIS, api_of, echoed_calls, make_adapter, tool_results
-from .conftest import CANARY_KEY, CANCEL_CLOSES_WITHIN, OK_TURN, REQUEST, raises, run_turn
+from .conftest import CANARY_KEY, CANCEL_CLOSES_WITHIN, OK_TURN, REQUEST, run_turn
 
 pytestmark = pytest.mark.anyio
 
