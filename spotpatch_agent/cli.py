@@ -211,8 +211,8 @@ def serve(max_frame_bytes: int | None = None) -> int:
 
     from spotpatch_agent.engine.service import EngineService
     from spotpatch_agent.protocol.catalog import bind_handlers
-    from spotpatch_agent.protocol.limits import MAX_FRAME_BYTES
     from spotpatch_agent.protocol.jobs import JobCreateParams
+    from spotpatch_agent.protocol.limits import MAX_FRAME_BYTES
     from spotpatch_agent.protocol.session import InitializeParams
     from spotpatch_agent.rpc.server import REQUEST_ID, RpcServer
 

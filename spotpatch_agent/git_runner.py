@@ -266,7 +266,7 @@ def run_git_sync(
     cut = threading.Event()
 
     def drain(stream: object, sink: bytearray, bound: int, stop: bool) -> None:
-        read = getattr(stream, "read1")
+        read = stream.read1
         while chunk := read(65536):
             room = bound - len(sink)
             sink.extend(chunk[: max(room, 0)])

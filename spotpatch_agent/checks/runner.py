@@ -46,8 +46,8 @@ from anyio.abc import Process
 from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
 from spotpatch_agent.process import NEW_SESSION, kill_tree
-from spotpatch_agent.protocol.limits import LIMITS
 from spotpatch_agent.protocol.errors import ErrorCode
+from spotpatch_agent.protocol.limits import LIMITS
 from spotpatch_agent.protocol.models import CheckConfig, Limits
 
 if TYPE_CHECKING:

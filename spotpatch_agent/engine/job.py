@@ -30,24 +30,24 @@ from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.limits import LIMITS
 from spotpatch_agent.protocol.models import (
+    CheckConfig,
     ErrorInfo,
     FileStat,
     JobCreateParams,
-    RepoHealth,
-    CheckConfig,
     JobSnapshot,
-    SpotAnnotation,
     Limits,
     ModelProfile,
     ProviderProfile,
+    RepoHealth,
+    SpotAnnotation,
 )
 from spotpatch_agent.provider.base import ProviderAdapter
 from spotpatch_agent.tools.executor import ToolExecutor
 from spotpatch_agent.tools.registry import tool_specs
 from spotpatch_agent.worktree.create import create_worktree
 from spotpatch_agent.worktree.placement import Worktree
-from spotpatch_agent.worktree.removal import remove_worktree
 from spotpatch_agent.worktree.pool import WorktreePool
+from spotpatch_agent.worktree.removal import remove_worktree
 
 log = logging.getLogger("spotpatch.job")
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-
 from typing import TYPE_CHECKING
 
 from spotpatch_agent.context.digest import fence

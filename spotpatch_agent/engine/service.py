@@ -51,22 +51,22 @@ from spotpatch_agent.protocol.models import (
     JobSnapshot,
     ProbeResult,
     PromptRenderParams,
+    PromptRenderResult,
     ProviderListResult,
     ProviderProbeParams,
-    PromptRenderResult,
     RecoveryReport,
     RepoHealth,
+    ServerInfo,
     SessionGetResult,
     SessionLimits,
-    ServerInfo,
     TrustedConfig,
 )
 from spotpatch_agent.worktree.git import run_git
 from spotpatch_agent.worktree.health import blocked_message, health_message, repo_health
-from spotpatch_agent.worktree.removal import empty_trash
-from spotpatch_agent.worktree.sweep import sweep_orphans
 from spotpatch_agent.worktree.lock import ProjectWriteLock
+from spotpatch_agent.worktree.removal import empty_trash
 from spotpatch_agent.worktree.repo import locate, operation_reasons, resolve_head
+from spotpatch_agent.worktree.sweep import sweep_orphans
 
 if TYPE_CHECKING:
     from spotpatch_agent.engine.job import Job

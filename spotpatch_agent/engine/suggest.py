@@ -15,9 +15,9 @@ from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from spotpatch_agent.protocol.models import SuggestionResult, Suggestions
     from spotpatch_agent.engine.job import Job
     from spotpatch_agent.engine.providers import AdapterFactory
+    from spotpatch_agent.protocol.models import SuggestionResult, Suggestions
 
 log = logging.getLogger("spotpatch.engine")
 

@@ -31,8 +31,8 @@ from pydantic_core import core_schema
 from spotpatch_agent import PROTOCOL_VERSION
 from spotpatch_agent.protocol.catalog import CATALOG, CLIENT, MethodSpec
 from spotpatch_agent.protocol.errors import APPLICATION_ERROR, RETRYABLE, ToolErrorCode
-from spotpatch_agent.protocol.limits import LIMITS, MAX_FRAME_BYTES
 from spotpatch_agent.protocol.jobs import ErrorInfo
+from spotpatch_agent.protocol.limits import LIMITS, MAX_FRAME_BYTES
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 REF = "#/$defs/{model}"

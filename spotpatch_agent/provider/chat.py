@@ -23,13 +23,26 @@ from typing import Any
 
 from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.protocol.errors import ErrorCode
-from spotpatch_agent.provider.base import (AssistantTurn, ProviderEvent, ToolCallEvent, ToolResultMessage,
-                                           TurnEnd, TurnRequest, UserMessage)
-from spotpatch_agent.provider.calls import (CUT_AT_OUTPUT_LIMIT, MAX_TEXT_BYTES, ArgumentBuffer, TextBudget,
-                                            check_call_count, claim_call_id, tool_call_event)
+from spotpatch_agent.provider.base import (
+    AssistantTurn,
+    ProviderEvent,
+    ToolCallEvent,
+    ToolResultMessage,
+    TurnEnd,
+    TurnRequest,
+    UserMessage,
+)
+from spotpatch_agent.provider.calls import (
+    CUT_AT_OUTPUT_LIMIT,
+    MAX_TEXT_BYTES,
+    ArgumentBuffer,
+    TextBudget,
+    check_call_count,
+    claim_call_id,
+    tool_call_event,
+)
 from spotpatch_agent.provider.http import SSE, EndpointAdapter, stream_error
 from spotpatch_agent.provider.http import loads as _loads
-
 
 # ---------------------------------------------------------------- request conversion (pure)
 

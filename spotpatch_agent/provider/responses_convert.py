@@ -21,12 +21,34 @@ from typing import Any
 
 from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.protocol.errors import ErrorCode
-from spotpatch_agent.provider.base import (AssistantTurn, ConversationItem, ProviderEvent, ToolCallEvent,
-                                           ToolResultMessage, TurnEnd, TurnRequest, UserMessage)
-from spotpatch_agent.provider.calls import (CUT_AT_OUTPUT_LIMIT, MAX_TEXT_BYTES, ArgumentBuffer, TextBudget,
-                                            check_call_count, claim_call_id, tool_call_event)
-from spotpatch_agent.provider.http import (SSE, TransientStreamError, error_fields, is_context_error, is_server_side,
-                                           loads, sanitize_excerpt)
+from spotpatch_agent.provider.base import (
+    AssistantTurn,
+    ConversationItem,
+    ProviderEvent,
+    ToolCallEvent,
+    ToolResultMessage,
+    TurnEnd,
+    TurnRequest,
+    UserMessage,
+)
+from spotpatch_agent.provider.calls import (
+    CUT_AT_OUTPUT_LIMIT,
+    MAX_TEXT_BYTES,
+    ArgumentBuffer,
+    TextBudget,
+    check_call_count,
+    claim_call_id,
+    tool_call_event,
+)
+from spotpatch_agent.provider.http import (
+    SSE,
+    TransientStreamError,
+    error_fields,
+    is_context_error,
+    is_server_side,
+    loads,
+    sanitize_excerpt,
+)
 
 #: ``reasoning`` items kept per turn for replay, and their ``encrypted_content`` characters in all; the rest
 #: is dropped (the model then reasons again without it, as with ``store: false`` and no replay at all).

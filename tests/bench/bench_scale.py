@@ -44,8 +44,8 @@ from typing import Any
 import anyio
 
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
-from spotpatch_agent.worktree.sweep import sweep_orphans
 from spotpatch_agent.worktree.pool import MIN_FILES
+from spotpatch_agent.worktree.sweep import sweep_orphans
 from tests.bench.bench_worktree import KEY_ENV, _config  # the same scripted provider config
 from tests.bench.scale_repo import EDIT_NEEDLE, EDIT_PATH, make_repo
 from tests.engine_client import EngineProcess

@@ -9,7 +9,6 @@ import threading
 import time
 from pathlib import Path
 
-
 from spotpatch_agent.demo.runner import TOUCHED
 from spotpatch_agent.demo.script import DEMO_TARGETS, EXPECTED_AFTER, demo_turns
 from spotpatch_agent.provider.scripted import ScriptedProviderServer

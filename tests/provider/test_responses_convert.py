@@ -6,11 +6,23 @@ import pytest
 
 from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.protocol.errors import ErrorCode
-from spotpatch_agent.provider.base import (AssistantTurn, TextDelta, ToolCallRecord, ToolResultMessage, ToolSpec,
-                                           TurnEnd, TurnRequest, UserMessage)
+from spotpatch_agent.provider.base import (
+    AssistantTurn,
+    TextDelta,
+    ToolCallRecord,
+    ToolResultMessage,
+    ToolSpec,
+    TurnEnd,
+    TurnRequest,
+    UserMessage,
+)
 from spotpatch_agent.provider.http import SSE
-from spotpatch_agent.provider.responses_convert import (ResponsesStreamAssembler, build_responses_body,
-                                                        response_error, to_responses_input)
+from spotpatch_agent.provider.responses_convert import (
+    ResponsesStreamAssembler,
+    build_responses_body,
+    response_error,
+    to_responses_input,
+)
 
 TOOL = ToolSpec("read_file", "Read a file.", {"type": "object", "properties": {}, "additionalProperties": False})
 

@@ -9,8 +9,14 @@ import traceback
 
 import pytest
 
-from spotpatch_agent.provider.base import (AssistantTurn, ToolCallEvent, ToolCallRecord, ToolResultMessage, TurnRequest,
-                                           UserMessage)
+from spotpatch_agent.provider.base import (
+    AssistantTurn,
+    ToolCallEvent,
+    ToolCallRecord,
+    ToolResultMessage,
+    TurnRequest,
+    UserMessage,
+)
 from spotpatch_agent.provider.responses import ResponsesAdapter
 
 from .conftest import CANARY_KEY, REQUEST, raises, run_turn

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from spotpatch_agent.worktree import dirfd
+from spotpatch_agent.worktree.create import create_worktree
 from spotpatch_agent.worktree.image_write import write_image
 from spotpatch_agent.worktree.images import (
     ABSENT,
@@ -23,10 +24,6 @@ from spotpatch_agent.worktree.images import (
     remove_tmp,
     set_mode,
 )
-from spotpatch_agent.worktree.create import create_worktree
-from spotpatch_agent.worktree.placement import Worktree, make_job_dir
-from spotpatch_agent.worktree.removal import remove_worktree
-from spotpatch_agent.worktree.sweep import sweep_orphans
 from spotpatch_agent.worktree.journal import (
     PathWrite,
     WritePlan,
@@ -34,6 +31,9 @@ from spotpatch_agent.worktree.journal import (
     journal_dir,
     recover_pending,
 )
+from spotpatch_agent.worktree.placement import Worktree, make_job_dir
+from spotpatch_agent.worktree.removal import remove_worktree
+from spotpatch_agent.worktree.sweep import sweep_orphans
 from tests.conftest import git
 from tests.worktree._util import files, run, worktree_list
 

@@ -15,14 +15,14 @@ from spotpatch_agent.worktree import changes as changes_module
 from spotpatch_agent.worktree import image_write as image_write_module
 from spotpatch_agent.worktree import journal as journal_module
 from spotpatch_agent.worktree.changes import AppliedChange, apply_change, file_hash, revert_change
+from spotpatch_agent.worktree.create import create_worktree
 from spotpatch_agent.worktree.hashes import ChangeHashes, change_hashes
 from spotpatch_agent.worktree.images import Image, new_file_mode
-from spotpatch_agent.worktree.create import create_worktree
+from spotpatch_agent.worktree.journal import WritePlan, journal_dir, set_fault_hook
 from spotpatch_agent.worktree.placement import Worktree
+from spotpatch_agent.worktree.recovery import recover_pending
 from spotpatch_agent.worktree.removal import remove_worktree
 from spotpatch_agent.worktree.result import result_diff
-from spotpatch_agent.worktree.journal import WritePlan, journal_dir, set_fault_hook
-from spotpatch_agent.worktree.recovery import recover_pending
 from tests.conftest import git
 from tests.worktree._util import files, sha, snapshot
 

@@ -18,9 +18,9 @@ from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import Limits
 from spotpatch_agent.worktree.changes import apply_change
 from spotpatch_agent.worktree.create import create_worktree
+from spotpatch_agent.worktree.patch_images import parse_sections
 from spotpatch_agent.worktree.placement import Worktree
 from spotpatch_agent.worktree.removal import remove_worktree
-from spotpatch_agent.worktree.patch_images import parse_sections
 from spotpatch_agent.worktree.validate import Changeset, validate_changeset
 from tests.conftest import git
 

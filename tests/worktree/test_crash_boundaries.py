@@ -33,17 +33,17 @@ from spotpatch_agent.worktree.journal import (
     write_steps,
 )
 from spotpatch_agent.worktree.recovery import recover_pending
+from tests.worktree._crash import FILES as CRASH_FILES
 from tests.worktree._crash import (
+    Driver,
     Scenario,
     assert_no_image_lost,
-    Driver,
     plan_file,
     repo_bits,
     scenario,
     tmp_rel,
     tree_with,
 )
-from tests.worktree._crash import FILES as CRASH_FILES
 from tests.worktree._util import files
 
 pytestmark = pytest.mark.anyio

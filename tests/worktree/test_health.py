@@ -13,8 +13,8 @@ import pytest
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import Limits
-from spotpatch_agent.worktree.health import blocked_message, repo_health
 from spotpatch_agent.worktree.create import create_worktree
+from spotpatch_agent.worktree.health import blocked_message, repo_health
 from tests.conftest import git
 
 pytestmark = pytest.mark.anyio

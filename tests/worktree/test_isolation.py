@@ -14,8 +14,8 @@ import pytest
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import Limits
-from spotpatch_agent.worktree.health import repo_health
 from spotpatch_agent.worktree.create import create_worktree
+from spotpatch_agent.worktree.health import repo_health
 from spotpatch_agent.worktree.marker import MARKER_NAME
 from spotpatch_agent.worktree.placement import Worktree
 from spotpatch_agent.worktree.removal import remove_worktree

@@ -30,8 +30,8 @@ from spotpatch_agent.worktree.journal import (
     fault_point,
     journal_dir,
 )
-from spotpatch_agent.worktree.recovery import recover_pending, recover_under_lock
 from spotpatch_agent.worktree.lock import ProjectWriteLock
+from spotpatch_agent.worktree.recovery import recover_pending, recover_under_lock
 from tests.conftest import git
 from tests.worktree._util import files, snapshot
 

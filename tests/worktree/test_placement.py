@@ -21,8 +21,8 @@ from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import Limits
 from spotpatch_agent.tools.executor import ToolExecutor
-from spotpatch_agent.worktree.health import repo_health
 from spotpatch_agent.worktree.create import create_worktree
+from spotpatch_agent.worktree.health import repo_health
 from spotpatch_agent.worktree.placement import Worktree
 from spotpatch_agent.worktree.removal import remove_worktree
 from spotpatch_agent.worktree.result import result_diff

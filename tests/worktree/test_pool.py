@@ -20,13 +20,12 @@ import pytest
 from spotpatch_agent.worktree.create import create_worktree
 from spotpatch_agent.worktree.marker import MARKER_NAME
 from spotpatch_agent.worktree.placement import Worktree
-from spotpatch_agent.worktree.removal import remove_worktree
+from spotpatch_agent.worktree.pool import WorktreePool, pool_mode
+from spotpatch_agent.worktree.removal import empty_trash_in, remove_worktree
 from spotpatch_agent.worktree.result import result_diff
 from spotpatch_agent.worktree.sidecar import process_start
 from spotpatch_agent.worktree.sweep import sweep_orphans
-from spotpatch_agent.worktree.pool import WorktreePool, pool_mode
 from tests.conftest import git
-from spotpatch_agent.worktree.removal import empty_trash_in
 from tests.worktree._util import files, run, snapshot, temp_base, worktree_list
 
 pytestmark = pytest.mark.anyio
@@ -147,7 +146,8 @@ async def test_an_untouched_warm_worktree_is_handed_out_without_a_reset(repo_fac
     ``worktree add``, or recycled) is handed out without ``checkout --force`` / ``clean`` and without a
     second ``update-index --refresh`` for the baseline; the job's tree and baseline are the same as a fresh
     checkout's, byte for byte."""
-    from spotpatch_agent.worktree import create as create_module, pool as pool_module
+    from spotpatch_agent.worktree import create as create_module
+    from spotpatch_agent.worktree import pool as pool_module
 
     root = repo_factory(FILES)
     commands: list[list[str]] = []

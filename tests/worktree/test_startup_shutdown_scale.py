@@ -30,9 +30,9 @@ from spotpatch_agent.protocol.models import InitializeParams, JobCreateParams, T
 from spotpatch_agent.worktree.create import create_worktree
 from spotpatch_agent.worktree.marker import MARKER_NAME
 from spotpatch_agent.worktree.placement import Worktree
+from spotpatch_agent.worktree.pool import WorktreePool
 from spotpatch_agent.worktree.removal import TRASH_PREFIX, empty_trash
 from spotpatch_agent.worktree.sweep import sweep_orphans
-from spotpatch_agent.worktree.pool import WorktreePool
 from tests.worktree._util import run, temp_base, worktree_list
 
 pytestmark = pytest.mark.anyio
