@@ -17,13 +17,13 @@ Component names are page data and are quoted as JSON strings.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from spotpatch_agent.context.quote import quote
 from spotpatch_agent.policy.paths import PathDenied, normalize_rel_path
 from spotpatch_agent.protocol.models import Target, UsageSite
 
@@ -133,17 +133,6 @@ def clean_chain(chain: Iterable[UsageSite]) -> tuple[list[UsageSite], list[str]]
     for reason in dropped:
         log.warning("usage chain entry dropped: %s", reason)
     return kept, dropped
-
-
-#: Characters ``json.dumps(ensure_ascii=False)`` leaves raw that readers (``str.splitlines``, many
-#: tokenizers and renderers) take as a line break: a quoted page string could otherwise start a new line.
-_RAW_BREAKS = re.compile("[\u0085\u2028\u2029]")
-
-
-def quote(value: object) -> str:
-    """``value`` as one-line JSON (non-ASCII kept, except line-breaking characters, escaped): page data
-    quoted in the prompt."""
-    return _RAW_BREAKS.sub(lambda m: f"\\u{ord(m.group(0)):04x}", json.dumps(value, ensure_ascii=False, sort_keys=True))
 
 
 def source_check_line(check: TagCheck | None) -> str | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from spotpatch_agent.context.digest import fence
-from spotpatch_agent.engine.locations import quote
+from spotpatch_agent.context.quote import quote
 from spotpatch_agent.protocol.models import SpotAnnotation
 from spotpatch_agent.suggestion.excerpts import TargetSource
 

@@ -180,3 +180,42 @@ def test_the_parser_sees_imports_everywhere_a_module_can_hold_them(tmp_path: Pat
     found = sorted({t for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.Import, ast.ImportFrom))
                     for t in _imported(n, path, nodes)})
     assert found == ["checks", "engine", "errors", "policy", "provider", "worktree"]
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every elementary cycle's nodes found by a depth-first walk (each cycle reported once, from its
+    smallest node)."""
+    found: list[list[str]] = []
+
+    def walk(start: str, node: str, path: list[str]) -> None:
+        for nxt in sorted(graph.get(node, ())):
+            if nxt == start:
+                found.append([*path, start])
+            elif nxt > start and nxt not in path:
+                walk(start, nxt, [*path, nxt])
+
+    for start in sorted(graph):
+        walk(start, start, [start])
+    return found
+
+
+def test_no_cycle_between_packages() -> None:
+    """design.md §2 layers the packages; a cycle (package A imports B, B imports A, directly or through
+    others, type-only imports included) means one of them belongs below the other. Break it by moving what
+    both need into the lower one (as `context.quote` did for the prompt quoting engine and suggestion share)."""
+    graph = real_graph()
+    for source, target in KNOWN_BACK_EDGES:
+        assert target in graph[source], f"{source} → {target} is gone: drop it from KNOWN_BACK_EDGES"
+        graph[source].discard(target)
+    assert [" → ".join(c) for c in _cycles(graph)] == []
+
+
+#: The one import against the layering, named in docs/architecture.md ("the one to look at"): the
+#: ``CheckConfig.readPaths`` validator asks the check sandbox's own rule (``checks.sandbox.plan``), imported
+#: when it runs. Every other cycle fails the test above.
+KNOWN_BACK_EDGES = {("protocol", "checks")}
+
+
+def test_the_cycle_finder_finds_cycles() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
