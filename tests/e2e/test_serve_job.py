@@ -187,7 +187,8 @@ def test_cancel_request_for_in_flight_request_gets_32800(project: Path, canary: 
             eng.wait_status(job_id, {"running"})
             wait_model_turn(server)
             rid = "cancel-in-flight"
-            eng.send_raw(encode_frame({"jsonrpc": "2.0", "id": rid, "method": "job/cancel", "params": {"jobId": job_id}})
+            cancel_job = {"jsonrpc": "2.0", "id": rid, "method": "job/cancel", "params": {"jobId": job_id}}
+            eng.send_raw(encode_frame(cancel_job)
                          + encode_frame({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": rid}}))
             reply = eng.response(rid, timeout=5)
             assert "result" not in reply, f"the cancelled job/cancel ran anyway: {reply}"

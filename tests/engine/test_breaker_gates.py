@@ -75,7 +75,8 @@ async def test_breaker_auto_does_not_apply_when_the_model_rewrites_the_check_scr
                                **AUTO)
     assert result.snap is not None and result.snap.status == "awaiting-review", result.statuses
     assert "files the checks run" in (result.snap.message or "") and "scripts/check.sh" in result.snap.message
-    assert (root / "scripts/check.sh").read_text() == "#!/bin/sh\nexit 1\n" and (root / "src/App.tsx").read_text() == APP
+    assert (root / "scripts/check.sh").read_text() == "#!/bin/sh\nexit 1\n"
+    assert (root / "src/App.tsx").read_text() == APP
 
 
 def test_breaker_check_input_paths_cover_command_and_args() -> None:
@@ -200,8 +201,8 @@ from pathlib import Path
 from spotpatch_agent.checks.runner import run_check_process
 from spotpatch_agent.protocol.models import CheckConfig, Limits
 async def main():
-    run = await run_check_process(CheckConfig(id='c', name='c', command=sys.executable, args=['-c', {_READ_PARENT_ENV!r}]),
-                                  Path(sys.argv[1]), Limits())
+    check = CheckConfig(id='c', name='c', command=sys.executable, args=['-c', {_READ_PARENT_ENV!r}])
+    run = await run_check_process(check, Path(sys.argv[1]), Limits())
     print(run.output.strip())
     print('dumpable', ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))
 anyio.run(main)

@@ -54,7 +54,8 @@ async def test_a_violation_made_during_the_job_fails_it_whole_and_nothing_is_app
         service = EngineService(send_event=events.append)
         async with service.running():
             await service.configure(root, config)
-            snap = await service.job_create(JobCreateParams.model_validate({"annotation": TARGET, "modelProfileId": "m"}))
+            create = JobCreateParams.model_validate({"annotation": TARGET, "modelProfileId": "m"})
+            snap = await service.job_create(create)
             await service.wait_job(snap.job_id)
             ids = JobIdParams(job_id=snap.job_id)
             snap = await service.job_get(ids)

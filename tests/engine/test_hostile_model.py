@@ -111,7 +111,8 @@ async def run_job(world: World, turns: list, monkeypatch: pytest.MonkeyPatch, ru
                 "id": "p", "displayName": "P", "baseUrl": server.base_url, "apiKeyEnv": KEY_ENV,
                 "models": [{"id": "m", "model": "scripted-model", "displayName": "M"}]}],
                 "checks": CHECKS, "limits": LIMITS}))
-            snap = await service.job_create(JobCreateParams.model_validate({"annotation": TARGET, "modelProfileId": "m"}))
+            create = JobCreateParams.model_validate({"annotation": TARGET, "modelProfileId": "m"})
+            snap = await service.job_create(create)
             await service.wait_job(snap.job_id)
             snap = await service.job_get(JobIdParams(job_id=snap.job_id))
             diff = await service.job_diff(JobIdParams(job_id=snap.job_id))
@@ -239,8 +240,8 @@ async def test_a_hostile_model_reveals_nothing_and_changes_nothing_outside(world
     for i, (path, old) in enumerate(writes):
         # oldText is a placeholder: the model never knows the canary, and must not learn it from the answer
         args = {"path": path, "oldText": "CANARY" if old != "API_TOKEN" else "API_TOKEN", "newText": "PWNED"}
-        snap, diff, events, _ = await run_job(world, [{"toolCalls": [call(f"w{i}", "replace_text", args)]}], monkeypatch,
-                                              run, 1)
+        turns = [{"toolCalls": [call(f"w{i}", "replace_text", args)]}]
+        snap, diff, events, _ = await run_job(world, turns, monkeypatch, run, 1)
         assert snap.status == "failed" and snap.error is not None, (path, snap)
         assert diff.diff == "", path
     for i, args in enumerate([{**EDIT, "newText": "x" * (1024 * 1024 + 1)},

@@ -18,6 +18,7 @@ FILES = {"src/App.tsx": 'export const App = () => <button className="a">Go</butt
 TARGET = {"annotationId": "a1", "pageUrl": "/", "targets": [
     {"index": 1, "instruction": "Make the button say Start", "source": {"file": "src/App.tsx", "line": 1},
      "element": {"tagName": "button", "text": "Go"}}]}
+EDIT = {"path": "src/App.tsx", "oldText": ">Go<", "newText": ">Start<"}
 
 
 def call(cid: str, name: str, args: Any) -> dict:
@@ -34,7 +35,8 @@ def root(tmp_path: Path) -> Path:
 
 
 def finished(events: list[dict]) -> list[tuple[str, bool, str | None]]:
-    return [(e["tool"], e["ok"], e.get("errorCode")) for e in events if e["kind"] == "activity" and e["phase"] == "finished"]
+    return [(e["tool"], e["ok"], e.get("errorCode"))
+            for e in events if e["kind"] == "activity" and e["phase"] == "finished"]
 
 
 @pytest.mark.anyio
@@ -60,11 +62,12 @@ async def test_hostile_read_paths_are_denied_uniformly_and_reveal_nothing(root, 
     (root / "link.txt").symlink_to(outside)
     git(root, "add", "link.txt")
     git(root, "commit", "-q", "-m", "a tracked symlink to outside")
-    hostile = ["/etc/passwd", "../outside.txt", str(outside), ".env", ".git/config", "link.txt", "src/../../outside.txt",
-               "src%2F..%2F..%2Foutside.txt", "C:\\Windows\\win.ini", "node_modules/x.js", "nope.txt"]
+    hostile = ["/etc/passwd", "../outside.txt", str(outside), ".env", ".git/config", "link.txt",
+               "src/../../outside.txt", "src%2F..%2F..%2Foutside.txt", "C:\\Windows\\win.ini", "node_modules/x.js",
+               "nope.txt"]
     turns = [{"toolCalls": [call(f"r{i}", "read_file", {"path": p, "startLine": None, "endLine": None})
                             for i, p in enumerate(hostile)]},
-             {"toolCalls": [call("w", "replace_text", {"path": "src/App.tsx", "oldText": ">Go<", "newText": ">Start<"})]},
+             {"toolCalls": [call("w", "replace_text", EDIT)]},
              {"text": "ok", "finishReason": "stop"}]
     snap, diff, events, server, _ = await run_job(root, turns, monkeypatch)
     assert snap.status == "awaiting-review"
@@ -104,11 +107,12 @@ async def test_max_tool_calls_limit_fails_the_job(root, monkeypatch) -> None:
 @pytest.mark.anyio
 async def test_unknown_tool_is_a_retryable_argument_error(root, monkeypatch) -> None:
     turns = [{"toolCalls": [call("x", "run_shell", {"cmd": "rm -rf /"}), call("y", "write_file", {"path": "x"})]},
-             {"toolCalls": [call("w", "replace_text", {"path": "src/App.tsx", "oldText": ">Go<", "newText": ">Start<"})]},
+             {"toolCalls": [call("w", "replace_text", EDIT)]},
              {"text": "ok", "finishReason": "stop"}]
     snap, _, events, _, _ = await run_job(root, turns, monkeypatch)
     assert snap.status == "awaiting-review"
-    assert finished(events)[:2] == [("run_shell", False, "TOOL_ARGUMENTS_INVALID"), ("write_file", False, "TOOL_ARGUMENTS_INVALID")]
+    assert finished(events)[:2] == [("run_shell", False, "TOOL_ARGUMENTS_INVALID"),
+                                    ("write_file", False, "TOOL_ARGUMENTS_INVALID")]
 
 
 @pytest.mark.anyio
@@ -136,7 +140,7 @@ async def test_model_that_edits_nothing_fails_explicitly(root, monkeypatch) -> N
 @pytest.mark.anyio
 async def test_failed_job_keeps_its_reviewable_diff_but_cannot_be_applied(root, monkeypatch) -> None:
     read = {"path": "src/App.tsx", "startLine": None, "endLine": None}
-    turns = [{"toolCalls": [call("w", "replace_text", {"path": "src/App.tsx", "oldText": ">Go<", "newText": ">Start<"})]},
+    turns = [{"toolCalls": [call("w", "replace_text", EDIT)]},
              {"toolCalls": [call("r1", "read_file", read)]},
              {"toolCalls": [call("r2", "read_file", read)]}]
     snap, diff, events, _, _ = await run_job(root, turns, monkeypatch, maxTurns=2)
@@ -148,9 +152,10 @@ async def test_failed_job_keeps_its_reviewable_diff_but_cannot_be_applied(root, 
 
 @pytest.mark.anyio
 async def test_hostile_tool_names_and_ids_are_bounded_and_redacted_in_events(root, monkeypatch) -> None:
-    turns = [{"toolCalls": [call("id-" + str(root) + "-" + "X" * 300_000, "list_files", {"glob": "**/*", "maxResults": 5}),
+    huge_id = "id-" + str(root) + "-" + "X" * 300_000
+    turns = [{"toolCalls": [call(huge_id, "list_files", {"glob": "**/*", "maxResults": 5}),
                             call("c2", f"/root/.ssh/id_rsa {root}", {})]},
-             {"toolCalls": [call("w", "replace_text", {"path": "src/App.tsx", "oldText": ">Go<", "newText": ">Start<"})]},
+             {"toolCalls": [call("w", "replace_text", EDIT)]},
              {"text": f"done, see {root}/src/App.tsx", "finishReason": "stop"}]
     snap, _, events, server, _ = await run_job(root, turns, monkeypatch)
     assert snap.status == "awaiting-review"

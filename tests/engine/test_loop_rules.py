@@ -69,7 +69,8 @@ def activity(events: list[dict]) -> list[tuple[str, str, str, int]]:
 
 
 def finished(events: list[dict]) -> list[tuple[str, bool, str | None]]:
-    return [(e["tool"], e["ok"], e.get("errorCode")) for e in events if e["kind"] == "activity" and e["phase"] == "finished"]
+    return [(e["tool"], e["ok"], e.get("errorCode"))
+            for e in events if e["kind"] == "activity" and e["phase"] == "finished"]
 
 
 def tool_messages(server: ScriptedProviderServer, request_no: int) -> list[dict]:
@@ -165,11 +166,13 @@ async def _loop(root: Path, turns: list[list[Any]]) -> tuple[str | BaseException
 async def test_loop_runs_an_exact_duplicate_event_once_and_fails_a_conflicting_one(root) -> None:
     edit = ToolCallEvent("w", "replace_text", json.dumps(EDIT))
     final, events = await _loop(root, [[edit, edit, TurnEnd("tool_calls")], [TurnEnd("stop")]])
-    assert final == "" and activity(events) == [("started", "replace_text", "w", 1), ("finished", "replace_text", "w", 1)]
+    assert final == ""
+    assert activity(events) == [("started", "replace_text", "w", 1), ("finished", "replace_text", "w", 1)]
     assert (root / "src/App.tsx").read_text().count("Start") == 1
 
     other = ToolCallEvent("w", "replace_text", json.dumps({**EDIT, "oldText": ">Start<", "newText": ">X<"}))
-    final, events = await _loop(root, [[other, ToolCallEvent("w", "read_file", json.dumps(READ_APP)), TurnEnd("tool_calls")]])
+    read_app = ToolCallEvent("w", "read_file", json.dumps(READ_APP))
+    final, events = await _loop(root, [[other, read_app, TurnEnd("tool_calls")]])
     assert isinstance(final, JobFailure) and final.code.value == "PROVIDER_PROTOCOL" and events == []
     assert ">X<" not in (root / "src/App.tsx").read_text()
 
@@ -267,7 +270,8 @@ async def test_unknown_tool_names_strike_per_name(root, monkeypatch) -> None:
 @pytest.mark.anyio
 async def test_path_denials_stay_retryable(root, monkeypatch) -> None:
     # Different denied paths (an identical repeat is the stuck-call guard's: tests/engine/test_turn_endings.py).
-    turns = [{"toolCalls": [read(f"d{i}", path)]} for i, path in enumerate((".env", ".env.local", ".npmrc", "id_rsa"))] + [
+    denied = (".env", ".env.local", ".npmrc", "id_rsa")
+    turns = [{"toolCalls": [read(f"d{i}", path)]} for i, path in enumerate(denied)] + [
         {"toolCalls": [call("w", "replace_text", EDIT)]}, DONE]
     snap, _, events, _, _ = await run_job(root, turns, monkeypatch)
     assert snap.status == "awaiting-review"
@@ -406,7 +410,9 @@ async def test_every_call_of_a_turn_gets_exactly_one_result_in_the_next_request_
 
 @pytest.mark.anyio
 async def test_a_provider_id_reused_across_turns_is_echoed_verbatim_each_turn(root, monkeypatch) -> None:
-    turns = [{"toolCalls": [read("call_0", "src/App.tsx")]}, {"toolCalls": [call("call_0", "replace_text", EDIT)]}, DONE]
+    turns = [{"toolCalls": [read("call_0", "src/App.tsx")]},
+             {"toolCalls": [call("call_0", "replace_text", EDIT)]},
+             DONE]
     snap, _, _, server, _ = await run_job(root, turns, monkeypatch)
     assert snap.status == "awaiting-review"
     assert assistant_call_ids(server, 2) == ["call_0", "call_0"]
@@ -457,7 +463,8 @@ async def test_cancel_during_a_turns_tool_call_ends_the_job_without_another_requ
         service = EngineService(send_event=events.append)
         async with service.running():
             await service.configure(root, config(server, checks))
-            snap = await service.job_create(JobCreateParams.model_validate({"annotation": TARGET, "modelProfileId": "m"}))
+            create = JobCreateParams.model_validate({"annotation": TARGET, "modelProfileId": "m"})
+            snap = await service.job_create(create)
             with anyio.fail_after(20):
                 while ("started", "run_check", "c", 1) not in activity(events):
                     await anyio.sleep(0.02)
@@ -526,7 +533,8 @@ async def test_responses_reasoning_items_with_encrypted_content_are_echoed_befor
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("bad_name", ["", "read file", "x" * 65])
-async def test_a_call_with_an_unusable_name_is_echoed_under_a_valid_placeholder_name(root, monkeypatch, bad_name) -> None:
+async def test_a_call_with_an_unusable_name_is_echoed_under_a_valid_placeholder_name(
+        root, monkeypatch, bad_name) -> None:
     """A call without a usable function name is never run and gets its failed result, but the next request
     must not carry ``name: ""`` (or spaces, or > 64 characters): OpenAI rejects the whole request with 400."""
     first = "".join([_chunk({"role": "assistant"}),

@@ -112,7 +112,8 @@ COMBINATIONS = [(config, consent) for config in CONFIGS for consent in (ABSENT, 
 @pytest.mark.anyio
 @pytest.mark.parametrize("gate", list(SCENARIOS))
 @pytest.mark.parametrize("mode", ["review", "auto", "trusted-auto"])
-async def test_mode_matrix(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, gate: str) -> None:
+async def test_mode_matrix(
+        template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, gate: str) -> None:
     """One test per mode × gate outcome; its 12 trusted-config × consent combinations run concurrently (each
     in its own repository and engine), so the whole matrix of 252 stays fast. Every combination is asserted."""
     if gate == "capability-unproven":

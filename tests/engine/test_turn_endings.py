@@ -188,7 +188,8 @@ async def test_prose_from_a_model_that_passed_the_probe_is_worded_as_its_choice(
 
             probe = await service.provider_probe(ProviderProbeParams(model_profile_id="m"))
             assert probe.ok
-            snap = await service.job_create(JobCreateParams.model_validate({"annotation": TARGET, "modelProfileId": "m"}))
+            create = JobCreateParams.model_validate({"annotation": TARGET, "modelProfileId": "m"})
+            snap = await service.job_create(create)
             await service.wait_job(snap.job_id)
             snap = await service.job_get(JobIdParams(job_id=snap.job_id))
     assert snap.error is not None and snap.error.code == "MODEL_TOOL_CALL_UNSUPPORTED"

@@ -66,7 +66,8 @@ async def test_a_check_that_writes_fails_the_job_and_its_write_reaches_neither_d
 
 @pytest.mark.anyio
 async def test_a_check_writing_only_ignored_files_is_not_a_change(root: Path) -> None:
-    cache = "import os; os.makedirs('node_modules/.cache', exist_ok=True); open('node_modules/.cache/t', 'w').write('x')"
+    cache = ("import os; os.makedirs('node_modules/.cache', exist_ok=True); "
+             "open('node_modules/.cache/t', 'w').write('x')")
     result = await run_one_job(root, [edit("w"), DONE], checks=[py_check("tsc", cache)])
     assert result.snap is not None and result.snap.status == "awaiting-review", result.snap
     assert "node_modules" not in result.diff.diff

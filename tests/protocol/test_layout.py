@@ -50,7 +50,8 @@ def test_every_catalog_model_name_resolves() -> None:
 
 def test_a_concern_module_loads_only_what_it_needs() -> None:
     code = ("import sys; from spotpatch_agent.protocol.models import InitializeParams, JobCreateParams; "
-            "from spotpatch_agent.protocol import catalog; catalog.bind_handlers({m: None for m in catalog.served_requests()}); "
+            "from spotpatch_agent.protocol import catalog; "
+            "catalog.bind_handlers({m: None for m in catalog.served_requests()}); "
             "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('spotpatch_agent.protocol.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 0, out.stderr

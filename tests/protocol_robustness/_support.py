@@ -1,4 +1,5 @@
-"""Helpers of the protocol robustness tests (POSIX; the /proc and subreaper parts Linux only): engine clients, /proc inspection, a subreaper, a slow ``git``.
+"""Helpers of the protocol robustness tests (POSIX; the /proc and subreaper parts Linux only): engine clients,
+/proc inspection, a subreaper, a slow ``git``.
 
 - :class:`Engine` is :class:`tests.engine_client.EngineProcess` (same strict stdout parsing, same
   ``stdout_faults``) started with extra ``serve`` arguments or another command, plus an id index of replies

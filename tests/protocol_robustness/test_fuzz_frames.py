@@ -133,10 +133,12 @@ def wrong_types(draw: st.DrawFn) -> Any:
     if kind == "id":
         msg["id"] = draw(bad_ids)
     elif kind == "method":
-        msg["method"] = draw(st.one_of(st.integers(), st.none(), st.booleans(), st.lists(st.text(max_size=3), max_size=2),
+        msg["method"] = draw(st.one_of(st.integers(), st.none(), st.booleans(),
+                                       st.lists(st.text(max_size=3), max_size=2),
                                        st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)))
     elif kind == "params":
-        msg["params"] = draw(st.one_of(st.lists(junk_json, max_size=3), st.text(max_size=5), st.integers(), st.booleans()))
+        msg["params"] = draw(st.one_of(st.lists(junk_json, max_size=3), st.text(max_size=5), st.integers(),
+                                       st.booleans()))
     elif kind == "jsonrpc":
         msg["jsonrpc"] = draw(st.one_of(st.sampled_from(["1.0", "2", "2.0 ", "", "3.0"]), st.just(2.0), st.none()))
         if draw(st.booleans()):
@@ -344,7 +346,8 @@ def test_fuzzed_frames_never_kill_hang_or_desync_the_engine(tmp_path: Path) -> N
             sentinel_id = f"sentinel-{uid()}"  # drawn outside Hypothesis: any length
             sentinel = encode_frame({"jsonrpc": "2.0", "id": sentinel_id, "method": "job/list", "params": {}})
             got = mirror.feed(sentinel)
-            assert [i for i in got if isinstance(i, Frame)] == [Frame(json.loads(sentinel.split(b"\r\n\r\n", 1)[1]))], got
+            sentinel_body = sentinel.split(b"\r\n\r\n", 1)[1]
+            assert [i for i in got if isinstance(i, Frame)] == [Frame(json.loads(sentinel_body))], got
             expect.add(got)
             eng.send_raw(data + pad + sentinel)
             reply = eng.response(sentinel_id, timeout=15)

@@ -141,7 +141,8 @@ def test_exit_without_shutdown_during_a_job_is_code_1_and_cleans_up(project: Pat
             eng.kill()
 
 
-def test_shutdown_stops_the_job_before_it_answers_then_exit_is_code_0(project: Path, canary: str, tmp_path: Path) -> None:
+def test_shutdown_stops_the_job_before_it_answers_then_exit_is_code_0(
+        project: Path, canary: str, tmp_path: Path) -> None:
     with ScriptedProviderServer(script("tool-subprocess")) as server, Subreaper() as reaper:
         eng, job_id = start_running_job("tool-subprocess", project, canary, tmp_path, server, reaper)
         try:

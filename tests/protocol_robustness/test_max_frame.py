@@ -91,7 +91,8 @@ def test_default_maximum_is_max_frame_bytes(tmp_path: Path) -> None:
     eng = Engine()
     try:
         eng.initialize(make_repo(tmp_path / "repo", {"a.txt": "a\n"}))
-        eng.send_raw(frame(padded_request("default-over", MAX_FRAME_BYTES + 1)) + frame(padded_request("default-next", 90)))
+        eng.send_raw(frame(padded_request("default-over", MAX_FRAME_BYTES + 1))
+                     + frame(padded_request("default-next", 90)))
         assert eng.response("default-next", timeout=30)["result"] == {"jobs": []}
         [refusal] = [m for m in eng.messages if m.get("id") is None]
         assert refusal["error"]["code"] == -32600 and str(MAX_FRAME_BYTES) in refusal["error"]["message"]

@@ -60,7 +60,8 @@ def wait_until(predicate, timeout: float, what: str) -> float:
 
 def test_engine_keeps_working_while_the_client_does_not_read(project: Path, canary: str) -> None:
     turns = [filler_turn(i) for i in range(FILLER_TURNS)] + demo_turns()
-    with ScriptedProviderServer(turns, chunk_delay=0.003) as job_server, ScriptedProviderServer(PROBE_TURNS, models=("probe-model",)) as probe_server:
+    with (ScriptedProviderServer(turns, chunk_delay=0.003) as job_server,
+          ScriptedProviderServer(PROBE_TURNS, models=("probe-model",)) as probe_server):
         config = config_for(job_server)
         config["providers"].append({"id": "prober", "displayName": "Prober", "api": "chat",
                                     "baseUrl": probe_server.base_url, "apiKeyEnv": KEY_ENV,
@@ -80,7 +81,8 @@ def test_engine_keeps_working_while_the_client_does_not_read(project: Path, cana
 
             probe_id = eng.request("provider/probe", {"modelProfileId": "p1"})
             probe_latency = wait_until(lambda: len(probe_server.requests) >= 1, 10, "the probe to reach its provider")
-            assert probe_latency < SERVED_WITHIN, f"a request took {probe_latency:.2f} s to be served behind a full stdout"
+            assert probe_latency < SERVED_WITHIN, (
+                f"a request took {probe_latency:.2f} s to be served behind a full stdout")
 
             get_ids: list[str] = []
 
@@ -116,7 +118,8 @@ def test_engine_keeps_working_while_the_client_does_not_read(project: Path, cana
 
             eng.read_until(have_everything, 30)
             events = eng.events(job_id)
-            assert [e["seq"] for e in events] == list(range(1, len(events) + 1)), "an event was lost, repeated or reordered"
+            assert [e["seq"] for e in events] == list(range(1, len(events) + 1)), (
+                "an event was lost, repeated or reordered")
             assert [e["status"] for e in events if e["kind"] == "status"] == [
                 "preparing", "running", "validating", "awaiting-review"]
             assert sum(1 for e in events if e["kind"] == "message") >= FILLER_TURNS

@@ -443,12 +443,13 @@ async def test_responses_arguments_before_their_late_item_are_not_an_orphan(serv
     assert [(e.id, e.name, e.invalid) for e in events if isinstance(e, ToolCallEvent)] == [("call_late", "write", None)]
 
 
-HOSTILE = "\x1b[31mred\x1b[0m \x1b]0;pwned\x07\x1b]8;;https://evil.example\x1b\\link\x1b]8;;\x1b\\ \u202egnp.exe\u202c \x9b2J\x07\x00\x7f end"
+HOSTILE = ("\x1b[31mred\x1b[0m \x1b]0;pwned\x07\x1b]8;;https://evil.example\x1b\\link\x1b]8;;\x1b\\ "
+           "\u202egnp.exe\u202c \x9b2J\x07\x00\x7f end")
+_BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f"
 
 
 def _no_controls(text: str) -> bool:
-    return not any(ord(ch) < 32 or 0x7f <= ord(ch) <= 0x9f or ch in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f"
-                   for ch in text)
+    return not any(ord(ch) < 32 or 0x7f <= ord(ch) <= 0x9f or ch in _BIDI_CONTROLS for ch in text)
 
 
 async def test_probe_model_listing_strips_terminal_escapes_and_bidi_overrides(serve: Any) -> None:
@@ -511,7 +512,8 @@ async def test_encoded_key_echoed_in_an_error_body_is_redacted(api: str, serve: 
     for name, enc in _encodings(ODD_KEY).items():
         message = f"invalid credentials Basic {enc} ({name})"
         body = json.dumps({"error": {"message": message}}).encode()
-        srv = serve(lambda c, h, body=body: c.sendall(head(status=b"400 Bad Request", ctype=b"application/json") + body))
+        srv = serve(lambda c, h, body=body: c.sendall(
+            head(status=b"400 Bad Request", ctype=b"application/json") + body))
         adapter = (ChatCompletionsAdapter if api == "chat" else ResponsesAdapter)(
             base_url=srv.base_url, api_key=ODD_KEY, timeout=5, idle_timeout=5)
         try:

@@ -80,8 +80,10 @@ def _delta(delta=None, finish=None):
 def test_assembler_alone_feed_and_finish():
     asm = ChatStreamAssembler()
     assert asm.feed(_delta({"role": "assistant", "content": "Hi"})) == [TextDelta("Hi")]
-    assert asm.feed(_delta({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "f", "arguments": "{"}}]})) == []
-    assert asm.feed_data('{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"}"}}]}}]}') == []
+    first_half = {"tool_calls": [{"index": 0, "id": "c", "function": {"name": "f", "arguments": "{"}}]}
+    assert asm.feed(_delta(first_half)) == []
+    assert asm.feed_data('{"choices":[{"index":0,"delta":{"tool_calls":'
+                         '[{"index":0,"function":{"arguments":"}"}}]}}]}') == []
     assert asm.feed(_delta(finish="tool_calls")) == []
     assert asm.feed_data("[DONE]") == [] and asm.done
     assert asm.finish() == [ToolCallEvent("c", "f", "{}"), TurnEnd("tool_calls", None)]

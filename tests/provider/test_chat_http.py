@@ -22,7 +22,8 @@ pytestmark = pytest.mark.anyio
 
 async def test_request_body_and_headers(server):
     server.add_turns({"toolCalls": [{"id": "call_2", "name": "read_file", "arguments": {"path": "b"}}]})
-    adapter = ChatCompletionsAdapter(base_url=server.base_url + "/", api_key=CANARY_KEY, headers={"X-Title": "SpotPatch"})
+    adapter = ChatCompletionsAdapter(base_url=server.base_url + "/", api_key=CANARY_KEY,
+                                     headers={"X-Title": "SpotPatch"})
     request = TurnRequest(
         system="sys",
         items=(

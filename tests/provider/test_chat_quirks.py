@@ -253,7 +253,8 @@ async def test_server_error_inside_200_stream_is_asked_again_then_unavailable(se
 
 
 async def test_context_length_error_inside_200_stream_is_limit_exceeded(server, adapter):
-    err = {"error": {"message": "This model's maximum context length is 8192 tokens", "code": "context_length_exceeded"}}
+    err = {"error": {"message": "This model's maximum context length is 8192 tokens",
+                     "code": "context_length_exceeded"}}
     server.add_turns({"raw": [f"data: {json.dumps(err)}\n\n"]})
     with pytest.raises(ProviderError) as info:
         await run_turn(adapter)
@@ -314,7 +315,8 @@ async def test_text_past_the_budget_before_any_call_ends_the_turn_at_once(server
 
 
 async def test_two_calls_of_one_turn_with_the_same_id_are_rejected(server, adapter):
-    server.add_turns({"raw": [call(0, "call_1", "read_file", "{}"), call(1, "call_1", "read_file", "{}"), FINISH, DONE]})
+    server.add_turns({"raw": [call(0, "call_1", "read_file", "{}"), call(1, "call_1", "read_file", "{}"),
+                              FINISH, DONE]})
     with pytest.raises(ProviderError) as info:
         await run_turn(adapter)
     assert info.value.code == ErrorCode.PROVIDER_PROTOCOL and "share the id" in info.value.message
@@ -348,7 +350,7 @@ async def test_relay_that_ignores_stream_true_answers_one_json_completion(server
     assert end_of(events) == TurnEnd("tool_calls", {"total_tokens": 3})
 
 
-# ---------------------------------------------------------------- audit of the issue's quirk list (issue 7, acceptance 2)
+# ------------------------------------------------------- audit of the issue's quirk list (issue 7, acceptance 2)
 
 
 async def test_first_non_null_finish_reason_wins_over_a_trailing_stop_after_tool_calls(server, adapter):
@@ -377,7 +379,8 @@ async def test_another_name_without_id_starts_a_new_call_never_a_merge(server, a
         server, adapter,
         call(index, name="list_files", args=""), call(index, name="read_file", args='{"path": "a"}'), FINISH, DONE,
     )
-    assert calls_of(events) == [("spotpatch_call_0", "list_files", {}), ("spotpatch_call_1", "read_file", {"path": "a"})]
+    assert calls_of(events) == [("spotpatch_call_0", "list_files", {}),
+                                ("spotpatch_call_1", "read_file", {"path": "a"})]
 
 
 async def test_http_200_with_error_data_is_a_typed_error_not_an_empty_turn(server, adapter):

@@ -51,7 +51,8 @@ TARGET = {"annotationId": "a1", "pageUrl": "/", "targets": [
     {"index": 1, "instruction": "Make the button say Start", "source": {"file": "src/App.tsx", "line": 1},
      "element": {"tagName": "button", "text": "Go"}}]}
 READ = {"id": "r1", "name": "read_file", "arguments": {"path": "src/App.tsx", "startLine": None, "endLine": None}}
-EDIT = {"id": "w1", "name": "replace_text", "arguments": {"path": "src/App.tsx", "oldText": ">Go<", "newText": ">Start<"}}
+EDIT = {"id": "w1", "name": "replace_text",
+        "arguments": {"path": "src/App.tsx", "oldText": ">Go<", "newText": ">Start<"}}
 
 
 def config(server: ScriptedProviderServer, model: str = "scripted-model", api: str = "chat") -> TrustedConfig:

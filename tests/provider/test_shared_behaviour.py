@@ -61,7 +61,7 @@ def neutral(events) -> list:
 def after(request: TurnRequest, calls: list[ToolCallEvent], outputs: list[str]) -> TurnRequest:
     """``request`` continued by the assistant turn of ``calls`` and their results."""
     turn = AssistantTurn("", tuple(ToolCallRecord(c.id, c.name, c.arguments_json) for c in calls))
-    results = tuple(ToolResultMessage(c.id, out) for c, out in zip(calls, outputs))
+    results = tuple(ToolResultMessage(c.id, out) for c, out in zip(calls, outputs, strict=True))
     return TurnRequest(system=request.system, items=(*request.items, turn, *results), tools=request.tools,
                        model=request.model)
 

@@ -60,12 +60,13 @@ def test_bench_method_emits_ordered_job_events_with_the_variable(tmp_path: Path)
     assert engine.stdout_faults == []
 
 
-@pytest.mark.parametrize("module", ["spotpatch_agent.engine.job", "spotpatch_agent.engine.loop", "spotpatch_agent.tools",
-                                    "wcmatch", "httpx", "spotpatch_agent.worktree.changes"])
+@pytest.mark.parametrize("module", ["spotpatch_agent.engine.job", "spotpatch_agent.engine.loop",
+                                    "spotpatch_agent.tools", "wcmatch", "httpx", "spotpatch_agent.worktree.changes"])
 def test_serving_does_not_import_the_job_runner(module: str) -> None:
     code = ("import sys, spotpatch_agent.cli, spotpatch_agent.engine.service, spotpatch_agent.rpc.server; "
             f"sys.exit({module!r} in sys.modules)")
-    assert subprocess.run([sys.executable, "-c", code], cwd=REPO, check=False).returncode == 0, f"{module} is imported eagerly again"
+    run = subprocess.run([sys.executable, "-c", code], cwd=REPO, check=False)
+    assert run.returncode == 0, f"{module} is imported eagerly again"
 
 
 def test_the_worktree_package_imports_no_module_of_its_own() -> None:

@@ -63,7 +63,8 @@ def test_initialize_is_answered_before_the_job_machinery_is_imported(tmp_path: P
         engine.stop()
     imported = imports_before_reply(stderr_of(engine))
     # The parse sees the serve path itself (a broken parse must not pass as "nothing heavy imported").
-    assert {"spotpatch_agent.engine.service", "spotpatch_agent.rpc.server", "spotpatch_agent.protocol.session"} <= set(imported)
+    serve_path = {"spotpatch_agent.engine.service", "spotpatch_agent.rpc.server", "spotpatch_agent.protocol.session"}
+    assert serve_path <= set(imported)
     assert [m for m in imported if is_later(m)] == []
 
 

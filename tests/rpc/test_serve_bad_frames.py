@@ -49,8 +49,8 @@ def last_null_id_error(engine: EngineProcess, code: int) -> dict:
         (body_frame(b'{"jsonrpc":"1.0","method":"health/get"}'), -32600),
         (body_frame(b'"\xff\xfe"'), -32700),  # invalid UTF-8
     ],
-    ids=["bad-length", "missing-length", "json-number", "empty-batch", "batch", "no-method", "bad-json", "no-members", "wrong-version",
-         "bad-utf8"],
+    ids=["bad-length", "missing-length", "json-number", "empty-batch", "batch", "no-method", "bad-json", "no-members",
+         "wrong-version", "bad-utf8"],
 )
 def test_bad_frame_gets_error_and_engine_keeps_serving(engine: EngineProcess, raw: bytes, code: int) -> None:
     engine.send_raw(raw)
@@ -60,7 +60,8 @@ def test_bad_frame_gets_error_and_engine_keeps_serving(engine: EngineProcess, ra
 
 def test_lowercase_and_content_type_first_headers_work(engine: EngineProcess) -> None:
     body = b'{"jsonrpc":"2.0","id":"lc","method":"health/get","params":{}}'
-    engine.send_raw(b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\ncontent-length: %d\r\n\r\n" % len(body) + body)
+    header = b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\ncontent-length: %d\r\n\r\n" % len(body)
+    engine.send_raw(header + body)
     assert engine.response("lc")["result"]["state"] == "clean"
 
 
@@ -118,7 +119,8 @@ def test_requests_before_initialize_and_after_shutdown(tmp_path: Path) -> None:
     try:
         assert eng.request("health/get", {})["error"]["code"] == -32002
         eng.initialize(root)
-        assert eng.request("initialize", {"protocolVersion": "0.1", "projectRoot": str(root)})["error"]["code"] == -32600
+        again = eng.request("initialize", {"protocolVersion": "0.1", "projectRoot": str(root)})
+        assert again["error"]["code"] == -32600
         assert eng.call("shutdown") is None
         assert eng.request("health/get", {})["error"]["code"] == -32600
         eng.notify("exit")

@@ -134,7 +134,8 @@ async def test_undo_restores_deleted_and_removes_created(make_executor) -> None:
     patch = (
         delete("old.sh", "a", "b")
         + create("src/deep/new.ts", "x")
-        + "diff --git a/win.txt b/win.txt\n--- a/win.txt\n+++ b/win.txt\n@@ -1,3 +1,4 @@\n one\r\n two\r\n+bare\n three\r\n"
+        + "diff --git a/win.txt b/win.txt\n--- a/win.txt\n+++ b/win.txt\n"
+        + "@@ -1,3 +1,4 @@\n one\r\n two\r\n+bare\n three\r\n"
     )
     result = await executor.execute("apply_patch", call(patch=patch))
     assert (result.ok, result.code, result.retryable) == (False, "PATCH_REJECTED", True)

@@ -91,7 +91,8 @@ def random_repo(root: Path, seed: int, files: int = 120) -> Path:
     git(root, "add", "-f", "x.log")
     git(root, "commit", "-q", "-m", "random")
     for _ in range(files // 4):  # untracked: plain, ignored, in new directories
-        rel = f"{rng.choice(_DIRS + ['fresh', 'fresh/deeper'])}/u{rng.randint(0, 999)}{rng.choice(['.ts', '.log', '.tmp', ''])}"
+        folder = rng.choice(_DIRS + ["fresh", "fresh/deeper"])
+        rel = f"{folder}/u{rng.randint(0, 999)}{rng.choice(['.ts', '.log', '.tmp', ''])}"
         _write(base + b"/" + rel.encode(), _content(rng))
     os.symlink("lib", root / "untracked_link_dir")
     if (root / "lib").is_dir():
@@ -195,7 +196,8 @@ async def test_listing_matches_the_reference_after_random_writes(tmp_path: Path,
         assert searched.output == await old_search_text(executor.context, "line", None, 1000, 8 * 1024 * 1024)
         listed = await _listed(executor)
         assert listed == reference_listing(root, MAX), step
-        texts = [rel for rel in listed if b"line" in (root / rel).read_bytes() and not is_protected(rel, for_write=True)]
+        texts = [rel for rel in listed
+                 if b"line" in (root / rel).read_bytes() and not is_protected(rel, for_write=True)]
         kind = rng.choice(["replace", "grow", "create", "delete"])
         if kind in ("replace", "grow") and texts:
             rel = rng.choice(texts)

@@ -63,7 +63,8 @@ def apply_plan(root: Path, job_id: str = "job_1") -> WritePlan:
         pre = read_image(root, rel)
         assert isinstance(pre, Image)
         post = ABSENT if data is None else Image(data, pre.mode if pre.data is not None else new_file_mode())
-        writes.append(PathWrite(rel, pre, post, new_tmp_name(), missing_parents(root, rel) if pre.data is None else None))
+        parents = missing_parents(root, rel) if pre.data is None else None
+        writes.append(PathWrite(rel, pre, post, new_tmp_name(), parents))
     return WritePlan(job_id, "apply", git(root, "rev-parse", "HEAD").strip(), writes)
 
 

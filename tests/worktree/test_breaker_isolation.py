@@ -108,7 +108,8 @@ def test_apply_io_never_follows_a_parent_swapped_for_a_symlink_after_its_check(
     (outside / "sub").mkdir(parents=True)
     (outside / "a.txt").write_bytes(b"secret\n")
     before = {p.relative_to(outside).as_posix(): p.read_bytes() for p in outside.rglob("*") if p.is_file()}
-    rel = {"write": "src/a.txt", "new-dir-write": "src/new/c.txt", "delete": "src/a.txt", "read": "src/a.txt"}[operation]
+    rel = {"write": "src/a.txt", "new-dir-write": "src/new/c.txt", "delete": "src/a.txt",
+           "read": "src/a.txt"}[operation]
     swapped = _swap_parent_after_first_look(monkeypatch, root, outside)
     result: object = None
     try:
@@ -173,7 +174,8 @@ def _quarantined(root: Path) -> list[Path]:
     b'{"format":"other","version":1}\n',
 ], ids=["null", "list", "string", "number", "true", "empty-object", "truncated", "empty", "not-utf8", "deep",
         "entries-null", "entry-null", "image-list", "foreign"])
-async def test_a_malformed_journal_is_quarantined_and_reported_and_recovery_still_runs(repo_factory, raw: bytes) -> None:
+async def test_a_malformed_journal_is_quarantined_and_reported_and_recovery_still_runs(
+        repo_factory, raw: bytes) -> None:
     root = repo_factory({"a.txt": "a\n"})
     jdir = journal_dir(root / ".git")
     jdir.mkdir(parents=True)

@@ -396,7 +396,7 @@ async def test_apply_and_revert_journal_then_leave_no_journal_and_no_temp_files(
     await job.revert(applied)
     assert seen and all(names == ["job_x.journal"] for names in seen)
     assert journal_files(job.root) == []
-    assert not [p for p in job.root.rglob("*.tmp")]
+    assert not list(job.root.rglob("*.tmp"))
 
 
 class FailingJournal(RecordingJournal):
@@ -639,4 +639,5 @@ async def test_an_undone_apply_keeps_a_users_empty_directory(make_job) -> None:
     finally:
         set_fault_hook(previous)
     assert (job.root / "src" / "new dir").is_dir()
-    assert {k: v for k, v in files(job.root).items() if k != "a.txt"} == {k: v for k, v in before.items() if k != "a.txt"}
+    after = files(job.root)
+    assert {k: v for k, v in after.items() if k != "a.txt"} == {k: v for k, v in before.items() if k != "a.txt"}

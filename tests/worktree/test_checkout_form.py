@@ -70,7 +70,7 @@ async def rejected(wt: Worktree) -> str:
 def shown_blobs(root: Path, cs: Changeset) -> dict[str, bytes]:
     """path → the result blob each diff section names (``index old..new``): what the review shows."""
     blobs = {}
-    for stat, section in zip(cs.files, parse_sections(cs.diff.encode("utf-8", "surrogateescape"))):
+    for stat, section in zip(cs.files, parse_sections(cs.diff.encode("utf-8", "surrogateescape")), strict=True):
         if section.new_oid is not None:
             blobs[stat.path] = subprocess.run(["git", "cat-file", "blob", section.new_oid], cwd=root,
                                               capture_output=True, check=True).stdout

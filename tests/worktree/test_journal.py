@@ -78,8 +78,9 @@ def jdir(root: Path) -> Path:
 async def test_journal_format_round_trips_and_stores_each_image_once(repo_factory) -> None:
     root = repo_factory(FILES)
     plan = apply_plan(root)
-    twin = WritePlan("job_2", "revert", plan.head, [*plan.writes, PathWrite("c.txt", ABSENT, Image(b"ALPHA\n", 0o644), new_tmp_name()),
-                                                    PathWrite("d/e/f.txt", ABSENT, Image(b"f\n", 0o644), new_tmp_name(), 2)])
+    twin = WritePlan("job_2", "revert", plan.head,
+                     [*plan.writes, PathWrite("c.txt", ABSENT, Image(b"ALPHA\n", 0o644), new_tmp_name()),
+                      PathWrite("d/e/f.txt", ABSENT, Image(b"f\n", 0o644), new_tmp_name(), 2)])
     raw = encode_plan(twin)
     header, _, data = raw.partition(b"\n")
     assert data.count(b"ALPHA\n") == 1  # deduplicated by hash
@@ -299,7 +300,8 @@ async def test_recovery_of_a_kill_that_left_a_temp_file_restores_the_old_bytes(
     if operation == "revert":
         for item in plan.writes:
             write_image(root, item.path, item.post, new_tmp_name())
-        plan = WritePlan("job_1", "revert", plan.head, [PathWrite(w.path, w.post, w.pre, new_tmp_name()) for w in plan.writes])
+        plan = WritePlan("job_1", "revert", plan.head,
+                         [PathWrite(w.path, w.post, w.pre, new_tmp_name()) for w in plan.writes])
     DiskJournal(root / ".git").begin(plan)
     first = plan.writes[0]  # a.txt, modified
     assert first.pre.data is not None and first.post.data is not None
@@ -334,7 +336,8 @@ async def test_recovery_removes_the_empty_directories_a_kill_between_two_rmdirs_
     """Found by the random-kill run: a kill after the lower of two emptied directories was removed."""
     root = repo_factory(FILES)
     before = snapshot(root)
-    plan = WritePlan("job_1", "apply", head(root), [PathWrite("x/y/new.txt", ABSENT, Image(b"new\n", 0o644), new_tmp_name())])
+    plan = WritePlan("job_1", "apply", head(root),
+                     [PathWrite("x/y/new.txt", ABSENT, Image(b"new\n", 0o644), new_tmp_name())])
     DiskJournal(root / ".git").begin(plan)
     (root / "x").mkdir()  # new.txt and x/y were removed, x not yet
     [report] = await recover_pending(root)
@@ -366,4 +369,4 @@ def test_without_renameat2_the_fallbacks_write_and_never_replace_a_save(
                          step=user_saves("c.txt")) is Outcome.CHANGED  # created meanwhile: kept
     assert write("other.txt", Image(b"O\n", 0o644), user_saves("other.txt")) is Outcome.CHANGED
     assert (root / "c.txt").read_bytes() == b"user\n" and (root / "other.txt").read_bytes() == b"user\n"
-    assert not [p for p in root.rglob("*.tmp")]
+    assert not list(root.rglob("*.tmp"))

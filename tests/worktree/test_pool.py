@@ -68,7 +68,8 @@ def tree(path: Path) -> dict[str, object]:
 
 
 def only_main_worktree(root: Path) -> bool:
-    return [p.resolve() for p in worktree_list(root)] == [root.resolve()] and not list((root / ".git").glob("worktrees/*"))
+    return ([p.resolve() for p in worktree_list(root)] == [root.resolve()]
+            and not list((root / ".git").glob("worktrees/*")))
 
 
 def temp_base_empty() -> bool:
@@ -232,7 +233,8 @@ def _directory_swapped_for_symlink(path: Path) -> None:
 WRITES = {
     "tracked": lambda p: (p / "src" / "app.js").write_text("export const n = 2;\n"),
     "same-stat-ctime-untrusted": _wrote_with_ctime_untrusted,
-    "chmod-filemode-off": lambda p: git(p, "config", "core.fileMode", "false") or (p / "docs" / "readme.md").chmod(0o755),
+    "chmod-filemode-off": lambda p: (git(p, "config", "core.fileMode", "false")
+                                     or (p / "docs" / "readme.md").chmod(0o755)),
     "directory-symlink": _directory_swapped_for_symlink,
     "tracked-same-stat": _wrote_tracked_same_size_and_mtime,
     "deleted": lambda p: (p / "src" / "lib" / "util.js").unlink(),
@@ -381,7 +383,7 @@ async def test_a_broken_pooled_worktree_falls_back_cold(repo_factory, breakage) 
     async with open_pool(root) as pool:
         await pool.warm()
         [path] = pool.idle_paths
-        [admin] = [p for p in (root / ".git" / "worktrees").iterdir()]
+        [admin] = list((root / ".git" / "worktrees").iterdir())
         breakage(path, admin, root)
         wt = await create_worktree(root, "job-1", pool=pool)
         try:
@@ -532,7 +534,7 @@ async def test_sweep_removes_a_dead_engines_pooled_worktree_but_never_a_live_one
             await pool.warm()  # capacity 2: two idle worktrees
             paths = pool.idle_paths
             assert len(paths) == 2
-            for path, pid in zip(paths, (dead.pid, live.pid)):
+            for path, pid in zip(paths, (dead.pid, live.pid), strict=True):
                 marker_file = _admin_of(root, path) / MARKER_NAME
                 marker = json.loads(marker_file.read_text())
                 assert marker["jobId"].startswith("pool-")

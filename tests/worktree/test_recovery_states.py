@@ -87,7 +87,7 @@ async def test_recovery_of_every_path_and_temp_file_state(tmp_path: Path, operat
     sc = scenario(make_repo(tmp_path / "repo", FILES), operation)
     target_of = "pre" if operation == "apply" else "post"
     cases = 0
-    for index, w in enumerate(sc.plan.writes):
+    for w in sc.plan.writes:
         for path_state in PATH_STATES:
             for tmp_state in TMP_STATES:
                 if not tmp_state.startswith("user") and bytes_for(w, tmp_state) in (None, b"") \
@@ -131,6 +131,6 @@ async def test_recovery_of_every_path_and_temp_file_state(tmp_path: Path, operat
                 assert not jdir.exists() or list(jdir.iterdir()) == [], where
                 cases += 1
                 if head_moved:
-                    sc.plan = type(sc.plan)(sc.plan.job_id, sc.plan.operation, git(sc.root, "rev-parse", "HEAD").strip(),
-                                            sc.plan.writes)
+                    moved_head = git(sc.root, "rev-parse", "HEAD").strip()
+                    sc.plan = type(sc.plan)(sc.plan.job_id, sc.plan.operation, moved_head, sc.plan.writes)
     assert cases >= 80

@@ -213,7 +213,8 @@ async def test_apply_guard_without_any_git_process_and_a_head_move_before_the_jo
     monkeypatch.setattr(changes_module, "write_journalled_sync", moving)
     with pytest.raises(SpotPatchError) as info:
         await changes_module.apply_change(repo, diff, {"a.txt": changes_module.file_hash(repo, "a.txt")},
-                                          expected_head=head, result_hashes={"a.txt": hashlib.sha256(b"b\n").hexdigest()})
+                                          expected_head=head,
+                                          result_hashes={"a.txt": hashlib.sha256(b"b\n").hexdigest()})
     assert commands == []
     assert info.value.code is ErrorCode.APPLY_CONFLICT and "HEAD moved" in info.value.message
     assert (repo / "a.txt").read_text() == "a\n"

@@ -28,11 +28,13 @@ pytestmark = pytest.mark.anyio
 
 def _apply_killed_after_exchange(job: Job, save: bytes) -> None:
     """Run ``job.apply`` in a forked child that saves a.txt at ``file-1:written`` and dies at ``file-1:exchanged``."""
-    _apply_killed_at(job, "apply:file-1:exchanged", {"apply:file-1:written": lambda: (job.root / "a.txt").write_bytes(save)})
+    _apply_killed_at(job, "apply:file-1:exchanged",
+                     {"apply:file-1:written": lambda: (job.root / "a.txt").write_bytes(save)})
 
 
 def _apply_killed_at(job: Job, kill: str, on: dict[str, Callable[[], object]]) -> None:
-    """Run ``job.apply`` in a forked child that runs ``on[point]`` at those step boundaries and is SIGKILLed at ``kill``."""
+    """Run ``job.apply`` in a forked child that runs ``on[point]`` at those step boundaries and is SIGKILLed at
+    ``kill``."""
     pid = os.fork()
     if pid == 0:
         try:

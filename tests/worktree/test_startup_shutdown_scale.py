@@ -155,7 +155,7 @@ async def test_closing_the_pool_moves_its_worktree_aside_and_the_next_start_dele
         await pool.aclose()
     assert not idle.exists() and _registrations(root) == [] and not admin.exists()
     assert deleted == [admin]  # the registration only: the checkout itself was renamed, not deleted
-    [trash] = [p for p in temp_base().iterdir()]
+    [trash] = list(temp_base().iterdir())
     assert trash.name.startswith(TRASH_PREFIX) and (trash / "a.txt").read_text() == "alpha\n"
     assert not list(temp_base().glob("*.owner"))
     # The next start: the sweep leaves the trash alone (no registration names it), empty_trash deletes it.
@@ -234,7 +234,8 @@ def test_protocol_models_are_built_on_first_use() -> None:
             "assert not m.JobSnapshot.__pydantic_complete__ and not m.StatusEvent.__pydantic_complete__; "
             "r = m.InitializeResult.model_validate({'protocolVersion': '0.1', 'serverInfo': {'name': 'n', "
             "'version': '1'}, 'capabilities': {'aiEnabled': False, 'applyModes': ['review'], 'tools': []}}); "
-            "assert m.InitializeResult.__pydantic_complete__ and r.dump()['serverInfo'] == {'name': 'n', 'version': '1'}; "
+            "assert m.InitializeResult.__pydantic_complete__; "
+            "assert r.dump()['serverInfo'] == {'name': 'n', 'version': '1'}; "
             "e = m.JOB_EVENT_ADAPTER.validate_python({'jobId': 'j', 'seq': 1, 'at': 't', 'kind': 'status', "
             "'status': 'running'}); assert type(e).__name__ == 'StatusEvent'")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, check=False, capture_output=True, text=True)

@@ -161,12 +161,15 @@ def test_the_engine_start_sweeps_every_orphan_state_and_nothing_else(
                          "a.txt": "a\n", "b.slow": "held\n"})
     if placement == "node_modules":
         (root / "node_modules").mkdir()
-    base = root / "node_modules" / ".spotpatch" if placement == "node_modules" else private_tempdir / "spotpatch-worktrees"
+        base = root / "node_modules" / ".spotpatch"
+    else:
+        base = private_tempdir / "spotpatch-worktrees"
     held, gate = tmp_path / "held", tmp_path / "gate"
     held.mkdir()
     # While `gate` exists, a smudge filter holds `git worktree add` inside its checkout (a 200,000-file
     # checkout, in short); otherwise it passes the content through.
-    git(root, "config", "filter.slow.smudge", f"sh -c 'if [ -e {gate} ]; then touch {held}/$$; exec sleep 120; fi; cat'")
+    git(root, "config", "filter.slow.smudge",
+        f"sh -c 'if [ -e {gate} ]; then touch {held}/$$; exec sleep 120; fi; cat'")
     env = {**os.environ, "TMPDIR": str(private_tempdir), "SPOTPATCH_WORKTREE_POOL": "0"}
 
     # The user's own worktrees: plain, locked, prunable, and one in a directory named like ours.
