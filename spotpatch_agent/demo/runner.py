@@ -120,6 +120,8 @@ def run_demo(*, keep: bool = False, api: str = "chat") -> int:
         project = make_demo_project(tmp / "demo-app")
         original = (project / TOUCHED).read_bytes()
         scripted = not os.environ.get("OPENAI_API_KEY")
+        base = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
+        model = os.environ.get("SPOTPATCH_MODEL", "gpt-4o-mini")
         try:
             cap = _max_output_tokens()
         except ValueError as exc:
@@ -131,8 +133,6 @@ def run_demo(*, keep: bool = False, api: str = "chat") -> int:
                   "diff, apply, revert). Set OPENAI_API_KEY (and optionally OPENAI_BASE_URL, SPOTPATCH_MODEL) to use a model.")
             print(f"The scripted provider answers the OpenAI-compatible {API_NAMES[api]} API (--api {api}).")
         else:
-            base = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
-            model = os.environ.get("SPOTPATCH_MODEL", "gpt-4o-mini")
             host = base.split("//", 1)[-1].split("/", 1)[0]
             print(f"SpotPatch demo — using model {model!r} at {host} (OpenAI-compatible {API_NAMES[api]}, --api {api}).")
         print(f"Demo project: a fresh git copy of the bundled Vite + React app{' (kept at ' + str(project) + ')' if keep else ''}.")

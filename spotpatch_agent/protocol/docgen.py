@@ -90,7 +90,8 @@ def _fields_inline(target: dict[str, Any]) -> str:
 
 
 def _name(ref: dict[str, Any]) -> str:
-    return ref["$ref"].rsplit("/", 1)[1]
+    target: str = ref["$ref"]
+    return target.rsplit("/", 1)[1]
 
 
 def _type(schema: dict[str, Any]) -> str:

@@ -190,6 +190,10 @@ def _as_str(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _arguments_text(value: Any) -> str | None:
     if isinstance(value, str):
         return value
@@ -367,7 +371,7 @@ class ResponsesStreamAssembler:
     def _on_completed(self, payload: dict[str, Any]) -> list[ProviderEvent]:
         if self.pending_error is not None:
             raise self.pending_error
-        response = payload.get("response") if isinstance(payload.get("response"), dict) else {}
+        response = _as_dict(payload.get("response"))
         usage = response.get("usage")
         if isinstance(usage, dict):
             self._usage = usage
@@ -399,7 +403,7 @@ class ResponsesStreamAssembler:
         return self._on_completed(payload)
 
     def _on_incomplete(self, payload: dict[str, Any]) -> list[ProviderEvent]:
-        response = payload.get("response") if isinstance(payload.get("response"), dict) else {}
+        response = _as_dict(payload.get("response"))
         details = response.get("incomplete_details")
         reason = _as_str(details.get("reason")) if isinstance(details, dict) else ""
         if reason == "max_output_tokens":
@@ -415,7 +419,7 @@ class ResponsesStreamAssembler:
         raise ProviderError(ErrorCode.PROVIDER_PROTOCOL, f"the provider left the answer incomplete ({shown})")
 
     def _on_failed(self, payload: dict[str, Any]) -> list[ProviderEvent]:
-        response = payload.get("response") if isinstance(payload.get("response"), dict) else {}
+        response = _as_dict(payload.get("response"))
         error = response.get("error")
         if error:
             raise response_error(error, self._api_key, where="response.failed")

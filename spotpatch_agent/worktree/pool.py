@@ -256,7 +256,8 @@ class WorktreePool:
         self._busy += 1
         try:
             async with self._lock:
-                if self._closed or len(self._idle) >= self._capacity:
+                # mypy keeps `_closed` narrowed to False across the awaits above; close() can set it meanwhile.
+                if self._closed or len(self._idle) >= self._capacity:  # type: ignore[redundant-expr]
                     return
                 if not await self._is_enabled():
                     await self._adopt(None)  # no pool here: what an earlier engine parked goes
@@ -481,7 +482,9 @@ class WorktreePool:
             except GitError:
                 verdicts.append(False)
 
-        proofs = [partial(_at, slot, head), index_is_head, partial(_index_clean, slot, head), nothing_else]
+        proofs: list[Callable[[], Awaitable[bool]]] = [
+            partial(_at, slot, head), index_is_head, partial(_index_clean, slot, head), nothing_else,
+        ]
         if files:
             proofs.append(files_are_index)
         async with anyio.create_task_group() as tg:
