@@ -107,7 +107,9 @@ def build_schema() -> dict[str, Any]:
         raise RuntimeError(f"a model is used both as params and as result with different shapes: {clashes}")
     defs["ErrorCode"]["x-retryable"] = {code.value: RETRYABLE[code] for code in RETRYABLE}
     defs["ErrorCode"]["description"] = "Application error codes (data.code of a -32000 error, ErrorInfo.code)."
-    defs.setdefault("ToolErrorCode", {"enum": [c.value for c in ToolErrorCode], "type": "string", "title": "ToolErrorCode"})
+    defs.setdefault(
+        "ToolErrorCode", {"enum": [c.value for c in ToolErrorCode], "type": "string", "title": "ToolErrorCode"}
+    )
     defs["ToolErrorCode"]["description"] = "Tool-level codes the model sees (activity events); never RPC errors."
 
     methods: dict[str, Any] = {}

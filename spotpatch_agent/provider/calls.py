@@ -95,7 +95,8 @@ def tool_call_event(call_id: str, name: str, arguments: ArgumentBuffer) -> ToolC
     try:
         parsed = json.loads(text)
     except ValueError as exc:
-        reason = f"arguments are not valid JSON ({getattr(exc, 'msg', 'malformed')} at character {getattr(exc, 'pos', '?')})"
+        reason = (f"arguments are not valid JSON ({getattr(exc, 'msg', 'malformed')} "
+                  f"at character {getattr(exc, 'pos', '?')})")
         return ToolCallEvent(call_id, name, text, invalid=reason)
     except RecursionError:
         return ToolCallEvent(call_id, name, text, invalid="arguments are nested too deeply")

@@ -156,7 +156,8 @@ class ChatStreamAssembler:
             return []
         chunk = _loads(text)
         if not isinstance(chunk, dict):
-            raise ProviderError(ErrorCode.PROVIDER_PROTOCOL, "the provider sent a stream chunk that is not a JSON object")
+            raise ProviderError(ErrorCode.PROVIDER_PROTOCOL,
+                                "the provider sent a stream chunk that is not a JSON object")
         return self.feed(chunk)
 
     def feed_sse(self, sse: SSE) -> list[ProviderEvent]:

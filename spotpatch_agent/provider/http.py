@@ -326,7 +326,8 @@ class EndpointAdapter(ABC):
                         except TransientStreamError as exc:
                             if called or attempt >= MAX_RETRIES:
                                 if attempt:
-                                    exc.message = f"{exc.message} (after {attempt} retr{'y' if attempt == 1 else 'ies'})"
+                                    tries = "retry" if attempt == 1 else "retries"
+                                    exc.message = f"{exc.message} (after {attempt} {tries})"
                                     exc.args = (exc.message,)
                                 raise
                             failure, restart = _Failure(exc, retry_wait({}, attempt)), sent

@@ -29,9 +29,9 @@ discards the worktree.
 (``idle``, ``head``); the next engine's sweep keeps it (``sweep_orphans(keep_parked=True)``) and its
 :meth:`WorktreePool.warm` adopts it when it is a checkout of the current HEAD, else moves it aside
 (``_adopt``); ``acquire`` hands it out only when proven untouched, else moves it aside (never resets it); an
-engine without a pool removes it (:func:`drop_parked`). Any failure discards the worktree (moved aside in one rename and its registration deleted; the
-files go in the background: ``removal.drop_worktree``, ``empty_trash``) and the job falls back to a cold
-``git worktree add``; cancellation discards it too, so nothing leaks.
+engine without a pool removes it (:func:`drop_parked`). Any failure discards the worktree (moved aside in one
+rename and its registration deleted; the files go in the background: ``removal.drop_worktree``,
+``empty_trash``) and the job falls back to a cold ``git worktree add``; cancellation discards it too, so nothing leaks.
 
 **Ownership**: a pooled worktree is idle in the pool (at most ``capacity``), or being warmed or recycled
 under the pool lock, or owned by exactly one job (``acquire`` takes it out under the lock before any

@@ -1,4 +1,5 @@
-"""Include-local-changes (docs/design.md §8): the user's staged, unstaged and untracked state, copied into a job's worktree.
+"""Include-local-changes (docs/design.md §8): the user's staged, unstaged and untracked state, copied into a
+job's worktree.
 
 Used by :func:`~spotpatch_agent.worktree.create.create_worktree` after the detached worktree exists
 at the recorded HEAD and before its baseline commit::
