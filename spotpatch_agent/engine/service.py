@@ -155,9 +155,8 @@ class EngineService:
         )
 
     async def configure(self, root: Path, config: TrustedConfig) -> list[RecoveryReport]:
-        """Set the project root (must be an existing directory) and trusted config; repair an Apply/Revert a
-        crashed engine left half-written (crash journal, docs/design.md §8; returns the reports); sweep orphan
-        worktrees."""
+        """Set the project root (must be an existing directory) and trusted config; repair an Apply/Revert a crashed
+        engine left half-written (crash journal, docs/design.md §8; returns the reports); sweep orphan worktrees."""
         if not root.is_absolute() or not root.is_dir():
             raise SpotPatchError(ErrorCode.INVALID_REQUEST, "projectRoot must be an existing absolute directory.")
         self._root = root.resolve()
@@ -323,8 +322,7 @@ class EngineService:
                                  "Unknown modelProfileId: it must be the id of a model in the trusted config.")
         provider, model = found
         if not os.environ.get(provider.api_key_env):
-            raise SpotPatchError(ErrorCode.AI_DISABLED,
-                                 f"AI is off for {provider.display_name}: "
+            raise SpotPatchError(ErrorCode.AI_DISABLED, f"AI is off for {provider.display_name}: "
                                  f"its key variable {provider.api_key_env} is not set.")
         # applyMode vs modes vs trustedFastModeConsent (docs/design.md §10); the consent is never stored.
         check_mode_request(self._config.modes, params.apply_mode, params.trusted_fast_mode_consent)
@@ -372,8 +370,7 @@ class EngineService:
             ledger = JobLedger(job_id, persist_dir=self._audit_dir, keep=self._config.audit.keep)
             job = Job(job_id=job_id, ledger=ledger, params=params, root=root, head_oid=head, provider=provider,
                       model=model, limits=limits, events=JobEventLog(job_id, self._emit),
-                      checks=tuple(self._config.checks),
-                      sandbox=self._config.sandbox,
+                      checks=tuple(self._config.checks), sandbox=self._config.sandbox,
                       capability_probed=self._probes.passed(provider, model), pool=self._pool, health=health,
                       tool_calling_known=self._probes.proven(provider, model))
             self._jobs[job_id] = job

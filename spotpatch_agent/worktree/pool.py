@@ -255,8 +255,7 @@ class WorktreePool:
             return
         self._busy += 1
         try:
-            async with self._lock:
-                # mypy keeps `_closed` narrowed to False across the awaits above; close() can set it meanwhile.
+            async with self._lock:  # mypy keeps `_closed` narrowed across this await; close() may set it
                 if self._closed or len(self._idle) >= self._capacity:  # type: ignore[redundant-expr]
                     return
                 if not await self._is_enabled():
@@ -482,9 +481,8 @@ class WorktreePool:
             except GitError:
                 verdicts.append(False)
 
-        proofs: list[Callable[[], Awaitable[bool]]] = [
-            partial(_at, slot, head), index_is_head, partial(_index_clean, slot, head), nothing_else,
-        ]
+        proofs: list[Callable[[], Awaitable[bool]]] = [partial(_at, slot, head), index_is_head,
+                                                       partial(_index_clean, slot, head), nothing_else]
         if files:
             proofs.append(files_are_index)
         async with anyio.create_task_group() as tg:
