@@ -1,4 +1,5 @@
-"""Entry points: ``spotpatch-agent serve | run | demo | doctor | checks suggest | audit | schema`` (docs/design.md §1, §3).
+"""Entry points: ``spotpatch-agent serve | run | demo | doctor | checks suggest | audit | schema``
+(docs/design.md §1, §3).
 
 ``serve`` speaks the protocol on stdin/stdout; fd 1 is reserved for frames before anything else runs, so
 a stray ``print``, a C-level write or a child process can only reach stderr. ``run`` drives one job from
@@ -82,8 +83,8 @@ def main(argv: list[str] | None = None) -> int:
                       help="instead, serve the demo app with `vite dev`, the plugin and the page overlay until Ctrl-C "
                            "(needs Node ≥ 20 and this repository's node-shim/)")
     demo.add_argument("--port", type=_port, default=5173,
-                      help="with --serve: the dev server's port on 127.0.0.1 (default 5173, the next free one if taken; "
-                           "0: any free port)")
+                      help="with --serve: the dev server's port on 127.0.0.1 (default 5173, the next free one "
+                           "if taken; 0: any free port)")
     doctor = sub.add_parser("doctor", help="check the set-up (git, the engine, the project's health, the config, "
                                            "each provider's key variable and reachability) and print the fixes")
     doctor.add_argument("--project", type=Path, default=Path("."), help="the project's git top level (default: .)")

@@ -28,6 +28,7 @@ a cancellation kills the whole tree (:func:`spotpatch_agent.process.kill_tree`);
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -265,7 +266,7 @@ def run_git_sync(
     err = bytearray()
     cut = threading.Event()
 
-    def drain(stream: object, sink: bytearray, bound: int, stop: bool) -> None:
+    def drain(stream: io.BufferedReader, sink: bytearray, bound: int, stop: bool) -> None:
         read = stream.read1
         while chunk := read(65536):
             room = bound - len(sink)

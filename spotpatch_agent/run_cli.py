@@ -31,11 +31,13 @@ def format_event(event: dict[str, Any], *, speaker: str = "model") -> str | None
     """One human line for a ``job/event`` (None for events not worth a line)."""
     kind = event["kind"]
     if kind == "status":
-        return f"[{event['seq']:>3}] status: {event['status']}" + (f" — {event['message']}" if event.get("message") and event["status"] == "failed" else "")
+        shown = event.get("message") and event["status"] == "failed"
+        return f"[{event['seq']:>3}] status: {event['status']}" + (f" — {event['message']}" if shown else "")
     if kind == "activity" and event.get("phase") == "finished":
         mark = "ok" if event.get("ok") else (f"refused ({event['errorCode']})" if event.get("errorCode") else "failed")
         where = f" {event['path']}" if event.get("path") else ""
-        return f"[{event['seq']:>3}]   turn {event.get('turn')}: {event['tool']}{where} → {mark}, {event.get('durationMs')} ms"
+        return (f"[{event['seq']:>3}]   turn {event.get('turn')}: {event['tool']}{where} → {mark}, "
+                f"{event.get('durationMs')} ms")
     if kind == "message":
         text = " ".join(str(event.get("text", "")).split())
         return f"[{event['seq']:>3}]   {speaker} says: {redact_cut(text, 300, ellipsis='')}"
@@ -46,7 +48,8 @@ def format_event(event: dict[str, Any], *, speaker: str = "model") -> str | None
         err = event.get("error") or {}
         return f"[{event['seq']:>3}] error {err.get('code')}: {err.get('message')}"
     if kind == "check":
-        return f"[{event['seq']:>3}] check {event['checkId']}: {event['status']}, {event['durationMs']} ms{check_how(event)}"
+        return (f"[{event['seq']:>3}] check {event['checkId']}: {event['status']}, {event['durationMs']} ms"
+                f"{check_how(event)}")
     return None
 
 
@@ -122,8 +125,8 @@ class ConfigFileError(Exception):
 
 def read_config_file(file: Path) -> TrustedConfig:
     """The ``TrustedConfig`` in ``file`` (UTF-8, a leading BOM allowed); raises :class:`ConfigFileError`
-    for a file that is not a regular file (a folder, a FIFO) or cannot be read (no permission), is not JSON (nested too deeply included) or
-    does not match the model. Shared by ``run`` and ``doctor``."""
+    for a file that is not a regular file (a folder, a FIFO) or cannot be read (no permission), is not JSON
+    (nested too deeply included) or does not match the model. Shared by ``run`` and ``doctor``."""
     from pydantic import ValidationError
 
     if file.exists() and not file.is_file():  # a FIFO would block for good; a folder cannot be read
@@ -170,7 +173,7 @@ def build_annotation(targets: list[str], instructions: list[str]) -> SpotAnnotat
     if not targets or len(targets) != len(instructions):
         usage_error("give one --instruction per --target (at least one pair)")
     items = []
-    for i, (target, instruction) in enumerate(zip(targets, instructions), start=1):
+    for i, (target, instruction) in enumerate(zip(targets, instructions, strict=True), start=1):
         m = re.fullmatch(r"(.+?):([0-9]{1,9})(?::([0-9]{1,9}))?", target, re.DOTALL)
         if not m:
             usage_error(f"--target must be FILE:LINE[:COL] (line and column: 1 to 9 digits), got {target[:200]!r}")
@@ -278,7 +281,8 @@ def _run(args: argparse.Namespace, out: TextIO, report: dict[str, Any]) -> int:
                     print(f"spotpatch-agent run: {warning.message}", file=sys.stderr)
                 if rendered.warnings and len(rendered.warnings) == len(annotation.targets):
                     report["outcome"] = "no-usable-target"
-                    print("spotpatch-agent run: no target has a usable source location; nothing to do.", file=sys.stderr)
+                    print("spotpatch-agent run: no target has a usable source location; nothing to do.",
+                          file=sys.stderr)
                     return EXIT_USAGE
                 if model_id is None or not service.ai_enabled():
                     report.update(outcome="no-provider", prompt=rendered.text)

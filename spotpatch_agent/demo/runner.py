@@ -120,6 +120,8 @@ def run_demo(*, keep: bool = False, api: str = "chat") -> int:
         project = make_demo_project(tmp / "demo-app")
         original = (project / TOUCHED).read_bytes()
         scripted = not os.environ.get("OPENAI_API_KEY")
+        base = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
+        model = os.environ.get("SPOTPATCH_MODEL", "gpt-4o-mini")
         try:
             cap = _max_output_tokens()
         except ValueError as exc:
@@ -127,17 +129,20 @@ def run_demo(*, keep: bool = False, api: str = "chat") -> int:
             return 2
         if scripted:
             print("SpotPatch demo — NO MODEL IS INVOLVED: OPENAI_API_KEY is not set, so a scripted local provider on\n"
-                  "127.0.0.1 plays a fixed tool-calling conversation through the real engine (worktree, tools, checks,\n"
-                  "diff, apply, revert). Set OPENAI_API_KEY (and optionally OPENAI_BASE_URL, SPOTPATCH_MODEL) to use a model.")
+                  "127.0.0.1 plays a fixed tool-calling conversation through the real engine (worktree, tools, "
+                  "checks,\n"
+                  "diff, apply, revert). Set OPENAI_API_KEY (and optionally OPENAI_BASE_URL, SPOTPATCH_MODEL) to use "
+                  "a model.")
             print(f"The scripted provider answers the OpenAI-compatible {API_NAMES[api]} API (--api {api}).")
         else:
-            base = os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1")
-            model = os.environ.get("SPOTPATCH_MODEL", "gpt-4o-mini")
             host = base.split("//", 1)[-1].split("/", 1)[0]
-            print(f"SpotPatch demo — using model {model!r} at {host} (OpenAI-compatible {API_NAMES[api]}, --api {api}).")
-        print(f"Demo project: a fresh git copy of the bundled Vite + React app{' (kept at ' + str(project) + ')' if keep else ''}.")
+            print(f"SpotPatch demo — using model {model!r} at {host} "
+                  f"(OpenAI-compatible {API_NAMES[api]}, --api {api}).")
+        kept = " (kept at " + str(project) + ")" if keep else ""
+        print(f"Demo project: a fresh git copy of the bundled Vite + React app{kept}.")
         for t in DEMO_TARGETS:
-            print(f"  target {t['index']}: {t['source']['file']}:{t['source']['line']} <{t['element']['tagName']}> — {t['instruction']}")
+            print(f"  target {t['index']}: {t['source']['file']}:{t['source']['line']} "
+                  f"<{t['element']['tagName']}> — {t['instruction']}")
         sandbox, note = _sandbox_choice(scripted)
         print(note)
         typecheck = prepare_typecheck(project, Limits(), sandbox=sandbox) if sandbox is not None else None
@@ -155,7 +160,8 @@ def run_demo(*, keep: bool = False, api: str = "chat") -> int:
         _show(project / TOUCHED, "before")
         code = anyio.run(_drive, project, config, original, scripted, "scripted provider" if scripted else "model")
         took = f" ({time.monotonic() - started:.1f} s)"
-        print(f"\nDemo finished: diff produced, applied, reverted and verified{took}." if code == 0 else f"\nDemo FAILED{took}.")
+        print(f"\nDemo finished: diff produced, applied, reverted and verified{took}." if code == 0
+              else f"\nDemo FAILED{took}.")
         return code
 
 
@@ -209,7 +215,8 @@ async def _drive(project: Path, config: TrustedConfig, original: bytes, scripted
                 print("\n".join(_format_check(e) for e in checks) if checks else
                       f"  (the engine reported no check result for {', '.join(c.id for c in config.checks)})")
             if snap.status != "awaiting-review":
-                print(f"The job ended {snap.status}: {snap.error.code + ' — ' + snap.error.message if snap.error else snap.message}")
+                why = snap.error.code + " — " + snap.error.message if snap.error else snap.message
+                print(f"The job ended {snap.status}: {why}")
                 return 1
             diff = await service.job_diff(ids)
             print("\n--- the agent's diff ---")

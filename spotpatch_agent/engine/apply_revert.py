@@ -31,16 +31,14 @@ async def persist_ledger(job: Job) -> None:
     """Persist the ledger's records after ``job_end`` (an Apply, a Revert, a suggestion run) off the event
     loop, at most ``audit.ledger.WRITE_TIMEOUT_SEC``, also when the request is being cancelled; never raises
     (the ledger is fail-open)."""
-    if job.ledger is not None:
-        with anyio.CancelScope(shield=True):
-            await job.ledger.persist()
+    with anyio.CancelScope(shield=True):
+        await job.ledger.persist()
 
 
 def _record_change(job: Job, kind: str, exc: BaseException | None) -> None:
     """The ledger's ``apply`` / ``revert`` record: the status after it, the files, and for a conflict the
     job's paths its message names (project-relative; never the message itself). Never raises."""
     try:
-        assert job.ledger is not None
         paths = [f.path for f in job.files]
         code = getattr(exc, "code", None) if exc is not None else None
         message = getattr(exc, "message", "") if exc is not None else ""

@@ -9,12 +9,23 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
 
+if TYPE_CHECKING:
+    from spotpatch_agent.errors import SpotPatchError
+    from spotpatch_agent.protocol.jobs import ErrorInfo
+
 MAX_MESSAGE_CHARS = 4000
 MAX_ID_CHARS = 128
+
+
+def error_info(error: SpotPatchError) -> ErrorInfo:
+    """The wire form of an application error (``JobSnapshot.error``, the ``error`` event, a probe's error)."""
+    from spotpatch_agent.protocol.jobs import ErrorInfo
+
+    return ErrorInfo(code=error.code, message=error.message, retryable=error.retryable)
 
 
 def now_iso() -> str:

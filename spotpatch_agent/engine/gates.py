@@ -4,9 +4,10 @@
 Three parts; everything but :func:`run_final_checks` is pure:
 
 - **Mode policy** (``initialize`` and ``job/create``; defined in the light engine/modes.py, re-exported
-  here, so that ``engine.service`` answers ``initialize`` without importing this module). :func:`offered_modes` is the single list of modes
-  the engine accepts and the page may offer: ``review`` always; ``trusted-auto`` when the trusted config
-  sets ``modes.trustedAuto`` (then exactly ``review`` and ``trusted-auto``: docs/design.md §10, spec
+  here, so that ``engine.service`` answers ``initialize`` without importing this module).
+  :func:`offered_modes` is the single list of modes the engine accepts and the page may offer: ``review``
+  always; ``trusted-auto`` when the trusted config sets ``modes.trustedAuto`` (then exactly ``review`` and
+  ``trusted-auto``: docs/design.md §10, spec
   "只提供 review | trusted-auto"); else ``auto`` when it sets ``modes.auto``. :func:`check_mode_request`
   raises ``INVALID_REQUEST`` for any mismatch between that policy, ``applyMode`` and
   ``trustedFastModeConsent``.

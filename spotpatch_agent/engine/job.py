@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 
@@ -20,7 +21,7 @@ from spotpatch_agent.audit.ledger import job_start_fields, offered_hashes, targe
 from spotpatch_agent.context.build import build_prompt_context
 from spotpatch_agent.context.conventions import ContextFile
 from spotpatch_agent.engine import gates
-from spotpatch_agent.engine.events import MAX_MESSAGE_CHARS, JobEventLog, now_iso
+from spotpatch_agent.engine.events import MAX_MESSAGE_CHARS, JobEventLog, error_info, now_iso
 from spotpatch_agent.engine.locations import check_tags, lines_reader
 from spotpatch_agent.engine.loop import LoopBudget, LoopStats, run_loop
 from spotpatch_agent.engine.prompt import SYSTEM_PROMPT, agent_task
@@ -31,10 +32,10 @@ from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.limits import LIMITS
 from spotpatch_agent.protocol.models import (
     CheckConfig,
-    ErrorInfo,
     FileStat,
     JobCreateParams,
     JobSnapshot,
+    JobStatus,
     Limits,
     ModelProfile,
     ProviderProfile,
@@ -48,6 +49,9 @@ from spotpatch_agent.worktree.create import create_worktree
 from spotpatch_agent.worktree.placement import Worktree
 from spotpatch_agent.worktree.pool import WorktreePool
 from spotpatch_agent.worktree.removal import remove_worktree
+
+if TYPE_CHECKING:
+    from spotpatch_agent.worktree.changes import AppliedChange
 
 log = logging.getLogger("spotpatch.job")
 
@@ -70,10 +74,13 @@ class Job:
     model: ModelProfile
     limits: Limits
     events: JobEventLog
+    #: The job's audit ledger (docs/design.md §13, spotpatch_agent.audit); memory only unless the service
+    #: gives one that persists (trusted ``audit.persist``).
+    ledger: JobLedger
     #: The trusted config's checks, frozen at creation (docs/design.md §4); the only commands run_check can run.
     checks: tuple[CheckConfig, ...] = ()
     #: The trusted config's ``sandbox`` policy for checks on a machine that cannot confine them (issue 14).
-    sandbox: str = "required"
+    sandbox: Literal["required", "warn"] = "required"
     #: The explicit capability probe had passed for this model when the job was created (auto gate, §10).
     capability_probed: bool = False
     #: Tool calling was proven for this model profile before the job (the probe or an earlier job's inline
@@ -86,7 +93,7 @@ class Job:
     health: RepoHealth | None = None
     created_at: str = field(default_factory=now_iso)
     updated_at: str = field(default_factory=now_iso)
-    status: str = "preparing"
+    status: JobStatus = "preparing"
     message: str | None = None
     error: SpotPatchError | None = None
     stats: LoopStats = field(default_factory=LoopStats)
@@ -95,7 +102,7 @@ class Job:
     #: SHA-256 of each touched path in the baseline (None: absent) and in the result.
     baseline_hashes: dict[str, str | None] = field(default_factory=dict)
     result_hashes: dict[str, str | None] = field(default_factory=dict)
-    applied: object | None = None
+    applied: AppliedChange | None = None
     #: The final check stage's results (engine/gates.py), in config order; empty in trusted-auto.
     check_results: list[gates.FinalCheck] = field(default_factory=list)
     #: The files whose content the first message offered (the targets' files, conventions, samples), path +
@@ -103,15 +110,8 @@ class Job:
     context_files: tuple[ContextFile, ...] = ()
     cancel_scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     done: anyio.Event = field(default_factory=anyio.Event)
-    #: The job's audit ledger (docs/design.md §13, spotpatch_agent.audit); memory only unless the service
-    #: gives one that persists (trusted ``audit.persist``).
-    ledger: JobLedger | None = None
 
-    def __post_init__(self) -> None:
-        if self.ledger is None:
-            self.ledger = JobLedger(self.job_id)
-
-    def set_status(self, status: str, message: str | None = None) -> None:
+    def set_status(self, status: JobStatus, message: str | None = None) -> None:
         self.status = status
         self.message = shorten_paths(REDACTOR(message))[:MAX_MESSAGE_CHARS] if message else None
         self.updated_at = now_iso()
@@ -120,7 +120,7 @@ class Job:
     def fail(self, error: SpotPatchError) -> None:
         error.message = shorten_paths(REDACTOR(error.message))[:MAX_MESSAGE_CHARS]
         self.error = error
-        self.events.emit("error", error=ErrorInfo(**error.to_data()))
+        self.events.emit("error", error=error_info(error))
         self.set_status("failed", error.message)
 
     def snapshot(self) -> JobSnapshot:
@@ -129,7 +129,7 @@ class Job:
             model_profile_id=self.model.id, apply_mode=self.params.apply_mode, created_at=self.created_at,
             updated_at=self.updated_at, turns=self.stats.turns, tool_calls=self.stats.tool_calls,
             last_seq=self.events.last_seq, files=self.files, message=self.message,
-            error=ErrorInfo(**self.error.to_data()) if self.error else None,
+            error=error_info(self.error) if self.error else None,
         )
 
 
@@ -224,7 +224,6 @@ def _end_ledger(job: Job, finish: Callable[[], Awaitable[None] | None]) -> None:
     """``job_end`` of the job's ledger (and ``job_start`` when the run ended before its worktree): the
     outcome is the status ``finish`` sets — ``auto-apply`` when it is the auto modes' Apply, whose result
     follows as an ``apply`` record. Never raises (the ledger is fail-open)."""
-    assert job.ledger is not None
     try:
         if not job.ledger.has_start():
             job.ledger.record_job_start(**_start_fields(job, None))
@@ -302,8 +301,10 @@ async def _decide(
             job.ledger.record_check(check_id=check.id, status="skipped", duration_ms=0, exit_code=None)
         skipped = "project checks were skipped, not passed"
         blockers = [] if proven else [gates.UNPROVEN]  # unreachable after a real loop; kept fail-closed
-        return _apply_unless_blocked(job, apply, blockers, applied=f"Applied directly (trusted-auto); {skipped}.",
-                                     not_applied="Not applied automatically: {why}; " + skipped + ". Review the change.")
+        return _apply_unless_blocked(
+            job, apply, blockers, applied=f"Applied directly (trusted-auto); {skipped}.",
+            not_applied="Not applied automatically: {why}; " + skipped + ". Review the change.",
+        )
     # Fresh: the model's run saw exactly the final tree (nothing written since, and it wrote nothing itself).
     wrote = executor.checks_that_wrote
     fresh = {cid: run for cid, (version, run) in executor.check_runs.items()
@@ -322,8 +323,10 @@ async def _decide(
         files=job.files, checks=job.checks, results=job.check_results,
         check_wrote=executor.checks_changed_files,
     ))
-    return _apply_unless_blocked(job, apply, blockers, applied="Applied automatically: every gate passed.",
-                                 not_applied="Not applied automatically: {why}. Review the change and apply it yourself.")
+    return _apply_unless_blocked(
+        job, apply, blockers, applied="Applied automatically: every gate passed.",
+        not_applied="Not applied automatically: {why}. Review the change and apply it yourself.",
+    )
 
 
 def _apply_unless_blocked(
@@ -333,7 +336,7 @@ def _apply_unless_blocked(
     ``awaiting-review`` with ``not_applied`` (``{why}``: the blockers). Without ``apply`` it is blocked."""
     if apply is None:
         blockers.append("this engine path cannot apply automatically")
-    if blockers:
+    if blockers or apply is None:
         return partial(job.set_status, "awaiting-review", not_applied.format(why="; ".join(blockers)))
     return partial(apply, job, applied)
 

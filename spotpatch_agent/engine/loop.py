@@ -64,7 +64,8 @@ from spotpatch_agent.provider.base import (
     UserMessage,
 )
 from spotpatch_agent.provider.calls import MAX_TEXT_BYTES
-from spotpatch_agent.tools.executor import ToolExecutor, ToolResult
+from spotpatch_agent.tools.base import ToolResult
+from spotpatch_agent.tools.executor import ToolExecutor
 
 if TYPE_CHECKING:
     from spotpatch_agent.audit import JobLedger
@@ -141,7 +142,8 @@ async def run_loop(
     while True:
         turn += 1
         if turn > budget.max_turns:
-            raise JobFailure(ErrorCode.LIMIT_EXCEEDED, f"The model used all {budget.max_turns} turns without finishing.")
+            raise JobFailure(ErrorCode.LIMIT_EXCEEDED,
+                             f"The model used all {budget.max_turns} turns without finishing.")
         stats.turns = turn
         request = TurnRequest(system=system, items=tuple(items), tools=tools, model=model,
                               max_output_tokens=budget.max_output_tokens)
@@ -172,14 +174,16 @@ async def run_loop(
         if any(c.oversized for c in calls):  # terminal, like every over-limit argument the executor sees
             raise JobFailure(ErrorCode.LIMIT_EXCEEDED, "The model sent tool-call arguments over the size limit.")
         if stats.tool_calls + len(calls) > budget.max_tool_calls:
-            raise JobFailure(ErrorCode.LIMIT_EXCEEDED, f"The model asked for more than {budget.max_tool_calls} tool calls.")
+            raise JobFailure(ErrorCode.LIMIT_EXCEEDED,
+                             f"The model asked for more than {budget.max_tool_calls} tool calls.")
         stats.tool_calls += len(calls)
         offered = frozenset(spec.name for spec in tools)
         results = await _execute_turn(turn, calls, executor, budget, events, stats, offered, ledger)
         items.append(AssistantTurn(text=text, tool_calls=tuple(
             ToolCallRecord(id=c.id, name=_echo_name(c.name), arguments_json=c.arguments_json) for c in calls),
             replay=replay))
-        items.extend(ToolResultMessage(call_id=c.id, output=_model_output(r)) for c, r in zip(calls, results))
+        items.extend(ToolResultMessage(call_id=c.id, output=_model_output(r))
+                     for c, r in zip(calls, results, strict=True))
 
 
 def _cap_words(cap: int | None) -> str:
@@ -254,18 +258,18 @@ async def _execute_turn(
         group = range(i, j)
         failures: list[BaseException] = []
 
-        async def run_one(k: int) -> None:
+        async def run_one(k: int, failures: list[BaseException]) -> None:
             try:
                 results[k] = await _execute_call(turn, calls[k], executor, budget, events, stats, ledger)
             except Exception as exc:  # noqa: BLE001 - re-raised below, outside the task group
                 failures.append(exc)
 
         if len(group) == 1:
-            await run_one(i)
+            await run_one(i, failures)
         else:
             async with anyio.create_task_group() as tg:
                 for k in group:
-                    tg.start_soon(run_one, k)
+                    tg.start_soon(run_one, k, failures)
         if failures:
             raise failures[0]
         for k in group:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
-from spotpatch_agent.protocol.models import Modes
+from spotpatch_agent.protocol.models import ApplyMode, Modes
 
 __all__ = ["check_mode_request", "includes_local_changes", "offered_modes"]
 
 
-def offered_modes(modes: Modes) -> list[str]:
+def offered_modes(modes: Modes) -> list[ApplyMode]:
     """The apply modes ``initialize`` advertises and ``job/create`` accepts, in this order (see module doc).
 
     ``modes.trustedAuto`` wins over ``modes.auto``: with both enabled, ``auto`` is neither offered nor

@@ -77,7 +77,8 @@ def _target_block(t: Target, location: LocationCheck | None = None, tag_check: T
         lines.append("Source excerpt (the file as it is now, numbered like read_file; data):")
         lines.append(fence(location.excerpt))
     elif location is not None and location.ok and location.shown_in is not None:
-        lines.append(f"Source excerpt: line {t.source.line if t.source else '?'} is in Target {location.shown_in}'s excerpt above.")
+        line = t.source.line if t.source else "?"
+        lines.append(f"Source excerpt: line {line} is in Target {location.shown_in}'s excerpt above.")
     elif location is not None and location.ok and location.withheld:
         lines.append("Source excerpt: not shown (it would show the whole file; read it with read_file).")
     return "\n".join(lines)
@@ -100,7 +101,8 @@ def _head(annotation: SpotAnnotation) -> str:
 
 def render_prompt(annotation: SpotAnnotation, context: PromptContext | None = None,
                   tag_checks: Mapping[int, TagCheck] | None = None) -> PromptRenderResult:
-    """The v1 prompt for ``annotation``: ``{text, targets:[{index, source}], warnings?}`` (docs/protocol.md, `prompt/render`).
+    """The v1 prompt for ``annotation``: ``{text, targets:[{index, source}], warnings?}`` (docs/protocol.md,
+    `prompt/render`).
 
     With ``context`` (``spotpatch_agent.context.build_prompt_context``) each usable location carries its
     source excerpt, each unusable one says why (and gives a warning), and the conventions summary closes the

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from spotpatch_agent.engine.events import error_info
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import (
-    ErrorInfo,
     ModelProfile,
     ProbeResult,
     ProviderInfo,
@@ -150,8 +150,8 @@ class ProbeCache:
             with anyio.CancelScope(shield=True):
                 await adapter.aclose()
         message = shorten_paths(REDACTOR(outcome.message))
-        error = None if outcome.code is None else ErrorInfo(
-            **SpotPatchError(outcome.code, message, retryable=outcome.retryable).to_data())
+        error = None if outcome.code is None else error_info(
+            SpotPatchError(outcome.code, message, retryable=outcome.retryable))
         result = ProbeResult(model_profile_id=model.id, ok=outcome.tool_calling, tool_calling=outcome.tool_calling,
                              cached=False, duration_ms=int((anyio.current_time() - started) * 1000),
                              message=message, error=error, source="probe",

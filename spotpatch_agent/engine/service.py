@@ -138,7 +138,8 @@ class EngineService:
         if params.protocol_version != PROTOCOL_VERSION:
             raise SpotPatchError(
                 ErrorCode.INVALID_REQUEST,
-                f"Protocol version mismatch: the client speaks {redact_cut(params.protocol_version, 32, ellipsis='')!r}, "
+                "Protocol version mismatch: the client speaks "
+                f"{redact_cut(params.protocol_version, 32, ellipsis='')!r}, "
                 f"this engine speaks {PROTOCOL_VERSION!r}.",
             )
         recovered = await self.configure(Path(params.project_root), params.config)
@@ -154,8 +155,8 @@ class EngineService:
         )
 
     async def configure(self, root: Path, config: TrustedConfig) -> list[RecoveryReport]:
-        """Set the project root (must be an existing directory) and trusted config; repair an Apply/Revert a
-        crashed engine left half-written (crash journal, docs/design.md §8; returns the reports); sweep orphan worktrees."""
+        """Set the project root (must be an existing directory) and trusted config; repair an Apply/Revert a crashed
+        engine left half-written (crash journal, docs/design.md §8; returns the reports); sweep orphan worktrees."""
         if not root.is_absolute() or not root.is_dir():
             raise SpotPatchError(ErrorCode.INVALID_REQUEST, "projectRoot must be an existing absolute directory.")
         self._root = root.resolve()
@@ -171,7 +172,7 @@ class EngineService:
                 REDACTOR.add_secret(value)
         recovered: list[RecoveryReport] = []
         if layout is not None and self._project_lock is not None:
-            from spotpatch_agent.worktree.journal import recover_under_lock
+            from spotpatch_agent.worktree.recovery import recover_under_lock
 
             async with self._lock():  # never while this engine applies or reverts
                 recovered = await recover_under_lock(self._root, layout.git_dir, self._project_lock)
@@ -317,19 +318,23 @@ class EngineService:
         limits = self._config.limits
         found = self._config.find_model(params.model_profile_id)
         if found is None:
-            raise SpotPatchError(ErrorCode.INVALID_REQUEST, "Unknown modelProfileId: it must be the id of a model in the trusted config.")
+            raise SpotPatchError(ErrorCode.INVALID_REQUEST,
+                                 "Unknown modelProfileId: it must be the id of a model in the trusted config.")
         provider, model = found
         if not os.environ.get(provider.api_key_env):
-            raise SpotPatchError(ErrorCode.AI_DISABLED,
-                                 f"AI is off for {provider.display_name}: its key variable {provider.api_key_env} is not set.")
+            raise SpotPatchError(ErrorCode.AI_DISABLED, f"AI is off for {provider.display_name}: "
+                                 f"its key variable {provider.api_key_env} is not set.")
         # applyMode vs modes vs trustedFastModeConsent (docs/design.md §10); the consent is never stored.
         check_mode_request(self._config.modes, params.apply_mode, params.trusted_fast_mode_consent)
         if len(params.annotation.targets) > limits.get("maxTargets"):
             raise SpotPatchError(ErrorCode.INVALID_REQUEST, f"At most {limits.get('maxTargets')} targets per job.")
         if any(len(t.instruction) > limits.get("maxInstructionChars") for t in params.annotation.targets):
-            raise SpotPatchError(ErrorCode.INVALID_REQUEST, f"An instruction is longer than {limits.get('maxInstructionChars')} characters.")
-        if sum(1 for j in self._jobs.values() if j.status in ACTIVE) + self._reserved >= limits.get("writeJobsPerProject"):
-            raise SpotPatchError(ErrorCode.JOB_CONFLICT, "Another job is running for this project; wait for it or cancel it.")
+            raise SpotPatchError(ErrorCode.INVALID_REQUEST,
+                                 f"An instruction is longer than {limits.get('maxInstructionChars')} characters.")
+        active = sum(1 for j in self._jobs.values() if j.status in ACTIVE)
+        if active + self._reserved >= limits.get("writeJobsPerProject"):
+            raise SpotPatchError(ErrorCode.JOB_CONFLICT,
+                                 "Another job is running for this project; wait for it or cancel it.")
         self._reserved += 1  # held across the awaits below, so two concurrent creates cannot both pass
         locked = False
         pool: WorktreePool | None = None
@@ -363,9 +368,9 @@ class EngineService:
 
             job_id = "job_" + secrets.token_hex(8)
             ledger = JobLedger(job_id, persist_dir=self._audit_dir, keep=self._config.audit.keep)
-            job = Job(job_id=job_id, ledger=ledger, params=params, root=root, head_oid=head, provider=provider, model=model,
-                      limits=limits, events=JobEventLog(job_id, self._emit), checks=tuple(self._config.checks),
-                      sandbox=self._config.sandbox,
+            job = Job(job_id=job_id, ledger=ledger, params=params, root=root, head_oid=head, provider=provider,
+                      model=model, limits=limits, events=JobEventLog(job_id, self._emit),
+                      checks=tuple(self._config.checks), sandbox=self._config.sandbox,
                       capability_probed=self._probes.passed(provider, model), pool=self._pool, health=health,
                       tool_calling_known=self._probes.proven(provider, model))
             self._jobs[job_id] = job
@@ -509,14 +514,14 @@ class EngineService:
         from spotpatch_agent.protocol.events import JobEventsResult
 
         job = self._job(params.job_id)
-        return JobEventsResult(job_id=job.job_id, events=job.events.after(params.after_seq), last_seq=job.events.last_seq)
+        return JobEventsResult.model_validate({"jobId": job.job_id, "events": job.events.after(params.after_seq),
+                                               "lastSeq": job.events.last_seq})
 
     async def job_audit(self, params: JobIdParams) -> JobAuditResult:
         """The job's audit ledger (docs/design.md §13, spotpatch_agent.audit): the live summary and the records."""
         from spotpatch_agent.protocol.audit import JobAuditResult
 
         job = self._job(params.job_id)
-        assert job.ledger is not None
         return JobAuditResult.model_validate({"jobId": job.job_id, "summary": job.ledger.summary(status=job.status),
                                               "records": job.ledger.records})
 

@@ -277,7 +277,8 @@ def load_allowed(root: Path, raw: str, *, for_write: bool, max_bytes: int) -> Al
             st = os.lstat(current)
             if stat.S_ISLNK(st.st_mode):
                 raise PathDenied("symlink on the path")
-        if not stat.S_ISREG(st.st_mode):  # checked before open: opening a FIFO would block
+        # `st` is bound: str.split always yields at least one segment (mypy cannot know that).
+        if not stat.S_ISREG(st.st_mode):  # type: ignore[possibly-undefined]  # checked before open: a FIFO would block
             raise PathDenied("not a regular file")
         real_root = os.path.realpath(root)
         real = os.path.realpath(path)

@@ -41,7 +41,8 @@ class ElementInfo(InModel):
     def _allowed_attributes(cls, v: dict[str, str]) -> dict[str, str]:
         for key, value in v.items():
             if not _ALLOWED_ATTR.match(key):
-                raise ValueError("only the attributes id, class, role, aria-*, data-testid, name, type, href, alt, title are allowed")
+                raise ValueError("only the attributes id, class, role, aria-*, data-testid, name, type, href, alt, "
+                                 "title are allowed")
             if len(value) > 500:
                 raise ValueError("an attribute value is longer than 500 characters")
         return v

@@ -90,7 +90,8 @@ CATALOG: tuple[MethodSpec, ...] = (
     MethodSpec("provider/list", CLIENT, "request", "EmptyParams", "ProviderListResult",
                "Configured provider profiles with ids and display names only (never URLs or keys)."),
     MethodSpec("provider/probe", CLIENT, "request", "ProviderProbeParams", "ProbeResult",
-               "Probe a model profile for tool calling (docs/design.md §11); provider failures are a result, not an error.",
+               "Probe a model profile for tool calling (docs/design.md §11); provider failures are a result, "
+               "not an error.",
                (E.INVALID_REQUEST, E.AI_DISABLED)),
     # ------------------------------------------------------------ jobs
     MethodSpec("job/create", CLIENT, "request", "JobCreateParams", "JobSnapshot",

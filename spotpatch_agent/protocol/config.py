@@ -154,7 +154,8 @@ class Limits(InModel):
 
     def get(self, name: str) -> int:
         """The effective value of a limit by its wire name (e.g. ``"maxTurns"``)."""
-        return getattr(self, _snake(name))
+        value: int = getattr(self, _snake(name))
+        return value
 
 
 def _snake(name: str) -> str:

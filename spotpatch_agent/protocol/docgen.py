@@ -58,8 +58,8 @@ def _part(label: str, ref: dict[str, Any] | None, defs: dict[str, Any], seen: di
     target = defs[name]
     if "oneOf" in target:
         kinds = [_name(member) for member in target["oneOf"]]
-        lines = [f"{label} `{name}`: one of {', '.join(f'`{k}`' for k in kinds)}, tagged by "
-                 f"`{target['discriminator']['propertyName']}`.", ""]
+        lines = [(f"{label} `{name}`: one of {', '.join(f'`{k}`' for k in kinds)}, tagged by "
+                  f"`{target['discriminator']['propertyName']}`."), ""]
         for kind in kinds:
             lines += [f"- `{kind}`: {_fields_inline(defs[kind])}"]
         return lines + [""]
@@ -90,7 +90,8 @@ def _fields_inline(target: dict[str, Any]) -> str:
 
 
 def _name(ref: dict[str, Any]) -> str:
-    return ref["$ref"].rsplit("/", 1)[1]
+    target: str = ref["$ref"]
+    return target.rsplit("/", 1)[1]
 
 
 def _type(schema: dict[str, Any]) -> str:

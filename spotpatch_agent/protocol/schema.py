@@ -25,7 +25,7 @@ import json
 from typing import Any
 
 from pydantic import BaseModel
-from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue, models_json_schema
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue, models_json_schema
 from pydantic_core import core_schema
 
 from spotpatch_agent import PROTOCOL_VERSION
@@ -50,7 +50,7 @@ RPC_ERRORS = {
 
 
 def _unwrap_default(schema: core_schema.CoreSchema) -> core_schema.CoreSchema:
-    return schema["schema"] if schema["type"] == "default" else schema  # type: ignore[typeddict-item]
+    return schema["schema"] if schema["type"] == "default" else schema
 
 
 class WireSchemaGenerator(GenerateJsonSchema):
@@ -70,27 +70,30 @@ class WireSchemaGenerator(GenerateJsonSchema):
             return self.generate_inner(schema["schema"])  # a default is no promise about engine output
         return super().default_schema(schema)
 
-    def field_is_required(self, field: Any, total: bool) -> bool:
+    def field_is_required(
+        self, field: core_schema.ModelField | core_schema.DataclassField | core_schema.TypedDictField, total: bool
+    ) -> bool:
         if self.mode == "serialization":
-            return _unwrap_default(field["schema"])["type"] != "nullable"
+            kind: str = _unwrap_default(field["schema"])["type"]
+            return kind != "nullable"
         return super().field_is_required(field, total)
 
     def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
         json_schema = super().model_schema(schema)
         if self.mode == "serialization":
-            target = self.get_schema_from_definitions(json_schema) if "$ref" in json_schema else json_schema
+            target = self.get_schema_from_definitions(json_schema["$ref"]) if "$ref" in json_schema else json_schema
             if target is not None and target.get("type") == "object":
                 target["additionalProperties"] = False
         return json_schema
 
 
-def _mode(spec: MethodSpec) -> str:
+def _mode(spec: MethodSpec) -> JsonSchemaMode:
     return "validation" if spec.direction == CLIENT else "serialization"
 
 
 def build_schema() -> dict[str, Any]:
     """The whole protocol schema as a dict (see the module docstring for its layout)."""
-    inputs: dict[tuple[type[BaseModel], str], None] = {}
+    inputs: dict[tuple[type[BaseModel], JsonSchemaMode], None] = {}
     for spec in CATALOG:
         if isinstance(spec.params, type) and issubclass(spec.params, BaseModel):
             inputs[(spec.params, _mode(spec))] = None
@@ -104,7 +107,9 @@ def build_schema() -> dict[str, Any]:
         raise RuntimeError(f"a model is used both as params and as result with different shapes: {clashes}")
     defs["ErrorCode"]["x-retryable"] = {code.value: RETRYABLE[code] for code in RETRYABLE}
     defs["ErrorCode"]["description"] = "Application error codes (data.code of a -32000 error, ErrorInfo.code)."
-    defs.setdefault("ToolErrorCode", {"enum": [c.value for c in ToolErrorCode], "type": "string", "title": "ToolErrorCode"})
+    defs.setdefault(
+        "ToolErrorCode", {"enum": [c.value for c in ToolErrorCode], "type": "string", "title": "ToolErrorCode"}
+    )
     defs["ToolErrorCode"]["description"] = "Tool-level codes the model sees (activity events); never RPC errors."
 
     methods: dict[str, Any] = {}

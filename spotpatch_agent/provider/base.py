@@ -26,7 +26,7 @@ Cancellation: cancelling the surrounding anyio scope closes the HTTP stream.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -127,6 +127,6 @@ ProviderEvent = TextDelta | ToolCallEvent | TurnRestart | TurnEnd
 class ProviderAdapter(Protocol):
     """One wire format. ``stream_turn`` yields events of one model turn and ends after :class:`TurnEnd`."""
 
-    def stream_turn(self, request: TurnRequest) -> AsyncIterator[ProviderEvent]: ...
+    def stream_turn(self, request: TurnRequest) -> AsyncGenerator[ProviderEvent, None]: ...
 
     async def aclose(self) -> None: ...

@@ -12,7 +12,7 @@ import json
 
 from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.protocol.errors import ErrorCode
-from spotpatch_agent.provider.base import TextDelta, ToolCallEvent
+from spotpatch_agent.provider.base import ProviderEvent, TextDelta, ToolCallEvent
 from spotpatch_agent.provider.http import sanitize_excerpt
 
 #: Assistant text accepted per turn, in UTF-8 bytes (unless the request gives another budget). A turn whose
@@ -37,7 +37,7 @@ class TextBudget:
         #: Text arrived past the budget (some of it was dropped).
         self.exceeded = False
 
-    def take(self, content: str) -> list[TextDelta]:
+    def take(self, content: str) -> list[ProviderEvent]:
         """``[TextDelta(part)]`` for the part of ``content`` that still fits, else ``[]``."""
         room = self._max - self._used
         if not content:
@@ -95,7 +95,8 @@ def tool_call_event(call_id: str, name: str, arguments: ArgumentBuffer) -> ToolC
     try:
         parsed = json.loads(text)
     except ValueError as exc:
-        reason = f"arguments are not valid JSON ({getattr(exc, 'msg', 'malformed')} at character {getattr(exc, 'pos', '?')})"
+        reason = (f"arguments are not valid JSON ({getattr(exc, 'msg', 'malformed')} "
+                  f"at character {getattr(exc, 'pos', '?')})")
         return ToolCallEvent(call_id, name, text, invalid=reason)
     except RecursionError:
         return ToolCallEvent(call_id, name, text, invalid="arguments are nested too deeply")

@@ -105,6 +105,10 @@ class _Slot:
     arguments: ArgumentBuffer = field(default_factory=ArgumentBuffer)
 
 
+def _as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _as_index(value: Any) -> int | None:
     if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 6:
         return int(value)
@@ -152,7 +156,8 @@ class ChatStreamAssembler:
             return []
         chunk = _loads(text)
         if not isinstance(chunk, dict):
-            raise ProviderError(ErrorCode.PROVIDER_PROTOCOL, "the provider sent a stream chunk that is not a JSON object")
+            raise ProviderError(ErrorCode.PROVIDER_PROTOCOL,
+                                "the provider sent a stream chunk that is not a JSON object")
         return self.feed(chunk)
 
     def feed_sse(self, sse: SSE) -> list[ProviderEvent]:
@@ -240,7 +245,7 @@ class ChatStreamAssembler:
     def _tool_delta(self, call: dict[str, Any]) -> None:
         index = _as_index(call.get("index"))
         call_id = call.get("id") if isinstance(call.get("id"), str) else ""
-        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        function = _as_dict(call.get("function"))
         name = function.get("name")
 
         def renamed(slot: _Slot) -> bool:  # another non-empty name, not under the slot's id: another call

@@ -27,7 +27,7 @@ import math
 import re
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from contextlib import aclosing, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -289,7 +289,7 @@ class EndpointAdapter(ABC):
     def new_assembler(self, max_text_bytes: int) -> StreamAssembler:
         """A fresh assembler for one attempt of a turn, bounded to ``max_text_bytes`` of text."""
 
-    async def stream_turn(self, request: TurnRequest) -> AsyncIterator[ProviderEvent]:
+    async def stream_turn(self, request: TurnRequest) -> AsyncGenerator[ProviderEvent, None]:
         """Stream one model turn: :class:`~spotpatch_agent.provider.base.TextDelta` s as they arrive, then
         :class:`ToolCallEvent` s in the order of the turn, then :class:`~spotpatch_agent.provider.base.TurnEnd`.
 
@@ -326,7 +326,8 @@ class EndpointAdapter(ABC):
                         except TransientStreamError as exc:
                             if called or attempt >= MAX_RETRIES:
                                 if attempt:
-                                    exc.message = f"{exc.message} (after {attempt} retr{'y' if attempt == 1 else 'ies'})"
+                                    tries = "retry" if attempt == 1 else "retries"
+                                    exc.message = f"{exc.message} (after {attempt} {tries})"
                                     exc.args = (exc.message,)
                                 raise
                             failure, restart = _Failure(exc, retry_wait({}, attempt)), sent
@@ -338,7 +339,7 @@ class EndpointAdapter(ABC):
                     yield TurnRestart(failure.error.message)
                 await anyio.sleep(failure.wait)
 
-    async def _read(self, response: httpx.Response, text_budget: int) -> AsyncIterator[ProviderEvent]:
+    async def _read(self, response: httpx.Response, text_budget: int) -> AsyncGenerator[ProviderEvent, None]:
         """The events of one 2xx answer: an event stream, or a whole JSON answer from a relay that ignored
         ``stream: true``. Leaving the ``async with`` block closes the stream at once (done, text limited)."""
         from spotpatch_agent.provider.calls import MAX_ARGUMENT_CHARS  # calls imports this module
@@ -471,7 +472,9 @@ class _Utf8Body:
             yield rest
 
 
-async def aiter_sse(response: httpx.Response, max_event_chars: int = MAX_EVENT_CHARS) -> AsyncIterator[SSE]:
+async def aiter_sse(
+    response: httpx.Response, max_event_chars: int = MAX_EVENT_CHARS
+) -> AsyncGenerator[SSE, None]:
     """The events of an event-stream body, parsed by httpx-sse (WHATWG rules: CRLF, LF or CR line ends,
     ``:`` comments skipped, ``data`` lines joined with ``\n``, an unterminated last event dropped) over
     :class:`_Utf8Body` (always UTF-8, BOM dropped, each line and event at most ``max_event_chars``

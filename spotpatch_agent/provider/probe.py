@@ -234,8 +234,8 @@ async def probe_tool_calling(adapter: ProviderAdapter, model: str, *,
     records = tuple(ToolCallRecord(id=c.id, name=c.name, arguments_json=c.arguments_json) for c in calls)
     answers = tuple(ToolResultMessage(call_id=c.id, output="ok" if c in valid else "ERROR: not offered")
                     for c in calls)  # every call of the turn gets exactly one result
-    second = TurnRequest(system=_SYSTEM, items=(UserMessage(_ASK), AssistantTurn(text="", tool_calls=records, replay=replay),
-                                                *answers),
+    second = TurnRequest(system=_SYSTEM,
+                         items=(UserMessage(_ASK), AssistantTurn(text="", tool_calls=records, replay=replay), *answers),
                          tools=(PROBE_TOOL,), model=model, tool_choice="none", max_output_tokens=max_output_tokens)
     async with aclosing(adapter.stream_turn(second)) as events:
         async for _ in events:

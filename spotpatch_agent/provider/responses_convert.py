@@ -73,9 +73,9 @@ _KNOWN = frozenset({
 def to_responses_input(items: tuple[ConversationItem, ...]) -> list[dict[str, Any]]:
     """Responses ``input`` items for a conversation: ``{type:"message", role:"user", content:[input_text]}``,
     an assistant turn as its replayed ``reasoning`` items (``{type, id, summary, encrypted_content}``, only
-    those that carried ``encrypted_content``), ``{type:"message", role:"assistant", content:[output_text]}`` (when it has text)
-    followed by its ``{type:"function_call", call_id, name, arguments}`` items, each immediately followed by
-    the matching ``{type:"function_call_output", call_id, output}``. Ids are echoed verbatim."""
+    those that carried ``encrypted_content``), ``{type:"message", role:"assistant", content:[output_text]}``
+    (when it has text) followed by its ``{type:"function_call", call_id, name, arguments}`` items, each
+    immediately followed by the matching ``{type:"function_call_output", call_id, output}``. Ids are echoed verbatim."""
     out: list[dict[str, Any]] = []
     placed: set[int] = set()
     for i, item in enumerate(items):
@@ -141,7 +141,8 @@ def build_responses_body(request: TurnRequest) -> dict[str, Any]:
 def response_error(error: Any, api_key: str | None, *, where: str) -> ProviderError:
     """The :class:`ProviderError` for the error object of ``response.failed`` or an ``error`` event
     (``where`` names it): ``LIMIT_EXCEEDED`` for context length, ``PROVIDER_UNAVAILABLE`` for rate limits and
-    server errors (server-side ones as a :class:`TransientStreamError`, asked again), else ``PROVIDER_PROTOCOL``. The provider's code and message are quoted, sanitized."""
+    server errors (server-side ones as a :class:`TransientStreamError`, asked again), else ``PROVIDER_PROTOCOL``.
+    The provider's code and message are quoted, sanitized."""
     message, kinds = error_fields(error)
     code = error.get("code") if isinstance(error, dict) else None
     shown_code = sanitize_excerpt(str(code), api_key)[:60] if code else "no code"
@@ -151,11 +152,13 @@ def response_error(error: Any, api_key: str | None, *, where: str) -> ProviderEr
                              f"the conversation exceeds the model's context ({where}: {shown_code}): {excerpt}")
     if is_server_side(kinds):  # asked again within the retry budget (provider/http.py)
         return TransientStreamError(ErrorCode.PROVIDER_UNAVAILABLE,
-                                    f"the provider reported a server error before the turn finished ({where}: {shown_code}): {excerpt}")
+                                    "the provider reported a server error before the turn finished "
+                                    f"({where}: {shown_code}): {excerpt}")
     if any(word in kinds.lower() for word in TRANSIENT_CODES):
         return ProviderError(ErrorCode.PROVIDER_UNAVAILABLE,
                              f"the provider is unavailable or rate-limited ({where}: {shown_code}): {excerpt}")
-    return ProviderError(ErrorCode.PROVIDER_PROTOCOL, f"the provider failed the response ({where}: {shown_code}): {excerpt}")
+    return ProviderError(ErrorCode.PROVIDER_PROTOCOL,
+                         f"the provider failed the response ({where}: {shown_code}): {excerpt}")
 
 
 def _inner_error(payload: dict[str, Any]) -> Any:
@@ -188,6 +191,10 @@ def _as_int(value: Any) -> int | None:
 
 def _as_str(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _arguments_text(value: Any) -> str | None:
@@ -247,14 +254,16 @@ class ResponsesStreamAssembler:
         if not isinstance(payload, dict):
             if event and event not in _KNOWN:
                 return []  # a relay's own keep-alive event
-            raise ProviderError(ErrorCode.PROVIDER_PROTOCOL, "the provider sent a stream event that is not a JSON object")
+            raise ProviderError(ErrorCode.PROVIDER_PROTOCOL,
+                                "the provider sent a stream event that is not a JSON object")
         return self.feed(payload, event)
 
     def feed(self, payload: dict[str, Any], event: str = "") -> list[ProviderEvent]:
         """Feed one parsed event. Its type is ``payload["type"]``, else the SSE event name."""
         kind = _as_str(payload.get("type")) or event
         if kind in ("error", "response.error") or (not kind and payload.get("error")):
-            self.pending_error = self.pending_error or response_error(_inner_error(payload), self._api_key, where="error event")
+            self.pending_error = self.pending_error or response_error(_inner_error(payload), self._api_key,
+                                                                      where="error event")
             return []
         if kind in _TEXT_DELTAS:
             item_id = payload.get("item_id")
@@ -367,7 +376,7 @@ class ResponsesStreamAssembler:
     def _on_completed(self, payload: dict[str, Any]) -> list[ProviderEvent]:
         if self.pending_error is not None:
             raise self.pending_error
-        response = payload.get("response") if isinstance(payload.get("response"), dict) else {}
+        response = _as_dict(payload.get("response"))
         usage = response.get("usage")
         if isinstance(usage, dict):
             self._usage = usage
@@ -399,7 +408,7 @@ class ResponsesStreamAssembler:
         return self._on_completed(payload)
 
     def _on_incomplete(self, payload: dict[str, Any]) -> list[ProviderEvent]:
-        response = payload.get("response") if isinstance(payload.get("response"), dict) else {}
+        response = _as_dict(payload.get("response"))
         details = response.get("incomplete_details")
         reason = _as_str(details.get("reason")) if isinstance(details, dict) else ""
         if reason == "max_output_tokens":
@@ -410,18 +419,20 @@ class ResponsesStreamAssembler:
             raise self.pending_error
         if reason == "content_filter":
             raise ProviderError(ErrorCode.PROVIDER_PROTOCOL,
-                                "the provider's content filter stopped the answer (response.incomplete: content_filter)")
+                                "the provider's content filter stopped the answer "
+                                "(response.incomplete: content_filter)")
         shown = sanitize_excerpt(reason, self._api_key)[:60] if reason else "no reason given"
         raise ProviderError(ErrorCode.PROVIDER_PROTOCOL, f"the provider left the answer incomplete ({shown})")
 
     def _on_failed(self, payload: dict[str, Any]) -> list[ProviderEvent]:
-        response = payload.get("response") if isinstance(payload.get("response"), dict) else {}
+        response = _as_dict(payload.get("response"))
         error = response.get("error")
         if error:
             raise response_error(error, self._api_key, where="response.failed")
         if self.pending_error is not None:
             raise self.pending_error
-        raise ProviderError(ErrorCode.PROVIDER_PROTOCOL, "the provider failed the response (response.failed: no error given)")
+        raise ProviderError(ErrorCode.PROVIDER_PROTOCOL,
+                            "the provider failed the response (response.failed: no error given)")
 
     # -------------------------------------------------------- internals
 

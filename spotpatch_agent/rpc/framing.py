@@ -27,7 +27,9 @@ MAX_HEADER_BYTES = 8 * 1024
 _HEADER_END = re.compile(rb"\r?\n\r?\n")
 _RESYNC = re.compile(rb"(?i)content-length[ \t]{0,32}:")
 #: A possible start of a ``_RESYNC`` match cut off by the end of the buffer (kept while resynchronising).
-_RESYNC_PARTIAL = re.compile(rb"(?i)c(?:o(?:n(?:t(?:e(?:n(?:t(?:-(?:l(?:e(?:n(?:g(?:t(?:h[ \t]{0,32})?)?)?)?)?)?)?)?)?)?)?)?)?\Z")
+_RESYNC_PARTIAL = re.compile(
+    rb"(?i)c(?:o(?:n(?:t(?:e(?:n(?:t(?:-(?:l(?:e(?:n(?:g(?:t(?:h[ \t]{0,32})?)?)?)?)?)?)?)?)?)?)?)?)?\Z"
+)
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,8 @@ class FrameDecoder:
         del self._buf[: match.end()]
         assert length is not None
         if length > self._max_body:
-            out.append(FrameFault(INVALID_REQUEST, f"Frame body of {length} bytes exceeds the maximum of {self._max_body}"))
+            out.append(FrameFault(INVALID_REQUEST,
+                                  f"Frame body of {length} bytes exceeds the maximum of {self._max_body}"))
             self._skip = length
             return True
         self._body_len = length

@@ -354,6 +354,7 @@ class RpcServer:
                 return
             with self._lock:
                 entry = self._inflight.get(target)
+                scope: anyio.CancelScope | None = None
                 if entry is not None:
                     entry.cancelled = True
                     scope = entry.scope

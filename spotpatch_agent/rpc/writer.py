@@ -58,8 +58,8 @@ class FrameWriter:
             log.error("a message could not be serialised; answering with an internal error instead")
             if "id" not in message:
                 return
-            frame = encode_frame({"jsonrpc": "2.0", "id": message["id"],
-                                  "error": {"code": InternalError.CODE, "message": "Internal error: unserialisable result"}})
+            failure = {"code": InternalError.CODE, "message": "Internal error: unserialisable result"}
+            frame = encode_frame({"jsonrpc": "2.0", "id": message["id"], "error": failure})
         with self._cond:
             if self._broken or self._closing:
                 return

@@ -375,4 +375,5 @@ def _summary(parsed: ParsedPatch) -> str:
     return "\n".join(lines)
 
 
-APPLY_PATCH = ToolDef(name="apply_patch", description=DESCRIPTION, args=ApplyPatchArgs, handler=apply_patch, writes=True)
+APPLY_PATCH = ToolDef(name="apply_patch", description=DESCRIPTION, args=ApplyPatchArgs, handler=apply_patch,
+                      writes=True)

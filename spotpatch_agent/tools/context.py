@@ -20,6 +20,7 @@ import stat
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import anyio
 
@@ -34,7 +35,7 @@ from spotpatch_agent.policy.paths import (
     load_allowed,
     normalize_rel_path,
 )
-from spotpatch_agent.protocol.models import Limits
+from spotpatch_agent.protocol.models import CheckConfig, Limits
 from spotpatch_agent.tools._git import GitOutput, run_git
 from spotpatch_agent.tools.fingerprint import paths_digest, status_digest
 from spotpatch_agent.tools.git_index import GitIndex
@@ -90,6 +91,12 @@ class WorktreeContext:
         self.limits = limits
         #: The job's targets' offered lines per relative path (``read_file`` without a range starts near them).
         self.focus: dict[str, tuple[int, ...]] = dict(focus or {})
+        #: Set by the executor, read by tools/run_check.py only: the job's trusted checks (the only commands
+        #: ``run_check`` may run), the trusted config's sandbox policy for them, and the user's checkout the
+        #: confined check must not see (checks/runner.py).
+        self.checks: tuple[CheckConfig, ...] = ()
+        self.check_sandbox: Literal["required", "warn"] = "required"
+        self.project_root: Path | None = None
         self._version = 0
         self._listing: Listing | None = None
         self._reads: dict[str, TextFile | None] = {}

@@ -16,7 +16,7 @@ import json
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from pydantic import ValidationError
@@ -97,14 +97,14 @@ class ToolExecutor:
     """
 
     def __init__(self, root: Path, limits: Limits, *, tools: Iterable[str] | None = None,
-                 checks: Sequence[CheckConfig] = (), sandbox: str = "required",
+                 checks: Sequence[CheckConfig] = (), sandbox: Literal["required", "warn"] = "required",
                  project_root: Path | None = None, focus: dict[str, tuple[int, ...]] | None = None) -> None:
         names = list(TOOL_DEFS) if tools is None else list(tools)
         self._tools: dict[str, ToolDef] = {name: TOOL_DEFS[name] for name in names}
         self._ctx = WorktreeContext(Path(root), limits, focus=focus)
-        self._ctx.checks = tuple(checks)  # type: ignore[attr-defined] - read by tools/run_check.py only
-        self._ctx.check_sandbox = sandbox  # type: ignore[attr-defined] - read by tools/run_check.py only
-        self._ctx.project_root = project_root  # type: ignore[attr-defined] - read by tools/run_check.py only
+        self._ctx.checks = tuple(checks)
+        self._ctx.check_sandbox = sandbox
+        self._ctx.project_root = project_root
         self._gate = _Gate()
         # run_check enforces its own (longer) check timeout; this outer deadline only backs it up.
         check_deadline = max((c.timeout_sec or limits.get("checkTimeoutSec") for c in checks),

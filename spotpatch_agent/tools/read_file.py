@@ -91,9 +91,11 @@ def render(file: TextFile, start: int, end: int | None, *, max_lines: int, max_b
     if shown_end < total:
         first, last = shown_end + 1, min(total, shown_end + max_lines)
         if last == total:
-            out.append(f"[lines {first}-{total} not shown: read them in one call with startLine {first} and endLine {total}]")
+            out.append(f"[lines {first}-{total} not shown: read them in one call with startLine {first} "
+                       f"and endLine {total}]")
         else:
-            out.append(f"[lines {first}-{total} not shown: read the next range with startLine {first} and endLine {last}]")
+            out.append(f"[lines {first}-{total} not shown: read the next range with startLine {first} "
+                       f"and endLine {last}]")
     return "\n".join(out)
 
 

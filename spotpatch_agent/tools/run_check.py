@@ -45,7 +45,7 @@ def format_check_run(run: CheckRun, timeout_sec: int) -> str:
 
 
 async def _run_check(ctx: WorktreeContext, args: RunCheckArgs) -> ToolResult:
-    checks: tuple[CheckConfig, ...] = tuple(getattr(ctx, "checks", ()))
+    checks: tuple[CheckConfig, ...] = ctx.checks
     check = next((c for c in checks if c.id == args.check_id), None)
     if check is None:
         ids = ", ".join(c.id for c in checks) or "(none)"
@@ -54,8 +54,8 @@ async def _run_check(ctx: WorktreeContext, args: RunCheckArgs) -> ToolResult:
             arguments_guidance(RUN_CHECK, [f"checkId must be one of the configured checks: {ids}."]),
         )
     try:
-        run = await run_check_process(check, ctx.root, ctx.limits, project_root=getattr(ctx, "project_root", None),
-                                      sandbox=getattr(ctx, "check_sandbox", "required"))
+        run = await run_check_process(check, ctx.root, ctx.limits, project_root=ctx.project_root,
+                                      sandbox=ctx.check_sandbox)
     finally:
         ctx.bump()  # a check may rewrite files: no cached listing or read survives it
     if not run.started:

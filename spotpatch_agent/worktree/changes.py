@@ -23,8 +23,8 @@ atomic write.
 
 Neither ever touches the index, HEAD or a path the diff does not name; file permission bits are
 kept (new files get git's ``0666 & ~umask``). Hashes are of the file's bytes as they are (or will be)
-in a working tree: :func:`~spotpatch_agent.worktree.hashes.change_hashes` runs git's checkout filters (``cat-file --filters``), so
-``eol=crlf`` and similar attributes compare correctly.
+in a working tree: :func:`~spotpatch_agent.worktree.hashes.change_hashes` runs git's checkout filters
+(``cat-file --filters``), so ``eol=crlf`` and similar attributes compare correctly.
 """
 
 from __future__ import annotations
@@ -133,7 +133,8 @@ async def _guard_repository(root: Path, expected_head: str, code: ErrorCode, wha
     """HEAD still ``expected_head`` and no git operation in progress, else ``SpotPatchError(code)`` (git's answer)."""
     layout, head = await _repo_facts(root)
     if layout is None or not same_path(layout.toplevel, root):
-        raise SpotPatchError(ErrorCode.REPO_BLOCKED, f"cannot {what}: the project is no longer a git repository top level")
+        raise SpotPatchError(ErrorCode.REPO_BLOCKED,
+                             f"cannot {what}: the project is no longer a git repository top level")
     if head != expected_head:
         raise SpotPatchError(code, f"cannot {what}: HEAD moved since the job started; nothing was changed")
     _check_operations(layout, code, what)
@@ -357,7 +358,7 @@ def _exact_posts(
             ErrorCode.APPLY_CONFLICT, f"not applied; these files changed since the job started: {list_paths(changed)}"
         )
     posts: dict[str, Image | None] = {}
-    for path, section in zip(paths, sections):
+    for path, section in zip(paths, sections, strict=True):
         pre = current[path]
         assert isinstance(pre, Image)  # equal to a baseline hash, so regular or absent
         expected = result_hashes[path] if result_hashes is not None else None
@@ -402,7 +403,7 @@ async def _fill_from_objects(
 ) -> None:
     """Post-images the diff text could not give: the result blobs (one ``cat-file --batch``), through the
     checkout filters when the raw bytes differ from the result hash (one process per such file)."""
-    missing = [(p, s) for p, s in zip(paths, sections) if posts[p] is None and s.new_oid is not None]
+    missing = [(p, s) for p, s in zip(paths, sections, strict=True) if posts[p] is None and s.new_oid is not None]
     if not missing:
         return
     blobs = await raw_blobs(root, [s.new_oid for _, s in missing if s.new_oid])
@@ -466,7 +467,8 @@ async def revert_change(
             )
     targets = await _baseline_images(root, applied, paths)
     plan = _revert_plan(root, paths, current, targets, applied, expected_head, job_id)
-    await write_journalled(root, plan, journal or DiskJournal(layout.git_dir), ErrorCode.REVERT_CONFLICT, before=recheck)
+    await write_journalled(root, plan, journal or DiskJournal(layout.git_dir), ErrorCode.REVERT_CONFLICT,
+                           before=recheck)
 
 
 def _revert_in_thread(
@@ -530,7 +532,7 @@ async def _baseline_images(root: Path, applied: AppliedChange, paths: list[str])
     missing = [p for p in paths if p not in images]
     if missing:
         parsed = parse_sections(applied.diff.encode("utf-8", "surrogateescape"))
-        sections = dict(zip(await _git_paths(root, applied.diff), parsed))
+        sections = dict(zip(await _git_paths(root, applied.diff), parsed, strict=True))
         for path in missing:
             section = sections.get(path)
             if section is not None and section.has_index and section.old_oid is None:

@@ -170,7 +170,7 @@ async def commit_baseline(wt: Worktree, *, clean: bool = False, proven: bool = F
         input=message,
         timeout=300,
     )
-    baseline = await resolve_head(wt.path)
-    if baseline is None or baseline == wt.head_oid:
+    committed = await resolve_head(wt.path)
+    if committed is None or committed == wt.head_oid:
         raise GitError("the baseline commit was not created")
-    return baseline
+    return committed

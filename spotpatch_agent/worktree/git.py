@@ -105,8 +105,8 @@ async def run_git(
 
     Returns a :class:`GitResult`. Raises :class:`GitError` (code ``INTERNAL``) when git exits
     non-zero and ``check`` is true, when it cannot be started, when it exceeds ``timeout`` or when its
-    stdout passes ``max_bytes``; the message names the subcommand and holds at most :data:`MAX_ERROR_CHARS` characters of stderr
-    with ``cwd`` shown as ``.``. On timeout or cancellation git and every process it started
+    stdout passes ``max_bytes``; the message names the subcommand and holds at most :data:`MAX_ERROR_CHARS`
+    characters of stderr with ``cwd`` shown as ``.``. On timeout or cancellation git and every process it started
     (filters, helpers: its own process group on POSIX) are killed; cancellation propagates.
     """
     try:

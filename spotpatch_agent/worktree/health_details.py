@@ -4,8 +4,9 @@
 ``HealthDetail{reason, paths, morePaths, fix}``. Paths under a folder a template leaves untracked — a
 Python virtualenv (``.venv/``, ``venv/``, any folder holding ``pyvenv.cfg``), ``node_modules/`` or a build
 folder (``dist/``, ``build/``, ``.next/`` …), when git tracks nothing in it — are shown as that folder, and
-the fix says to add it to ``.gitignore``. Every path is relative (git reports them so), redacted and cut; the list holds at most
-:data:`MAX_PATHS` entries and counts the rest. :func:`health_message` is the one-line form for errors.
+the fix says to add it to ``.gitignore``. Every path is relative (git reports them so), redacted and cut; the
+list holds at most :data:`MAX_PATHS` entries and counts the rest. :func:`health_message` is the one-line form for
+errors.
 """
 
 from __future__ import annotations

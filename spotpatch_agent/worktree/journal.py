@@ -17,10 +17,11 @@ half-written apply." Protocol of one write (:func:`write_journalled`, called by
 
 Journal file (one write, then ``fdatasync``): line 1 is a JSON header ``{format, version, jobId, operation, head,
 entries: [{path, tmp, pre, post, dirs}]}`` where ``pre``/``post`` are ``null`` (absent) or ``{sha256,
-mode, offset, length}`` and ``dirs`` is :attr:`PathWrite.dirs` (``null``: every empty parent; missing: none); after that newline come the image bytes (each distinct image once), which ``offset``
-and ``length`` (bytes) address. The directory is the *per-worktree* git dir, not the common one: a
-journal concerns one working tree. Mode ``0700``/``0600``: it holds source bytes, only while a write is
-in flight or until the next start after a crash.
+mode, offset, length}`` and ``dirs`` is :attr:`PathWrite.dirs` (``null``: every empty parent; missing: none);
+after that newline come the image bytes (each distinct image once), which ``offset`` and ``length`` (bytes)
+address. The directory is the *per-worktree* git dir, not the common one: a journal concerns one working
+tree. Mode ``0700``/``0600``: it holds source bytes, only while a write is in flight or until the next start
+after a crash.
 
 Recovery at the next start — the repair of a journal left by a crash — is
 :mod:`~spotpatch_agent.worktree.recovery` (``recover_pending`` and ``recover_under_lock`` are re-exported
@@ -194,7 +195,8 @@ def _decode_plan(raw: bytes) -> WritePlan:
             return ABSENT
         if not isinstance(ref, dict):
             raise ValueError("bad image reference")  # noqa: TRY004 - ValueError is the contract
-        offset, length, digest, mode = number(ref.get("offset")), number(ref.get("length")), ref.get("sha256"), ref.get("mode")
+        offset, length = number(ref.get("offset")), number(ref.get("length"))
+        digest, mode = ref.get("sha256"), ref.get("mode")
         blob = data[offset : offset + length]
         if len(blob) != length or not isinstance(digest, str) or hashlib.sha256(blob).hexdigest() != digest:
             raise ValueError("an image does not match its hash")

@@ -10,6 +10,7 @@ lock when the holding process dies, so a crashed engine never blocks the next on
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from pathlib import Path
 
@@ -50,7 +51,7 @@ class ProjectWriteLock:
                 self._fd = None
 
 
-if os.name == "nt":  # Windows: byte-range lock on the first byte (untested here; docs/design.md §17)
+if sys.platform == "win32":  # Windows: byte-range lock on the first byte (untested here; docs/design.md §17)
     import msvcrt
 
     def _lock(fd: int) -> bool:

@@ -29,9 +29,9 @@ discards the worktree.
 (``idle``, ``head``); the next engine's sweep keeps it (``sweep_orphans(keep_parked=True)``) and its
 :meth:`WorktreePool.warm` adopts it when it is a checkout of the current HEAD, else moves it aside
 (``_adopt``); ``acquire`` hands it out only when proven untouched, else moves it aside (never resets it); an
-engine without a pool removes it (:func:`drop_parked`). Any failure discards the worktree (moved aside in one rename and its registration deleted; the
-files go in the background: ``removal.drop_worktree``, ``empty_trash``) and the job falls back to a cold
-``git worktree add``; cancellation discards it too, so nothing leaks.
+engine without a pool removes it (:func:`drop_parked`). Any failure discards the worktree (moved aside in one
+rename and its registration deleted; the files go in the background: ``removal.drop_worktree``,
+``empty_trash``) and the job falls back to a cold ``git worktree add``; cancellation discards it too, so nothing leaks.
 
 **Ownership**: a pooled worktree is idle in the pool (at most ``capacity``), or being warmed or recycled
 under the pool lock, or owned by exactly one job (``acquire`` takes it out under the lock before any
@@ -255,8 +255,8 @@ class WorktreePool:
             return
         self._busy += 1
         try:
-            async with self._lock:
-                if self._closed or len(self._idle) >= self._capacity:
+            async with self._lock:  # mypy keeps `_closed` narrowed across this await; close() may set it
+                if self._closed or len(self._idle) >= self._capacity:  # type: ignore[redundant-expr]
                     return
                 if not await self._is_enabled():
                     await self._adopt(None)  # no pool here: what an earlier engine parked goes
@@ -481,7 +481,8 @@ class WorktreePool:
             except GitError:
                 verdicts.append(False)
 
-        proofs = [partial(_at, slot, head), index_is_head, partial(_index_clean, slot, head), nothing_else]
+        proofs: list[Callable[[], Awaitable[bool]]] = [partial(_at, slot, head), index_is_head,
+                                                       partial(_index_clean, slot, head), nothing_else]
         if files:
             proofs.append(files_are_index)
         async with anyio.create_task_group() as tg:

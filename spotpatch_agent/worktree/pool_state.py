@@ -149,8 +149,9 @@ def plain_entries(entries: bytes, dirs: bytes, top: bytes) -> bool:
 def claim_parked(admin: Path, pool_id: str) -> str | None:
     """Take a parked marker for this process: renamed to a unique name naming this process first, so of two
     engines starting at once only one succeeds (and another engine's sweep, finding no marker, leaves the
-    registration alone while this process runs: ``sweep.sweep_orphans``); then it must still be parked by a process that is gone (else it is put back),
-    and our marker (``pool_id``, this process) replaces it. Returns the HEAD it was parked at, or None."""
+    registration alone while this process runs: ``sweep.sweep_orphans``); then it must still be parked by a
+    process that is gone (else it is put back), and our marker (``pool_id``, this process) replaces it.
+    Returns the HEAD it was parked at, or None."""
     claim = admin / f"{MARKER_NAME}{CLAIM_INFIX}{os.getpid()}-{secrets.token_hex(6)}"  # names us: the sweep waits
     try:
         os.rename(admin / MARKER_NAME, claim)

@@ -30,6 +30,7 @@ import os
 import secrets
 import time
 from pathlib import Path
+from typing import Literal
 
 import anyio
 
@@ -142,7 +143,9 @@ def _recover_one(root: Path, directory: Path, name: str, head: str | None) -> Re
         unlink_quietly(directory / name)
         _fsync_dir_quietly(directory)
     fault_point("recover", "journal:removed")
-    outcome = "needs-attention" if unresolved else ("rolled-back" if plan.operation == "apply" else "completed")
+    outcome: Literal["completed", "rolled-back", "needs-attention"] = (
+        "needs-attention" if unresolved else ("rolled-back" if plan.operation == "apply" else "completed")
+    )
     return RecoveryReport(job_id=plan.job_id, operation=plan.operation, outcome=outcome, paths=paths,
                           unresolved_paths=unresolved)
 
@@ -237,7 +240,7 @@ def _move_aside(root: Path, directory: Path, name: str) -> str:
 QUARANTINE_DIR = ("spotpatch", "quarantine")
 
 
-def _quarantine(root: Path, directory: Path, name: str, exc: Exception) -> RecoveryReport:
+def _quarantine(root: Path, directory: Path, name: str, exc: OSError | ValueError) -> RecoveryReport:
     """A journal that is unreadable, truncated, foreign or names an unsafe path: nothing it names is
     touched; it is moved aside to ``<git-dir>/spotpatch/quarantine/`` (kept for the user, never applied,
     never deleted) and reported ``needs-attention``. If it cannot be moved it stays (reported again)."""

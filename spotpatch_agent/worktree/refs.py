@@ -25,6 +25,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from spotpatch_agent.worktree.repo import RepoLayout, resolve_head
 
@@ -189,7 +190,7 @@ def _oid(text: str, oid_len: int) -> str | None:
     return text if len(text) == oid_len and set(text) <= _HEX else None
 
 
-def _read_head(git_dir: Path, common: Path, oid_len: int) -> str | bool:
+def _read_head(git_dir: Path, common: Path, oid_len: int) -> str | Literal[False]:
     """HEAD's commit id; ``""`` for an unborn branch; ``False`` when only git can tell."""
     with open(git_dir / "HEAD", "rb") as fh:
         text = fh.read(4096).decode("utf-8")
@@ -212,7 +213,7 @@ def _read_head(git_dir: Path, common: Path, oid_len: int) -> str | bool:
     return _oid(loose, oid_len) or False  # "ref: …" (a chain) or garbage: ask git
 
 
-def _packed(common: Path, ref: str, oid_len: int) -> str | bool:
+def _packed(common: Path, ref: str, oid_len: int) -> str | Literal[False]:
     try:
         with open(common / "packed-refs", "rb") as fh:
             lines = fh.read().decode("utf-8").splitlines()

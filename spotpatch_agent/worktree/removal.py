@@ -42,7 +42,7 @@ async def remove_worktree(root: Path, wt: Worktree) -> None:
         try:
             admin = wt.admin_dir or await _find_admin_dir(root, wt.path)
             await _remove(root, wt.path, admin)
-        except Exception as exc:  # cleanup never replaces the job's result
+        except Exception as exc:  # noqa: BLE001 - cleanup never replaces the job's result
             log.warning("worktree cleanup failed: %s", sanitize(str(exc), root, wt.path))
 
 

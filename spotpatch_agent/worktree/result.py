@@ -7,6 +7,7 @@ changeset validation (:mod:`~spotpatch_agent.worktree.validate`) and the hashes 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from spotpatch_agent.errors import GitError
 from spotpatch_agent.protocol.models import FileStat
@@ -61,11 +62,13 @@ class RawEntry:
     new_mode: str
     old_oid: str | None
     new_oid: str | None
-    status: str
+    status: FileStatus
     path: str
 
 
-_STATUS = {"A": "added", "D": "deleted", "M": "modified", "T": "modified"}
+#: A file's status as ``FileStat.status`` names it.
+FileStatus = Literal["added", "modified", "deleted"]
+_STATUS: dict[str, FileStatus] = {"A": "added", "D": "deleted", "M": "modified", "T": "modified"}
 
 
 def parse_raw(raw: bytes) -> list[RawEntry]:

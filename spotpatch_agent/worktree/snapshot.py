@@ -1,4 +1,5 @@
-"""Include-local-changes (docs/design.md §8): the user's staged, unstaged and untracked state, copied into a job's worktree.
+"""Include-local-changes (docs/design.md §8): the user's staged, unstaged and untracked state, copied into a
+job's worktree.
 
 Used by :func:`~spotpatch_agent.worktree.create.create_worktree` after the detached worktree exists
 at the recorded HEAD and before its baseline commit::
@@ -123,7 +124,7 @@ async def take_snapshot(root: Path, head: str, limits: Limits) -> LocalSnapshot:
     diff = await _local_diff(root, head)
     if len(diff) > _diff_cap(max_bytes):
         raise _over_limit(f"a local diff of {len(diff)} bytes (limit {_diff_cap(max_bytes)})")
-    executable = frozenset(p for p in status.untracked if contents[p] is not None and contents[p][1])
+    executable = frozenset(p for p in status.untracked if (content := contents[p]) is not None and content[1])
     return LocalSnapshot(
         head=head,
         diff=diff,

@@ -119,7 +119,8 @@ def _rejected(path: str | None, reason: str) -> JobFailure:
 
 def _inconsistent(detail: str) -> JobFailure:
     return JobFailure(
-        ErrorCode.CHANGESET_REJECTED, f"Changeset rejected: the diff does not match the worktree ({detail}). {_ENGINE_FAULT}"
+        ErrorCode.CHANGESET_REJECTED,
+        f"Changeset rejected: the diff does not match the worktree ({detail}). {_ENGINE_FAULT}",
     )
 
 
@@ -185,7 +186,8 @@ async def _staged_entries(wt: Worktree) -> list[RawEntry]:
 
 
 async def _numstat(wt: Worktree) -> dict[str, tuple[int, int] | None]:
-    out = await run_git(["diff", *_DIFF_OPTIONS, "--numstat", "-z", wt.baseline_oid, "--"], cwd=wt.path, redact=[wt.path])
+    out = await run_git(["diff", *_DIFF_OPTIONS, "--numstat", "-z", wt.baseline_oid, "--"], cwd=wt.path,
+                        redact=[wt.path])
     return dict(_parse_numstat(out.stdout))
 
 
@@ -282,7 +284,8 @@ async def _check_not_ignored(wt: Worktree, added: list[str]) -> None:
     if out.returncode == 1:
         return
     if out.returncode != 0:
-        raise _rejected(None, f"git could not check the added paths against the ignore rules ({_brief(describe(out, wt.path))})")
+        why = _brief(describe(out, wt.path))
+        raise _rejected(None, f"git could not check the added paths against the ignore rules ({why})")
     first = out.stdout.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
     raise _rejected(first, "is ignored by git (.gitignore); an ignored file may not enter the change")
 
@@ -298,7 +301,7 @@ async def _check_blob_sizes(wt: Worktree, entries: list[RawEntry], max_bytes: in
     lines = out.stdout.decode("ascii", "replace").splitlines()
     if len(lines) != len(present):
         raise _inconsistent("git did not describe every result blob")
-    for entry, line in zip(present, lines):
+    for entry, line in zip(present, lines, strict=True):
         fields = line.split(" ")
         if len(fields) != 3 or fields[1] != "blob" or not fields[2].isdigit():
             raise _inconsistent(f"no result blob for {_show(entry.path)}")
@@ -312,7 +315,7 @@ async def _check_blob_sizes(wt: Worktree, entries: list[RawEntry], max_bytes: in
 def _compare_files(files: list[FileStat], entries: list[RawEntry], counts: dict[str, tuple[int, int] | None]) -> None:
     if [f.path for f in files] != [e.path for e in entries]:
         raise _inconsistent("the diff's file list differs from the worktree's changed paths")
-    for stat, entry in zip(files, entries):
+    for stat, entry in zip(files, entries, strict=True):
         if stat.status != entry.status or counts.get(stat.path) != (stat.added, stat.removed):
             raise _inconsistent(f"the stats of {_show(stat.path)} differ")
 
@@ -357,13 +360,14 @@ async def _reparse(
     records = _parse_numstat(parsed.stdout)
     if [path for path, _ in records] != [e.path for e in entries]:
         raise _inconsistent("the re-parsed diff names other paths than the worktree")
-    for (path, stats), section, entry in zip(records, sections, entries):
+    for (path, stats), section, entry in zip(records, sections, entries, strict=True):
         if stats is None or stats != counts.get(path):
             raise _inconsistent(f"the re-parsed +/- counts of {_show(path)} differ")
         if section[1:] != _expected_header(entry):
             raise _inconsistent(f"the diff header of {_show(path)} does not match its modes and blobs")
     check = await run_git(
-        ["apply", "--reverse", "--check", "--whitespace=nowarn", "-"], cwd=wt.path, input=data, check=False, read_only=True
+        ["apply", "--reverse", "--check", "--whitespace=nowarn", "-"], cwd=wt.path, input=data, check=False,
+        read_only=True,
     )
     if check.returncode != 0:
         raise _inconsistent(f"the diff's result is not the worktree's content: {_brief(describe(check, wt.path))}")
