@@ -194,7 +194,8 @@ async def test_reads_of_one_turn_overlap_and_writes_run_serially_in_event_order(
     # Turn 1: every read started before any finished — they were in flight together.
     first = seq[:8]
     assert [p for p, _ in first[:4]] == ["started"] * 4 and [p for p, _ in first[4:]] == ["finished"] * 4
-    assert finished(events)[:4] == [("read_file", True, None)] * 3 + [("search_text", True, None)]
+    # They finish in whatever order they complete (a search can beat a read): each once, each ok.
+    assert sorted(finished(events)[:4]) == [("read_file", True, None)] * 3 + [("search_text", True, None)]
     # Turn 2: each write finished before the next one started, in event order; w2 saw w1's result.
     assert seq[8:] == [("started", "w1"), ("finished", "w1"), ("started", "w2"), ("finished", "w2"),
                        ("started", "w3"), ("finished", "w3")]
