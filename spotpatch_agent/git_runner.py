@@ -9,9 +9,10 @@ never put on a command line" — data that may come from the model travels on st
 after ``-e``/``--``, never through a shell.
 
 Each call gets a hardened prefix of ``-c`` options so the user's configuration cannot change what we parse
-or run: no hooks (``core.hooksPath`` points at the null device), no fsmonitor daemon, no colour, no path
-quoting, no automatic ``gc``/maintenance (a commit in a linked worktree would otherwise run ``gc --auto`` on
-the user's repository), git's canonical diff headers and blank context lines, no ``core.safecrlf`` refusal.
+or run: no hooks (``core.hooksPath`` points at the null device), no fsmonitor daemon, no colour, no
+column field in ``git grep``, no path quoting, no automatic ``gc``/maintenance (a commit in a linked
+worktree would otherwise run ``gc --auto`` on the user's repository), git's canonical diff headers and
+blank context lines, no ``core.safecrlf`` refusal.
 The user's git configuration and attribute files are otherwise read as git reads them (see
 :mod:`spotpatch_agent.worktree.git` for why).
 
@@ -24,6 +25,7 @@ Bounds: ``timeout`` seconds (then :class:`~spotpatch_agent.errors.GitError`), ``
 the run is marked ``truncated`` and git is killed), :data:`STDERR_KEEP_BYTES` of stderr kept. git and every
 process it started (filters, helpers) run in a session of their own on POSIX, so a timeout, a truncation or
 a cancellation kills the whole tree (:func:`spotpatch_agent.process.kill_tree`); cancellation propagates.
+When git exits and its output closes, whatever is left in its group (a filter's background child) is killed too.
 """
 
 from __future__ import annotations
@@ -76,6 +78,8 @@ HARDENED_PREFIX = (
     "-c", f"core.hooksPath={os.devnull}",
     "-c", "core.fsmonitor=false",
     "-c", "color.ui=false",
+    # search_text parses git grep's ``path\0line\0text`` records: a column field would shift them.
+    "-c", "grep.column=false",
     # Never let a command of ours start git's housekeeping in the user's repository (gc packs refs,
     # expires reflogs and prunes worktree registrations; maintenance may run after we exit).
     "-c", "gc.auto=0",
@@ -229,6 +233,7 @@ async def _run(argv: list[str], cwd: Path, input: bytes | None, env: dict[str, s
                 chunks.append(chunk)
                 size += len(chunk)
         returncode = await process.wait()
+        _kill_group(process.pid)  # git is done: what it started and left running (a filter's child) goes too
     except BaseException:
         kill_tree(process)  # also when git itself exited: a process it started may still hold its output
         raise
@@ -289,6 +294,7 @@ def run_git_sync(
             raise GitError(f"git {subcommand(args)} timed out after {timeout:g} s") from None
         if any(reader.is_alive() for reader in readers):  # a process git started still holds its output
             raise GitError(f"git {subcommand(args)} timed out after {timeout:g} s")
+        _kill_group(process.pid)  # git is done and its output closed: what it left running goes too
     finally:
         if process.returncode is None or any(reader.is_alive() for reader in readers):
             _kill_sync(process)
@@ -301,6 +307,17 @@ def run_git_sync(
                 stream.close()
     truncated = cut.is_set()
     return GitRun(None if truncated else returncode, bytes(out), bytes(err), truncated)
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL what is left in the process group of git ``pid`` once git itself exited (POSIX; nothing on
+    Windows, where git's children are not grouped). The group id stays taken while a member lives, so it
+    names only git's leftovers; an empty group is no error."""
+    if NEW_SESSION:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _kill_sync(process: subprocess.Popen[bytes]) -> None:
