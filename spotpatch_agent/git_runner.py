@@ -30,6 +30,7 @@ When git exits and its output closes, whatever is left in its group (a filter's 
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -232,8 +233,10 @@ async def _run(argv: list[str], cwd: Path, input: bytes | None, env: dict[str, s
                     break
                 chunks.append(chunk)
                 size += len(chunk)
-        returncode = await process.wait()
-        _kill_group(process.pid)  # git is done: what it started and left running (a filter's child) goes too
+            # stdout is at its end (or cut): once git exits, what it started and left running (a filter's
+            # background child, perhaps holding git's stderr) is killed, so stderr ends too.
+            returncode = await process.wait()
+            _kill_group(process.pid)
     except BaseException:
         kill_tree(process)  # also when git itself exited: a process it started may still hold its output
         raise
@@ -270,7 +273,7 @@ def run_git_sync(
     err = bytearray()
     cut = threading.Event()
 
-    def drain(stream: object, sink: bytearray, bound: int, stop: bool) -> None:
+    def drain(stream: io.BufferedReader, sink: bytearray, bound: int, stop: bool) -> None:
         read = stream.read1
         while chunk := read(65536):
             room = bound - len(sink)
@@ -288,13 +291,14 @@ def run_git_sync(
             reader.start()
         try:
             returncode = process.wait(timeout)
-            for reader in readers:  # git exited; its pipes close when the last process holding them does
-                reader.join(max(deadline - time.monotonic(), 0))
+            # git exited; its stdout closes when the last process holding it does
+            readers[0].join(max(deadline - time.monotonic(), 0))
         except subprocess.TimeoutExpired:
             raise GitError(f"git {subcommand(args)} timed out after {timeout:g} s") from None
-        if any(reader.is_alive() for reader in readers):  # a process git started still holds its output
+        if readers[0].is_alive():  # a process git started still holds its output
             raise GitError(f"git {subcommand(args)} timed out after {timeout:g} s")
-        _kill_group(process.pid)  # git is done and its output closed: what it left running goes too
+        _kill_group(process.pid)  # git is done and its output closed: what it left running goes too,
+        readers[1].join(max(deadline - time.monotonic(), 0))  # so stderr ends
     finally:
         if process.returncode is None or any(reader.is_alive() for reader in readers):
             _kill_sync(process)

@@ -127,3 +127,17 @@ async def test_repository_grep_column_setting_does_not_change_the_parsed_format(
     for result in (run_git_sync(args, cwd=tmp_path, read_only=True),
                    await run_git_process(args, cwd=tmp_path, read_only=True)):
         assert result.stdout == b"a.txt\x001\x00hello foo\n"
+
+
+async def test_a_process_left_holding_only_stderr_does_not_hold_the_call(tmp_path: Path) -> None:
+    # git's output is complete when it exits; a process it left behind with git's stderr (a filter's daemon)
+    # must neither hold the call until the timeout nor survive it.
+    pid_file = tmp_path / "child.pid"
+    left = _alias("left", f"sleep 60 </dev/null >/dev/null & echo $! > {pid_file}; echo done")
+    started = time.monotonic()
+    sync = run_git_sync(left, cwd=tmp_path, timeout=20)
+    assert sync.returncode == 0 and sync.stdout == b"done\n" and _gone(int(pid_file.read_text()))
+    pid_file.unlink()
+    run = await run_git_process(left, cwd=tmp_path, timeout=20)
+    assert run.returncode == 0 and run.stdout == b"done\n" and _gone(int(pid_file.read_text()))
+    assert time.monotonic() - started < 15  # neither call waited for its 20 s timeout
