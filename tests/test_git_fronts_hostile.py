@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
+import anyio
 import pytest
 
 from spotpatch_agent.errors import GitError
@@ -11,6 +14,20 @@ from spotpatch_agent.git_runner import run_git_sync
 from spotpatch_agent.worktree.git import run_git, sanitize
 
 pytestmark = pytest.mark.anyio
+
+
+def _gone(pid: int) -> bool:
+    """Whether ``pid`` exits (or is a zombie) within 10 s; a process nobody killed sleeps 600 s."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_bytes()
+        except FileNotFoundError:
+            return True
+        if stat[stat.rindex(b")") + 2 :].startswith(b"Z"):
+            return True
+        time.sleep(0.01)
+    return False
 
 
 async def test_a_config_error_naming_a_path_with_spaces_leaks_no_part_of_it(tmp_path: Path) -> None:
@@ -37,3 +54,38 @@ def test_sanitize_takes_quoted_and_spaced_absolute_paths_whole() -> None:
         "error: could not lock config file <path>: File exists")
     assert sanitize("warning: unable to access 'C:/Users/Jo Ann/x'", "/p") == "warning: unable to access '<path>'"
     assert sanitize("error: patch failed: src/a b.js:3", "/p") == "error: patch failed: src/a b.js:3"
+
+
+def _hanging_git(bin_dir: Path, pid_file: Path) -> None:
+    """A ``git`` first on PATH that hangs (a stuck filter, a dead network mount): records its pid, sleeps."""
+    bin_dir.mkdir()
+    fake = bin_dir / "git"
+    fake.write_text(f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 600\n")
+    fake.chmod(0o755)
+
+
+async def test_the_file_tools_git_is_bounded_outside_the_executor(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # The prompt's project context reads the project through WorktreeContext with no tool deadline around it:
+    # a git that hangs must still end, with an error, and leave no process.
+    from spotpatch_agent.protocol.config import Limits
+    from spotpatch_agent.tools import _git
+    from spotpatch_agent.tools.context import WorktreeContext
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    run_git_sync(["init", "-q"], cwd=repo)
+    pid_file = tmp_path / "git.pid"
+    _hanging_git(tmp_path / "bin", pid_file)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(_git, "GIT_TIMEOUT", 2, raising=False)
+    with pytest.raises(GitError, match=r"^git ls-files timed out after 2 s$"), anyio.fail_after(30):
+        await WorktreeContext(repo, Limits()).git("ls-files", "-z")  # unbounded: TimeoutError at 30 s
+    assert _gone(int(pid_file.read_text()))
+
+
+def test_the_tools_bound_never_comes_before_a_tool_deadline() -> None:
+    from spotpatch_agent.protocol.limits import LIMITS
+    from spotpatch_agent.tools._git import GIT_TIMEOUT
+
+    assert GIT_TIMEOUT >= LIMITS["toolTimeoutSec"][1]
