@@ -11,7 +11,7 @@ after ``-e``/``--``, never through a shell.
 Each call gets a hardened prefix of ``-c`` options so the user's configuration cannot change what we parse
 or run: no hooks (``core.hooksPath`` points at the null device), no fsmonitor daemon, no colour, no
 column field in ``git grep``, no path quoting, no automatic ``gc``/maintenance (a commit in a linked
-worktree would otherwise run ``gc --auto`` on the user's repository), git's canonical diff headers and
+worktree would otherwise run ``gc --auto`` on the user's repository), no signing (gpg), git's canonical diff headers and
 blank context lines, no ``core.safecrlf`` refusal.
 The user's git configuration and attribute files are otherwise read as git reads them (see
 :mod:`spotpatch_agent.worktree.git` for why).
@@ -85,6 +85,10 @@ HARDENED_PREFIX = (
     # expires reflogs and prunes worktree registrations; maintenance may run after we exit).
     "-c", "gc.auto=0",
     "-c", "maintenance.auto=false",
+    # The engine's commits (a worktree's baseline, the demo's set-up) are its own: never signed, so a user's
+    # commit.gpgSign never starts gpg.program (a pinentry prompt, a hardware key to touch).
+    "-c", "commit.gpgSign=false",
+    "-c", "tag.gpgSign=false",
     # The review's text is git's canonical diff whatever the user's diff settings (hunk layout aside:
     # diff.algorithm may place hunks differently, never change what they say).
     "-c", "diff.noprefix=false",

@@ -89,3 +89,20 @@ def test_the_tools_bound_never_comes_before_a_tool_deadline() -> None:
     from spotpatch_agent.tools._git import GIT_TIMEOUT
 
     assert GIT_TIMEOUT >= LIMITS["toolTimeoutSec"][1]
+
+
+def test_no_git_command_of_the_engine_signs_or_runs_gpg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A global config (GIT_CONFIG_GLOBAL is passed through) asking for signed commits with a gpg.program:
+    # the demo's set-up commit must neither run that program (a pinentry prompt, a hardware key) nor fail.
+    from spotpatch_agent.demo.runner import make_demo_project
+
+    marker = tmp_path / "gpg-ran"
+    gpg = tmp_path / "gpg.sh"
+    gpg.write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n")
+    gpg.chmod(0o755)
+    glob = tmp_path / "global.gitconfig"
+    glob.write_text(f"[commit]\n\tgpgSign = true\n[tag]\n\tgpgSign = true\n[gpg]\n\tprogram = {gpg}\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(glob))
+    project = make_demo_project(tmp_path / "demo")
+    assert run_git_sync(["rev-parse", "--verify", "-q", "HEAD"], cwd=project).returncode == 0
+    assert not marker.exists()
