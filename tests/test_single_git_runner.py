@@ -153,8 +153,10 @@ def test_the_runner_is_what_the_scan_would_flag() -> None:
 FLAGGED = {
     "plain": 'import subprocess\nsubprocess.run(["git", "status"])\n',
     "alias": 'import subprocess as sp\n\ndef f():\n    return sp.check_output(("git", "ls-files"))\n',
-    "from-import": 'from anyio import run_process as rp\n\nasync def f(argv):\n    await rp(argv)\nPREFIX = ("git", "-c", "x=y")\n',
-    "argv-elsewhere": 'import anyio\nfrom a.b import GIT_ARGV\n\nasync def f():\n    await anyio.open_process([*GIT_ARGV])\n',
+    "from-import": 'from anyio import run_process as rp\n\nasync def f(argv):\n    await rp(argv)\n'
+                   'PREFIX = ("git", "-c", "x=y")\n',
+    "argv-elsewhere": 'import anyio\nfrom a.b import GIT_ARGV\n\nasync def f():\n'
+                      '    await anyio.open_process([*GIT_ARGV])\n',
     "asyncio": 'import asyncio\n\nasync def f():\n    await asyncio.create_subprocess_exec("/usr/bin/git", "log")\n',
     "os-exec": 'import os\nos.execvp("git", ["git", "gc"])\n',
     "loop": 'async def f(loop):\n    await loop.subprocess_exec(proto, "git", "fsck")\n',
@@ -172,7 +174,8 @@ FLAGGED = {
 }
 
 NOT_FLAGGED = {
-    "comment": 'import subprocess\n# subprocess.run(["git", "status"]) is not how we do it\nsubprocess.run(["node", "-v"])\n',
+    "comment": 'import subprocess\n# subprocess.run(["git", "status"]) is not how we do it\n'
+               'subprocess.run(["node", "-v"])\n',
     "docstring": '"""Never ``subprocess.run(["git"])``."""\nimport subprocess\nsubprocess.run(["npm", "ci"])\n',
     "git-without-spawn": 'COMM = b"git"\nNAMES = ("git",)\n',
     "runner-call": 'from spotpatch_agent.git_runner import run_git_sync\nrun_git_sync(["--version"])\n',
