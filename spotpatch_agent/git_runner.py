@@ -9,9 +9,10 @@ never put on a command line" — data that may come from the model travels on st
 after ``-e``/``--``, never through a shell.
 
 Each call gets a hardened prefix of ``-c`` options so the user's configuration cannot change what we parse
-or run: no hooks (``core.hooksPath`` points at the null device), no fsmonitor daemon, no colour, no path
-quoting, no automatic ``gc``/maintenance (a commit in a linked worktree would otherwise run ``gc --auto`` on
-the user's repository), git's canonical diff headers and blank context lines, no ``core.safecrlf`` refusal.
+or run: no hooks (``core.hooksPath`` points at the null device), no fsmonitor daemon, no colour, no
+column field in ``git grep``, no path quoting, no automatic ``gc``/maintenance (a commit in a linked
+worktree would otherwise run ``gc --auto`` on the user's repository), no signing (gpg), git's canonical diff headers and
+blank context lines, no ``core.safecrlf`` refusal.
 The user's git configuration and attribute files are otherwise read as git reads them (see
 :mod:`spotpatch_agent.worktree.git` for why).
 
@@ -24,6 +25,7 @@ Bounds: ``timeout`` seconds (then :class:`~spotpatch_agent.errors.GitError`), ``
 the run is marked ``truncated`` and git is killed), :data:`STDERR_KEEP_BYTES` of stderr kept. git and every
 process it started (filters, helpers) run in a session of their own on POSIX, so a timeout, a truncation or
 a cancellation kills the whole tree (:func:`spotpatch_agent.process.kill_tree`); cancellation propagates.
+When git exits and its output closes, whatever is left in its group (a filter's background child) is killed too.
 """
 
 from __future__ import annotations
@@ -77,10 +79,16 @@ HARDENED_PREFIX = (
     "-c", f"core.hooksPath={os.devnull}",
     "-c", "core.fsmonitor=false",
     "-c", "color.ui=false",
+    # search_text parses git grep's ``path\0line\0text`` records: a column field would shift them.
+    "-c", "grep.column=false",
     # Never let a command of ours start git's housekeeping in the user's repository (gc packs refs,
     # expires reflogs and prunes worktree registrations; maintenance may run after we exit).
     "-c", "gc.auto=0",
     "-c", "maintenance.auto=false",
+    # The engine's commits (a worktree's baseline, the demo's set-up) are its own: never signed, so a user's
+    # commit.gpgSign never starts gpg.program (a pinentry prompt, a hardware key to touch).
+    "-c", "commit.gpgSign=false",
+    "-c", "tag.gpgSign=false",
     # The review's text is git's canonical diff whatever the user's diff settings (hunk layout aside:
     # diff.algorithm may place hunks differently, never change what they say).
     "-c", "diff.noprefix=false",
@@ -229,7 +237,10 @@ async def _run(argv: list[str], cwd: Path, input: bytes | None, env: dict[str, s
                     break
                 chunks.append(chunk)
                 size += len(chunk)
-        returncode = await process.wait()
+            # stdout is at its end (or cut): once git exits, what it started and left running (a filter's
+            # background child, perhaps holding git's stderr) is killed, so stderr ends too.
+            returncode = await process.wait()
+            _kill_group(process.pid)
     except BaseException:
         kill_tree(process)  # also when git itself exited: a process it started may still hold its output
         raise
@@ -284,12 +295,14 @@ def run_git_sync(
             reader.start()
         try:
             returncode = process.wait(timeout)
-            for reader in readers:  # git exited; its pipes close when the last process holding them does
-                reader.join(max(deadline - time.monotonic(), 0))
+            # git exited; its stdout closes when the last process holding it does
+            readers[0].join(max(deadline - time.monotonic(), 0))
         except subprocess.TimeoutExpired:
             raise GitError(f"git {subcommand(args)} timed out after {timeout:g} s") from None
-        if any(reader.is_alive() for reader in readers):  # a process git started still holds its output
+        if readers[0].is_alive():  # a process git started still holds its output
             raise GitError(f"git {subcommand(args)} timed out after {timeout:g} s")
+        _kill_group(process.pid)  # git is done and its output closed: what it left running goes too,
+        readers[1].join(max(deadline - time.monotonic(), 0))  # so stderr ends
     finally:
         if process.returncode is None or any(reader.is_alive() for reader in readers):
             _kill_sync(process)
@@ -302,6 +315,17 @@ def run_git_sync(
                 stream.close()
     truncated = cut.is_set()
     return GitRun(None if truncated else returncode, bytes(out), bytes(err), truncated)
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL what is left in the process group of git ``pid`` once git itself exited (POSIX; nothing on
+    Windows, where git's children are not grouped). The group id stays taken while a member lives, so it
+    names only git's leftovers; an empty group is no error."""
+    if NEW_SESSION:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _kill_sync(process: subprocess.Popen[bytes]) -> None:

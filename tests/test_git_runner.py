@@ -104,3 +104,40 @@ async def test_a_process_left_holding_the_output_is_killed_at_the_timeout(tmp_pa
     with pytest.raises(GitError, match=r"^git left timed out after 2 s$"):
         await run_git_process(left, cwd=tmp_path, timeout=2)
     assert _gone(int(pid_file.read_text()))
+
+
+async def test_a_process_left_behind_after_a_clean_exit_is_killed(tmp_path: Path) -> None:
+    # git exits 0 and its output closes, but a process it started (a smudge filter's or a helper's background
+    # child) stays in git's group with its output elsewhere: the call returns normally and leaves no process.
+    pid_file = tmp_path / "child.pid"
+    left = _alias("left", f"sleep 60 </dev/null >/dev/null 2>&1 & echo $! > {pid_file}")
+    sync = run_git_sync(left, cwd=tmp_path, timeout=30)
+    assert sync.returncode == 0 and _gone(int(pid_file.read_text()))
+    pid_file.unlink()
+    run = await run_git_process(left, cwd=tmp_path, timeout=30)
+    assert run.returncode == 0 and _gone(int(pid_file.read_text()))
+
+
+async def test_repository_grep_column_setting_does_not_change_the_parsed_format(tmp_path: Path) -> None:
+    # search_text parses ``path\0line\0text``; a repository's ``grep.column=true`` would add a column field.
+    run_git_sync(["init", "-q"], cwd=tmp_path)
+    run_git_sync(["config", "grep.column", "true"], cwd=tmp_path)
+    (tmp_path / "a.txt").write_text("hello foo\n")
+    args = ["grep", "-F", "-n", "-I", "--no-color", "-z", "--untracked", "--full-name", "-e", "foo"]
+    for result in (run_git_sync(args, cwd=tmp_path, read_only=True),
+                   await run_git_process(args, cwd=tmp_path, read_only=True)):
+        assert result.stdout == b"a.txt\x001\x00hello foo\n"
+
+
+async def test_a_process_left_holding_only_stderr_does_not_hold_the_call(tmp_path: Path) -> None:
+    # git's output is complete when it exits; a process it left behind with git's stderr (a filter's daemon)
+    # must neither hold the call until the timeout nor survive it.
+    pid_file = tmp_path / "child.pid"
+    left = _alias("left", f"sleep 60 </dev/null >/dev/null & echo $! > {pid_file}; echo done")
+    started = time.monotonic()
+    sync = run_git_sync(left, cwd=tmp_path, timeout=20)
+    assert sync.returncode == 0 and sync.stdout == b"done\n" and _gone(int(pid_file.read_text()))
+    pid_file.unlink()
+    run = await run_git_process(left, cwd=tmp_path, timeout=20)
+    assert run.returncode == 0 and run.stdout == b"done\n" and _gone(int(pid_file.read_text()))
+    assert time.monotonic() - started < 15  # neither call waited for its 20 s timeout

@@ -38,6 +38,7 @@ SPAWN_METHODS = frozenset({"subprocess_exec", "subprocess_shell"})
 class Finding:
     line: int
     what: str
+    node: ast.AST | None = None
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -59,7 +60,9 @@ def _is_git_literal(node: ast.AST) -> bool:
 
 
 def spawn_calls(tree: ast.AST) -> list[Finding]:
-    """Calls in ``tree`` that start a process, whatever the import spelling."""
+    """Places in ``tree`` that start a process, whatever the import spelling: a call of a spawner, and a
+    spawner passed on or bound without being called (``anyio.to_thread.run_sync(subprocess.run, argv)``,
+    ``loop.run_in_executor(None, sp.check_output, argv)``, ``partial(Popen, argv)``, ``start = os.execvp``)."""
     modules: dict[str, str] = {}  # local name → spawner module
     functions: dict[str, str] = {}  # local name → "module.function"
     for node in ast.walk(tree):
@@ -75,21 +78,18 @@ def spawn_calls(tree: ast.AST) -> list[Finding]:
                     modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
     found = []
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        if isinstance(func, ast.Name) and func.id in functions:
-            found.append(Finding(node.lineno, functions[func.id]))
-        elif isinstance(func, ast.Attribute):
-            if func.attr in SPAWN_METHODS:
-                found.append(Finding(node.lineno, func.attr))
+        if isinstance(node, ast.Name) and node.id in functions and isinstance(node.ctx, ast.Load):
+            found.append(Finding(node.lineno, functions[node.id], node))
+        elif isinstance(node, ast.Attribute):
+            if node.attr in SPAWN_METHODS:
+                found.append(Finding(node.lineno, node.attr, node))
                 continue
-            owner = ast.unparse(func.value)
+            owner = ast.unparse(node.value)
             module = modules.get(owner.split(".")[0])
             if module is not None:
                 full = module + owner[len(owner.split(".")[0]) :]
-                if func.attr in SPAWNERS.get(full, ()):
-                    found.append(Finding(node.lineno, f"{full}.{func.attr}"))
+                if node.attr in SPAWNERS.get(full, ()):
+                    found.append(Finding(node.lineno, f"{full}.{node.attr}", node))
     return found
 
 
@@ -109,17 +109,28 @@ def _names_git(call: ast.Call) -> bool:
     return False
 
 
+def _context(tree: ast.AST, node: ast.AST) -> ast.AST:
+    """The innermost call around ``node`` (the spawn itself, or the call it is passed to), else its statement."""
+    parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
+    current: ast.AST | None = node
+    while current is not None:
+        parent = parents.get(id(current))
+        if isinstance(parent, ast.Call) or isinstance(parent, ast.stmt):
+            return parent
+        current = parent
+    return node
+
+
 def git_spawns(source: str, filename: str = "<source>") -> list[str]:
     """``file:line`` of every process start in ``source`` that may run git (see the module docstring)."""
     tree = ast.parse(source, filename)
     literals = git_mentions(tree)
-    calls_by_line = {id(node): node for node in ast.walk(tree) if isinstance(node, ast.Call)}
     out = []
-    for call in spawn_calls(tree):
-        node = next(n for n in calls_by_line.values() if n.lineno == call.line)
-        if literals or _names_git(node):
+    for spawn in spawn_calls(tree):
+        assert spawn.node is not None
+        if literals or _names_git(_context(tree, spawn.node)):
             why = f"git literal at line {literals[0].line}" if literals else "argument names git"
-            out.append(f"{filename}:{call.line}: {call.what} ({why})")
+            out.append(f"{filename}:{spawn.line}: {spawn.what} ({why})")
     return out
 
 
@@ -150,6 +161,16 @@ FLAGGED = {
     "os-exec": 'import os\nos.execvp("git", ["git", "gc"])\n',
     "loop": 'async def f(loop):\n    await loop.subprocess_exec(proto, "git", "fsck")\n',
     "shell": 'import subprocess\nsubprocess.run("git status", shell=True)\n',
+    "abs-path": 'import subprocess\nsubprocess.run(["/usr/bin/git", "status"])\n',
+    "which": 'import shutil, subprocess\nsubprocess.Popen([shutil.which("git"), "log"])\n',
+    "constant": 'import asyncio\nGIT = "git"\n\nasync def f():\n    await asyncio.create_subprocess_exec(GIT, "log")\n',
+    # A spawner handed to a thread or executor rather than called where it is named.
+    "to-thread": 'import anyio, subprocess\nfrom x import GIT_ARGV\n\nasync def f():\n'
+                 '    await anyio.to_thread.run_sync(subprocess.run, GIT_ARGV)\n',
+    "executor": 'import subprocess as sp\n\nasync def f(loop, git_argv):\n'
+                '    await loop.run_in_executor(None, sp.check_output, git_argv)\n',
+    "partial": 'from functools import partial\nfrom subprocess import Popen\nstart = partial(Popen, ["git", "gc"])\n',
+    "bound": 'import os\nstart = os.execvp\nstart("git", ["git", "gc"])\n',
 }
 
 NOT_FLAGGED = {

@@ -15,6 +15,12 @@ from pathlib import Path
 
 from spotpatch_agent.errors import GitError
 from spotpatch_agent.git_runner import run_git_process
+from spotpatch_agent.protocol.limits import LIMITS
+
+#: Seconds one git command of the file tools may take: the highest ``toolTimeoutSec``, so inside the tool
+#: executor the tool's own deadline always comes first; it bounds the calls made outside the executor (the
+#: prompt's project context, the suggestion lane's excerpts read the project through these tools' context).
+GIT_TIMEOUT = LIMITS["toolTimeoutSec"][1]
 
 
 @dataclass(frozen=True)
@@ -44,10 +50,11 @@ async def run_git(
 
     With ``sink``, stdout is not kept: each chunk is awaited in ``sink`` as it arrives (the result's
     ``stdout`` is empty) and ``max_bytes`` bounds the total streamed; ``sink`` returning False stops git and
-    marks the result ``truncated``, like passing the bound. No timeout of its own: the tool executor's
-    deadline (or the job's) cancels the call, which kills git's process tree.
+    marks the result ``truncated``, like passing the bound. The tool executor's deadline (or the job's)
+    cancels the call, which kills git's process tree; past :data:`GIT_TIMEOUT` seconds git is killed and a
+    :class:`~spotpatch_agent.errors.GitError` raised whoever called.
     """
-    run = await run_git_process(args, cwd=root, timeout=None, read_only=True, index_file=index_file,
+    run = await run_git_process(args, cwd=root, timeout=GIT_TIMEOUT, read_only=True, index_file=index_file,
                                 config=config, max_bytes=max_bytes, sink=sink)
     if run.truncated:
         return GitOutput(None, run.stdout, True)

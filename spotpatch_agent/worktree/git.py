@@ -46,6 +46,11 @@ class GitResult:
 
 _WIN_ABS = re.compile(r"(?<![\w])[A-Za-z]:[\\/][^\s'\"`]*")
 _POSIX_ABS = re.compile(r"(?<![\w.~/>-])/(?:[^\s'\"`:/]+/)*[^\s'\"`:/]+/?")
+#: A quoted absolute path (git quotes most of the paths it names: ``unable to access '/Users/Jo Ann/…'``),
+#: taken whole: the unquoted patterns stop at a space and would leave the rest of the path behind.
+_QUOTED_ABS = re.compile(r"(['\"`])(?:/|[A-Za-z]:[\\/])[^'\"`\n]*\1")
+#: A word after an absolute path that goes on with a ``/`` (``/home/ann lee/.gitconfig``, unquoted): still the path.
+_PATH_TAIL = re.compile(r"<path>(?: [^\s'\"`:]*/[^\s'\"`:]*)+")
 
 
 def sanitize(text: str, *paths: Path | str, limit: int = MAX_ERROR_CHARS) -> str:
@@ -61,8 +66,10 @@ def sanitize(text: str, *paths: Path | str, limit: int = MAX_ERROR_CHARS) -> str
         for spelling in _spellings(path):
             out = out.replace(spelling + os.sep, label + "/").replace(spelling + "/", label + "/")
             out = out.replace(spelling, label)
+    out = _QUOTED_ABS.sub(lambda m: f"{m.group(1)}<path>{m.group(1)}", out)
     out = _WIN_ABS.sub("<path>", out)
     out = _POSIX_ABS.sub("<path>", out)
+    out = _PATH_TAIL.sub("<path>", out)
     out = "".join(ch if ch.isprintable() else " " for ch in out)
     out = REDACTOR(re.sub(r" {2,}", " ", out).strip())  # redact before the cut (no secret prefix survives)
     if len(out) > limit:
@@ -106,7 +113,8 @@ async def run_git(
     Returns a :class:`GitResult`. Raises :class:`GitError` (code ``INTERNAL``) when git exits
     non-zero and ``check`` is true, when it cannot be started, when it exceeds ``timeout`` or when its
     stdout passes ``max_bytes``; the message names the subcommand and holds at most :data:`MAX_ERROR_CHARS`
-    characters of stderr with ``cwd`` shown as ``.``. On timeout or cancellation git and every process it started
+    characters of stderr with ``cwd`` shown as ``.`` and any other absolute path (quoted or with spaces) as
+    ``<path>``. On timeout or cancellation git and every process it started
     (filters, helpers: its own process group on POSIX) are killed; cancellation propagates.
     """
     try:
