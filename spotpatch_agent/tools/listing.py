@@ -19,6 +19,7 @@ from pathlib import Path
 
 import anyio
 
+from spotpatch_agent.errors import GitError
 from spotpatch_agent.policy.paths import is_readable_name
 from spotpatch_agent.tools._git import GitOutput
 from spotpatch_agent.tools.git_index import GitCall, GitIndex
@@ -89,9 +90,12 @@ async def index_listing(
     async def others_side() -> None:
         others.append(await git("ls-files", "-z", "--others", "--exclude-standard"))
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(index_side)
-        tg.start_soon(others_side)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(index_side)
+            tg.start_soon(others_side)
+    except BaseExceptionGroup as group:  # one side's git failed: the tool's own error, not a group of them
+        raise _only_git_errors(group) from None
     split = tracked[0]
     if split is None or others[0].truncated:
         return None
@@ -102,6 +106,20 @@ async def index_listing(
     else:
         files = tuple(trusted)  # the index is sorted by path bytes, which is str order for UTF-8
     return Listing(files=files, truncated=False)
+
+
+def _only_git_errors(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first :class:`GitError` of ``group`` when every exception in it (nested groups included) is one — what
+    the executor answers as the tool's failure; else ``group`` itself (a bug, reported as such)."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        exc = pending.pop(0)
+        if isinstance(exc, BaseExceptionGroup):
+            pending.extend(exc.exceptions)
+        else:
+            leaves.append(exc)
+    return leaves[0] if leaves and all(isinstance(e, GitError) for e in leaves) else group
 
 
 def filter_listing(root: Path, raw: list[bytes], max_bytes: int) -> tuple[str, ...]:

@@ -117,3 +117,20 @@ async def test_fingerprint_tracks_changed_bytes(repo_factory) -> None:
     (root / "src/a.ts").write_text("c\n")
     (root / "new.ts").unlink()
     assert await ctx.fingerprint() == second
+
+
+async def test_a_failing_git_under_list_files_is_the_tools_failure_not_an_exception_group(
+    make_executor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both sides of the index listing run git at once; when git fails the job gets list_files' own failure
+    (``JobFailure`` INTERNAL naming the tool), not an ``ExceptionGroup`` of git errors reported as a crash."""
+    _, executor = make_executor({"src/a.ts": "a\n"})
+    bin_dir = tmp_path / "brokenbin"
+    bin_dir.mkdir()
+    script = bin_dir / "git"
+    script.write_text("#!/bin/sh\necho 'fatal: not a git repository' >&2\nexit 128\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    with pytest.raises(JobFailure) as info:
+        await executor.execute("list_files", call(glob="**", maxResults=5))
+    assert info.value.code is ErrorCode.INTERNAL and info.value.message.startswith("list_files: ")
