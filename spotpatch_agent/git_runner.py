@@ -284,7 +284,7 @@ def run_git_sync(
             sink.extend(chunk[: max(room, 0)])
             if stop and len(chunk) > room:
                 cut.set()
-                _kill_sync(process)
+                kill_tree(process)
                 return
 
     readers = [threading.Thread(target=drain, args=(process.stdout, out, max_bytes, True), daemon=True),
@@ -305,7 +305,7 @@ def run_git_sync(
         readers[1].join(max(deadline - time.monotonic(), 0))  # so stderr ends
     finally:
         if process.returncode is None or any(reader.is_alive() for reader in readers):
-            _kill_sync(process)
+            kill_tree(process)
             process.wait()
             for reader in readers:
                 if reader.is_alive():
@@ -326,16 +326,3 @@ def _kill_group(pid: int) -> None:
             os.killpg(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-
-
-def _kill_sync(process: subprocess.Popen[bytes]) -> None:
-    if NEW_SESSION:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-            return
-        except (ProcessLookupError, PermissionError):
-            pass
-    try:
-        process.kill()
-    except ProcessLookupError:
-        pass

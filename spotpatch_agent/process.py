@@ -15,14 +15,22 @@ import os
 import signal
 import time
 from pathlib import Path
-
-from anyio.abc import Process
+from typing import Protocol
 
 #: Pass as ``start_new_session=`` to ``anyio.open_process`` / ``run_process``.
 NEW_SESSION = os.name != "nt"
 
 
-def kill_tree(process: Process) -> None:
+class Killable(Protocol):
+    """What :func:`kill_tree` needs: anyio's ``Process`` and ``subprocess.Popen`` both are."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def kill(self) -> None: ...
+
+
+def kill_tree(process: Killable) -> None:
     """SIGKILL ``process`` and everything in its process group (POSIX); the process only on Windows.
     Never raises for a process that already exited."""
     if os.name != "nt":
