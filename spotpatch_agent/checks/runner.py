@@ -36,13 +36,24 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import anyio
 from anyio.abc import Process
 
+from spotpatch_agent.checks.limits import (
+    CheckCgroup,
+    ResolvedLimits,
+    cgroup_argv,
+    create_cgroup,
+    disk_free,
+    limit_message,
+    resolve,
+    rlimit_argv,
+    written_since,
+)
 from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
 from spotpatch_agent.process import NEW_SESSION, kill_tree
@@ -63,6 +74,8 @@ CHECK_ENV_FIXED = {"CI": "1", "FORCE_COLOR": "0", "NO_COLOR": "1"}
 CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|AUTH", re.IGNORECASE)
 #: Seconds to keep reading a check's output after its process group was killed.
 DRAIN_GRACE_SEC = 1.0
+#: Seconds between two looks of a check's resource watchdog (disk use, refused forks).
+WATCHDOG_INTERVAL_SEC = 0.1
 #: Appended to output cut at ``checkOutputMaxBytes``.
 TRUNCATED_MARK = "\n[output truncated]"
 
@@ -102,14 +115,18 @@ class CheckRun:
     sandbox: Literal["confined", "unconfined"] = "confined"
     #: Whether the check could reach the network: its trusted ``network: true``, or it ran unconfined.
     network: bool = False
+    #: How its resource limits were enforced (checks/limits.py), one phrase; empty when none were applied.
+    limits: str = ""
 
     def sandbox_note(self) -> str:
         """One sentence for the model and the CLI: how the check ran."""
         if self.sandbox == "unconfined":
             return ("WARNING: this check ran UNCONFINED (no sandbox on this machine; the trusted config has "
-                    'sandbox: "warn"): it could read your files and secrets and use the network.')
+                    'sandbox: "warn"): it could read your files and secrets and use the network.'
+                    + (f" Still, {self.limits} (no process count rlimit outside a sandbox)." if self.limits else ""))
         return ("Ran confined (sandbox): " + ("network allowed by the trusted config" if self.network else "no network")
-                + ", writes only in the worktree and a private temp dir, your home and checkout hidden.")
+                + ", writes only in the worktree and a private temp dir, your home and checkout hidden"
+                + (f"; {self.limits}." if self.limits else "."))
 
     @property
     def ok(self) -> bool:
@@ -284,12 +301,26 @@ async def run_check_process(check: CheckConfig, cwd: Path, limits: Limits, *,
     argv = [check.command, *check.args]
     temp_dir: Path | None = None
     fds: list[int] = []
+    enforced = _Enforcement(resolve(check.limits) if sys.platform.startswith("linux") else None)
     try:
         if detection.confinement is not None:
-            argv, temp_dir = _confine(detection.confinement, check, cwd, env, project_root, fds)
+            argv, temp_dir = _confine(detection.confinement, check, cwd, env, project_root, fds, enforced.limits)
             if not argv:
                 return finish("failed", None, None, b"the command could not be started: not found or not executable",
                               False)
+        elif enforced.limits is not None:
+            from spotpatch_agent.checks.sandbox.plan import resolve_command
+
+            command = resolve_command(check.command, cwd, env)
+            if command is None:
+                return finish("failed", None, None, b"the command could not be started: not found or not executable",
+                              False)
+            argv = rlimit_argv(enforced.limits, [str(command), *check.args], processes=False)
+        if enforced.limits is not None:
+            enforced.cgroup = create_cgroup(enforced.limits)
+            if enforced.cgroup is not None:
+                argv = cgroup_argv(enforced.cgroup.procs_files, argv)
+            enforced.disk_start = disk_free(cwd)
         try:
             process = await anyio.open_process(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                                stderr=subprocess.STDOUT, start_new_session=NEW_SESSION,
@@ -301,16 +332,75 @@ async def run_check_process(check: CheckConfig, cwd: Path, limits: Limits, *,
             for fd in fds:  # the sandbox has its own copy (or never started)
                 os.close(fd)
             fds.clear()
-        return await _supervise(process, timeout, max_bytes, finish, signal_codes=temp_dir is not None)
+        run = await _supervise(process, timeout, max_bytes, finish, signal_codes=temp_dir is not None,
+                               watchdog=enforced.watch(cwd) if enforced.limits is not None else None)
+        return enforced.annotate(run)
     finally:
+        if enforced.cgroup is not None:
+            enforced.cgroup.close()
         if temp_dir is not None:
             shutil.rmtree(temp_dir, ignore_errors=True)
 
 
+@dataclass
+class _Enforcement:
+    """How one run's resource limits (checks/limits.py) are enforced, and whether its watchdog stopped it."""
+
+    limits: ResolvedLimits | None
+    cgroup: CheckCgroup | None = None
+    disk_start: int | None = None
+    stopped: str | None = None  # "disk" or "processes": the watchdog killed the check
+
+    def watch(self, cwd: Path) -> Callable[[], bool]:
+        """The watchdog's probe (blocking: run in a worker thread): True (and :attr:`stopped` set) once the
+        check must be killed: it wrote more than ``diskMiB`` into the worktree (checks/limits.py), or the
+        cgroup refused it a process."""
+        since = time.time() - 1  # mtime granularity: never miss a file written in the first second
+
+        def probe() -> bool:
+            assert self.limits is not None
+            free = disk_free(cwd)
+            if free is not None and self.disk_start is not None and self.disk_start - free > self.limits.disk_bytes:
+                if written_since(cwd, since) > self.limits.disk_bytes:
+                    self.stopped = "disk"
+                else:  # another writer on this filesystem: look again after diskMiB more
+                    self.disk_start = free
+            if self.stopped is None and self.cgroup is not None and self.cgroup.pids_refused():
+                self.stopped = "processes"
+            if self.stopped is not None and self.cgroup is not None:
+                self.cgroup.kill()
+            return self.stopped is not None
+        return probe
+
+    def note(self) -> str:
+        """How the limits were enforced, for :meth:`CheckRun.sandbox_note`."""
+        if self.limits is None:
+            return "no resource limits on this platform (only the timeout)"
+        how = "rlimits" + (f" and a {self.cgroup.describe()}" if self.cgroup is not None else
+                           " only (no cgroup could be created here)")
+        return f"limits enforced by the kernel ({how}): {self.limits.summary()}"
+
+    def annotate(self, run: CheckRun) -> CheckRun:
+        """``run`` with :attr:`CheckRun.limits` set and a hit limit named at the top of its output."""
+        found = None
+        if self.limits is not None:
+            found = limit_message(self.limits, sig=run.signal, cgroup=self.cgroup,
+                                  disk_stopped=self.stopped == "disk", failed=not run.ok, output=run.output)
+        if found is None:
+            return replace(run, limits=self.note())
+        hit, certain = found
+        output = f"[{hit}]\n{run.output}"
+        # A check a limit stopped (or whose process the kernel refused or killed) did not pass.
+        status: CheckStatus = "failed" if certain and run.status == "passed" else run.status
+        return replace(run, output=output, status=status, limits=self.note())
+
+
 def _confine(confinement: Confinement, check: CheckConfig, cwd: Path, env: dict[str, str],
-             project_root: Path | None, pass_fds: list[int]) -> tuple[list[str], Path | None]:
+             project_root: Path | None, pass_fds: list[int],
+             limits: ResolvedLimits | None) -> tuple[list[str], Path | None]:
     """The sandboxed argv (empty when the command cannot be found) and the check's private temp dir;
-    sets the check's ``TMPDIR`` in ``env``; descriptors the sandbox inherits go to ``pass_fds``."""
+    sets the check's ``TMPDIR`` in ``env``; descriptors the sandbox inherits go to ``pass_fds``. With
+    ``limits``: the command behind the rlimit wrapper (inside the sandbox) and a ``tmpMiB`` tmpfs as temp."""
     from spotpatch_agent.checks.sandbox import build_plan
     from spotpatch_agent.checks.sandbox.plan import resolve_command
 
@@ -321,15 +411,20 @@ def _confine(confinement: Confinement, check: CheckConfig, cwd: Path, env: dict[
     plan = build_plan(cwd=cwd, temp_dir=temp_dir, network=check.network, env=env, project_root=project_root,
                       command=command, read_paths=check.read_paths)
     env["TMPDIR"] = confinement.tmpdir(plan)
-    return confinement.wrap(plan, [str(command), *check.args], pass_fds), temp_dir
+    inner = [str(command), *check.args]
+    if limits is not None:
+        plan = replace(plan, temp_size=limits.tmp_bytes)
+        inner = rlimit_argv(limits, inner, processes=True)
+    return confinement.wrap(plan, inner, pass_fds), temp_dir
 
 
 async def _supervise(process: Process, timeout: int, max_bytes: int,
                      finish: Callable[[CheckStatus, int | None, int | None, bytes, bool], CheckRun], *,
-                     signal_codes: bool = False) -> CheckRun:
+                     signal_codes: bool = False, watchdog: Callable[[], bool] | None = None) -> CheckRun:
     """Wait for ``process`` under ``timeout`` s while draining its output, kill its tree, return the run.
     ``signal_codes``: an exit code 129–192 means death by signal ``code - 128`` (bwrap reports its
-    command's death that way, like a shell)."""
+    command's death that way, like a shell). ``watchdog``: called every :data:`WATCHDOG_INTERVAL_SEC`;
+    True kills the process tree (the run then ends as the process's death says)."""
     chunks: list[bytes] = []
     cut = False
     drained = anyio.Event()
@@ -341,9 +436,17 @@ async def _supervise(process: Process, timeout: int, max_bytes: int,
         finally:
             drained.set()
 
+    async def watch() -> None:
+        assert watchdog is not None
+        while not await anyio.to_thread.run_sync(watchdog, abandon_on_cancel=True):
+            await anyio.sleep(WATCHDOG_INTERVAL_SEC)
+        kill_tree(process)
+
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(drain)
+            if watchdog is not None:
+                tg.start_soon(watch)
             with anyio.move_on_after(timeout) as scope:
                 await process.wait()
             timed_out = scope.cancelled_caught

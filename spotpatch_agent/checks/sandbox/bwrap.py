@@ -8,7 +8,8 @@ cannot undo a mount. Mounts, in this order (a later mount covers an earlier one)
 1. ``/`` read-only; a new ``/dev`` (null, zero, random, tty, pts, its own ``shm``) and a new ``/proc`` of
    the check's own pid namespace (no other process, so no ``/proc/<pid>/environ`` of the engine or Vite);
 2. an empty ``/run`` (the D-Bus, keyring, ssh-agent, gpg-agent and container-engine sockets live there;
-   ``/etc/resolv.conf``'s target is shown again when it lies there) and the private temp dir as ``/tmp``;
+   ``/etc/resolv.conf``'s target is shown again when it lies there) and the private temp dir as ``/tmp``
+   (a tmpfs of ``plan.temp_size`` bytes when set: checks/limits.py);
 3. an empty read-only directory over each hidden path (homes, the project root), then the read-only paths,
    then the masks (secret stores, other jobs' worktrees; ``/etc/shadow``-like files), then the worktree
    read-write and its ``.git`` read-only again.
@@ -60,7 +61,10 @@ def bwrap_argv(bwrap: str, plan: SandboxPlan, argv: list[str], *, seccomp_fd: in
     resolv = os.path.realpath("/etc/resolv.conf")
     if plan.network and resolv.startswith("/run/") and os.path.isfile(resolv):
         args += ["--ro-bind", resolv, resolv]
-    args += ["--bind", str(plan.temp_dir), str(SANDBOX_TMP)]
+    if plan.temp_size is not None:  # a size-limited tmpfs (its pages are memory: the check's cgroup pays)
+        args += ["--size", str(plan.temp_size), "--perms", "1777", "--tmpfs", str(SANDBOX_TMP)]
+    else:
+        args += ["--bind", str(plan.temp_dir), str(SANDBOX_TMP)]
 
     # Each hidden path gets its own empty view, also one already behind the private /tmp or a hidden home:
     # made read-only below, so a write there fails instead of landing in a scratch directory.

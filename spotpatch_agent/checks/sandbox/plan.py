@@ -82,6 +82,8 @@ class SandboxPlan:
     masked: tuple[Path, ...] = ()
     homes: tuple[Path, ...] = field(default=())
     git_metadata: tuple[Path, ...] = ()
+    #: Bytes: the private temp dir is a tmpfs of this size instead of ``temp_dir`` (Linux; checks/limits.py).
+    temp_size: int | None = None
 
 
 def homes() -> tuple[Path, ...]:

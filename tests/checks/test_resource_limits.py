@@ -1,0 +1,263 @@
+"""Issue 25 acceptance 1: every check runs under resource limits the kernel enforces (checks/limits.py).
+
+A fork bomb, a memory balloon, a disk fill (private temp and worktree), endless output, 10,000 open files and a
+CPU spin — each inside a real confined check (bubblewrap, the engine's cgroup) with small configured limits —
+is stopped by its limit, and the check's result names the limit and its value. While the fork bomb and the
+balloon run, a second activity of this machine (a thread timing 10 ms sleeps) keeps answering within
+100 ms (p99). A normal TypeScript check still passes under the default limits.
+
+Safety on a shared machine: every hostile check has small limits and a short ``timeoutSec``; the fork bomb and
+the balloons run only where a cgroup bounds them (as root ``RLIMIT_NPROC`` does not bind).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from spotpatch_agent.checks import limits as limits_mod
+from spotpatch_agent.checks.runner import CheckRun, run_check_process
+from spotpatch_agent.checks.sandbox.bwrap import bwrap_argv
+from spotpatch_agent.checks.sandbox.plan import SandboxPlan
+from spotpatch_agent.protocol.models import CheckConfig, CheckLimits, Limits
+from tests.conftest import make_repo
+
+pytestmark = [pytest.mark.anyio,
+              pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the limits proven here are Linux's")]
+
+SMALL = {"processes": 64, "memoryMiB": 64, "fileSizeMiB": 8, "tmpMiB": 16, "cpuSec": 1, "openFiles": 256,
+         "diskMiB": 32}
+TYPESCRIPT = Path(__file__).resolve().parents[2] / "node-shim" / "node_modules" / "typescript"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def worktree(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "wt", {"README.md": "x\n"})
+
+
+def _cgroup_kinds() -> tuple[str, ...]:
+    probe = limits_mod.create_cgroup(limits_mod.resolve(CheckLimits()))
+    if probe is None:
+        return ()
+    probe.close()
+    return probe.kinds
+
+
+def needs_cgroup(kind: str) -> pytest.MarkDecorator:
+    # Without a cgroup a fork bomb run as root is bounded only by its timeout: never run it then.
+    return pytest.mark.skipif(kind not in _cgroup_kinds(), reason=f"needs a writable {kind} cgroup (root, v1 or v2)")
+
+
+def sh_check(script: str, *, timeout: int = 10, **limits: int) -> CheckConfig:
+    return CheckConfig.model_validate({"id": "hostile", "name": "Hostile", "command": "/bin/sh",
+                                       "args": ["-c", script], "timeoutSec": timeout, "limits": {**SMALL, **limits}})
+
+
+def _left_cgroups() -> list[Path]:
+    return [p for p in Path("/sys/fs/cgroup").glob(f"**/spotpatch-check-{os.getpid()}-*") if p.is_dir()]
+
+
+_SAMPLER = """
+import json, sys, threading, time
+late, done = [], threading.Event()
+threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
+while not done.is_set():
+    start = time.perf_counter()
+    time.sleep(0.01)
+    late.append(time.perf_counter() - start - 0.01)
+print(json.dumps(late))
+"""
+
+
+@contextmanager
+def responsiveness() -> Iterator[list[float]]:
+    """Lateness (seconds) of 10 ms sleeps in a second process of this machine while the block runs."""
+    late: list[float] = []
+    sampler = subprocess.Popen([sys.executable, "-c", _SAMPLER], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        time.sleep(0.1)
+        yield late
+    finally:
+        out, _ = sampler.communicate(b"", timeout=30)
+        late.extend(json.loads(out))
+
+
+async def hostile_for(check: CheckConfig, worktree: Path, seconds: float = 1.5) -> tuple[CheckRun, list[float]]:
+    """Run ``check`` again and again for ``seconds`` while sampling the machine's responsiveness."""
+    with responsiveness() as late:
+        end = time.perf_counter() + seconds
+        result = await run(check, worktree)
+        while time.perf_counter() < end:
+            result = await run(check, worktree)
+    return result, late
+
+
+def p99(samples: list[float]) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+async def run(check: CheckConfig, worktree: Path, limits: Limits | None = None) -> CheckRun:
+    started = time.perf_counter()
+    result = await run_check_process(check, worktree, limits or Limits())
+    assert time.perf_counter() - started < check.timeout_sec + 5  # type: ignore[operator]
+    assert _left_cgroups() == []
+    return result
+
+
+@needs_cgroup("pids")
+async def test_a_fork_bomb_is_stopped_by_the_process_limit_and_the_machine_stays_responsive(worktree: Path) -> None:
+    result, late = await hostile_for(sh_check("f() { f | f & }; f; wait"), worktree)
+    assert result.status == "failed", result
+    assert result.output.startswith("[Stopped: the check hit its process limit (limits.processes = 64)")
+    assert result.duration_ms < 5000
+    assert len(late) > 10 and p99(late) < 0.1, (p99(late), max(late), len(late))
+    assert "cgroup" in result.sandbox_note() and "processes 64" in result.sandbox_note()
+
+
+@needs_cgroup("memory")
+async def test_a_memory_balloon_of_several_processes_is_stopped_by_the_cgroup(worktree: Path) -> None:
+    balloon = f'{sys.executable} -c "import time; a = bytearray(b\\"x\\") * (40 << 20); time.sleep(1)"'
+    result, late = await hostile_for(sh_check(f"for i in 1 2 3 4; do {balloon} & done; wait"), worktree)
+    assert result.status == "failed", result
+    assert "memory limit (limits.memoryMiB = 64 MiB): the kernel killed a process" in result.output
+    assert len(late) > 10 and p99(late) < 0.1, (p99(late), max(late), len(late))
+
+
+async def test_one_process_balloon_is_refused_by_the_data_limit(worktree: Path) -> None:
+    result = await run(sh_check(f'exec {sys.executable} -c "a = bytearray(b\\"x\\") * (200 << 20)"'), worktree)
+    assert result.status == "failed" and "MemoryError" in result.output
+    assert "memory limit (limits.memoryMiB = 64 MiB)" in result.output
+
+
+async def test_a_64_gib_write_into_the_private_temp_ends_at_its_tmpfs_size(worktree: Path, tmp_path: Path) -> None:
+    result, late = await hostile_for(sh_check("head -c 64G /dev/zero > /tmp/fill; s=$?; df -k /tmp | tail -1; exit $s",
+                                              fileSizeMiB=1024), worktree)
+    assert result.status == "failed", result
+    assert "temp size limit (limits.tmpMiB = 16 MiB)" in result.output
+    assert "No space left on device" in result.output
+    assert len(late) > 10 and p99(late) < 0.1, (p99(late), max(late), len(late))
+
+
+async def test_one_huge_file_in_the_worktree_ends_at_the_file_size_limit(worktree: Path) -> None:
+    result = await run(sh_check("exec head -c 64G /dev/zero > big"), worktree)
+    assert (result.status, result.signal) == ("failed", 25), result
+    assert result.output.startswith("[Stopped: the check hit its file size limit (limits.fileSizeMiB = 8 MiB)")
+    assert (worktree / "big").stat().st_size == 8 << 20
+
+
+async def test_many_files_filling_the_worktree_disk_are_stopped_by_the_watchdog(worktree: Path) -> None:
+    script = 'i=0; while [ $i -lt 40 ]; do head -c 7000000 /dev/zero > "fill$i" || exit 1; i=$((i+1)); done'
+    result = await run(sh_check(script), worktree)
+    assert result.status == "failed", result
+    assert result.output.startswith("[Stopped: the check hit its disk limit (limits.diskMiB = 32 MiB): it wrote "
+                                    "more than that into the worktree.]")
+    written = sum(p.stat().st_size for p in worktree.glob("fill*"))
+    assert 32 << 20 < written < 200 << 20  # stopped within a few polls, far from the 280 MB it meant to write
+
+
+async def test_endless_output_is_bounded_and_ends_at_the_timeout(worktree: Path) -> None:
+    limits = Limits(checkOutputMaxBytes=4096)
+    result = await run(sh_check("yes spotpatch", timeout=2, cpuSec=60), worktree, limits)
+    assert result.status == "timed-out" and result.truncated
+    assert len(result.output.encode()) < 4096 + 200
+    assert result.output.startswith("spotpatch\nspotpatch\n")
+
+
+async def test_ten_thousand_open_files_end_at_the_open_files_limit(worktree: Path) -> None:
+    script = f'exec {sys.executable} -c "import os; [os.open(\\"/dev/null\\", os.O_RDONLY) for _ in range(10000)]"'
+    result = await run(sh_check(script), worktree)
+    assert result.status == "failed" and "Too many open files" in result.output
+    assert result.output.startswith("[The check failed probably on its open files limit (limits.openFiles = 256)")
+
+
+async def test_a_cpu_spin_is_stopped_by_the_cpu_limit(worktree: Path) -> None:
+    result = await run(sh_check("while :; do :; done", timeout=20), worktree)
+    assert (result.status, result.signal) == ("failed", 24), result
+    assert result.output.startswith("[Stopped: the check hit its CPU time limit (limits.cpuSec = 1 s) (SIGXCPU).]")
+    assert result.duration_ms < 10_000
+
+
+async def test_an_unconfined_check_gets_the_same_rlimits(worktree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPOTPATCH_SIMULATE_NO_SANDBOX", "1")
+    result = await run_check_process(sh_check("while :; do :; done", timeout=20), worktree, Limits(), sandbox="warn")
+    assert (result.sandbox, result.status, result.signal) == ("unconfined", "failed", 24), result
+    assert "CPU time limit (limits.cpuSec = 1 s)" in result.output
+    assert "limits enforced by the kernel" in result.sandbox_note()
+
+
+async def test_the_check_sees_its_limits(worktree: Path) -> None:
+    result = await run(sh_check("ulimit -t; ulimit -f; ulimit -d; ulimit -n; ulimit -c; df -k /tmp | tail -1"),
+                       worktree)
+    assert result.ok, result
+    lines = result.output.splitlines()
+    assert lines[:5] == ["1", str(8 << 11), str(64 << 10), "256", "0"]
+    assert lines[5].split()[:2] == ["tmpfs", "16384"]
+
+
+def test_bwrap_mounts_a_sized_tmpfs_as_temp(tmp_path: Path) -> None:
+    plan = SandboxPlan(cwd=tmp_path, temp_dir=tmp_path / "t", network=False, writable=(tmp_path,),
+                       temp_size=16 << 20)
+    argv = bwrap_argv("/usr/bin/bwrap", plan, ["/bin/true"])
+    at = argv.index("--tmpfs", argv.index("--size"))
+    assert argv[at - 4: at + 2] == ["--size", str(16 << 20), "--perms", "1777", "--tmpfs", "/tmp"]
+    assert str(tmp_path / "t") not in argv
+
+
+def test_check_limits_are_validated_and_default_safely() -> None:
+    resolved = limits_mod.resolve(CheckLimits())
+    assert (resolved.processes, resolved.file_size_bytes >> 20, resolved.tmp_bytes >> 20, resolved.cpu_sec,
+            resolved.open_files, resolved.disk_bytes >> 20) == (2048, 1024, 1024, 1800, 8192, 4096)
+    assert 256 << 20 <= resolved.memory_bytes
+    with pytest.raises(ValueError, match="memoryMib"):
+        CheckConfig.model_validate({"id": "a", "name": "a", "command": "x", "limits": {"memoryMib": 64}})
+    with pytest.raises(ValueError, match="processes"):
+        CheckConfig.model_validate({"id": "a", "name": "a", "command": "x", "limits": {"processes": 1}})
+
+
+needs_node = pytest.mark.skipif(shutil.which("npm") is None or not (TYPESCRIPT / "bin" / "tsc").is_file(),
+                                reason="needs npm and node-shim's installed TypeScript (tests/run.sh installs both)")
+
+
+@needs_node
+async def test_a_real_typescript_check_passes_under_the_default_limits(tmp_path: Path) -> None:
+    tsconfig = {"compilerOptions": {"strict": True, "noEmit": True, "target": "ES2020", "module": "ESNext",
+                                    "moduleResolution": "Bundler", "skipLibCheck": True, "types": []},
+                "include": ["src"]}
+    root = make_repo(tmp_path / "app", {
+        "package.json": json.dumps({"name": "app", "private": True, "scripts": {"typecheck": "tsc --noEmit"}}),
+        "tsconfig.json": json.dumps(tsconfig), "src/price.ts": "export const price = (v: number) => `$${v}`;\n"})
+    shutil.copytree(TYPESCRIPT, root / "node_modules" / "typescript", symlinks=True)
+    (root / "node_modules" / ".bin").mkdir()
+    (root / "node_modules" / ".bin" / "tsc").symlink_to("../typescript/bin/tsc")
+    check = CheckConfig(id="typecheck", name="Type check", command="npm", args=["run", "--silent", "typecheck"],
+                        timeoutSec=300)
+    result = await run_check_process(check, root, Limits())
+    assert result.ok, result.output
+    assert "limits enforced by the kernel" in result.sandbox_note() and "processes 2048" in result.sandbox_note()
+    assert _left_cgroups() == []
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
+async def test_node_and_webassembly_run_under_a_small_memory_limit(worktree: Path) -> None:
+    # RLIMIT_DATA, not RLIMIT_AS: V8 reserves gigabytes of address space for a WebAssembly memory (an
+    # RLIMIT_AS of 4 GiB makes this throw "could not allocate memory"); its committed memory is what counts.
+    script = "new WebAssembly.Memory({initial: 1}); console.log('wasm ok')"
+    check = CheckConfig.model_validate({"id": "node", "name": "Node", "command": shutil.which("node"),
+                                        "args": ["-e", script], "timeoutSec": 30, "limits": {"memoryMiB": 128}})
+    result = await run(check, worktree)
+    assert result.ok and result.output.strip() == "wasm ok", result
