@@ -315,6 +315,16 @@ def _v1(cgroups: dict[str, str], limits: ResolvedLimits, name: str) -> CheckCgro
     return group
 
 
+def _sweep(group: CheckCgroup) -> None:
+    """Remove the empty cgroups an engine that is gone left next to ``group`` (a crash before its cleanup)."""
+    for d in group.dirs:
+        for stale in d.parent.glob("spotpatch-check-*-*"):
+            pid = stale.name.split("-")[2]
+            if pid.isdigit() and int(pid) != os.getpid() and not Path(f"/proc/{pid}").exists():
+                with contextlib.suppress(OSError):
+                    stale.rmdir()  # fails while a process is still in it: left alone
+
+
 def create_cgroup(limits: ResolvedLimits) -> CheckCgroup | None:
     """A fresh cgroup for one check run below the engine's own, or ``None`` when none can be created here
     (not Linux, no delegated subtree, not writable): then only the rlimits apply."""
@@ -322,9 +332,12 @@ def create_cgroup(limits: ResolvedLimits) -> CheckCgroup | None:
         return None
     own = _own_cgroups()
     name = f"spotpatch-check-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-    if "" in own and (found := _v2(own[""], limits, name)) is not None:
-        return found
-    return _v1(own, limits, name)
+    found = _v2(own[""], limits, name) if "" in own else None
+    if found is None:
+        found = _v1(own, limits, name)
+    if found is not None:
+        _sweep(found)
+    return found
 
 
 #: Entries :func:`written_since` looks at before it stops counting (a lower bound then).

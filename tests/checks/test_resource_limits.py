@@ -261,3 +261,22 @@ async def test_node_and_webassembly_run_under_a_small_memory_limit(worktree: Pat
                                         "args": ["-e", script], "timeoutSec": 30, "limits": {"memoryMiB": 128}})
     result = await run(check, worktree)
     assert result.ok and result.output.strip() == "wasm ok", result
+
+
+@needs_cgroup("pids")
+def test_a_cgroup_left_by_a_dead_engine_is_swept() -> None:
+    group = limits_mod.create_cgroup(limits_mod.resolve(CheckLimits()))
+    assert group is not None
+    try:
+        dead = 4_000_000  # above pid_max: no such process
+        stale = group.dirs[0].parent / f"spotpatch-check-{dead}-0123456789ab"
+        stale.mkdir()
+        live = group.dirs[0].parent / f"spotpatch-check-{os.getpid()}-0123456789ab"
+        live.mkdir()
+        again = limits_mod.create_cgroup(limits_mod.resolve(CheckLimits()))
+        assert again is not None
+        again.close()
+        assert not stale.exists() and live.exists()
+    finally:
+        live.rmdir()
+        group.close()
