@@ -15,6 +15,11 @@ stage; both get the same :class:`CheckRun`. Rules:
   home and checkout hidden but the toolchains, ``node_modules`` and ``readPaths``, its own pid namespace).
   Where none is available the trusted config's ``sandbox`` decides: ``required`` (default) raises
   :class:`SandboxUnavailable` and nothing runs; ``warn`` runs it unconfined (``CheckRun.sandbox``);
+- resource limits (Linux; :mod:`spotpatch_agent.checks.limits`, the check's trusted ``limits``): rlimits
+  set by a fixed shell wrapper just before the command, a cgroup joined before anything of the check runs,
+  a size-limited tmpfs as the private temp dir, and a watchdog (every :data:`WATCHDOG_INTERVAL_SEC`) that
+  kills the check past ``diskMiB`` written into the worktree or on a fork the cgroup refused. A hit limit
+  is named on the first line of the output; ``CheckRun.limits`` says how they were enforced;
 - timeout: the check's ``timeoutSec``, else the ``checkTimeoutSec`` limit, never above that limit's cap;
 - stdout and stderr merged, bounded to ``checkOutputMaxBytes``, decoded leniently, ANSI and control
   characters stripped, the worktree and project root made relative, ``$HOME`` shown as ``~``, and any
