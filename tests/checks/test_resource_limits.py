@@ -280,3 +280,52 @@ def test_a_cgroup_left_by_a_dead_engine_is_swept() -> None:
     finally:
         live.rmdir()
         group.close()
+
+
+@needs_cgroup("pids")
+async def test_through_the_engine_the_model_sees_the_limit_and_the_job_goes_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.engine._gates_support import FILES, KEY_ENV, edit, run_check, run_one_job
+
+    monkeypatch.setenv(KEY_ENV, "sk-test-" + "1" * 24)
+    root = make_repo(tmp_path / "app", FILES)
+    bomb = {"id": "bomb", "name": "Bomb", "command": "/bin/sh", "args": ["-c", "f() { f | f & }; f; wait"],
+            "required": False, "timeoutSec": 10, "limits": SMALL}
+    fine = {"id": "fine", "name": "Fine", "command": "/bin/sh", "args": ["-c", "echo fine"], "timeoutSec": 10}
+    result = await run_one_job(root, [edit("w"), run_check("b", "bomb"), run_check("f", "fine"),
+                                      {"text": "Done.", "finishReason": "stop"}], checks=[bomb, fine])
+    assert result.snap is not None and result.snap.status == "awaiting-review", result.snap
+    texts = {m["tool_call_id"]: m["content"] for body in result.server.requests for m in body.get("messages", [])
+             if m.get("role") == "tool"}
+    assert texts["b"].startswith("Check bomb (Bomb) FAILED")
+    assert "[Stopped: the check hit its process limit (limits.processes = 64): a fork was refused.]" in texts["b"]
+    assert "limits enforced by the kernel (rlimits and a cgroup" in texts["b"]
+    assert texts["f"].startswith("Check fine (Fine) PASSED") and "fine" in texts["f"]
+    assert [e["status"] for e in result.kinds("check") if e["checkId"] == "fine"] == ["passed"]
+    assert _left_cgroups() == []
+
+
+def test_a_delegated_cgroup_v2_subtree_gets_pids_max_and_memory_max(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # A file-level stand-in for /sys/fs/cgroup (this machine is v1): the files the engine reads and writes.
+    own = tmp_path / "user.slice" / "engine.scope"
+    own.mkdir(parents=True)
+    (tmp_path / "cgroup.controllers").write_text("cpu memory pids\n")
+    (own / "cgroup.controllers").write_text("cpu memory pids\n")
+    (own / "cgroup.subtree_control").write_text("memory pids\n")
+    (own / "cgroup.procs").write_text("")
+    monkeypatch.setattr(limits_mod, "CGROUP_ROOT", tmp_path)
+    monkeypatch.setattr(limits_mod, "_own_cgroups", lambda: {"": "/user.slice/engine.scope"})
+    group = limits_mod.create_cgroup(limits_mod.resolve(CheckLimits(processes=100, memoryMiB=256)))
+    assert group is not None and (group.version, group.kinds) == (2, ("pids", "memory"))
+    [directory] = group.dirs
+    assert directory.parent == own and directory.name.startswith(f"spotpatch-check-{os.getpid()}-")
+    assert (directory / "pids.max").read_text() == "100"
+    assert (directory / "memory.max").read_text() == str(256 << 20)
+    assert (directory / "memory.swap.max").read_text() == "0"
+    (directory / "pids.events").write_text("max 3\n")
+    (directory / "memory.events").write_text("low 0\nhigh 0\nmax 7\noom 1\noom_kill 1\n")
+    assert (group.pids_refused(), group.oom_kills()) == (3, 1)
+    assert group.describe() == "cgroup v2 (pids and memory)"
+    (own / "cgroup.controllers").write_text("cpu\n")  # nothing delegated: rlimits only
+    assert limits_mod.create_cgroup(limits_mod.resolve(CheckLimits())) is None
