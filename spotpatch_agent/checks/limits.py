@@ -24,11 +24,14 @@ not at the check's timeout. Four layers, each enforced by the kernel or by the e
   memory, charged to the check's cgroup;
 - **the worktree's disk** (the worktree is on disk, not a tmpfs): ``RLIMIT_FSIZE`` bounds each file, and
   the engine's watchdog (polled by the runner every 0.1 s) stops the check once it wrote more than
-  ``diskMiB`` there: when the free space of the worktree's filesystem (:func:`disk_free`, cheap) has shrunk
-  by more than ``diskMiB`` since the last look that found nothing, a walk of the worktree
-  (:func:`written_since`) sums the files created or changed since the check started; only that sum over
-  ``diskMiB`` stops it (another writer on the same filesystem does not). A fill is seen within one poll,
-  so it overshoots by at most what the check writes in ~0.1 s plus the walk.
+  ``diskMiB``. With a cgroup it adds up the kernel's per-process write counters of every process in it
+  (:meth:`CheckCgroup.written`: also bytes written into a file the check deleted but holds open, not the
+  tmpfs). Without one (or when a counter cannot be read): when the free space of the worktree's filesystem
+  (:func:`disk_free`, cheap) has shrunk by more than ``diskMiB`` since the last look that found nothing,
+  a walk of the worktree (:func:`written_since`) sums the files created or changed since the check
+  started, and that sum over ``diskMiB`` — or a walk that cannot see everything — stops it (another writer
+  on the same filesystem alone does not). A fill is seen within one poll, so it overshoots by about what
+  the check writes in 0.1 s.
 
 A limit hit is named in the check's result (:func:`limit_message`): ``SIGXCPU`` → CPU time, ``SIGXFSZ`` →
 file size, the cgroup's ``pids`` events → processes, its OOM kills → memory, the watchdog → disk, and the
@@ -172,12 +175,6 @@ class CheckCgroup:
     def describe(self) -> str:
         return f"cgroup v{self.version} ({' and '.join(self.kinds)})"
 
-    def _read(self, name: str) -> str:
-        for d in self.dirs:
-            with contextlib.suppress(OSError):
-                return (d / name).read_text()
-        return ""
-
     def _counter(self, name: str, key: str) -> int:
         for d in self.dirs:
             with contextlib.suppress(OSError, ValueError):
@@ -196,6 +193,21 @@ class CheckCgroup:
         if "memory" not in self.kinds:
             return 0
         return self._counter("memory.events" if self.version == 2 else "memory.oom_control", "oom_kill")
+
+    def written(self) -> int | None:
+        """Bytes the check's processes wrote to disk so far (``/proc/<pid>/io``: ``write_bytes`` less
+        ``cancelled_write_bytes`` of every process in the cgroup; a reaped child's count is in its
+        parent's, tmpfs writes are not counted), or ``None`` when one process's count cannot be read."""
+        total = 0
+        for pid in self._pids():
+            try:
+                fields = dict(line.split(": ", 1) for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+                total += int(fields["write_bytes"]) - int(fields.get("cancelled_write_bytes", 0))
+            except FileNotFoundError:
+                continue  # exited (its count went to its parent)
+            except (OSError, ValueError, KeyError):
+                return None
+        return total
 
     def _pids(self) -> set[int]:
         found: set[int] = set()
@@ -344,18 +356,23 @@ def create_cgroup(limits: ResolvedLimits) -> CheckCgroup | None:
 WALK_MAX_ENTRIES = 200_000
 
 
-def written_since(root: Path, since: float, *, max_entries: int = WALK_MAX_ENTRIES) -> int:
+def written_since(root: Path, since: float, *, max_entries: int = WALK_MAX_ENTRIES) -> int | None:
     """Bytes on disk (allocated blocks) of the files under ``root`` created or changed at or after ``since``
-    (epoch seconds), symlinks not followed; ``.git`` is skipped (read-only to a confined check). At most
-    ``max_entries`` entries are looked at: a lower bound past that."""
+    (epoch seconds), symlinks not followed; ``.git`` is skipped (read-only to a confined check). ``None``
+    when a directory cannot be listed (a check that hides its files behind ``chmod 000``) or more than
+    ``max_entries`` entries exist: the caller then assumes the worst."""
     total = 0
     seen = 0
     stack = [str(root)]
-    while stack and seen < max_entries:
+    while stack:
+        if seen >= max_entries:
+            return None
         try:
             entries = os.scandir(stack.pop())
-        except OSError:
+        except FileNotFoundError:
             continue
+        except OSError:
+            return None
         with entries:
             for entry in entries:
                 seen += 1
@@ -409,8 +426,8 @@ def limit_message(limits: ResolvedLimits, *, sig: int | None, cgroup: CheckCgrou
     Certain causes (the check's own signal, the cgroup's counters, the watchdog) first; for a failed check,
     an error text in its output next (a probable cause)."""
     if disk_stopped:
-        return ((f"Stopped: the check hit its {_named('disk', 'diskMiB', limits)}: it wrote more than that into "
-                "the worktree."), True)
+        return ((f"Stopped: the check hit its {_named('disk', 'diskMiB', limits)}: it wrote more than that to "
+                "disk."), True)
     if sig == signal.SIGXCPU:
         return f"Stopped: the check hit its {_named('CPU time', 'cpuSec', limits)} (SIGXCPU).", True
     if sig == signal.SIGXFSZ:

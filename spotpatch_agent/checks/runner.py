@@ -364,9 +364,14 @@ class _Enforcement:
 
         def probe() -> bool:
             assert self.limits is not None
-            free = disk_free(cwd)
-            if free is not None and self.disk_start is not None and self.disk_start - free > self.limits.disk_bytes:
-                if written_since(cwd, since) > self.limits.disk_bytes:
+            bound = self.limits.disk_bytes
+            written = self.cgroup.written() if self.cgroup is not None else None
+            free = disk_free(cwd) if written is None else None
+            if written is not None and written > bound:
+                self.stopped = "disk"
+            elif free is not None and self.disk_start is not None and self.disk_start - free > bound:
+                found = written_since(cwd, since)
+                if found is None or found > bound:
                     self.stopped = "disk"
                 else:  # another writer on this filesystem: look again after diskMiB more
                     self.disk_start = free

@@ -36,6 +36,7 @@ pytestmark = [pytest.mark.anyio,
 
 SMALL = {"processes": 64, "memoryMiB": 64, "fileSizeMiB": 8, "tmpMiB": 16, "cpuSec": 1, "openFiles": 256,
          "diskMiB": 32}
+DISK_STOPPED = "[Stopped: the check hit its disk limit (limits.diskMiB = 32 MiB): it wrote more than that to disk.]"
 TYPESCRIPT = Path(__file__).resolve().parents[2] / "node-shim" / "node_modules" / "typescript"
 
 
@@ -164,10 +165,27 @@ async def test_many_files_filling_the_worktree_disk_are_stopped_by_the_watchdog(
     script = 'i=0; while [ $i -lt 40 ]; do head -c 7000000 /dev/zero > "fill$i" || exit 1; i=$((i+1)); done'
     result = await run(sh_check(script), worktree)
     assert result.status == "failed", result
-    assert result.output.startswith("[Stopped: the check hit its disk limit (limits.diskMiB = 32 MiB): it wrote "
-                                    "more than that into the worktree.]")
+    assert result.output.startswith(DISK_STOPPED)
     written = sum(p.stat().st_size for p in worktree.glob("fill*"))
     assert 32 << 20 < written < 200 << 20  # stopped within a few polls, far from the 280 MB it meant to write
+
+
+async def test_without_the_write_counters_the_free_space_and_a_walk_stop_a_fill(
+        worktree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(limits_mod.CheckCgroup, "written", lambda self: None)  # no cgroup, or unreadable counters
+    script = 'i=0; while [ $i -lt 40 ]; do head -c 7000000 /dev/zero > "fill$i" || exit 1; i=$((i+1)); done'
+    result = await run(sh_check(script), worktree)
+    assert result.status == "failed" and result.output.startswith(DISK_STOPPED), result
+    assert sum(p.stat().st_size for p in worktree.glob("fill*")) < 200 << 20
+
+
+@needs_cgroup("pids")
+async def test_a_fill_into_a_deleted_but_open_file_is_stopped_too(worktree: Path) -> None:
+    # Invisible to a walk of the worktree: the kernel's write counters of the check's processes see it.
+    script = ('exec 3>hidden; rm hidden; i=0; while [ $i -lt 40 ]; do head -c 7000000 /dev/zero >&3 || exit 1; '
+              'i=$((i+1)); done')
+    result = await run(sh_check(script, fileSizeMiB=1024), worktree)
+    assert result.status == "failed" and result.output.startswith(DISK_STOPPED), result
 
 
 async def test_endless_output_is_bounded_and_ends_at_the_timeout(worktree: Path) -> None:
