@@ -347,3 +347,23 @@ def test_a_delegated_cgroup_v2_subtree_gets_pids_max_and_memory_max(tmp_path: Pa
     assert group.describe() == "cgroup v2 (pids and memory)"
     (own / "cgroup.controllers").write_text("cpu\n")  # nothing delegated: rlimits only
     assert limits_mod.create_cgroup(limits_mod.resolve(CheckLimits())) is None
+
+
+ESLINT = TYPESCRIPT.parent / "eslint"
+
+
+@pytest.mark.skipif(shutil.which("node") is None or not (ESLINT / "bin" / "eslint.js").is_file(),
+                    reason="needs node and node-shim's installed ESLint (tests/run.sh installs it)")
+async def test_a_real_eslint_check_passes_under_the_default_limits(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "app", {
+        "eslint.config.mjs": 'export default [{files: ["src/**/*.js"], rules: {"no-unused-vars": "error"}}];\n',
+        "src/a.js": "export const used = 1;\n", ".gitignore": "node_modules\n"})
+    (root / "node_modules").symlink_to(ESLINT.parent)  # node-shim's install: ESLint and its dependencies
+    check = CheckConfig(id="lint", name="Lint", command=shutil.which("node") or "node",
+                        args=["node_modules/eslint/bin/eslint.js", "src"], timeoutSec=120)
+    result = await run_check_process(check, root, Limits(), project_root=root)
+    assert result.ok, result.output
+    assert "limits enforced by the kernel" in result.sandbox_note()
+    (root / "src" / "a.js").write_text("const unused = 1;\n")
+    failed = await run_check_process(check, root, Limits(), project_root=root)
+    assert failed.status == "failed" and "no-unused-vars" in failed.output, failed.output
