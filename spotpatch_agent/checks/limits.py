@@ -117,16 +117,19 @@ def resolve(limits: CheckLimits) -> ResolvedLimits:
 # $1 processes ("-": not set), $2 data KiB, $3 file size in 512-byte blocks (POSIX ulimit -f), $4 soft CPU s,
 # $5 hard CPU s, $6 open files; then the command. dash names the process limit -p, bash/busybox/zsh -u.
 _RLIMIT_SCRIPT = (
+    'fail() { echo "spotpatch: the check did not run: its resource limits could not be set" >&2; '
+    f'exit {WRAPPER_FAILED}; }}\n'
     'ulimit -c 0 && ulimit -d "$2" && ulimit -f "$3" && ulimit -S -t "$4" && ulimit -H -t "$5" '
-    f'&& ulimit -n "$6" || exit {WRAPPER_FAILED}\n'
-    'if [ "$1" != - ]; then ulimit -p "$1" 2>/dev/null || ulimit -u "$1" 2>/dev/null '
-    f'|| exit {WRAPPER_FAILED}; fi\n'
+    '&& ulimit -n "$6" || fail\n'
+    'if [ "$1" != - ]; then ulimit -p "$1" 2>/dev/null || ulimit -u "$1" 2>/dev/null || fail; fi\n'
     'shift 6\nexec "$@"'
 )
 # The cgroup.procs files up to "--", then the command: "0" moves this shell itself, before it forks anything.
+# The shell's own error would name the cgroup's absolute path: a fixed message instead.
 _CGROUP_SCRIPT = (
     'for f do if [ "$f" = -- ]; then shift; break; fi; '
-    f'echo 0 > "$f" || exit {WRAPPER_FAILED}; shift; done\nexec "$@"'
+    '{ echo 0 > "$f"; } 2>/dev/null || { echo "spotpatch: the check did not run: it could not join its cgroup" >&2; '
+    f'exit {WRAPPER_FAILED}; }}; shift; done\nexec "$@"'
 )
 
 

@@ -367,3 +367,12 @@ async def test_a_real_eslint_check_passes_under_the_default_limits(tmp_path: Pat
     (root / "src" / "a.js").write_text("const unused = 1;\n")
     failed = await run_check_process(check, root, Limits(), project_root=root)
     assert failed.status == "failed" and "no-unused-vars" in failed.output, failed.output
+
+
+def test_a_wrapper_that_cannot_join_the_cgroup_runs_nothing_and_names_no_path(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    procs = tmp_path / "missing" / "cgroup.procs"
+    done = subprocess.run(limits_mod.cgroup_argv([procs], ["/bin/sh", "-c", f"touch {marker}"]),
+                          capture_output=True, text=True, timeout=10)
+    assert done.returncode == limits_mod.WRAPPER_FAILED and not marker.exists()
+    assert done.stderr == "spotpatch: the check did not run: it could not join its cgroup\n"
