@@ -6,7 +6,8 @@ not at the check's timeout. Four layers, each enforced by the kernel or by the e
 
 - **rlimits**, set by a fixed ``/bin/sh`` wrapper just before the check's command is executed
   (:func:`rlimit_argv`; inside the sandbox, so ``RLIMIT_NPROC`` counts the processes of the check's own
-  user namespace, not every process of the user): ``RLIMIT_NPROC`` (``processes``), ``RLIMIT_DATA``
+  user namespace, not every process of the user; Linux 5.14 and later): ``RLIMIT_NPROC`` (``processes``),
+  ``RLIMIT_DATA``
   (``memoryMiB``: heap and private writable mappings of one process; *not* ``RLIMIT_AS``, which breaks
   Node/V8's large address-space reservations), ``RLIMIT_FSIZE`` (``fileSizeMiB``: ``SIGXFSZ``),
   ``RLIMIT_CPU`` (``cpuSec``: ``SIGXCPU``, ``SIGKILL`` 2 s later), ``RLIMIT_NOFILE`` (``openFiles``) and
@@ -56,7 +57,7 @@ from pathlib import Path
 from spotpatch_agent.protocol.config import CheckLimits
 
 __all__ = ["CheckCgroup", "ResolvedLimits", "cgroup_argv", "create_cgroup", "disk_free", "limit_message",
-           "resolve", "rlimit_argv", "written_since"]
+           "nproc_per_namespace", "resolve", "rlimit_argv", "written_since"]
 
 log = logging.getLogger("spotpatch.checks")
 
@@ -142,9 +143,24 @@ def _clamp(value: int, which: int) -> int:
     return value if hard == resource.RLIM_INFINITY else min(value, hard)
 
 
+#: Linux counts ``RLIMIT_NPROC`` per user namespace since 5.14 (ucounts); before, per user on the whole host.
+NPROC_PER_NAMESPACE_SINCE = (5, 14)
+
+
+def nproc_per_namespace(release: str | None = None) -> bool:
+    """Whether this kernel (``release``: default ``uname -r``) counts ``RLIMIT_NPROC`` in the check's own
+    user namespace. On an older one the limit would count every process of the user (a desktop session's
+    browser threads included) and refuse the check's forks at once: it is then not set (the cgroup's
+    ``pids.max`` still is)."""
+    found = re.match(r"(\d+)\.(\d+)", release if release is not None else os.uname().release)
+    return found is not None and (int(found[1]), int(found[2])) >= NPROC_PER_NAMESPACE_SINCE
+
+
 def rlimit_argv(limits: ResolvedLimits, argv: list[str], *, processes: bool) -> list[str]:
     """``argv`` behind the rlimit wrapper (see the module docstring). ``processes``: also ``RLIMIT_NPROC``
-    (only where the wrapper runs in the check's own user namespace)."""
+    (only where the wrapper runs in the check's own user namespace, on a kernel that counts it there:
+    :func:`nproc_per_namespace`)."""
+    processes = processes and nproc_per_namespace()
     cpu = _clamp(limits.cpu_sec, resource.RLIMIT_CPU)
     cpu_hard = _clamp(cpu + CPU_KILL_GRACE_SEC, resource.RLIMIT_CPU)
     values = [str(_clamp(limits.processes, resource.RLIMIT_NPROC)) if processes else "-",

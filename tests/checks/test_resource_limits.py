@@ -376,3 +376,10 @@ def test_a_wrapper_that_cannot_join_the_cgroup_runs_nothing_and_names_no_path(tm
                           capture_output=True, text=True, timeout=10)
     assert done.returncode == limits_mod.WRAPPER_FAILED and not marker.exists()
     assert done.stderr == "spotpatch: the check did not run: it could not join its cgroup\n"
+
+
+def test_rlimit_nproc_is_set_only_where_the_kernel_counts_it_per_user_namespace() -> None:
+    assert [limits_mod.nproc_per_namespace(r) for r in ("5.10.0-28-amd64", "5.13.19", "5.14.0", "6.18.44-fc-v1252",
+                                                        "10.1", "garbage")] == [False, False, True, True, True, False]
+    argv = limits_mod.rlimit_argv(limits_mod.resolve(CheckLimits(processes=64)), ["/bin/true"], processes=True)
+    assert argv[4] == ("64" if limits_mod.nproc_per_namespace() else "-")
