@@ -337,6 +337,7 @@ async def run_check_process(check: CheckConfig, cwd: Path, limits: Limits, *,
             for fd in fds:  # the sandbox has its own copy (or never started)
                 os.close(fd)
             fds.clear()
+        enforced.temp_on_disk = temp_dir is not None and "--size" not in argv
         run = await _supervise(process, timeout, max_bytes, finish, signal_codes=temp_dir is not None,
                                watchdog=enforced.watch(cwd) if enforced.limits is not None else None)
         return enforced.annotate(run)
@@ -355,6 +356,7 @@ class _Enforcement:
     cgroup: CheckCgroup | None = None
     disk_start: int | None = None
     stopped: str | None = None  # "disk" or "processes": the watchdog killed the check
+    temp_on_disk: bool = False  # confined, but the sandbox could not make the temp dir a sized tmpfs
 
     def watch(self, cwd: Path) -> Callable[[], bool]:
         """The watchdog's probe (blocking: run in a worker thread): True (and :attr:`stopped` set) once the
@@ -388,7 +390,10 @@ class _Enforcement:
             return "no resource limits on this platform (only the timeout)"
         how = "rlimits" + (f" and a {self.cgroup.describe()}" if self.cgroup is not None else
                            " only (no cgroup could be created here)")
-        return f"limits enforced by the kernel ({how}): {self.limits.summary()}"
+        summary = self.limits.summary()
+        if self.temp_on_disk:
+            summary += " (the private temp dir is on disk here, its writes counted in the disk limit)"
+        return f"limits enforced by the kernel ({how}): {summary}"
 
     def annotate(self, run: CheckRun) -> CheckRun:
         """``run`` with :attr:`CheckRun.limits` set and a hit limit named at the top of its output."""

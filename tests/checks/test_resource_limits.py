@@ -383,3 +383,24 @@ def test_rlimit_nproc_is_set_only_where_the_kernel_counts_it_per_user_namespace(
                                                         "10.1", "garbage")] == [False, False, True, True, True, False]
     argv = limits_mod.rlimit_argv(limits_mod.resolve(CheckLimits(processes=64)), ["/bin/true"], processes=True)
     assert argv[4] == ("64" if limits_mod.nproc_per_namespace() else "-")
+
+
+@needs_cgroup("pids")
+async def test_with_an_old_bubblewrap_the_temp_dir_is_on_disk_and_counted_in_the_disk_limit(
+        worktree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from spotpatch_agent.checks.sandbox import bwrap as bwrap_mod
+
+    monkeypatch.setattr(bwrap_mod, "supports_tmpfs_size", lambda binary: False)  # bubblewrap < 0.6: no --size
+    script = 'i=0; while [ $i -lt 40 ]; do head -c 7000000 /dev/zero > "/tmp/fill$i" || exit 1; i=$((i+1)); done'
+    result = await run(sh_check(script), worktree)
+    assert result.status == "failed" and result.output.startswith(DISK_STOPPED), result
+    assert "the private temp dir is on disk here" in result.sandbox_note()
+
+
+def test_this_bubblewrap_knows_the_tmpfs_size() -> None:
+    from spotpatch_agent.checks.sandbox.bwrap import find_bwrap, supports_tmpfs_size
+
+    binary = find_bwrap()
+    if binary is None:
+        pytest.skip("bubblewrap is not installed")
+    assert supports_tmpfs_size(binary)

@@ -9,7 +9,7 @@ cannot undo a mount. Mounts, in this order (a later mount covers an earlier one)
    the check's own pid namespace (no other process, so no ``/proc/<pid>/environ`` of the engine or Vite);
 2. an empty ``/run`` (the D-Bus, keyring, ssh-agent, gpg-agent and container-engine sockets live there;
    ``/etc/resolv.conf``'s target is shown again when it lies there) and the private temp dir as ``/tmp``
-   (a tmpfs of ``plan.temp_size`` bytes when set: checks/limits.py);
+   (a tmpfs of ``plan.temp_size`` bytes when set and bwrap knows ``--size``: checks/limits.py);
 3. an empty read-only directory over each hidden path (homes, the project root), then the read-only paths,
    then the masks (secret stores, other jobs' worktrees; ``/etc/shadow``-like files), then the worktree
    read-write and its ``.git`` read-only again.
@@ -23,6 +23,7 @@ check, also one that left its session, is killed when the check's leader exits.
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import shutil
@@ -61,7 +62,7 @@ def bwrap_argv(bwrap: str, plan: SandboxPlan, argv: list[str], *, seccomp_fd: in
     resolv = os.path.realpath("/etc/resolv.conf")
     if plan.network and resolv.startswith("/run/") and os.path.isfile(resolv):
         args += ["--ro-bind", resolv, resolv]
-    if plan.temp_size is not None:  # a size-limited tmpfs (its pages are memory: the check's cgroup pays)
+    if plan.temp_size is not None and supports_tmpfs_size(bwrap):  # its pages are memory: the cgroup pays
         args += ["--size", str(plan.temp_size), "--perms", "1777", "--tmpfs", str(SANDBOX_TMP)]
     else:
         args += ["--bind", str(plan.temp_dir), str(SANDBOX_TMP)]
@@ -98,6 +99,19 @@ def _mask(path: Path, *, traverse: bool = False) -> list[str]:
     if os.path.lexists(path) and not path.is_symlink():
         return ["--ro-bind", "/dev/null", str(path)]
     return []
+
+
+@functools.lru_cache(maxsize=8)
+def supports_tmpfs_size(bwrap: str) -> bool:
+    """Whether ``bwrap`` knows ``--size`` (bubblewrap 0.6 and later); without it the private temp dir stays
+    a directory on disk, where the disk watchdog counts its writes (checks/limits.py)."""
+    import subprocess
+
+    try:
+        out = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "--size" in out.stdout + out.stderr
 
 
 def bwrap_version(bwrap: str) -> str | None:
