@@ -390,7 +390,7 @@ async def test_with_an_old_bubblewrap_the_temp_dir_is_on_disk_and_counted_in_the
         worktree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from spotpatch_agent.checks.sandbox import bwrap as bwrap_mod
 
-    monkeypatch.setattr(bwrap_mod, "supports_tmpfs_size", lambda binary: False)  # bubblewrap < 0.6: no --size
+    monkeypatch.setattr(bwrap_mod, "supports_tmpfs_size", lambda binary: False)  # bwrap < 0.7 or setuid
     script = 'i=0; while [ $i -lt 40 ]; do head -c 7000000 /dev/zero > "/tmp/fill$i" || exit 1; i=$((i+1)); done'
     result = await run(sh_check(script), worktree)
     assert result.status == "failed" and result.output.startswith(DISK_STOPPED), result

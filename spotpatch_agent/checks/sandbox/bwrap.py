@@ -103,11 +103,15 @@ def _mask(path: Path, *, traverse: bool = False) -> list[str]:
 
 @functools.lru_cache(maxsize=8)
 def supports_tmpfs_size(bwrap: str) -> bool:
-    """Whether ``bwrap`` knows ``--size`` (bubblewrap 0.6 and later); without it the private temp dir stays
-    a directory on disk, where the disk watchdog counts its writes (checks/limits.py)."""
+    """Whether ``bwrap`` takes ``--size``: bubblewrap 0.7 and later, not installed setuid (it refuses the
+    option then). Without it the private temp dir stays a directory on disk, where the disk watchdog counts
+    its writes (checks/limits.py)."""
+    import stat
     import subprocess
 
     try:
+        if os.stat(bwrap).st_mode & stat.S_ISUID:
+            return False
         out = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=5, check=False)
     except (OSError, subprocess.SubprocessError):
         return False
