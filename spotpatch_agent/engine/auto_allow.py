@@ -1,0 +1,135 @@
+"""What ``auto`` may write without review: an allowlist, not a denylist (issue 25; docs/configuration.md
+*Modes*, docs/security.md *Auto gates*).
+
+``auto`` writes a change the user has not seen, so it may only write files whose purpose is to be shown
+in the page: UI source, styles, markup and content under the project's source directories. Anything an
+editor, shell, CI, bundler, dev server, test runner, package manager or the browser (as a worker) runs or
+loads as code or configuration goes to review, named with its kind. A path is auto-writable only when
+all of these hold (checked in this order; the first one that fails names the kind):
+
+1. no segment starts with ``.`` (no dot-directory, no dotfile);
+2. the file name matches no build-file, agent-instruction, type-declaration, worker, server-side, test,
+   configuration, rc-file, manifest or HTML-entry pattern (:data:`_NAME_KINDS`);
+3. no directory segment is a script, tool, configuration, server, test, worker or static directory
+   (:data:`_DIR_KINDS`; ``api`` only under ``pages/``, ``app/`` or ``routes/``);
+4. its extension is in :data:`AUTO_EXTENSIONS`;
+5. some directory segment is a source directory (:data:`SOURCE_DIRS`): a file at the project root or
+   outside the source directories (``README.md``, ``docs/…``, ``index.js``, ``server.js``) goes to review.
+
+Pure and case-insensitive (a case-insensitive file system writes ``SRC/X.TSX`` where ``src/x.tsx`` is).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["AUTO_EXTENSIONS", "SOURCE_DIRS", "is_auto_writable", "review_kind"]
+
+#: The extensions ``auto`` may write (casefolded): UI source, styles, markup, and content the app shows.
+#: ``.mjs``/``.cjs``/``.mts``/``.cts`` (mostly Node-side modules), ``.astro`` (its frontmatter runs in Node),
+#: YAML/TOML/INI and every script language are not on it.
+AUTO_EXTENSIONS = frozenset({
+    ".ts", ".tsx", ".js", ".jsx", ".vue", ".svelte",
+    ".css", ".scss", ".sass", ".less",
+    ".html", ".htm", ".svg", ".md", ".txt", ".json",
+})
+
+#: Directory names (casefolded) that hold a project's UI source: one must be an ancestor of the file.
+SOURCE_DIRS = frozenset({
+    "src", "app", "pages", "components", "layouts", "styles", "assets", "locales", "i18n",
+})
+
+_SCRIPT_DIR = "in a script or tool directory ({seg}/: run as commands)"
+_SERVER = "server-side or desktop code (Node runs it outside the browser)"
+_TEST = "test code (your test runner runs it in Node)"
+_WORKER = "a worker or extension script (the browser runs it outside the page; a service worker outlives it)"
+
+#: Directory names (casefolded, any depth) whose files tools run; ``{seg}`` is the directory as written.
+_DIR_KINDS: dict[str, str] = {
+    **dict.fromkeys(("scripts", "script", "bin", "tools", "tooling", "ci"), _SCRIPT_DIR),
+    **dict.fromkeys(("config", "configs"), "in a configuration directory ({seg}/)"),
+    **dict.fromkeys(("server", "servers", "functions", "netlify", "supabase", "middleware", "electron", "main",
+                     "preload", "src-tauri"), _SERVER),
+    **dict.fromkeys(("test", "tests", "__tests__", "__mocks__", "mocks", "spec", "specs", "e2e", "cypress",
+                     "playwright", "fixtures"), _TEST),
+    **dict.fromkeys(("worker", "workers", "service-worker", "service-workers", "background", "content-scripts",
+                     "content_scripts"), _WORKER),
+    **dict.fromkeys(("public", "static"), "a static file ({seg}/ is served as-is, outside the bundler)"),
+    "vendor": "vendored code ({seg}/)",
+}
+#: ``api/`` is server code (a route handler) under these parents only; ``src/api/client.ts`` is page code.
+_API_PARENTS = frozenset({"pages", "app", "routes"})
+
+_BUILD_FILE = (r"(?:gnu)?makefile(?:\..*)?|.*\.mk|(?:docker|container|jenkins|vagrant|proc|rake|gem|pod|brew|just"
+               r"|task|tilt|earth|gulp|grunt|jake|danger|snake|caddy|fast|guard|cake|build)file(?:\..*)?")
+_AGENT_NOTES = r"(?:agents|claude|gemini|copilot-instructions|.*\.instructions|.*\.prompt)\.md"
+_WORKER_NAME = (r"(?:.*[.+_-])?(?:sw|(?:service-?)?worker)(?:[.+_-].*)?|.*serviceworker.*"
+                r"|content[-_]?scripts?\.[cm]?[jt]sx?")
+_SERVER_NAME = (r"(?:.*[.+_-])?server(?:[.+_-].*)?|_?middleware\..*|proxy\..*|instrumentation(?:[.+_-].*)?"
+                r"|setupproxy\..*|route\..*|(?:electron|preload)(?:[.+_-].*)?")
+_TEST_NAME = (r".*\.(?:test|spec|e2e|bench|cy|stories|story)\..*|(?:.*[.+_-])?(?:setup|teardown)(?:[.+_-]?tests?)?\..*"
+              r"|(?:global|test)[-_]?(?:setup|teardown)\..*|test[-_]?utils\..*")
+_MANIFEST = (r"manifest\.json|.*\.webmanifest|project\.json|package\.json|[jt]sconfig.*\.json"
+             r"|(?:biome|deno|dprint)\.jsonc?")
+_HTML_ENTRY = "an HTML entry page (it loads the app's scripts; HTML plugins render it as a template in Node)"
+
+#: File-name patterns in the order they are tried: (fullmatch over the casefolded name, the kind it names,
+#: whether it applies only when the name's stem is written in lower case: ``background.ts`` is an extension's
+#: background script and ``eslintrc.json`` an rc file, ``Background.tsx`` and ``Src.tsx`` are components).
+_NAME_KINDS: tuple[tuple[re.Pattern[str], str, bool], ...] = tuple((re.compile(p), k, lower) for p, k, lower in (
+    (_BUILD_FILE, "a build or task file (tools run it)", False),
+    (_AGENT_NOTES, "instructions your coding agents read and follow", False),
+    (r".*\.d(?:\.[^.]+)?\.[cm]?ts", "a type declaration (it changes what the type-check accepts)", False),
+    (_WORKER_NAME, _WORKER, False),
+    (r"background\.[cm]?[jt]sx?", _WORKER, True),
+    (_SERVER_NAME, _SERVER, False),
+    (_TEST_NAME, "test, test setup or story code (your test runner or Storybook runs it)", False),
+    (r".*[._-]config\..*|config\.[cm][jt]s|.*\.conf(?:\..*)?", "a configuration file (*.config.*: tools load it)",
+     False),
+    (r"[a-z0-9_-]*rc(?:\..*)?", "an rc file (a tool's configuration)", True),
+    (_MANIFEST, "a manifest or tool configuration (tools read it)", False),
+    (r"index\.html?", _HTML_ENTRY, False),
+))
+
+
+def review_kind(path: str) -> str | None:
+    """Why ``auto`` may not write the relative POSIX ``path`` without review — a noun phrase for the
+    status message ``"<path> is <kind>"`` — or ``None`` when it is auto-writable (the module's rule)."""
+    segments = path.split("/")
+    folded = [s.casefold() for s in segments]
+    name = folded[-1]
+    for seg in segments[:-1]:
+        if seg.startswith("."):
+            return f"under a dot-directory ({seg}/: editor, tool or CI configuration)"
+    if name.startswith("."):
+        return "a dotfile (tool configuration)"
+    for pattern, kind, lower in _NAME_KINDS:
+        if pattern.fullmatch(name) and (not lower or _lowercase_stem(segments[-1])):
+            return kind
+    for index, seg in enumerate(folded[:-1]):
+        if seg == "api" and index and folded[index - 1] in _API_PARENTS:
+            return _SERVER
+        dir_kind = _DIR_KINDS.get(seg)
+        if dir_kind is not None:
+            return dir_kind.format(seg=segments[index])
+    dot = name.rfind(".")
+    extension = name[dot:] if dot > 0 else ""
+    if extension not in AUTO_EXTENSIONS:
+        shown = f"a {extension} file" if extension else "a file without an extension"
+        return f"{shown} (not UI source, a style, markup or content)"
+    if len(segments) == 1:
+        return "a file at the project root (where tools look for their configuration and entry points)"
+    if not SOURCE_DIRS.intersection(folded[:-1]):
+        return "outside the source directories (src/, app/, pages/, components/ …)"
+    return None
+
+
+def is_auto_writable(path: str) -> bool:
+    """Whether ``auto`` may write ``path`` without review (:func:`review_kind` is ``None``)."""
+    return review_kind(path) is None
+
+
+def _lowercase_stem(name: str) -> bool:
+    """Whether ``name`` up to its first dot is written in lower case (``eslintrc.json``, not ``Src.tsx``)."""
+    stem = name.split(".", 1)[0]
+    return stem == stem.lower()

@@ -1,0 +1,153 @@
+"""``auto`` writes only what its allowlist says (issue 25, MEDIUM "`auto` applies files that execute later,
+unreviewed"): everything an editor, shell, CI, bundler, dev server, test runner, package manager or the
+browser as a worker runs or loads goes to review, named with its kind (engine/auto_allow.py).
+
+Repro of the break attempt: 10 of 10 such files were applied by ``auto`` (``.vscode/tasks.json`` with
+``runOn: folderOpen``, a devcontainer ``postStartCommand``, ``uno.config.ts``, ``.storybook/main.ts``, a
+``Makefile``, a service worker …) because the gate was a denylist that did not name them."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import pytest
+
+from spotpatch_agent.engine import gates
+from spotpatch_agent.engine.auto_allow import is_auto_writable, review_kind
+from spotpatch_agent.protocol.models import FileStat
+from tests.conftest import git, make_repo
+from tests.engine._gates_support import APP, DONE, FILES, KEY_ENV, call, edit, py_check, run_one_job
+
+AUTO = {"modes": {"auto": True}, "request": {"applyMode": "auto"}}
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-canary-" + secrets.token_hex(12))
+
+
+def _blockers(path: str) -> list[str]:
+    return gates.auto_apply_blockers(gates.GateFacts(
+        capability_proven=True, checks=[], results=[],
+        files=[FileStat(path=path, added=1, removed=0, status="added")]))
+
+
+#: (path, a fragment of the kind it is named with). Each was applied by auto before the allowlist.
+MUST_REVIEW = [
+    (".vscode/tasks.json", "dot-directory (.vscode/"),
+    (".devcontainer/devcontainer.json", "dot-directory (.devcontainer/"),
+    ("uno.config.ts", "configuration file"),
+    ("web/unocss.config.js", "configuration file"),
+    (".storybook/main.ts", "dot-directory (.storybook/"),
+    ("Makefile", "build or task file"),
+    ("packages/ui/Dockerfile", "build or task file"),
+    ("gulpfile.js", "build or task file"),
+    ("public/sw.js", "worker"),
+    ("public/mockServiceWorker.js", "worker"),
+    ("src/service-worker.ts", "worker"),
+    ("src/serviceWorker.js", "worker"),
+    ("src/image.worker.ts", "worker"),
+    ("src/firebase-messaging-sw.js", "worker"),
+    ("src/background.ts", "worker"),
+    ("public/app.js", "static file (public/"),
+    ("index.html", "HTML entry page"),
+    ("src/index.html", "HTML entry page"),
+    (".editorconfig", "dotfile"),
+    ("src/.browserslistrc", "dotfile"),
+    ("src/eslintrc.json", "rc file"),
+    ("scripts/deploy.ts", "script or tool directory (scripts/"),
+    ("bin/cli.js", "script or tool directory (bin/"),
+    ("src/deploy.sh", "a .sh file"),
+    ("src/tool.py", "a .py file"),
+    ("src/lib/util.mjs", "a .mjs file"),
+    ("src/vite-env.d.ts", "type declaration"),
+    ("src/types/global.d.ts", "type declaration"),
+    ("src/App.test.tsx", "test"),
+    ("src/Button.stories.tsx", "Storybook"),
+    ("src/setupTests.ts", "test"),
+    ("tests/app.spec.ts", "test"),
+    ("src/__tests__/App.tsx", "test code"),
+    ("src/hooks.server.ts", "server-side"),
+    ("src/routes/+page.server.ts", "server-side"),
+    ("src/middleware.ts", "server-side"),
+    ("src/setupProxy.js", "server-side"),
+    ("pages/api/hello.ts", "server-side"),
+    ("src/main/index.ts", "server-side"),
+    ("src/manifest.json", "manifest"),
+    ("src/package.json", "manifest"),
+    ("src/electron.ts", "server-side"),
+    ("src/AGENTS.md", "coding agents"),
+    ("README.md", "project root"),
+    ("server.js", "server-side"),
+    ("index.ts", "project root"),
+    ("docs/guide.md", "outside the source directories"),
+    ("src/locales/en.yml", "a .yml file"),
+]
+
+#: What auto may still write without review.
+MAY_APPLY = [
+    "src/components/ProductCard.tsx", "src/App.vue", "src/styles/app.css", "src/lib/format.ts",
+    "src/pages/About.svelte", "src/locales/en.json", "packages/web/src/App.jsx", "app/page.tsx",
+    "src/api/client.ts", "src/hooks/useCart.ts", "src/assets/logo.svg", "src/styles/theme.scss",
+    "src/components/WorkerList.tsx", "src/components/ServerStatus.tsx", "src/components/Src.tsx",
+    "src/content/about.md", "src/config.ts", "components/Header.vue", "src/components/Background.tsx",
+]
+
+
+@pytest.mark.parametrize(("path", "kind"), MUST_REVIEW)
+def test_auto_falls_back_to_review_for_a_file_that_tools_run(path: str, kind: str) -> None:
+    """The gate names the path and its kind: "<path> is <kind>"."""
+    found = review_kind(path)
+    assert found is not None and kind in found, found
+    blockers = _blockers(path)
+    named_earlier = len(blockers) == 1 and path in blockers[0]  # package.json: the dependency gate names it
+    assert f"{path} is {found}" in blockers or named_earlier, blockers
+
+
+@pytest.mark.parametrize("path", MAY_APPLY)
+def test_auto_still_applies_ui_source_styles_markup_and_content(path: str) -> None:
+    assert is_auto_writable(path), review_kind(path)
+    assert _blockers(path) == []
+
+
+@pytest.mark.parametrize("path", ["SRC/.VSCode/tasks.json", "Src/Image.Worker.TS", "src/App.TEST.tsx", "MAKEFILE",
+                                  "src/Tool.PY"])
+def test_the_rule_ignores_case(path: str) -> None:
+    """A case-insensitive file system writes ``Src/Image.Worker.TS`` where ``src/image.worker.ts`` is."""
+    assert not is_auto_writable(path)
+    assert is_auto_writable("SRC/Components/Card.TSX")
+
+
+def test_a_file_named_by_an_earlier_gate_is_not_named_twice_and_many_files_are_counted() -> None:
+    files = [FileStat(path=p, added=1, removed=0, status="modified")
+             for p in ["package.json", ".github/workflows/ci.yml", *(f"scripts/s{i}.sh" for i in range(7))]]
+    reasons = gates.auto_apply_blockers(gates.GateFacts(capability_proven=True, checks=[], results=[], files=files))
+    assert reasons[:2] == ["the change touches dependency files: package.json",
+                           "the change touches git, hook, CI or environment configuration: .github/workflows/ci.yml"]
+    assert reasons[2:] == [*(f"scripts/s{i}.sh is in a script or tool directory (scripts/: run as commands)"
+                             for i in range(5)), "2 more files are outside what auto may write"]
+
+
+TASKS = ('{"version": "2.0.0", "tasks": [{"label": "x", "type": "shell", "command": "touch /tmp/pwned",\n'
+         ' "runOptions": {"runOn": "folderOpen"}}]}\n')
+
+
+@pytest.mark.anyio
+async def test_auto_job_that_writes_vscode_tasks_ends_awaiting_review_and_writes_nothing(tmp_path: Path) -> None:
+    """End to end (real engine, scripted provider, a passing required check): the model edits the component
+    and adds ``.vscode/tasks.json`` with ``runOn: folderOpen`` (VS Code runs it when the folder opens).
+    Before the allowlist the job ended ``applied`` and the task was in the user's tree."""
+    root = make_repo(tmp_path / "repo", FILES)
+    create = {"toolCalls": [call("t", "apply_patch", {"patch": (
+        "diff --git a/.vscode/tasks.json b/.vscode/tasks.json\nnew file mode 100644\n--- /dev/null\n"
+        "+++ b/.vscode/tasks.json\n@@ -0,0 +1,2 @@\n" + "".join("+" + line + "\n" for line in TASKS.splitlines()))})]}
+    result = await run_one_job(root, [edit("w"), create, DONE], checks=[py_check("ok", "print('ok')")], **AUTO)
+    assert result.snap is not None and result.snap.status == "awaiting-review", (result.statuses, result.snap)
+    assert result.snap.message == (
+        "Not applied automatically: .vscode/tasks.json is under a dot-directory (.vscode/: editor, tool or CI "
+        "configuration). Review the change and apply it yourself.")
+    assert result.diff is not None and {f.path for f in result.diff.files} == {"src/App.tsx", ".vscode/tasks.json"}
+    assert "applying" not in result.statuses
+    assert not (root / ".vscode").exists() and (root / "src/App.tsx").read_text() == APP
+    assert git(root, "status", "--porcelain") == ""
