@@ -17,13 +17,17 @@ all of these hold (checked in this order; the first one that fails names the kin
    outside the source directories (``README.md``, ``docs/…``, ``index.js``, ``server.js``) goes to review.
 
 Pure and case-insensitive (a case-insensitive file system writes ``SRC/X.TSX`` where ``src/x.tsx`` is).
+
+A path is not the whole story: a stylesheet on the allowlist can make Node load a module (Tailwind's and
+Less's ``@plugin``). :func:`added_loader_rules` finds a change that adds such a rule, so that ``auto``
+leaves it to review too.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["AUTO_EXTENSIONS", "SOURCE_DIRS", "is_auto_writable", "review_kind"]
+__all__ = ["AUTO_EXTENSIONS", "SOURCE_DIRS", "added_loader_rules", "is_auto_writable", "review_kind"]
 
 #: The extensions ``auto`` may write (casefolded): UI source, styles, markup, and content the app shows.
 #: ``.mjs``/``.cjs``/``.mts``/``.cts`` (mostly Node-side modules), ``.astro`` (its frontmatter runs in Node),
@@ -52,8 +56,8 @@ _DIR_KINDS: dict[str, str] = {
                      "preload", "src-tauri"), _SERVER),
     **dict.fromkeys(("test", "tests", "__tests__", "__mocks__", "mocks", "spec", "specs", "e2e", "cypress",
                      "playwright", "fixtures"), _TEST),
-    **dict.fromkeys(("worker", "workers", "service-worker", "service-workers", "background", "content-scripts",
-                     "content_scripts"), _WORKER),
+    **dict.fromkeys(("sw", "worker", "workers", "service-worker", "service-workers", "background",
+                     "content-scripts", "content_scripts"), _WORKER),
     **dict.fromkeys(("public", "static"), "a static file ({seg}/ is served as-is, outside the bundler)"),
     "vendor": "vendored code ({seg}/)",
 }
@@ -133,3 +137,42 @@ def _lowercase_stem(name: str) -> bool:
     """Whether ``name`` up to its first dot is written in lower case (``eslintrc.json``, not ``Src.tsx``)."""
     stem = name.split(".", 1)[0]
     return stem == stem.lower()
+
+
+#: Stylesheet at-rules that load a JavaScript module into Node when the stylesheet is compiled (in the dev
+#: server, unconfined): Tailwind CSS v4's ``@plugin`` and ``@config``, Less's ``@plugin``. At-rules are
+#: case-insensitive; ``\b`` keeps ``@plugins-x`` out and a TypeScript decorator ``@config(…)`` in (review). An
+#: at-keyword with a CSS escape (``@pl\75gin``) counts as well, whatever a parser would make of it.
+_LOADER_RULE = re.compile(r"@(?:plugin|config)\b|@[\w-]*\\", re.IGNORECASE)
+#: Allowlisted files that can hold a stylesheet (a ``<style>`` block of a component or a page).
+_STYLE_HOSTS = frozenset({".css", ".scss", ".sass", ".less", ".vue", ".svelte", ".html", ".htm"})
+
+
+def added_loader_rules(diff: str) -> list[str]:
+    """Paths in the unified ``diff`` (``git diff`` with ``a/``/``b/`` prefixes) whose *added* lines hold a
+    stylesheet at-rule that loads a JavaScript module into Node (``@plugin "./x.js"``, ``@config``): a change
+    that adds one makes an allowlisted stylesheet run a file as code, so ``auto`` leaves it to review. Only
+    files that can hold a stylesheet are scanned; a file whose header cannot be read is scanned too."""
+    found: list[str] = []
+    path: str | None = None
+    in_header = False
+    for line in diff.split("\n"):
+        if line.startswith("diff --git "):
+            path, in_header = None, True
+        elif in_header:
+            if line.startswith("+++ "):
+                name = line[4:].rstrip("\t")
+                path = name[2:] if name.startswith("b/") else name
+            elif line.startswith("@@"):
+                in_header = False
+        elif line.startswith("+") and _LOADER_RULE.search(line) and (path is None or _holds_style(path)):
+            shown = path or "a file"
+            if shown not in found:
+                found.append(shown)
+    return found
+
+
+def _holds_style(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1].casefold()
+    dot = name.rfind(".")
+    return dot < 0 or name[dot:] in _STYLE_HOSTS or name[dot:] not in AUTO_EXTENSIONS

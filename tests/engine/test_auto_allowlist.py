@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from spotpatch_agent.engine import gates
-from spotpatch_agent.engine.auto_allow import is_auto_writable, review_kind
+from spotpatch_agent.engine.auto_allow import added_loader_rules, is_auto_writable, review_kind
 from spotpatch_agent.protocol.models import FileStat
 from tests.conftest import git, make_repo
 from tests.engine._gates_support import APP, DONE, FILES, KEY_ENV, call, edit, py_check, run_one_job
@@ -50,6 +50,7 @@ MUST_REVIEW = [
     ("src/image.worker.ts", "worker"),
     ("src/firebase-messaging-sw.js", "worker"),
     ("src/background.ts", "worker"),
+    ("src/sw/index.ts", "worker"),
     ("public/app.js", "static file (public/"),
     ("index.html", "HTML entry page"),
     ("src/index.html", "HTML entry page"),
@@ -151,3 +152,53 @@ async def test_auto_job_that_writes_vscode_tasks_ends_awaiting_review_and_writes
     assert "applying" not in result.statuses
     assert not (root / ".vscode").exists() and (root / "src/App.tsx").read_text() == APP
     assert git(root, "status", "--porcelain") == ""
+
+
+# ---------------------------------------------------------------- an allowlisted stylesheet that loads a module
+
+
+LOADS = "the change adds a stylesheet rule that loads a JavaScript module into Node (@plugin, @config) to "
+
+
+def _new_file(path: str, text: str) -> str:
+    lines = text.splitlines()
+    return (f"diff --git a/{path} b/{path}\nnew file mode 100644\nindex 0000000..1111111\n--- /dev/null\n"
+            f"+++ b/{path}\n@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line}\n" for line in lines))
+
+
+@pytest.mark.parametrize("rule", ['@plugin "./lib/theme.js";', "@config '../tailwind.js';", '  @PLUGIN "x";',
+                                  'a{}@plugin "x";', '@pl\\75gin "./x.js";'])
+def test_a_stylesheet_that_adds_a_module_loading_rule_goes_to_review(rule: str) -> None:
+    """Tailwind v4's ``@plugin``/``@config`` and Less's ``@plugin`` make the dev server load a JavaScript file
+    into Node: with both files on the allowlist (``src/lib/theme.js``, ``src/App.css``) auto applied code that
+    the next CSS rebuild runs on the host, unconfined."""
+    diff = _new_file("src/lib/theme.js", "module.exports = () => {};") + _new_file(
+        "src/App.css", f'@import "tailwindcss";\n{rule}\n.a {{ color: red; }}')
+    files = [FileStat(path=p, added=1, removed=0, status="added") for p in ("src/lib/theme.js", "src/App.css")]
+    reasons = gates.auto_apply_blockers(gates.GateFacts(capability_proven=True, checks=[], results=[], files=files,
+                                                        diff=diff))
+    assert reasons == [LOADS + "src/App.css"]
+
+
+def test_an_existing_rule_and_ordinary_css_do_not_block_auto() -> None:
+    """Only added lines count: a context or removed ``@plugin`` line, ``@media`` and a script's text do not."""
+    diff = ('diff --git a/src/App.css b/src/App.css\nindex 1111111..2222222 100644\n--- a/src/App.css\n'
+            '+++ b/src/App.css\n@@ -1,3 +1,3 @@\n @plugin "./theme.js";\n-.a { color: red; }\n'
+            '-@plugin "./old.js";\n+.a { color: blue; }\n+@media (width > 1px) { .b { margin: 0 } }\n'
+            + _new_file("src/lib/mail.ts", 'export const to = "admin@plugin.example";'))
+    assert added_loader_rules(diff) == []
+
+
+@pytest.mark.anyio
+async def test_auto_job_that_adds_a_tailwind_plugin_to_its_stylesheet_ends_awaiting_review(tmp_path: Path) -> None:
+    """End to end: the model writes ``src/lib/theme.js`` and a stylesheet with ``@plugin "./lib/theme.js"``;
+    both paths are on the allowlist, the diff is what sends the job to review."""
+    root = make_repo(tmp_path / "repo", FILES)
+    patch = (_new_file("src/lib/theme.js", "module.exports = function () {};")
+             + _new_file("src/App.css", '@import "tailwindcss";\n@plugin "./lib/theme.js";'))
+    patch = patch.replace("index 0000000..1111111\n", "")
+    turns = [edit("w"), {"toolCalls": [call("p", "apply_patch", {"patch": patch})]}, DONE]
+    result = await run_one_job(root, turns, checks=[py_check("ok", "print('ok')")], **AUTO)
+    assert result.snap is not None and result.snap.status == "awaiting-review", (result.statuses, result.snap)
+    assert LOADS + "src/App.css" in (result.snap.message or "")
+    assert not (root / "src/App.css").exists() and (root / "src/App.tsx").read_text() == APP
