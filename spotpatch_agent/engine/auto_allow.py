@@ -19,15 +19,18 @@ all of these hold (checked in this order; the first one that fails names the kin
 Pure and case-insensitive (a case-insensitive file system writes ``SRC/X.TSX`` where ``src/x.tsx`` is).
 
 A path is not the whole story: a stylesheet on the allowlist can make Node load a module (Tailwind's and
-Less's ``@plugin``). :func:`added_loader_rules` finds a change that adds such a rule, so that ``auto``
-leaves it to review too.
+Less's ``@plugin``), and a tracked file with the executable bit is a command whatever its name.
+:func:`added_loader_rules` and :func:`executable_files` find them in the change's diff, so that ``auto``
+leaves them to review too.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
-__all__ = ["AUTO_EXTENSIONS", "SOURCE_DIRS", "added_loader_rules", "is_auto_writable", "review_kind"]
+__all__ = ["AUTO_EXTENSIONS", "SOURCE_DIRS", "added_loader_rules", "executable_files", "is_auto_writable",
+           "review_kind"]
 
 #: The extensions ``auto`` may write (casefolded): UI source, styles, markup, and content the app shows.
 #: ``.mjs``/``.cjs``/``.mts``/``.cts`` (mostly Node-side modules), ``.astro`` (its frontmatter runs in Node),
@@ -149,27 +152,63 @@ _STYLE_HOSTS = frozenset({".css", ".scss", ".sass", ".less", ".vue", ".svelte", 
 
 
 def added_loader_rules(diff: str) -> list[str]:
-    """Paths in the unified ``diff`` (``git diff`` with ``a/``/``b/`` prefixes) whose *added* lines hold a
-    stylesheet at-rule that loads a JavaScript module into Node (``@plugin "./x.js"``, ``@config``): a change
-    that adds one makes an allowlisted stylesheet run a file as code, so ``auto`` leaves it to review. Only
-    files that can hold a stylesheet are scanned; a file whose header cannot be read is scanned too."""
+    """Paths in the unified ``diff`` (``git diff`` with ``a/``/``b/`` prefixes, no renames) whose *added*
+    lines hold a stylesheet at-rule that loads a JavaScript module into Node (``@plugin "./x.js"``,
+    ``@config``): a change that adds one makes an allowlisted stylesheet run a file as code, so ``auto``
+    leaves it to review. Only files that can hold a stylesheet are scanned, and any file whose name the
+    header does not give plainly (a quoted name: ``"a file"`` is reported)."""
     found: list[str] = []
-    path: str | None = None
-    in_header = False
-    for line in diff.split("\n"):
-        if line.startswith("diff --git "):
-            path, in_header = None, True
-        elif in_header:
-            if line.startswith("+++ "):
-                name = line[4:].rstrip("\t")
-                path = name[2:] if name.startswith("b/") else name
-            elif line.startswith("@@"):
-                in_header = False
-        elif line.startswith("+") and _LOADER_RULE.search(line) and (path is None or _holds_style(path)):
-            shown = path or "a file"
+    for section in _sections(diff):
+        if section.path is not None and not _holds_style(section.path):
+            continue
+        if any(_LOADER_RULE.search(line) for line in section.added):
+            shown = section.path or "a file"
             if shown not in found:
                 found.append(shown)
     return found
+
+
+def executable_files(diff: str) -> list[str]:
+    """Paths in ``diff`` that are executable files (mode ``100755``, kept by an edit: changeset validation
+    refuses any mode change): a command someone runs by name, whatever its extension."""
+    return [section.path or "a file" for section in _sections(diff) if section.executable]
+
+
+@dataclass
+class _Section:
+    """One file of a unified diff: its path (``None`` when the header quotes it), whether its ``index``
+    line gives mode ``100755``, and its added lines (without the ``+``)."""
+
+    path: str | None
+    executable: bool = False
+    added: list[str] = field(default_factory=list)
+
+
+def _sections(diff: str) -> list[_Section]:
+    sections: list[_Section] = []
+    in_header = False
+    for line in diff.split("\n"):
+        if line.startswith("diff --git "):
+            sections.append(_Section(_header_path(line[len("diff --git "):])))
+            in_header = True
+        elif not sections:
+            continue
+        elif in_header:
+            if line.startswith("index ") and line.endswith(" 100755"):
+                sections[-1].executable = True
+            elif line.startswith("@@"):
+                in_header = False
+        elif line.startswith("+"):
+            sections[-1].added.append(line[1:])
+    return sections
+
+
+def _header_path(rest: str) -> str | None:
+    """``a/X b/X`` → ``X`` (no renames: both sides name one path, so spaces in it are no ambiguity);
+    ``None`` for anything else (git quotes a name with special characters)."""
+    size, odd = divmod(len(rest) - 5, 2)
+    path = rest[2:2 + size]
+    return path if not odd and size > 0 and rest == f"a/{path} b/{path}" else None
 
 
 def _holds_style(path: str) -> bool:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from spotpatch_agent.engine.auto_allow import added_loader_rules, review_kind
+from spotpatch_agent.engine.auto_allow import added_loader_rules, executable_files, review_kind
 from spotpatch_agent.engine.modes import check_mode_request, includes_local_changes, offered_modes
 from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.policy.paths import is_protected
@@ -268,7 +268,8 @@ class GateFacts:
     #: A ``run_check`` of the model changed the worktree during the run: its writes are in the diff but
     #: were never made by the path-policed file tools (tools/executor.py ``checks_changed_files``).
     check_wrote: bool = False
-    #: The change's unified diff (``Job.diff``), scanned for stylesheet rules that load a module into Node.
+    #: The change's unified diff (``Job.diff``), scanned for executable files and for stylesheet rules that
+    #: load a module into Node (engine/auto_allow.py).
     diff: str = ""
 
 
@@ -324,6 +325,11 @@ def auto_apply_blockers(facts: GateFacts) -> list[str]:
         reasons.append("the change touches files the checks run or are configured by: " + _paths(judged))
     named = {*deleted, *dependency, *protected, *config, *tooling, *judged}
     reasons.extend(_not_auto_writable([f.path for f in facts.files if f.path not in named]))
+    # An executable off the allowlist is named above already; one the header quotes ("a file") is kept.
+    executables = [p for p in executable_files(facts.diff)
+                   if p not in named and (review_kind(p) is None or p not in {f.path for f in facts.files})]
+    if executables:
+        reasons.append("the change edits executable files (run as commands): " + _paths(executables))
     loaders = added_loader_rules(facts.diff)
     if loaders:
         reasons.append("the change adds a stylesheet rule that loads a JavaScript module into Node (@plugin, "

@@ -8,13 +8,14 @@ Repro of the break attempt: 10 of 10 such files were applied by ``auto`` (``.vsc
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
 import pytest
 
 from spotpatch_agent.engine import gates
-from spotpatch_agent.engine.auto_allow import added_loader_rules, is_auto_writable, review_kind
+from spotpatch_agent.engine.auto_allow import added_loader_rules, executable_files, is_auto_writable, review_kind
 from spotpatch_agent.protocol.models import FileStat
 from tests.conftest import git, make_repo
 from tests.engine._gates_support import APP, DONE, FILES, KEY_ENV, call, edit, py_check, run_one_job
@@ -202,3 +203,33 @@ async def test_auto_job_that_adds_a_tailwind_plugin_to_its_stylesheet_ends_await
     assert result.snap is not None and result.snap.status == "awaiting-review", (result.statuses, result.snap)
     assert LOADS + "src/App.css" in (result.snap.message or "")
     assert not (root / "src/App.css").exists() and (root / "src/App.tsx").read_text() == APP
+
+
+# ---------------------------------------------------------------- an allowlisted name on an executable file
+
+
+def test_an_edit_of_an_executable_file_goes_to_review_and_names_are_read_from_the_header() -> None:
+    """A tracked ``src/tools.js`` with mode 100755 (a shebang script) keeps its mode when edited; whoever
+    runs it by name runs the model's code. Names with spaces are read whole from ``diff --git``."""
+    diff = ("diff --git a/src/my cli.js b/src/my cli.js\nindex 1111111..2222222 100755\n--- a/src/my cli.js\n"
+            "+++ b/src/my cli.js\t\n@@ -1 +1 @@\n-old\n+new\n"
+            "diff --git a/src/App.tsx b/src/App.tsx\nindex 1111111..2222222 100644\n--- a/src/App.tsx\n"
+            "+++ b/src/App.tsx\n@@ -1 +1 @@\n-index 1 100755\n+diff --git a/x b/x\n")
+    assert executable_files(diff) == ["src/my cli.js"]
+    files = [FileStat(path=p, added=1, removed=1, status="modified") for p in ("src/my cli.js", "src/App.tsx")]
+    assert gates.auto_apply_blockers(gates.GateFacts(capability_proven=True, checks=[], results=[], files=files,
+                                                     diff=diff)) == [
+        "the change edits executable files (run as commands): src/my cli.js"]
+
+
+@pytest.mark.anyio
+async def test_auto_job_that_edits_an_executable_source_file_ends_awaiting_review(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "repo", FILES | {"src/tools.js": "#!/usr/bin/env node\nconsole.log('a');\n"})
+    os.chmod(root / "src/tools.js", 0o755)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "an executable")
+    turns = [edit("w"), edit("x", "'a'", "'b'", "src/tools.js"), DONE]
+    result = await run_one_job(root, turns, checks=[py_check("ok", "print('ok')")], **AUTO)
+    assert result.snap is not None and result.snap.status == "awaiting-review", (result.statuses, result.snap)
+    assert "the change edits executable files (run as commands): src/tools.js" in (result.snap.message or "")
+    assert "'a'" in (root / "src/tools.js").read_text() and (root / "src/App.tsx").read_text() == APP
