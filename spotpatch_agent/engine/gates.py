@@ -325,9 +325,10 @@ def auto_apply_blockers(facts: GateFacts) -> list[str]:
         reasons.append("the change touches files the checks run or are configured by: " + _paths(judged))
     named = {*deleted, *dependency, *protected, *config, *tooling, *judged}
     reasons.extend(_not_auto_writable([f.path for f in facts.files if f.path not in named]))
-    # An executable off the allowlist is named above already; one the header quotes ("a file") is kept.
+    # An executable off the allowlist was just named; one whose name the diff quotes (shown "a file") stays.
+    changed = {f.path for f in facts.files}
     executables = [p for p in executable_files(facts.diff)
-                   if p not in named and (review_kind(p) is None or p not in {f.path for f in facts.files})]
+                   if p not in named and (p not in changed or review_kind(p) is None)]
     if executables:
         reasons.append("the change edits executable files (run as commands): " + _paths(executables))
     loaders = added_loader_rules(facts.diff)
