@@ -73,7 +73,7 @@ _AGENT_NOTES = r"(?:agents|claude|gemini|copilot-instructions|.*\.instructions|.
 _WORKER_NAME = (r"(?:.*[.+_-])?(?:sw|(?:service-?)?worker)(?:[.+_-].*)?|.*serviceworker.*"
                 r"|content[-_]?scripts?\.[cm]?[jt]sx?")
 _SERVER_NAME = (r"(?:.*[.+_-])?server(?:[.+_-].*)?|_?middleware\..*|proxy\..*|instrumentation(?:[.+_-].*)?"
-                r"|setupproxy\..*|route\..*|(?:electron|preload)(?:[.+_-].*)?")
+                r"|setupproxy\..*|routes?\..*|(?:electron|preload)(?:[.+_-].*)?")
 _TEST_NAME = (r".*\.(?:test|spec|e2e|bench|cy|stories|story)\..*|(?:.*[.+_-])?(?:setup|teardown)(?:[.+_-]?tests?)?\..*"
               r"|(?:global|test)[-_]?(?:setup|teardown)\..*|test[-_]?utils\..*")
 _MANIFEST = (r"manifest\.json|.*\.webmanifest|project\.json|package\.json|[jt]sconfig.*\.json"

@@ -74,6 +74,7 @@ MUST_REVIEW = [
     ("src/routes/+page.server.ts", "server-side"),
     ("src/middleware.ts", "server-side"),
     ("src/setupProxy.js", "server-side"),
+    ("app/routes.ts", "server-side"),
     ("pages/api/hello.ts", "server-side"),
     ("src/main/index.ts", "server-side"),
     ("src/manifest.json", "manifest"),
