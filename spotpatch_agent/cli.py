@@ -285,7 +285,8 @@ def serve(max_frame_bytes: int | None = None) -> int:
         handlers.update(bench_handlers(lambda event: server.notify("job/event", event)))
     server = RpcServer(in_fd=0, out_fd=protocol_fd, handlers=handlers, on_stop=service.stop_all,
                        max_body_bytes=MAX_FRAME_BYTES if max_frame_bytes is None else max_frame_bytes,
-                       main=main_task, late_cancel=late_cancel)
+                       main=main_task, late_cancel=late_cancel,
+                       finish_on_stop=frozenset({"job/apply", "job/revert"}))  # never "Request cancelled" on EOF
     _watch_parent(None, server)
     return server.serve()
 

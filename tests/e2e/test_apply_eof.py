@@ -1,0 +1,59 @@
+"""stdin EOF during Apply/Revert over a real ``spotpatch-agent serve`` (issue 25, LOW): an Apply or Revert the
+engine received is finished, its real result is answered, and what Revert needs is saved, so the terminal's
+``spotpatch-agent revert JOB_ID`` works after the engine exited."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from spotpatch_agent.demo.runner import TOUCHED
+from spotpatch_agent.demo.script import demo_turns
+from spotpatch_agent.provider.scripted import ScriptedProviderServer
+from tests.e2e.test_cli import cli
+from tests.e2e.test_serve_job import _run_to_review, start_engine
+
+
+def test_stdin_eof_right_after_job_apply_answers_applied_and_revert_works_later(project: Path, canary: str) -> None:
+    original = (project / TOUCHED).read_bytes()
+    with ScriptedProviderServer(demo_turns()) as server:
+        eng = start_engine(canary)
+        try:
+            job_id = _run_to_review(eng, project, server)
+            rid = eng.start_request("job/apply", {"jobId": job_id})
+            assert eng.proc.stdin is not None
+            eng.proc.stdin.close()  # EOF right behind the request
+            assert eng.proc.wait(30) == 1  # EOF without shutdown is still not a clean exit
+            reply = eng.response(rid, timeout=5)
+        finally:
+            eng.kill()
+    assert "error" not in reply, f"the applied change was answered as {reply['error']}"
+    assert reply["result"]["status"] == "applied" and reply["result"]["jobId"] == job_id
+    applied = (project / TOUCHED).read_bytes()
+    assert applied != original and b"btn-primary" in applied
+    assert canary not in eng.all_output()
+    res = cli("revert", "--project", str(project), job_id)  # the engine is gone: the saved record reverts it
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert (project / TOUCHED).read_bytes() == original
+
+
+def test_stdin_eof_right_after_job_revert_answers_reverted(project: Path, canary: str) -> None:
+    original = (project / TOUCHED).read_bytes()
+    with ScriptedProviderServer(demo_turns()) as server:
+        eng = start_engine(canary)
+        try:
+            job_id = _run_to_review(eng, project, server)
+            assert eng.call("job/apply", {"jobId": job_id})["status"] == "applied"
+            rid = eng.start_request("job/revert", {"jobId": job_id})
+            assert eng.proc.stdin is not None
+            eng.proc.stdin.close()
+            assert eng.proc.wait(30) == 1
+            reply = eng.response(rid, timeout=5)
+        finally:
+            eng.kill()
+    assert reply.get("result", {}).get("status") == "reverted", reply
+    assert (project / TOUCHED).read_bytes() == original
+    res = cli("revert", "--project", str(project), job_id)  # already reverted: refused, nothing written
+    assert res.returncode == 1 and "already reverted" in res.stderr, res.stdout + res.stderr
+    assert subprocess.run(["git", "-C", str(project), "status", "--porcelain"], capture_output=True,
+                          text=True).stdout == ""
