@@ -49,7 +49,10 @@ REVIEW_SUBDIR = ("spotpatch", "reviews")
 FORMAT = "spotpatch-review/1"
 #: Largest record read back: a diff and the replaced images of at most ``maxChangedFiles`` files, base64.
 MAX_REVIEW_BYTES = 256 * 1024 * 1024
+#: Records kept: after a save, the oldest beyond this many are removed (a record that old is refused as unknown).
+KEEP_REVIEWS = 200
 _JOB_ID = re.compile(r"^job_[0-9a-f]{16}$")
+_RECORD = re.compile(r"^job_[0-9a-f]{16}\.json$")
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 ReviewState = Literal["review", "applied", "reverted"]
 #: Shown in messages: the directory as a user finds it in a usual repository.
@@ -199,9 +202,21 @@ def _open_dir(common_dir: Path, *, create: bool) -> int | None:
             os.close(fd)
 
 
-def save_review(common_dir: Path, review: SavedReview) -> None:
-    """Write ``review`` atomically (temp file, ``fsync``, rename; the directory ``fsync``-ed). Raises
-    ``SpotPatchError`` (``CHANGESET_REJECTED`` for a symlinked directory, ``INTERNAL`` for an OS error)."""
+def _prune(directory: int, keep: int) -> None:
+    """Remove the oldest records (by modification time) beyond ``keep``; never raises."""
+    try:
+        with os.scandir(directory) as entries:
+            found = [(e.stat(follow_symlinks=False).st_mtime_ns, e.name) for e in entries if _RECORD.match(e.name)]
+        for _, name in sorted(found)[: max(0, len(found) - keep)]:
+            os.unlink(name, dir_fd=directory)
+    except OSError:
+        pass
+
+
+def save_review(common_dir: Path, review: SavedReview, *, keep: int = KEEP_REVIEWS) -> None:
+    """Write ``review`` atomically (temp file, ``fsync``, rename; the directory ``fsync``-ed), then keep the newest
+    ``keep`` records. Raises ``SpotPatchError`` (``CHANGESET_REJECTED`` for a symlinked directory, ``INTERNAL``
+    for an OS error)."""
     if not valid_job_id(review.job_id):
         raise SpotPatchError(ErrorCode.INTERNAL, "not a job id")
     data = json.dumps(review.to_json(), ensure_ascii=True, separators=(",", ":")).encode("ascii")
@@ -225,6 +240,7 @@ def save_review(common_dir: Path, review: SavedReview) -> None:
                     pass
                 raise
             os.fsync(directory)
+            _prune(directory, keep)
         finally:
             os.close(directory)
     except OSError as exc:

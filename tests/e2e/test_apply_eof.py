@@ -4,6 +4,9 @@ engine received is finished, its real result is answered, and what Revert needs 
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -11,7 +14,8 @@ from spotpatch_agent.demo.runner import TOUCHED
 from spotpatch_agent.demo.script import demo_turns
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from tests.e2e.test_cli import cli
-from tests.e2e.test_serve_job import _run_to_review, start_engine
+from tests.e2e.test_serve_job import KEY_ENV, _run_to_review, annotation, config_for, start_engine
+from tests.protocol_robustness._support import RawEngine
 
 
 def test_stdin_eof_right_after_job_apply_answers_applied_and_revert_works_later(project: Path, canary: str) -> None:
@@ -57,3 +61,31 @@ def test_stdin_eof_right_after_job_revert_answers_reverted(project: Path, canary
     assert res.returncode == 1 and "already reverted" in res.stderr, res.stdout + res.stderr
     assert subprocess.run(["git", "-C", str(project), "status", "--porcelain"], capture_output=True,
                           text=True).stdout == ""
+
+
+def test_stdin_and_stdout_closed_right_after_job_apply_leave_it_whole_with_its_revert_record(
+        project: Path, canary: str) -> None:
+    original = (project / TOUCHED).read_bytes()
+    with ScriptedProviderServer(demo_turns()) as server:
+        eng = RawEngine(env={KEY_ENV: canary})
+        try:
+            eng.call("initialize", {"protocolVersion": "0.1", "processId": os.getpid(), "clientInfo": {"name": "t"},
+                                    "projectRoot": str(project), "config": config_for(server)})
+            job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+            eng.read_until(lambda: any(e["kind"] == "status" and e["status"] == "awaiting-review"
+                                       for e in eng.events(job_id)), timeout=60)
+            eng.request("job/apply", {"jobId": job_id})
+            assert eng.proc.stdin is not None and eng.proc.stdout is not None
+            eng.proc.stdin.close()
+            eng.proc.stdout.close()  # nobody reads the reply: the engine cannot answer
+            assert eng.proc.wait(30) == 1
+        finally:
+            if eng.proc.poll() is None:
+                eng.proc.kill()
+                eng.proc.wait()
+    record = json.loads((project / ".git/spotpatch/reviews" / f"{job_id}.json").read_text())
+    assert record["state"] == "applied"
+    assert hashlib.sha256((project / TOUCHED).read_bytes()).hexdigest() == record["resultHashes"][TOUCHED]
+    res = cli("revert", "--project", str(project), job_id)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert (project / TOUCHED).read_bytes() == original
