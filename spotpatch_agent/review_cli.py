@@ -77,6 +77,7 @@ async def _review(command: str, project: Path, job_id: str, sha256: str | None, 
     if layout is None:
         return _refuse(report, EXIT_USAGE, "not-a-git-repository",
                        f"spotpatch-agent {command}: {root.name or root} is not a git repository")
+    root = layout.toplevel  # --project may name a folder inside the repository (default: the current one)
     lock = ProjectWriteLock(layout.common_dir)
     if not lock.try_acquire():
         return _refuse(report, EXIT_FAILED, "refused", f"spotpatch-agent {command}: another SpotPatch engine is "

@@ -18,7 +18,7 @@ saved is refused. ``applied`` holds what Revert needs (the bytes Apply replaced)
 
 Every file here is opened relative to a directory descriptor, never through a symlink: ``spotpatch`` and
 ``reviews`` are opened ``O_DIRECTORY|O_NOFOLLOW`` (made ``0700`` when missing), a record is written to a new
-temp file (``O_CREAT|O_EXCL|O_NOFOLLOW``, ``0600``), ``fsync``-ed and renamed over the old one, and read only
+temp file (``O_CREAT|O_EXCL|O_NOFOLLOW``, ``0600``) and renamed over the old one, and read only
 when it is a regular file of at most :data:`MAX_REVIEW_BYTES`. A symlink on the way is refused, never
 followed. Errors are :class:`~spotpatch_agent.errors.SpotPatchError` with relative messages.
 """
@@ -214,9 +214,10 @@ def _prune(directory: int, keep: int) -> None:
 
 
 def save_review(common_dir: Path, review: SavedReview, *, keep: int = KEEP_REVIEWS) -> None:
-    """Write ``review`` atomically (temp file, ``fsync``, rename; the directory ``fsync``-ed), then keep the newest
-    ``keep`` records. Raises ``SpotPatchError`` (``CHANGESET_REJECTED`` for a symlinked directory, ``INTERNAL``
-    for an OS error)."""
+    """Write ``review`` atomically (a new temp file renamed over the record), then keep the newest ``keep``
+    records. Not ``fsync``-ed (it would double an Apply's cost): a kill leaves the old or the new record; after a
+    power loss a missing or torn one is refused (``JOB_NOT_FOUND``, or its hash), never acted on.
+    Raises ``SpotPatchError`` (``CHANGESET_REJECTED`` for a symlinked directory, ``INTERNAL`` for an OS error)."""
     if not valid_job_id(review.job_id):
         raise SpotPatchError(ErrorCode.INTERNAL, "not a job id")
     data = json.dumps(review.to_json(), ensure_ascii=True, separators=(",", ":")).encode("ascii")
@@ -229,7 +230,6 @@ def save_review(common_dir: Path, review: SavedReview, *, keep: int = KEEP_REVIE
             try:
                 try:
                     write_fully(fd, data)
-                    os.fsync(fd)
                 finally:
                     os.close(fd)
                 os.rename(tmp, f"{review.job_id}.json", src_dir_fd=directory, dst_dir_fd=directory)
@@ -239,7 +239,6 @@ def save_review(common_dir: Path, review: SavedReview, *, keep: int = KEEP_REVIE
                 except OSError:
                     pass
                 raise
-            os.fsync(directory)
             _prune(directory, keep)
         finally:
             os.close(directory)

@@ -46,7 +46,7 @@ def test_run_apply_revert_writes_exactly_the_reviewed_bytes_and_restores_them(tm
     assert hashlib.sha256((project / TOUCHED).read_bytes()).hexdigest() == record["resultHashes"][TOUCHED]
     again = cli("apply", "--project", str(project), job_id)
     assert again.returncode == 1 and f"{job_id} is already applied" in again.stderr
-    res = cli("revert", "--project", str(project), job_id)
+    res = cli("revert", "--project", str(project / "src"), job_id)  # a folder inside the repository will do
     assert res.returncode == 0, res.stdout + res.stderr
     assert (project / TOUCHED).read_bytes() == original and git(project, "status", "--porcelain") == ""
 
