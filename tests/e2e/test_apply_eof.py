@@ -89,3 +89,24 @@ def test_stdin_and_stdout_closed_right_after_job_apply_leave_it_whole_with_its_r
     res = cli("revert", "--project", str(project), job_id)
     assert res.returncode == 0, res.stdout + res.stderr
     assert (project / TOUCHED).read_bytes() == original
+
+
+def test_an_engine_apply_with_a_symlinked_reviews_directory_applies_says_so_and_writes_nothing_through_it(
+        project: Path, canary: str, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (project / ".git/spotpatch").mkdir(exist_ok=True)
+    (project / ".git/spotpatch/reviews").symlink_to(outside)
+    with ScriptedProviderServer(demo_turns()) as server:
+        eng = start_engine(canary)
+        try:
+            job_id = _run_to_review(eng, project, server)
+            applied = eng.call("job/apply", {"jobId": job_id})
+            assert applied["status"] == "applied"
+            assert "Only this engine session can revert it" in applied["message"]
+            assert ".git/spotpatch/reviews is a symlink" in applied["message"]
+            assert str(tmp_path) not in applied["message"]
+            assert eng.call("job/revert", {"jobId": job_id})["status"] == "reverted"  # in-session revert still works
+        finally:
+            eng.stop()
+    assert list(outside.iterdir()) == []
