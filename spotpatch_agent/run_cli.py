@@ -303,7 +303,7 @@ def _run(args: argparse.Namespace, out: TextIO, report: dict[str, Any]) -> int:
                     return EXIT_FAILED
                 params = JobCreateParams(annotation=annotation, model_profile_id=model_id, apply_mode="review",
                                          local_changes_consent=args.include_local_changes or None)
-                return await drive_job(service, params, apply=False, revert=False, out=out, report=report,
+                return await drive_job(service, params, out=out, report=report,
                                        suggest=getattr(args, "suggest", False), project=str(args.project),
                                        lane_on=config.suggestions.enabled)
             except SpotPatchError as exc:  # caught here, before the task group wraps it in a group
@@ -346,12 +346,11 @@ def provider_help(config: TrustedConfig, file: Path) -> str:
             "in the environment, or copy the prompt above into any AI tool.")
 
 
-async def drive_job(service: Any, params: JobCreateParams, *, apply: bool, revert: bool, out: TextIO,
-                    report: dict[str, Any] | None = None, suggest: bool = False, lane_on: bool = False,
-                    project: str = "DIR") -> int:
-    """Create the job, wait for it, print its diff; then save it for review (``project``: as the user typed it,
-    for the printed ``apply`` command), or with ``apply`` apply it in this same session — the one that showed
-    it — (and revert). Returns an exit code.
+async def drive_job(service: Any, params: JobCreateParams, *, out: TextIO, report: dict[str, Any] | None = None,
+                    suggest: bool = False, lane_on: bool = False, project: str = "DIR") -> int:
+    """Create the job, wait for it, print its diff and save it for review (:func:`save_for_review`; ``project``
+    as the user typed it, for the printed ``apply`` command). Never applies: only ``spotpatch-agent apply``
+    does, with exactly the saved changeset. Returns an exit code.
     ``report`` (``run --json``) receives the outcome, the final job snapshot, the diff and the error.
 
     A job that failed because its model cannot call tools: with ``suggest`` and ``lane_on`` (the trusted
@@ -386,16 +385,7 @@ async def drive_job(service: Any, params: JobCreateParams, *, apply: bool, rever
     report["diff"] = diff.dump()
     print("\n--- the agent's diff (against the job's baseline) ---", file=out)
     print(diff.diff, file=out, end="" if diff.diff.endswith("\n") else "\n")
-    if not apply:
-        return await save_for_review(service, ids, diff.diff, out=out, report=report, project=project)
-    snapshot = await service.job_apply(ids)
-    report.update(outcome=snapshot.status, job=snapshot.dump())
-    print(f"Applied: status {snapshot.status}.", file=out)
-    if revert:
-        snapshot = await service.job_revert(ids)
-        report.update(outcome=snapshot.status, job=snapshot.dump())
-        print(f"Reverted: status {snapshot.status}.", file=out)
-    return EXIT_OK
+    return await save_for_review(service, ids, diff.diff, out=out, report=report, project=project)
 
 
 async def save_for_review(service: Any, ids: Any, diff: str, *, out: TextIO, report: dict[str, Any],
