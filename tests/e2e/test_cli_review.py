@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -15,9 +18,11 @@ import pytest
 from spotpatch_agent.demo.runner import TOUCHED, make_demo_project
 from spotpatch_agent.demo.script import demo_turns
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
+from spotpatch_agent.worktree.journal import FAULT_ENV
 from tests.conftest import git
 from tests.e2e.test_cli import cli
 from tests.e2e.test_cli_run_health import KEY, TARGET, config
+from tests.engine_client import engine_command
 
 REVIEWS = Path(".git/spotpatch/reviews")
 
@@ -132,3 +137,29 @@ def test_apply_usage_errors_exit_2(tmp_path: Path) -> None:
     assert cli("apply", "--project", str(project), "job_0123456789abcdef", "--sha256", "xyz").returncode == 2
     missing = cli("apply", "--project", str(project), "job_0123456789abcdef")
     assert missing.returncode == 1 and "no saved review for job_0123456789abcdef" in missing.stderr
+
+
+def test_a_killed_terminal_apply_is_repaired_by_the_next_and_applied_whole(tmp_path: Path) -> None:
+    """``apply`` writes through the crash journal: SIGKILLed once its file is exchanged (the temp file not yet
+    unlinked), the next ``apply`` rolls the half-written one back, then applies the reviewed bytes."""
+    project, job_id, sha = run_to_review(tmp_path)
+    record = json.loads((project / REVIEWS / f"{job_id}.json").read_text())
+    proc = subprocess.Popen([*engine_command()[:-1], "apply", "--project", str(project), job_id],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            env={**os.environ, FAULT_ENV: "apply:file-1:exchanged"})
+    try:
+        assert proc.stderr is not None
+        deadline, seen = time.monotonic() + 30, b""
+        while b"SPOTPATCH-TEST-PAUSED" not in seen:
+            assert time.monotonic() < deadline and proc.poll() is None, seen
+            seen += os.read(proc.stderr.fileno(), 4096)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert [p.name for p in (project / ".git/spotpatch/journal").iterdir()] == [f"{job_id}.journal"]
+    res = cli("apply", "--project", str(project), job_id, "--sha256", sha)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"Repaired a half-written apply of {job_id} left by a crash: rolled-back" in res.stderr
+    assert hashlib.sha256((project / TOUCHED).read_bytes()).hexdigest() == record["resultHashes"][TOUCHED]
+    assert list((project / ".git/spotpatch/journal").iterdir()) == []
+    assert not [p for p in (project / "src/components").iterdir() if p.name.startswith(".spotpatch")]  # no temp
