@@ -21,13 +21,16 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from spotpatch_agent.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from spotpatch_agent.worktree.reviews import SavedReview
 
 #: What each command needs the saved review's state to be, and what it is after.
 _FROM = {"apply": ("review", "reverted"), "revert": ("applied",)}
@@ -113,7 +116,7 @@ async def _review(command: str, project: Path, job_id: str, sha256: str | None, 
     return EXIT_OK
 
 
-async def _apply(root: Path, common_dir: Path, review: Any) -> None:
+async def _apply(root: Path, common_dir: Path, review: SavedReview) -> None:
     """The engine's verified Apply of the saved changeset, then the record with what Revert needs."""
     from spotpatch_agent.worktree.changes import apply_change
     from spotpatch_agent.worktree.reviews import save_review
@@ -131,7 +134,7 @@ async def _apply(root: Path, common_dir: Path, review: Any) -> None:
                                  f"saved ({exc.message}): undo it by hand (git checkout -- the files)") from None
 
 
-async def _revert(root: Path, common_dir: Path, review: Any) -> None:
+async def _revert(root: Path, common_dir: Path, review: SavedReview) -> None:
     """The engine's verified Revert of the saved Apply, then the record marked reverted."""
     from spotpatch_agent.worktree.changes import AppliedChange, revert_change
     from spotpatch_agent.worktree.reviews import save_review
