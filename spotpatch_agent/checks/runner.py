@@ -11,8 +11,9 @@ stage; both get the same :class:`CheckRun`. Rules:
   (a process that leaves the group with ``setsid`` is outside it: docs/security.md);
 - confined (docs/security.md §4, *Check sandbox*): on a platform with a sandbox the process runs inside
   it (:mod:`spotpatch_agent.checks.sandbox`: no network unless the check's trusted ``network``, read-only
-  filesystem but the worktree and a private temp dir (its ``TMPDIR``, removed after the run), the user's
-  home and checkout hidden but the toolchains, ``node_modules`` and ``readPaths``, its own pid namespace).
+  filesystem view that is an allowlist (system directories, the toolchains, ``node_modules``, ``readPaths``),
+  writes only in the worktree and a private temp dir (its ``TMPDIR`` and ``HOME``, removed after the run),
+  its own pid namespace).
   Where none is available the trusted config's ``sandbox`` decides: ``required`` (default) raises
   :class:`SandboxUnavailable` and nothing runs; ``warn`` runs it unconfined (``CheckRun.sandbox``);
 - timeout: the check's ``timeoutSec``, else the ``checkTimeoutSec`` limit, never above that limit's cap;
@@ -43,6 +44,7 @@ from typing import TYPE_CHECKING, Literal
 import anyio
 from anyio.abc import Process
 
+from spotpatch_agent.checks.sandbox.plan import SANDBOX_WORK
 from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
 from spotpatch_agent.process import NEW_SESSION, kill_tree
@@ -269,10 +271,12 @@ async def run_check_process(check: CheckConfig, cwd: Path, limits: Limits, *,
     timeout = check_timeout(check, limits)
     started = time.perf_counter()
     confined = detection.confinement is not None
+    # The check's working directory as it sees it (bubblewrap: a neutral path), made relative like ``cwd``.
+    inside = SANDBOX_WORK if detection.confinement is not None and detection.confinement.relocates else None
 
     def finish(status: CheckStatus, exit_code: int | None, sig: int | None, raw: bytes, cut: bool) -> CheckRun:
         output, truncated = clean_output(raw, max_bytes=max_bytes, truncated=cut,
-                                         relative_to=[p for p in (cwd, project_root) if p is not None],
+                                         relative_to=[p for p in (cwd, project_root, inside) if p is not None],
                                          home=os.environ.get("HOME") or Path.home())
         return CheckRun(check_id=check.id, name=check.name, required=check.required, status=status,
                         exit_code=exit_code, signal=sig, duration_ms=int((time.perf_counter() - started) * 1000),
@@ -310,7 +314,8 @@ async def run_check_process(check: CheckConfig, cwd: Path, limits: Limits, *,
 def _confine(confinement: Confinement, check: CheckConfig, cwd: Path, env: dict[str, str],
              project_root: Path | None, pass_fds: list[int]) -> tuple[list[str], Path | None]:
     """The sandboxed argv (empty when the command cannot be found) and the check's private temp dir;
-    sets the check's ``TMPDIR`` in ``env``; descriptors the sandbox inherits go to ``pass_fds``."""
+    sets the check's ``TMPDIR``, ``HOME`` and ``PATH`` in ``env`` (``Confinement.prepare``); descriptors
+    the sandbox inherits go to ``pass_fds``."""
     from spotpatch_agent.checks.sandbox import build_plan
     from spotpatch_agent.checks.sandbox.plan import resolve_command
 
@@ -320,7 +325,7 @@ def _confine(confinement: Confinement, check: CheckConfig, cwd: Path, env: dict[
     temp_dir = Path(tempfile.mkdtemp(prefix="spotpatch-check-"))
     plan = build_plan(cwd=cwd, temp_dir=temp_dir, network=check.network, env=env, project_root=project_root,
                       command=command, read_paths=check.read_paths)
-    env["TMPDIR"] = confinement.tmpdir(plan)
+    confinement.prepare(plan, env)  # TMPDIR, HOME (the private one) and PATH as the check sees them
     return confinement.wrap(plan, [str(command), *check.args], pass_fds), temp_dir
 
 
