@@ -1,9 +1,10 @@
-"""Entry points: ``spotpatch-agent serve | run | demo | doctor | checks suggest | audit | schema``
+"""Entry points: ``spotpatch-agent serve | run | apply | revert | demo | doctor | checks suggest | audit | schema``
 (docs/design.md §1, §3).
 
 ``serve`` speaks the protocol on stdin/stdout; fd 1 is reserved for frames before anything else runs, so
 a stray ``print``, a C-level write or a child process can only reach stderr. ``run`` drives one job from
-the terminal; ``demo`` runs a real job on the bundled demo app (offline with a scripted provider);
+the terminal and saves its diff for review; ``apply`` / ``revert`` write exactly that reviewed diff, or undo it
+(review_cli.py); ``demo`` runs a real job on the bundled demo app (offline with a scripted provider);
 ``demo --serve`` serves that app with ``vite dev``, the plugin and the page overlay until Ctrl-C.
 ``checks suggest`` prints a proposed checks config (never runs or writes anything). What ``run``, ``demo``
 and ``checks suggest`` print passes through :func:`~spotpatch_agent.terminal.inert` (control characters shown).
@@ -65,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
                      help="what to change at the matching --target")
     run.add_argument("--config", type=Path, help="trusted config (default: <project>/spotpatch.config.json)")
     run.add_argument("--model", help="model profile id (default: the first configured)")
-    run.add_argument("--apply", action="store_true", help="apply the diff to the working tree when the job succeeds")
+    run.add_argument("--apply", action="store_true",
+                     help="refused: a fresh run is never applied unreviewed; run without it, review the diff, then "
+                          "`spotpatch-agent apply JOB_ID`")
     run.add_argument("--suggest", action="store_true",
                      help="when the job fails because the model cannot call tools and the config turns the "
                           "suggestion lane on, print a read-only draft suggestion (it changes nothing)")
@@ -75,6 +78,14 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--json", action="store_true",
                      help="print one JSON object for scripts on stdout (progress goes to stderr); see "
                           "docs/configuration.md, The CLI")
+    for name, what in (("apply", "apply exactly the diff `run` saved for review (never a new model run)"),
+                       ("revert", "restore byte for byte what `apply` (or the page's Apply) wrote")):
+        one = sub.add_parser(name, help=what)
+        one.add_argument("job_id", metavar="JOB_ID", help="the job id `run` printed")
+        one.add_argument("--project", type=Path, default=Path("."), help="the project's git top level (default: .)")
+        if name == "apply":
+            one.add_argument("--sha256", metavar="HEX", help="the diff's SHA-256 `run` printed: any other is refused")
+        one.add_argument("--json", action="store_true", help="print one JSON object for scripts on stdout")
     demo = sub.add_parser("demo", help="run a real job on the bundled demo Vite app (offline without OPENAI_API_KEY)")
     demo.add_argument("--keep", action="store_true", help="keep the temporary demo project")
     demo.add_argument("--api", choices=("chat", "responses"), default="chat",
@@ -128,6 +139,11 @@ def main(argv: list[str] | None = None) -> int:
 
             return audit_command(args.project, args.job_id, as_json=args.json)
         setup_logging()
+        if args.command in ("apply", "revert"):
+            from spotpatch_agent.review_cli import review_command
+
+            return review_command(args.command, args.project, args.job_id, sha256=getattr(args, "sha256", None),
+                                  as_json=args.json)
         if args.command == "run":
             from spotpatch_agent.run_cli import run_command
 
@@ -269,7 +285,8 @@ def serve(max_frame_bytes: int | None = None) -> int:
         handlers.update(bench_handlers(lambda event: server.notify("job/event", event)))
     server = RpcServer(in_fd=0, out_fd=protocol_fd, handlers=handlers, on_stop=service.stop_all,
                        max_body_bytes=MAX_FRAME_BYTES if max_frame_bytes is None else max_frame_bytes,
-                       main=main_task, late_cancel=late_cancel)
+                       main=main_task, late_cancel=late_cancel,
+                       finish_on_stop=frozenset({"job/apply", "job/revert"}))  # never "Request cancelled" on EOF
     _watch_parent(None, server)
     return server.serve()
 

@@ -5,7 +5,9 @@ project is not a git repository or no target has a usable location. Without a us
 v1 prompt (the text ``prompt/render`` returns) and how to configure one, and exits 3. The repository's health
 is shown as the page shows it (reasons, paths, fixes); a blocked tree, or local changes without
 ``--include-local-changes``, exits 1 before any job. Exit 0 only when the job reached ``awaiting-review``
-(and, with ``--apply``, was applied). ``--json`` prints one object for scripts (:func:`run_report`).
+and its reviewed changeset was saved (``worktree/reviews.py``) for ``spotpatch-agent apply JOB_ID``, which
+writes exactly it (issue 25). ``--apply`` is refused (exit 2, before any job): a fresh run is never applied
+unreviewed. ``--json`` prints one object for scripts (:func:`run_report`).
 """
 
 from __future__ import annotations
@@ -244,9 +246,10 @@ def run_command(args: argparse.Namespace) -> int:
 
 def run_report(code: int, report: dict[str, Any]) -> dict[str, Any]:
     """The ``run --json`` object (docs/configuration.md "The CLI"): ``{exitCode, outcome, health, job, diff,
-    error, prompt, suggestion}``, every key present (``null`` when it does not apply)."""
+    error, prompt, suggestion, review}``, every key present (``null`` when it does not apply); ``review`` is
+    ``{jobId, diffSha256, applyCommand}`` once the diff was saved for ``spotpatch-agent apply``."""
     out = {"exitCode": code, "outcome": None, "health": None, "job": None, "diff": None, "error": None,
-           "prompt": None, "suggestion": None}
+           "prompt": None, "suggestion": None, "review": None}
     out.update(report)
     return out
 
@@ -256,6 +259,10 @@ def _run(args: argparse.Namespace, out: TextIO, report: dict[str, Any]) -> int:
     from spotpatch_agent.protocol.models import PromptRenderParams
     from spotpatch_agent.worktree.repo import locate
 
+    if args.apply:
+        usage_error("--apply is refused: it would apply a new model run nobody reviewed. Run without it, review "
+                    "the diff, then `spotpatch-agent apply --project DIR JOB_ID --sha256 HEX` applies exactly that "
+                    "diff (the command is printed after it).")
     project = args.project.resolve()
     config = load_config(project, args.config)
     annotation = build_annotation(args.target, args.instruction)
@@ -296,8 +303,8 @@ def _run(args: argparse.Namespace, out: TextIO, report: dict[str, Any]) -> int:
                     return EXIT_FAILED
                 params = JobCreateParams(annotation=annotation, model_profile_id=model_id, apply_mode="review",
                                          local_changes_consent=args.include_local_changes or None)
-                return await drive_job(service, params, apply=args.apply, revert=False, out=out, report=report,
-                                       suggest=getattr(args, "suggest", False),
+                return await drive_job(service, params, out=out, report=report,
+                                       suggest=getattr(args, "suggest", False), project=str(args.project),
                                        lane_on=config.suggestions.enabled)
             except SpotPatchError as exc:  # caught here, before the task group wraps it in a group
                 report.update(outcome="engine-error", error={"code": exc.code.value, "message": exc.message})
@@ -339,9 +346,11 @@ def provider_help(config: TrustedConfig, file: Path) -> str:
             "in the environment, or copy the prompt above into any AI tool.")
 
 
-async def drive_job(service: Any, params: JobCreateParams, *, apply: bool, revert: bool, out: TextIO,
-                    report: dict[str, Any] | None = None, suggest: bool = False, lane_on: bool = False) -> int:
-    """Create the job, wait for it, print its diff; optionally apply (and revert). Returns an exit code.
+async def drive_job(service: Any, params: JobCreateParams, *, out: TextIO, report: dict[str, Any] | None = None,
+                    suggest: bool = False, lane_on: bool = False, project: str = "DIR") -> int:
+    """Create the job, wait for it, print its diff and save it for review (:func:`save_for_review`; ``project``
+    as the user typed it, for the printed ``apply`` command). Never applies: only ``spotpatch-agent apply``
+    does, with exactly the saved changeset. Returns an exit code.
     ``report`` (``run --json``) receives the outcome, the final job snapshot, the diff and the error.
 
     A job that failed because its model cannot call tools: with ``suggest`` and ``lane_on`` (the trusted
@@ -376,14 +385,26 @@ async def drive_job(service: Any, params: JobCreateParams, *, apply: bool, rever
     report["diff"] = diff.dump()
     print("\n--- the agent's diff (against the job's baseline) ---", file=out)
     print(diff.diff, file=out, end="" if diff.diff.endswith("\n") else "\n")
-    if not apply:
-        print("Review it, then re-run with --apply to apply it to the working tree.", file=out)
-        return EXIT_OK
-    snapshot = await service.job_apply(ids)
-    report.update(outcome=snapshot.status, job=snapshot.dump())
-    print(f"Applied: status {snapshot.status}.", file=out)
-    if revert:
-        snapshot = await service.job_revert(ids)
-        report.update(outcome=snapshot.status, job=snapshot.dump())
-        print(f"Reverted: status {snapshot.status}.", file=out)
+    return await save_for_review(service, ids, diff.diff, out=out, report=report, project=project)
+
+
+async def save_for_review(service: Any, ids: Any, diff: str, *, out: TextIO, report: dict[str, Any],
+                          project: str) -> int:
+    """Save the reviewed changeset (``EngineService.job_save_review``) and print the command that applies exactly
+    it, with the diff's SHA-256. Exit 1 when it could not be saved (nothing can apply it later)."""
+    import shlex
+
+    from spotpatch_agent.worktree.reviews import diff_sha256
+
+    why = await service.job_save_review(ids)
+    if why is not None:
+        report["error"] = {"code": "INTERNAL", "message": why}
+        print(f"The diff could not be saved for review, so it cannot be applied later: {why}", file=out)
+        return EXIT_FAILED
+    sha = diff_sha256(diff)
+    command = f"spotpatch-agent apply --project {shlex.quote(project)} {ids.job_id} --sha256 {sha}"
+    report["review"] = {"jobId": ids.job_id, "diffSha256": sha, "applyCommand": command}
+    print(f"Review it, then apply exactly this diff: spotpatch-agent apply --project {shlex.quote(project)} "
+          f"{ids.job_id}", file=out)
+    print(f"(diff sha256 {sha}; add --sha256 {sha} to refuse any other diff: {command})", file=out)
     return EXIT_OK

@@ -11,8 +11,9 @@ stage; both get the same :class:`CheckRun`. Rules:
   (a process that leaves the group with ``setsid`` is outside it: docs/security.md);
 - confined (docs/security.md §4, *Check sandbox*): on a platform with a sandbox the process runs inside
   it (:mod:`spotpatch_agent.checks.sandbox`: no network unless the check's trusted ``network``, read-only
-  filesystem but the worktree and a private temp dir (its ``TMPDIR``, removed after the run), the user's
-  home and checkout hidden but the toolchains, ``node_modules`` and ``readPaths``, its own pid namespace).
+  filesystem view that is an allowlist (system directories, the toolchains, ``node_modules``, ``readPaths``),
+  writes only in the worktree and a private temp dir (its ``TMPDIR`` and ``HOME``, removed after the run),
+  its own pid namespace).
   Where none is available the trusted config's ``sandbox`` decides: ``required`` (default) raises
   :class:`SandboxUnavailable` and nothing runs; ``warn`` runs it unconfined (``CheckRun.sandbox``);
 - resource limits (Linux; :mod:`spotpatch_agent.checks.limits`, the check's trusted ``limits``): rlimits
@@ -59,6 +60,7 @@ from spotpatch_agent.checks.limits import (
     rlimit_argv,
     written_since,
 )
+from spotpatch_agent.checks.sandbox.plan import SANDBOX_WORK
 from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
 from spotpatch_agent.process import NEW_SESSION, kill_tree
@@ -291,10 +293,12 @@ async def run_check_process(check: CheckConfig, cwd: Path, limits: Limits, *,
     timeout = check_timeout(check, limits)
     started = time.perf_counter()
     confined = detection.confinement is not None
+    # The check's working directory as it sees it (bubblewrap: a neutral path), made relative like ``cwd``.
+    inside = SANDBOX_WORK if detection.confinement is not None and detection.confinement.relocates else None
 
     def finish(status: CheckStatus, exit_code: int | None, sig: int | None, raw: bytes, cut: bool) -> CheckRun:
         output, truncated = clean_output(raw, max_bytes=max_bytes, truncated=cut,
-                                         relative_to=[p for p in (cwd, project_root) if p is not None],
+                                         relative_to=[p for p in (cwd, project_root, inside) if p is not None],
                                          home=os.environ.get("HOME") or Path.home())
         return CheckRun(check_id=check.id, name=check.name, required=check.required, status=status,
                         exit_code=exit_code, signal=sig, duration_ms=int((time.perf_counter() - started) * 1000),
@@ -309,7 +313,7 @@ async def run_check_process(check: CheckConfig, cwd: Path, limits: Limits, *,
     enforced = _Enforcement(resolve(check.limits) if sys.platform.startswith("linux") else None)
     try:
         if detection.confinement is not None:
-            argv, temp_dir = _confine(detection.confinement, check, cwd, env, project_root, fds, enforced.limits)
+            argv, temp_dir = _confine(detection.confinement, check, cwd, env, project_root, fds, enforced)
             if not argv:
                 return finish("failed", None, None, b"the command could not be started: not found or not executable",
                               False)
@@ -337,7 +341,6 @@ async def run_check_process(check: CheckConfig, cwd: Path, limits: Limits, *,
             for fd in fds:  # the sandbox has its own copy (or never started)
                 os.close(fd)
             fds.clear()
-        enforced.temp_on_disk = temp_dir is not None and "--size" not in argv
         run = await _supervise(process, timeout, max_bytes, finish, signal_codes=temp_dir is not None,
                                watchdog=enforced.watch(cwd) if enforced.limits is not None else None)
         return enforced.annotate(run)
@@ -412,10 +415,11 @@ class _Enforcement:
 
 def _confine(confinement: Confinement, check: CheckConfig, cwd: Path, env: dict[str, str],
              project_root: Path | None, pass_fds: list[int],
-             limits: ResolvedLimits | None) -> tuple[list[str], Path | None]:
+             enforced: _Enforcement) -> tuple[list[str], Path | None]:
     """The sandboxed argv (empty when the command cannot be found) and the check's private temp dir;
-    sets the check's ``TMPDIR`` in ``env``; descriptors the sandbox inherits go to ``pass_fds``. With
-    ``limits``: the command behind the rlimit wrapper (inside the sandbox) and a ``tmpMiB`` tmpfs as temp."""
+    sets the check's ``TMPDIR``, ``HOME`` and ``PATH`` in ``env`` (``Confinement.prepare``); descriptors
+    the sandbox inherits go to ``pass_fds``. With ``enforced.limits``: the command behind the rlimit wrapper
+    (inside the sandbox) and, where the mechanism can, a ``tmpMiB`` tmpfs as the private temp dir."""
     from spotpatch_agent.checks.sandbox import build_plan
     from spotpatch_agent.checks.sandbox.plan import resolve_command
 
@@ -425,11 +429,16 @@ def _confine(confinement: Confinement, check: CheckConfig, cwd: Path, env: dict[
     temp_dir = Path(tempfile.mkdtemp(prefix="spotpatch-check-"))
     plan = build_plan(cwd=cwd, temp_dir=temp_dir, network=check.network, env=env, project_root=project_root,
                       command=command, read_paths=check.read_paths)
-    env["TMPDIR"] = confinement.tmpdir(plan)
+    confinement.prepare(plan, env)  # TMPDIR, HOME (the private one) and PATH as the check sees them
     inner = [str(command), *check.args]
-    if limits is not None:
-        plan = replace(plan, temp_size=limits.tmp_bytes)
-        inner = rlimit_argv(limits, inner, processes=True)
+    if enforced.limits is not None:
+        if confinement.sizes_temp():
+            plan = replace(plan, temp_size=enforced.limits.tmp_bytes)
+        else:
+            enforced.temp_on_disk = True
+        # The mechanism shows argv[0] where the sandbox has it; behind the wrapper the command is argv[n].
+        inner[0] = plan.inside(inner[0], relocate=confinement.relocates) or inner[0]
+        inner = rlimit_argv(enforced.limits, inner, processes=True)
     return confinement.wrap(plan, inner, pass_fds), temp_dir
 
 

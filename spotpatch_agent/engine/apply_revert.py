@@ -2,12 +2,16 @@
 (docs/design.md §8, §13). The caller holds the engine's write lock and the project write lock
 (``EngineService.job_apply`` / ``job_revert`` / the auto modes' Apply).
 
+An Apply saves the job's review record with what Revert needs (``worktree/reviews.py``), inside the same
+shielded step as the write, so ``spotpatch-agent revert JOB_ID`` works after the engine exited (issue 25).
+
 Light to import: ``worktree.changes`` is imported at the first Apply or Revert (cold start, issue 3).
 """
 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
@@ -16,6 +20,7 @@ from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.policy.redact import REDACTOR
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import JobSnapshot
+from spotpatch_agent.worktree.repo import locate
 
 if TYPE_CHECKING:
     from spotpatch_agent.engine.job import Job
@@ -68,6 +73,36 @@ def failure_message(exc: BaseException, what: str) -> str:
     return f"{what} failed with an internal error; nothing was reported as done (see the engine log)."
 
 
+async def _common_dir(root: Path) -> Path:
+    from spotpatch_agent.worktree.refs import read_repo_state
+
+    state = await anyio.to_thread.run_sync(read_repo_state, root)  # in process, no git (the usual case)
+    layout = state.layout if state is not None else await locate(root)
+    if layout is None:
+        raise SpotPatchError(ErrorCode.REPO_BLOCKED, "the project is no longer a git repository")
+    return layout.common_dir
+
+
+async def save_job_review(job: Job) -> str | None:
+    """Save ``job``'s review record (state ``review``, or ``applied``/``reverted`` with what Revert needs, from
+    ``job.applied``) under the git common dir. Returns None, or why it failed (logged; never raises)."""
+    from spotpatch_agent.worktree.reviews import SavedReview, save_review
+
+    try:
+        review = SavedReview(job_id=job.job_id, head=job.head_oid, diff=job.diff, paths=list(job.baseline_hashes),
+                             baseline_hashes=dict(job.baseline_hashes), result_hashes=dict(job.result_hashes))
+        if job.applied is not None:
+            review.state = "reverted" if job.status == "reverted" else "applied"
+            review.paths, review.post_hashes = list(job.applied.paths), dict(job.applied.post_hashes)
+            review.baseline_images, review.created_dirs = job.applied.baseline_images, job.applied.created_dirs
+        await anyio.to_thread.run_sync(save_review, await _common_dir(job.root), review)
+    except Exception as exc:  # noqa: BLE001 - the caller says what it means: only this session can revert
+        reason = failure_message(exc, "Saving the review record")
+        log.warning("job %s: the review record was not saved: %s", job.job_id, reason)
+        return reason
+    return None
+
+
 async def apply_job(job: Job, *, auto: str | None = None) -> JobSnapshot:
     """Apply ``job``'s diff. ``auto``: the auto modes' Apply straight from ``validating`` (docs/design.md §10),
     with this status message when applied; a conflict then reads "Not applied automatically: …"."""
@@ -82,6 +117,7 @@ async def apply_job(job: Job, *, auto: str | None = None) -> JobSnapshot:
             job.applied = await apply_change(job.root, job.diff, job.baseline_hashes,
                                              expected_head=job.head_oid, result_hashes=job.result_hashes,
                                              job_id=job.job_id)
+            unsaved = await save_job_review(job)  # what Revert needs outlives this engine (issue 25)
     except BaseException as exc:
         if _nothing_written(exc):
             reason = failure_message(exc, "Apply")
@@ -90,6 +126,8 @@ async def apply_job(job: Job, *, auto: str | None = None) -> JobSnapshot:
             job.fail(_as_error(exc, "Apply"))
         _record_change(job, "apply", exc)
         raise
+    if unsaved is not None:
+        auto = f"{auto or 'Applied.'} Only this engine session can revert it: {unsaved}"
     job.set_status("applied", auto)
     _record_change(job, "apply", None)
     return job.snapshot()
@@ -105,6 +143,8 @@ async def revert_job(job: Job) -> JobSnapshot:
     try:
         with anyio.CancelScope(shield=True):
             await revert_change(job.root, job.applied, expected_head=job.head_oid)
+            job.status = "reverted"  # the record's state; the event is emitted below
+            await save_job_review(job)
     except BaseException as exc:
         if _nothing_written(exc):
             job.set_status("applied", failure_message(exc, "Revert"))

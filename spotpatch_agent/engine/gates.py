@@ -18,7 +18,9 @@ Three parts; everything but :func:`run_final_checks` is pure:
   job (``CHECK_FAILED``) and its writes never reach the diff. The trusted config has no separate class of
   "static format/syntax checks" (docs/design.md §9 step 2): such a check is an ordinary check listed first.
 - **Auto gates** (:func:`auto_apply_blockers`): the reasons, if any, why ``auto`` must fall back to
-  review instead of applying. Baselines are checked by Apply itself (``APPLY_CONFLICT`` → review).
+  review instead of applying: the named path classes below, then any other file outside the allowlist of
+  what ``auto`` may write (engine/auto_allow.py). Baselines are checked by Apply itself (``APPLY_CONFLICT``
+  → review).
 
 Consent is never stored by the engine beyond the job's frozen ``JobCreateParams`` in memory: it is
 checked per request and covers only that job, its mode and its provider (spec: "同意不写盘、不跨模式、
@@ -33,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+from spotpatch_agent.engine.auto_allow import added_loader_rules, executable_files, review_kind
 from spotpatch_agent.engine.modes import check_mode_request, includes_local_changes, offered_modes
 from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.policy.paths import is_protected
@@ -265,6 +268,9 @@ class GateFacts:
     #: A ``run_check`` of the model changed the worktree during the run: its writes are in the diff but
     #: were never made by the path-policed file tools (tools/executor.py ``checks_changed_files``).
     check_wrote: bool = False
+    #: The change's unified diff (``Job.diff``), scanned for executable files and for stylesheet rules that
+    #: load a module into Node (engine/auto_allow.py).
+    diff: str = ""
 
 
 def _paths(paths: list[str]) -> str:
@@ -272,9 +278,21 @@ def _paths(paths: list[str]) -> str:
     return shown + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
 
 
+def _not_auto_writable(paths: Sequence[str]) -> list[str]:
+    """``"<path> is <kind>"`` for each of ``paths`` outside auto's allowlist (engine/auto_allow.py), the first
+    five, then how many more."""
+    found = [(path, kind) for path in paths if (kind := review_kind(path)) is not None]
+    reasons = [f"{path} is {kind}" for path, kind in found[:5]]
+    if len(found) > 5:
+        reasons.append(f"{len(found) - 5} more files are outside what auto may write")
+    return reasons
+
+
 def auto_apply_blockers(facts: GateFacts) -> list[str]:
     """Every reason ``auto`` must not apply (empty: all gates hold). Each reason is a short sentence
-    fragment for the status message, e.g. ``"the change deletes src/old.ts"``."""
+    fragment for the status message, e.g. ``"the change deletes src/old.ts"`` or, for a file outside the
+    allowlist of engine/auto_allow.py that no earlier reason named, ``".vscode/tasks.json is under a
+    dot-directory (.vscode/: editor, tool or CI configuration)"``."""
     reasons: list[str] = []
     if not facts.capability_proven:
         reasons.append(UNPROVEN)
@@ -305,6 +323,18 @@ def auto_apply_blockers(facts: GateFacts) -> list[str]:
               or (is_check_config(f.path) and not is_dependency_file(f.path))]
     if judged:
         reasons.append("the change touches files the checks run or are configured by: " + _paths(judged))
+    named = {*deleted, *dependency, *protected, *config, *tooling, *judged}
+    reasons.extend(_not_auto_writable([f.path for f in facts.files if f.path not in named]))
+    # An executable off the allowlist was just named; one whose name the diff quotes (shown "a file") stays.
+    changed = {f.path for f in facts.files}
+    executables = [p for p in executable_files(facts.diff)
+                   if p not in named and (p not in changed or review_kind(p) is None)]
+    if executables:
+        reasons.append("the change edits executable files (run as commands): " + _paths(executables))
+    loaders = added_loader_rules(facts.diff)
+    if loaders:
+        reasons.append("the change adds a stylesheet rule that loads a JavaScript module into Node (@plugin, "
+                       "@config) to " + _paths(loaders))
     if facts.check_wrote:
         reasons.append("a check run during the job changed files (its writes are part of the diff)")
     return reasons

@@ -321,7 +321,7 @@ async def _decide(
     blockers = gates.auto_apply_blockers(gates.GateFacts(
         capability_proven=proven,
         files=job.files, checks=job.checks, results=job.check_results,
-        check_wrote=executor.checks_changed_files,
+        check_wrote=executor.checks_changed_files, diff=job.diff,
     ))
     return _apply_unless_blocked(
         job, apply, blockers, applied="Applied automatically: every gate passed.",

@@ -24,7 +24,7 @@ from anyio.abc import TaskGroup
 
 from spotpatch_agent import PROTOCOL_VERSION, __version__
 from spotpatch_agent.audit.sink import audit_dir
-from spotpatch_agent.engine.apply_revert import apply_job, failure_message, persist_ledger, revert_job
+from spotpatch_agent.engine.apply_revert import apply_job, failure_message, persist_ledger, revert_job, save_job_review
 from spotpatch_agent.engine.events import JobEventLog
 from spotpatch_agent.engine.modes import check_mode_request, includes_local_changes, offered_modes
 from spotpatch_agent.engine.providers import (
@@ -117,8 +117,7 @@ class EngineService:
         self._settled: anyio.Event | None = None
 
     def _lock(self) -> anyio.Lock:
-        if self._write_lock is None:
-            self._write_lock = anyio.Lock()
+        self._write_lock = self._write_lock or anyio.Lock()
         return self._write_lock
 
     @asynccontextmanager
@@ -369,7 +368,7 @@ class EngineService:
             job_id = "job_" + secrets.token_hex(8)
             ledger = JobLedger(job_id, persist_dir=self._audit_dir, keep=self._config.audit.keep)
             job = Job(job_id=job_id, ledger=ledger, params=params, root=root, head_oid=head, provider=provider,
-                      model=model, limits=limits, events=JobEventLog(job_id, self._emit),
+                      model=model, limits=limits, events=JobEventLog(job_id, self._send_event),
                       checks=tuple(self._config.checks), sandbox=self._config.sandbox,
                       capability_probed=self._probes.passed(provider, model), pool=self._pool, health=health,
                       tool_calling_known=self._probes.proven(provider, model))
@@ -409,14 +408,15 @@ class EngineService:
         if self._project_lock is not None:
             self._project_lock.release()
 
-    def _emit(self, event: dict[str, Any]) -> None:
-        self._send_event(event)
-
     def _job(self, job_id: str) -> Job:
         job = self._jobs.get(job_id)
         if job is None:
             raise SpotPatchError(ErrorCode.JOB_NOT_FOUND, "No such job in this engine session.")
         return job
+
+    async def job_save_review(self, params: JobIdParams) -> str | None:
+        """Save the job's reviewed changeset for ``spotpatch-agent apply`` (worktree/reviews.py); why not, or None."""
+        return await save_job_review(self._job(params.job_id))
 
     async def job_get(self, params: JobIdParams) -> JobSnapshot:
         return self._job(params.job_id).snapshot()

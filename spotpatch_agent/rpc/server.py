@@ -18,8 +18,11 @@ The guard answers every fault python-lsp-jsonrpc 1.1.2 mishandles (bad framing, 
 notifications without ``method``, ``$/cancelRequest`` without ``id``), enforces the LSP lifecycle
 (``-32002`` before ``initialize``, ``-32600`` after ``shutdown``) and owns cancellation: every in-flight
 request has an anyio ``CancelScope``; cancelling it resolves the request with ``-32800``. Every request
-gets exactly one reply. Handler results are always wrapped in ``result`` (the library would merge a dict
-holding ``result``/``error`` keys into the envelope). Params are validated by their model in params.py.
+gets exactly one reply. A request whose method is in ``finish_on_stop`` (the engine's Apply and Revert, which
+write the user's working tree) is finished when the server stops — stdin EOF, ``exit``, the parent's death —
+before anything is cancelled, and its real reply is written if the client still reads (issue 25). Handler
+results are always wrapped in ``result`` (the library would merge a dict holding ``result``/``error`` keys
+into the envelope). Params are validated by their model in params.py.
 """
 
 from __future__ import annotations
@@ -57,6 +60,10 @@ from spotpatch_agent.rpc.params import parse_params
 from spotpatch_agent.rpc.writer import FrameWriter
 
 log = logging.getLogger("spotpatch.rpc")
+
+#: Longest the server waits at its stop for the ``finish_on_stop`` requests it received, in seconds. An Apply
+#: is bounded by its own git timeouts; past this it is cancelled like any request (its write stays shielded).
+FINISH_ON_STOP_SEC = 120.0
 logging.getLogger("pylsp_jsonrpc").setLevel(logging.CRITICAL)
 
 Handler = Callable[[Any], Awaitable[Any]]
@@ -100,8 +107,12 @@ class RpcServer:
         max_body_bytes: int,
         main: Callable[[], Awaitable[None]] | None = None,
         late_cancel: Callable[[Any, str], Awaitable[None]] | None = None,
+        finish_on_stop: frozenset[str] = frozenset(),
     ) -> None:
         self._main = main
+        self._finish_on_stop = finish_on_stop
+        #: Ids of received ``finish_on_stop`` requests not answered yet (the stop waits for them).
+        self._finishing: set[Any] = set()
         self._late_cancel = late_cancel
         #: request id → method of the latest request with that id (bounded), for a late $/cancelRequest.
         self._methods: collections.OrderedDict[Any, str] = collections.OrderedDict()
@@ -164,6 +175,7 @@ class RpcServer:
             finally:
                 try:
                     portal.call(self._stop_reading)  # no more input while cleaning up
+                    portal.call(self._finish_writes)
                     portal.call(self._run_on_stop)
                 except Exception:  # noqa: BLE001 - cleanup must not mask the exit
                     log.exception("cleanup at stop failed")
@@ -216,6 +228,17 @@ class RpcServer:
             await self._late_cancel(request_id, method)
         except Exception:  # a failed late cancel must not take the other requests down
             log.exception("cancelling the work of an answered request failed")
+
+    async def _finish_writes(self) -> None:
+        """Wait (at most :data:`FINISH_ON_STOP_SEC`) until every received ``finish_on_stop`` request answered."""
+        with anyio.move_on_after(FINISH_ON_STOP_SEC) as scope:
+            while True:
+                with self._lock:
+                    if not self._finishing:
+                        return
+                await anyio.sleep(0.01)
+        if scope.cancel_called:
+            log.warning("stopping with an Apply or Revert still running after %.0f s", FINISH_ON_STOP_SEC)
 
     async def _run_on_stop(self) -> None:
         with anyio.move_on_after(10):
@@ -391,6 +414,8 @@ class RpcServer:
             entry = _InFlight()
             with self._lock:
                 self._inflight[msg_id] = entry
+                if method in self._finish_on_stop:
+                    self._finishing.add(msg_id)
             self._spawn(self._run, method, msg_id, model, fn, params, entry, future)
             return future
 
@@ -429,6 +454,7 @@ class RpcServer:
         finally:
             with self._lock:
                 self._inflight.pop(msg_id, None)
+                self._finishing.discard(msg_id)
             if failure is None:
                 future.set_result(value)  # the reply is handed to the writer here
                 if method == "initialize":

@@ -37,6 +37,9 @@ pytestmark = [pytest.mark.anyio,
 SMALL = {"processes": 64, "memoryMiB": 64, "fileSizeMiB": 8, "tmpMiB": 16, "cpuSec": 1, "openFiles": 256,
          "diskMiB": 32}
 DISK_STOPPED = "[Stopped: the check hit its disk limit (limits.diskMiB = 32 MiB): it wrote more than that to disk.]"
+#: A system Python: the sandbox's view has the system directories, not this test's virtual environment.
+PYTHON = shutil.which("python3", path="/usr/bin:/bin") or "/usr/bin/python3"
+needs_python = pytest.mark.skipif(not os.path.isfile(PYTHON), reason="needs a system python3 in /usr/bin")
 TYPESCRIPT = Path(__file__).resolve().parents[2] / "node-shim" / "node_modules" / "typescript"
 
 
@@ -107,6 +110,18 @@ async def hostile_for(check: CheckConfig, worktree: Path, seconds: float = 1.5) 
     return result, late
 
 
+def assert_responsive(late: list[float]) -> None:
+    """p99 of the wake-up lateness under 100 ms. This machine is shared with other test runs: when it
+    already misses that without any check (a baseline of the same length, measured right after), the
+    hostile check must at least not make it worse by half."""
+    assert len(late) > 10
+    if p99(late) < 0.1:
+        return
+    with responsiveness() as baseline:
+        time.sleep(1.5)
+    assert p99(late) < 1.5 * p99(baseline), (p99(late), p99(baseline), max(late), len(late))
+
+
 def p99(samples: list[float]) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
@@ -122,25 +137,27 @@ async def run(check: CheckConfig, worktree: Path, limits: Limits | None = None) 
 
 @needs_cgroup("pids")
 async def test_a_fork_bomb_is_stopped_by_the_process_limit_and_the_machine_stays_responsive(worktree: Path) -> None:
-    result, late = await hostile_for(sh_check("f() { f | f & }; f; wait"), worktree)
+    result, late = await hostile_for(sh_check("f() { f | f & }; f; sleep 10"), worktree)
     assert result.status == "failed", result
     assert result.output.startswith("[Stopped: the check hit its process limit (limits.processes = 64)")
     assert result.duration_ms < 5000
-    assert len(late) > 10 and p99(late) < 0.1, (p99(late), max(late), len(late))
+    assert_responsive(late)
     assert "cgroup" in result.sandbox_note() and "processes 64" in result.sandbox_note()
 
 
+@needs_python
 @needs_cgroup("memory")
 async def test_a_memory_balloon_of_several_processes_is_stopped_by_the_cgroup(worktree: Path) -> None:
-    balloon = f'{sys.executable} -c "import time; a = bytearray(b\\"x\\") * (40 << 20); time.sleep(1)"'
+    balloon = f'{PYTHON} -c "import time; a = bytearray(b\\"x\\") * (40 << 20); time.sleep(1)"'
     result, late = await hostile_for(sh_check(f"for i in 1 2 3 4; do {balloon} & done; wait"), worktree)
     assert result.status == "failed", result
     assert "memory limit (limits.memoryMiB = 64 MiB): the kernel killed a process" in result.output
-    assert len(late) > 10 and p99(late) < 0.1, (p99(late), max(late), len(late))
+    assert_responsive(late)
 
 
+@needs_python
 async def test_one_process_balloon_is_refused_by_the_data_limit(worktree: Path) -> None:
-    result = await run(sh_check(f'exec {sys.executable} -c "a = bytearray(b\\"x\\") * (200 << 20)"'), worktree)
+    result = await run(sh_check(f'exec {PYTHON} -c "a = bytearray(b\\"x\\") * (200 << 20)"'), worktree)
     assert result.status == "failed" and "MemoryError" in result.output
     assert "memory limit (limits.memoryMiB = 64 MiB)" in result.output
 
@@ -151,7 +168,7 @@ async def test_a_64_gib_write_into_the_private_temp_ends_at_its_tmpfs_size(workt
     assert result.status == "failed", result
     assert "temp size limit (limits.tmpMiB = 16 MiB)" in result.output
     assert "No space left on device" in result.output
-    assert len(late) > 10 and p99(late) < 0.1, (p99(late), max(late), len(late))
+    assert_responsive(late)
 
 
 async def test_one_huge_file_in_the_worktree_ends_at_the_file_size_limit(worktree: Path) -> None:
@@ -196,8 +213,9 @@ async def test_endless_output_is_bounded_and_ends_at_the_timeout(worktree: Path)
     assert result.output.startswith("spotpatch\nspotpatch\n")
 
 
+@needs_python
 async def test_ten_thousand_open_files_end_at_the_open_files_limit(worktree: Path) -> None:
-    script = f'exec {sys.executable} -c "import os; [os.open(\\"/dev/null\\", os.O_RDONLY) for _ in range(10000)]"'
+    script = f'exec {PYTHON} -c "import os; [os.open(\\"/dev/null\\", os.O_RDONLY) for _ in range(10000)]"'
     result = await run(sh_check(script), worktree)
     assert result.status == "failed" and "Too many open files" in result.output
     assert result.output.startswith("[The check failed probably on its open files limit (limits.openFiles = 256)")
@@ -307,7 +325,7 @@ async def test_through_the_engine_the_model_sees_the_limit_and_the_job_goes_on(
 
     monkeypatch.setenv(KEY_ENV, "sk-test-" + "1" * 24)
     root = make_repo(tmp_path / "app", FILES)
-    bomb = {"id": "bomb", "name": "Bomb", "command": "/bin/sh", "args": ["-c", "f() { f | f & }; f; wait"],
+    bomb = {"id": "bomb", "name": "Bomb", "command": "/bin/sh", "args": ["-c", "f() { f | f & }; f; sleep 10"],
             "required": False, "timeoutSec": 10, "limits": SMALL}
     fine = {"id": "fine", "name": "Fine", "command": "/bin/sh", "args": ["-c", "echo fine"], "timeoutSec": 10}
     result = await run_one_job(root, [edit("w"), run_check("b", "bomb"), run_check("f", "fine"),
@@ -358,9 +376,10 @@ async def test_a_real_eslint_check_passes_under_the_default_limits(tmp_path: Pat
     root = make_repo(tmp_path / "app", {
         "eslint.config.mjs": 'export default [{files: ["src/**/*.js"], rules: {"no-unused-vars": "error"}}];\n',
         "src/a.js": "export const used = 1;\n", ".gitignore": "node_modules\n"})
-    (root / "node_modules").symlink_to(ESLINT.parent)  # node-shim's install: ESLint and its dependencies
+    (root / "node_modules").symlink_to(ESLINT.parent.resolve())  # node-shim's install: ESLint and its dependencies
     check = CheckConfig(id="lint", name="Lint", command=shutil.which("node") or "node",
-                        args=["node_modules/eslint/bin/eslint.js", "src"], timeoutSec=120)
+                        args=["node_modules/eslint/bin/eslint.js", "src"], timeoutSec=120,
+                        readPaths=[str(ESLINT.parent.resolve())])  # where the link leads, shown read-only
     result = await run_check_process(check, root, Limits(), project_root=root)
     assert result.ok, result.output
     assert "limits enforced by the kernel" in result.sandbox_note()
@@ -404,3 +423,29 @@ def test_this_bubblewrap_knows_the_tmpfs_size() -> None:
     if binary is None:
         pytest.skip("bubblewrap is not installed")
     assert supports_tmpfs_size(binary)
+
+
+async def test_the_private_home_is_in_the_sized_tmpfs_with_its_toolchain_links(
+        worktree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    (home / ".nvm" / "bin").mkdir(parents=True)
+    (home / ".nvm" / "bin" / "tool").write_text("#!/bin/sh\necho toolchain\n")
+    (home / ".nvm" / "bin" / "tool").chmod(0o755)
+    monkeypatch.setenv("HOME", str(home))
+    script = ('echo "$HOME"; df -k "$HOME" | tail -1 | cut -c1-5; "$HOME/.nvm/bin/tool"; '
+              'touch "$HOME/written" && echo wrote')
+    result = await run(sh_check(script), worktree)
+    assert result.ok, result
+    lines = result.output.splitlines()
+    assert lines[0].endswith("/home") and lines[1:] == ["tmpfs", "toolchain", "wrote"]  # /tmp shows as $TMP
+    assert not (home / "written").exists()
+
+
+async def test_a_worktree_script_as_the_command_runs_behind_the_limits(worktree: Path) -> None:
+    (worktree / "check.sh").write_text("#!/bin/sh\nulimit -t\necho ran in \"$(pwd)\"\n")
+    (worktree / "check.sh").chmod(0o755)
+    check = CheckConfig.model_validate({"id": "s", "name": "S", "command": "./check.sh", "timeoutSec": 10,
+                                        "limits": {"cpuSec": 7}})
+    result = await run(check, worktree)
+    assert result.ok, result
+    assert result.output.splitlines()[0] == "7" and result.output.splitlines()[1].startswith("ran in ")

@@ -79,19 +79,21 @@ async def wait_token_gone(token: str, within: float = 5.0) -> bool:
 
 def spawner(pidfile: Path) -> str:
     """A script that starts a sleeping grandchild (same process group), records its pid, then sleeps. The
-    grandchild's command line holds ``pidfile.name`` (the pid it writes is of the sandbox's pid namespace)."""
+    grandchild's command line holds ``pidfile.name`` (the pid it writes is of the sandbox's pid namespace).
+    ``pidfile`` lies in the check's working directory (written by its relative name: the sandbox shows the
+    worktree at a neutral path)."""
     return ("import subprocess, sys, time\n"
             f"p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', {pidfile.name!r}])\n"
-            f"open({str(pidfile)!r}, 'w').write(str(p.pid))\n"
+            f"open({pidfile.name!r}, 'w').write(str(p.pid))\n"
             "print('started', flush=True)\n"
             "time.sleep(60)\n")
 
 
 async def test_passing_check(tmp_path: Path) -> None:
-    result = await run("import os; print('hello from', os.path.basename(os.getcwd()))", tmp_path)
+    result = await run("import os; print('hello from', os.getcwd())", tmp_path)
     assert result.status == "passed" and result.ok and result.started
     assert (result.exit_code, result.signal, result.truncated) == (0, None, False)
-    assert result.output == f"hello from {tmp_path.name}\n"
+    assert result.output == "hello from .\n"  # the worktree (at a neutral path in the sandbox), made relative
     assert result.check_id == "c" and result.name == "Check c" and result.required
     assert 0 <= result.duration_ms < 10_000
 

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import socket
 import sys
@@ -123,12 +124,13 @@ print("GITFILE: DENIED: " + "; ".join(errors))
 '''
 
 
-def run_job_with_check(home: Path, project: Path, script: str, args: list[str]) -> tuple[dict, list[dict], str]:
+def run_job_with_check(home: Path, project: Path, script: str, args: list[str], *,
+                       extra_env: dict[str, str] | None = None) -> tuple[dict, list[dict], str]:
     """Through the real engine: the model writes ``probe.py`` and runs the (non-required) ``probe`` check on
     it with ``run_check``. Returns (final job, events, the check's tool result the model got)."""
     key = "sk-breaker-" + secrets.token_hex(8)
     with ScriptedProviderServer([]) as server:
-        engine = EngineProcess(env={"HOME": str(home), KEY_ENV: key})
+        engine = EngineProcess(env={"HOME": str(home), KEY_ENV: key, **(extra_env or {})})
         try:
             server.add_turns(
                 {"toolCalls": [call("w", "apply_patch", {"patch": create_file_patch("probe.py", script)})]},
@@ -167,7 +169,9 @@ def test_a_check_cannot_redirect_the_engines_git_to_its_own_config(tmp_path: Pat
     project = make_repo(tmp_path / "project", {**FILES, ".gitignore": "node_modules\n"})
     marker = home / f"escaped-{secrets.token_hex(4)}"
     final, _events, text = run_job_with_check(home, project, GITFILE_ATTACK, [str(marker)])
-    assert "GITFILE: DENIED: write: Read-only file system; rename: Device or resource busy" in text, text
+    # The gitfile is shown as an empty read-only device (its text names the checkout's path: issue 25).
+    assert re.search(r"GITFILE: DENIED: write: (Read-only file system|Permission denied); "
+                     r"rename: Device or resource busy", text), text
     assert not marker.exists(), "a command the check configured ran on the host (unconfined)"
     assert final["status"] in ("failed", "awaiting-review"), final
 
@@ -252,17 +256,20 @@ async def test_the_filter_loads_without_memfd(tmp_path: Path, anyio_backend: str
     assert run.sandbox == "confined" and "UNIX: DENIED: PermissionError" in run.output, run.output
 
 
-def _run_bpf(program: bytes, nr: int, arch: int, arg0: int) -> int:
-    """A classic-BPF interpreter for the few instructions the filter uses (ld abs, jeq, jset, ret)."""
+def _run_bpf(program: bytes, nr: int, arch: int, arg0: int, arg1: int = 0) -> int:
+    """A classic-BPF interpreter for the few instructions the filter uses (ld abs, and, jeq, jset, ret)."""
     import struct
 
-    data = struct.pack("=iIQ6Q", nr, arch, 0, arg0, 0, 0, 0, 0, 0)
+    data = struct.pack("=iIQ6Q", nr, arch, 0, arg0, arg1, 0, 0, 0, 0)
     insns = [struct.unpack("=HBBI", program[i:i + 8]) for i in range(0, len(program), 8)]
     pc, acc = 0, 0
     while True:
         code, jt, jf, k = insns[pc]
         if code == 0x20:
             acc = struct.unpack_from("=I", data, k)[0]
+            pc += 1
+        elif code == 0x54:
+            acc &= k
             pc += 1
         elif code in (0x15, 0x45):
             hit = acc == k if code == 0x15 else bool(acc & k)
@@ -285,12 +292,19 @@ def test_the_filter_refuses_exactly_what_it_says(machine: str, arch: int, nrs: d
     allow, eperm = 0x7FFF0000, 0x00050001
     for family in (2, 10, 16):  # AF_INET, AF_INET6, AF_NETLINK
         assert _run_bpf(program, nrs["socket"], arch, family) == allow
-    assert _run_bpf(program, nrs["socket"], arch, 1) == eperm  # AF_UNIX
+    # AF_UNIX, AF_PACKET, AF_BLUETOOTH, AF_ALG, AF_VSOCK, AF_XDP, and any other (issue 25: an allowlist)
+    for family in (1, 17, 31, 38, 40, 44, 45, 0xFFFF):
+        assert _run_bpf(program, nrs["socket"], arch, family) == eperm, family
     for name in ("add_key", "request_key", "keyctl"):
         assert _run_bpf(program, nrs[name], arch, 0) == eperm, name
     assert _run_bpf(program, 425, arch, 0) == eperm  # io_uring_setup
-    for name in ("read", "socketpair", "connect", "clone"):
+    for name in ("read", "connect", "clone"):
         assert _run_bpf(program, nrs[name], arch, 1) == allow, name
+    # socketpair(AF_UNIX, type): stream and seqpacket, with SOCK_CLOEXEC/SOCK_NONBLOCK; never datagram or raw
+    for kind in (1, 5, 1 | 0o2000000, 5 | 0o4000, 1 | 0o2000000 | 0o4000):
+        assert _run_bpf(program, nrs["socketpair"], arch, 1, kind) == allow, kind
+    for kind in (2, 2 | 0o2000000, 2 | 0o4000, 3, 10, 1 | 0x100):
+        assert _run_bpf(program, nrs["socketpair"], arch, 1, kind) == eperm, kind
     assert _run_bpf(program, 41, 0x40000003, 1) == eperm  # i386: another ABI
     if machine == "x86_64":
         assert _run_bpf(program, 0x40000000 | 41, arch, 1) == eperm  # x32

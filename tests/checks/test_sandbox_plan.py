@@ -40,8 +40,9 @@ def test_plan_hides_home_and_checkout_and_shows_only_toolchains(layout: dict[str
     plan = plan_for(layout, read_paths=["~/.local"])
     assert home in plan.hidden and project in plan.hidden and plan.writable == (layout["worktree"],)
     shown = set(plan.read_only)
-    assert {home / ".nvm", home / "tools/bin", home / ".cache/ms-playwright", project / "node_modules",
-            project / ".venv", home / ".local"} <= shown
+    assert {home / ".nvm", home / "tools/bin", home / ".cache/ms-playwright", project / ".venv",
+            home / ".local"} <= shown
+    assert plan.modules == project / "node_modules" and project / "node_modules" not in shown
     assert home / "tools" not in shown  # a PATH entry's prefix, but never a whole top-level home directory
     assert not any(p == home / ".ssh" or home / ".ssh" in p.parents for p in shown)
     # A secret store inside a shown path is masked again; other jobs' worktrees are masked too.
@@ -54,14 +55,18 @@ def test_bwrap_mounts_hide_before_show_before_mask_before_the_worktree(layout: d
     argv = bwrap_argv("/usr/bin/bwrap", plan, ["/bin/true"])
     joined = " ".join(argv)
     for flag in ("--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop ALL", "--die-with-parent",
-                 "--new-session", "--ro-bind / /", "--proc /proc", "--dev /dev", "--tmpfs /run"):
+                 "--new-session", "--ro-bind /usr /usr", "--proc /proc", "--dev /dev", "--tmpfs /run"):
         assert flag in joined
-    assert "--share-net" not in argv
+    assert "--share-net" not in argv and "--ro-bind / /" not in joined  # an allowlist, not the whole root
     order = [joined.index(s) for s in (
-        f"--tmpfs {layout['home']}", f"--ro-bind {layout['home']}/.nvm",
-        f"--tmpfs {layout['project']}/node_modules/.spotpatch",
-        f"--bind {layout['worktree']} {layout['worktree']}", f"--remount-ro {layout['home']}")]
+        "--ro-bind /usr /usr", f"--ro-bind {layout['home']}/.nvm",
+        f"--ro-bind {layout['project']}/node_modules /spotpatch/node_modules",
+        "--tmpfs /spotpatch/node_modules/.spotpatch",
+        f"--bind {layout['worktree']} /spotpatch/work", "--remount-ro /spotpatch/node_modules/.spotpatch",
+        "--remount-ro / ")]
     assert order == sorted(order), joined
+    # The home itself lies in no shown directory: nothing of it is mounted but its toolchains.
+    assert f"--tmpfs {layout['home']} " not in joined and "--chdir /spotpatch/work" in joined
     assert argv[-2:] == ["--", "/bin/true"] and "--setenv TMPDIR /tmp" in joined
     network = build_plan(cwd=layout["worktree"], temp_dir=layout["tmp"], network=True, env={},
                          project_root=layout["project"])
@@ -73,12 +78,15 @@ def test_seatbelt_profile_denies_by_default_and_orders_allow_then_deny(layout: d
     profile = seatbelt_profile(plan)
     lines = profile.splitlines()
     assert lines[:2] == ["(version 1)", "(deny default)"]
+    assert "(allow file-read*)" not in lines  # reads are an allowlist
+    system = next(i for i, line in enumerate(lines) if line.startswith("(allow file-read* (subpath \"/System\")"))
     hide = next(i for i, line in enumerate(lines)
                 if line.startswith("(deny file-read*") and str(layout["home"]) in line)
-    show = next(i for i, line in enumerate(lines) if line.startswith("(allow file-read* (subpath"))
+    show = max(i for i, line in enumerate(lines) if line.startswith("(allow file-read* (subpath")
+               and str(layout["home"] / ".nvm") in line)
     mask = next(i for i, line in enumerate(lines) if line.startswith("(deny file-read* file-write*"))
     write = next(i for i, line in enumerate(lines) if line.startswith("(allow file-read* file-write*"))
-    assert hide < show < mask < write  # last match wins: shown after hidden, masks after shown, worktree last
+    assert system < hide < show < mask < write  # last match wins: shown after hidden, masks after, worktree last
     assert "network-outbound" not in profile and "SecurityServer" not in profile
     assert "keyrings" in lines[mask] and str(layout["worktree"]) in lines[write]
     with pytest.raises(ValueError):

@@ -15,7 +15,7 @@ from tests.e2e.test_cli import cli
 CANARY = "sk-breaker-canary-7f3a1c9e2b"
 RUN = ("--target", "index.html:1", "--instruction", "Make it bigger")
 USAGE = {"exitCode": 2, "outcome": "usage-error", "health": None, "job": None, "diff": None, "error": None,
-         "prompt": None, "suggestion": None}
+         "prompt": None, "suggestion": None, "review": None}
 
 
 def app(tmp_path: Path) -> Path:

@@ -45,7 +45,7 @@ def test_run_without_provider_prints_the_prompt_and_exits_3(tmp_path: Path) -> N
     assert "apiKeyEnv" in res.stderr
 
 
-def test_run_with_config_produces_diff_and_applies(tmp_path: Path) -> None:
+def test_run_saves_the_diff_for_review_and_apply_writes_exactly_it(tmp_path: Path) -> None:
     project = make_demo_project(tmp_path / "app")
     turns = demo_turns()
     with ScriptedProviderServer(turns) as server:
@@ -56,12 +56,18 @@ def test_run_with_config_produces_diff_and_applies(tmp_path: Path) -> None:
         res = cli("run", "--project", str(project), "--config", str(cfg),
                   "--target", "src/components/ProductCard.tsx:12:7", "--instruction", "Make the Save button primary",
                   "--target", "src/components/ProductCard.tsx:11:7", "--instruction", "Two decimals",
-                  "--apply", env={"SP_RUN_KEY": "sk-run-key-123456"})
+                  env={"SP_RUN_KEY": "sk-run-key-123456"})
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "Applied: status applied." in res.stdout
+    assert "btn btn-primary" not in (project / "src/components/ProductCard.tsx").read_text()  # nothing applied
+    job_id, sha = re.search(r"spotpatch-agent apply --project \S+ (job_[0-9a-f]{16}) --sha256 ([0-9a-f]{64})",
+                            res.stdout).groups()
+    assert f"Review it, then apply exactly this diff: spotpatch-agent apply --project {project} {job_id}" in res.stdout
+    applied = cli("apply", "--project", str(project), job_id, "--sha256", sha)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert f"Applied {job_id}: src/components/ProductCard.tsx (diff sha256 {sha})." in applied.stdout
     assert "btn btn-primary" in (project / "src/components/ProductCard.tsx").read_text()
     assert git(project, "diff", "--cached") == ""
-    assert "sk-run-key-123456" not in res.stdout + res.stderr
+    assert "sk-run-key-123456" not in res.stdout + res.stderr + applied.stdout + applied.stderr
 
 
 # ---------------------------------------------------------------- the demo's typecheck check (issue 8)

@@ -52,17 +52,23 @@ def test_include_local_changes_runs_the_job_from_them_and_json_reports_it(tmp_pa
     mine = (project / "src/styles.css").read_bytes()
     with ScriptedProviderServer(demo_turns()) as server:
         res = cli("run", "--project", str(project), "--config", str(config(tmp_path, server)), *TARGET,
-                  "--include-local-changes", "--apply", "--json", env={"SP_RUN_HEALTH_KEY": KEY})
+                  "--include-local-changes", "--json", env={"SP_RUN_HEALTH_KEY": KEY})
     assert res.returncode == 0, res.stdout + res.stderr
     [line] = res.stdout.splitlines()  # stdout is the one JSON object; progress went to stderr
     report = json.loads(line)
-    assert report["exitCode"] == 0 and report["outcome"] == "applied"
+    assert report["exitCode"] == 0 and report["outcome"] == "awaiting-review"
     assert report["health"]["state"] == "consent-required"
     assert report["health"]["details"][0]["paths"] == ["src/styles.css"]
-    assert report["job"]["status"] == "applied"
+    assert report["job"]["status"] == "awaiting-review"
     assert [f["path"] for f in report["diff"]["files"]] == [TOUCHED] and "btn-primary" in report["diff"]["diff"]
     assert report["error"] is None and report["prompt"] is None
+    review = report["review"]
+    assert review["jobId"] == report["job"]["jobId"] and len(review["diffSha256"]) == 64
     assert "Including your local changes" in res.stderr and "status: awaiting-review" in res.stderr
+    applied = cli("apply", "--project", str(project), review["jobId"], "--sha256", review["diffSha256"], "--json")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert json.loads(applied.stdout) == {"exitCode": 0, "outcome": "applied", "jobId": review["jobId"],
+                                          "diffSha256": review["diffSha256"], "files": [TOUCHED], "error": None}
     assert (project / "src/styles.css").read_bytes() == mine  # the user's change is still there
     assert "btn btn-primary" in (project / TOUCHED).read_text()
     assert KEY not in res.stdout + res.stderr
@@ -99,5 +105,6 @@ def test_json_reports_a_usage_error(tmp_path: Path) -> None:
     res = cli("run", "--project", str(project), "--target", "x.tsx:1", "--json")
     assert res.returncode == 2
     assert json.loads(res.stdout) == {"exitCode": 2, "outcome": "usage-error", "health": None, "job": None,
-                                      "diff": None, "error": None, "prompt": None, "suggestion": None}
+                                      "diff": None, "error": None, "prompt": None, "suggestion": None,
+                                      "review": None}
     assert "one --instruction per --target" in res.stderr

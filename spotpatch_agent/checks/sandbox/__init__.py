@@ -2,8 +2,8 @@
 
 ::
 
-    Confinement                     the seam: ``mechanism``, ``wrap(plan, argv) -> argv``, ``tmpdir(plan)``
-     ├── Bubblewrap (Linux)         bwrap.py: namespaces + read-only binds, no network, own /proc
+    Confinement                     the seam: ``mechanism``, ``wrap(plan, argv) -> argv``, ``prepare(plan, env)``
+     ├── Bubblewrap (Linux)         bwrap.py: namespaces + an allowlist of read-only binds, no network, own /proc
      └── Seatbelt (macOS)           seatbelt.py: sandbox-exec profile (untested here)
     (Windows, other platforms)      unavailable
 
@@ -34,7 +34,7 @@ from typing import Literal
 
 import anyio
 
-from spotpatch_agent.checks.sandbox.plan import SandboxPlan, build_plan
+from spotpatch_agent.checks.sandbox.plan import PRIVATE_HOME, SYSTEM_DIRS, SandboxPlan, build_plan
 from spotpatch_agent.protocol.models import ChecksSandbox
 
 __all__ = ["SIMULATE_ENV", "Confinement", "Detection", "SandboxPlan", "build_plan", "detect", "detection_cached",
@@ -50,6 +50,8 @@ class Confinement:
     """One confinement mechanism: turns a plan and the check's argv into the argv to start."""
 
     mechanism: str = ""
+    #: Whether the worktree and ``node_modules`` appear at neutral paths (``SandboxPlan.inside``).
+    relocates: bool = False
 
     def wrap(self, plan: SandboxPlan, argv: list[str], pass_fds: list[int]) -> list[str]:
         """The argv to start; descriptors the started process must inherit are appended to ``pass_fds``
@@ -60,24 +62,53 @@ class Confinement:
         """The check's ``TMPDIR`` inside the sandbox."""
         return str(plan.temp_dir)
 
+    def sizes_temp(self) -> bool:
+        """Whether the private temp dir can be a tmpfs of ``plan.temp_size`` bytes (checks/limits.py)."""
+        return False
+
+    def prepare(self, plan: SandboxPlan, env: dict[str, str]) -> None:
+        """Make the check's environment fit the sandbox, in place: ``TMPDIR`` the private temp dir, ``HOME``
+        an empty directory in it (created here, with links to the toolchains shown from the real home:
+        ``plan.home_links``), ``PATH`` only the entries the check can see, as it sees them. So no
+        variable names the host's home or checkout (issue 25)."""
+        home = plan.temp_dir / PRIVATE_HOME
+        home.mkdir(mode=0o700, exist_ok=True)
+        for name, target in plan.home_links:
+            link = home / name
+            link.parent.mkdir(parents=True, exist_ok=True)
+            if not os.path.lexists(link):
+                link.symlink_to(target)
+        env["TMPDIR"] = self.tmpdir(plan)
+        env["HOME"] = os.path.join(self.tmpdir(plan), PRIVATE_HOME)
+        if "PATH" in env:
+            env["PATH"] = plan.path_inside(env["PATH"], relocate=self.relocates)
+
 
 class Bubblewrap(Confinement):
     mechanism = "bubblewrap"
+    relocates = True
 
     def __init__(self, binary: str) -> None:
         self.binary = binary
 
     def wrap(self, plan: SandboxPlan, argv: list[str], pass_fds: list[int]) -> list[str]:
-        from spotpatch_agent.checks.sandbox.bwrap import bwrap_argv
+        from spotpatch_agent.checks.sandbox.bwrap import args_file, bwrap_args, bwrap_argv
         from spotpatch_agent.checks.sandbox.seccomp import open_filter
 
         fd = open_filter()
         if fd is not None:
             pass_fds.append(fd)
-        return bwrap_argv(self.binary, plan, argv, seccomp_fd=fd)
+        options = args_file(bwrap_args(plan, seccomp_fd=fd))
+        pass_fds.append(options)
+        return bwrap_argv(self.binary, plan, argv, args_fd=options)
 
     def tmpdir(self, plan: SandboxPlan) -> str:
         return "/tmp"
+
+    def sizes_temp(self) -> bool:
+        from spotpatch_agent.checks.sandbox.bwrap import supports_tmpfs_size
+
+        return supports_tmpfs_size(self.binary)
 
 
 class Seatbelt(Confinement):
@@ -178,7 +209,8 @@ async def _trial(confinement: Confinement) -> Detection:
             d.mkdir()
         marker = hidden / "marker"
         marker.write_text("x")
-        plan = SandboxPlan(cwd=work, temp_dir=temp, network=False, writable=(work,), hidden=(hidden,))
+        system = tuple(Path(p) for p in SYSTEM_DIRS if os.path.lexists(p))
+        plan = SandboxPlan(cwd=work, temp_dir=temp, network=False, writable=(work,), hidden=(hidden,), system=system)
         pid_rule = "low" if isinstance(confinement, Bubblewrap) else "any"
         argv = confinement.wrap(plan, ["/bin/sh", "-c", _TRIAL_SCRIPT, "sh", str(marker), pid_rule], fds)
         env = {"PATH": "/usr/bin:/bin", "TMPDIR": confinement.tmpdir(plan)}

@@ -5,8 +5,13 @@ project's CI, which is Linux. :func:`seatbelt_profile` renders the plan as one p
 
 - ``(deny default)``, then process, sysctl, POSIX shm, the pseudo-terminals and a small set of Mach
   services a toolchain needs (no keychain: ``com.apple.SecurityServer`` and ``securityd`` are not listed);
-- every file readable, then the hidden paths (homes, the project root) denied, the read-only paths allowed
-  again, the masks (secret stores, other jobs' worktrees) denied again;
+- reads as an allowlist, like the Linux plan (issue 25): any path's metadata (``stat``, path traversal,
+  ``getcwd``; not a directory's listing nor a file's content), then the content of the system paths
+  (:data:`SYSTEM_READ` and the plan's ``system``), the read-only paths and the project's ``node_modules``;
+  hidden paths inside those (homes, the project root) denied, the read-only paths allowed again, the masks
+  (secret stores, other jobs' worktrees, ``/etc``'s entries other users cannot read) denied again;
+- ``HOME`` is the private temp dir's ``home`` (``Confinement.prepare``); the worktree and ``node_modules``
+  keep their paths (Seatbelt cannot relocate a directory), so the check's working directory names them;
 - writes only to the worktree, the private temp dir (the check's ``TMPDIR``) and ``/dev/null``-like devices;
 - network: denied unless the plan allows it (then outbound and inbound; local Unix sockets stay denied
   outside the allowed paths).
@@ -24,6 +29,12 @@ from pathlib import Path
 from spotpatch_agent.checks.sandbox.plan import SandboxPlan
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
+#: macOS system locations a toolchain reads (programs, libraries, frameworks, Xcode's command-line tools,
+#: Homebrew, time zones, certificates). Not ``/Users``, ``/Volumes``, ``/private/var`` and ``/private/tmp``
+#: (but the time zone and the per-user temp dir the check gets as its own).
+SYSTEM_READ = ("/System", "/usr", "/bin", "/sbin", "/private/etc", "/Library/Apple", "/Library/Frameworks",
+               "/Library/Developer/CommandLineTools", "/Applications/Xcode.app", "/opt/homebrew", "/opt/local",
+               "/private/var/db/timezone", "/private/var/db/dyld", "/private/var/select", "/dev")
 
 #: Mach services a Node/Python toolchain looks up (name resolution, logging, notifications, fonts, time).
 _MACH_SERVICES = (
@@ -63,14 +74,18 @@ def seatbelt_profile(plan: SandboxPlan) -> str:
         "(allow ipc-posix-shm ipc-posix-sem)",
         "(allow pseudo-tty)",
         "(allow mach-lookup " + " ".join(f'(global-name "{s}")' for s in _MACH_SERVICES) + ")",
-        "(allow file-read*)",
+        # Path traversal to a shown path needs the parents' metadata (stat, getcwd), not their listing.
+        "(allow file-read-metadata)",
+        "(allow file-read* " + _subpaths([Path(p) for p in SYSTEM_READ] + list(plan.system)) + ")",
     ]
+    shown = list(plan.read_only) + ([plan.modules] if plan.modules is not None else [])
+    if shown:
+        rules.append(f"(allow file-read* {_subpaths(shown)})")
     if plan.hidden:
         rules.append(f"(deny file-read* {_subpaths(list(plan.hidden))})")
-        # Path traversal to a shown path needs the parents' metadata (stat, getcwd), not their listing.
         rules.append("(allow file-read-metadata " + _subpaths(list(plan.hidden)) + ")")
-    if plan.read_only:
-        rules.append(f"(allow file-read* {_subpaths(list(plan.read_only))})")
+    if shown:
+        rules.append(f"(allow file-read* {_subpaths(shown)})")
     if plan.masked:
         rules.append(f"(deny file-read* file-write* {_subpaths(list(plan.masked))})")
     writable = [*plan.writable, plan.temp_dir]
