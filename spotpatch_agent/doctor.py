@@ -37,7 +37,7 @@ import anyio
 from spotpatch_agent import __version__
 from spotpatch_agent.errors import GitError
 from spotpatch_agent.git_runner import run_git_sync
-from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
+from spotpatch_agent.policy.redact import REDACTOR, register_provider_secrets, shorten_paths
 
 __all__ = ["Item", "run_doctor", "checklist", "DEFAULT_PROBE_TIMEOUT"]
 
@@ -179,7 +179,7 @@ async def _probe(provider: Any, model: Any, item_id: str, title: str, timeout: f
     from spotpatch_agent.provider.probe import run_probe
 
     key = os.environ.get(provider.api_key_env) or None
-    REDACTOR.add_secret(key)
+    register_provider_secrets(provider.base_url, key, provider.headers)
     adapter = make_adapter(provider)
     started = anyio.current_time()
     try:
