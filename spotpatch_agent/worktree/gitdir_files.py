@@ -26,10 +26,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from spotpatch_agent.worktree.dirfd import DIR_FD, DIR_FLAGS, ROOT_FLAGS
+from spotpatch_agent.worktree.dirfd import DIR_FD, DIR_FLAGS, ROOT_FLAGS, write_fully
 
-__all__ = ["SPOTPATCH_DIR", "SUBDIRS", "Folder", "UnsafeGitDirEntry", "folder", "split_git_path",
-           "unsafe_entries"]
+__all__ = ["SPOTPATCH_DIR", "SUBDIRS", "Folder", "UnsafeGitDirEntry", "folder", "read_small", "split_git_path",
+           "unsafe_entries", "write_replacing"]
 
 #: SpotPatch's directory under a git directory.
 SPOTPATCH_DIR = "spotpatch"
@@ -198,3 +198,28 @@ def unsafe_entries(git_dir: Path) -> list[str]:
                 continue
             found.extend(f"{SPOTPATCH_DIR}/{name}/{e.name}" for e in entries if e.is_symlink())
     return sorted(found)
+
+
+def read_small(path: Path, limit: int = 64 * 1024) -> bytes:
+    """At most ``limit`` bytes of the regular file ``path``, never through a symlink at its name nor a FIFO
+    waited on (a worktree's ownership marker in git's ``worktrees/<id>/``). Raises ``OSError``."""
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        return os.read(fd, limit)
+    finally:
+        os.close(fd)
+
+
+def write_replacing(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: a temp file beside it (``<name>.tmp``, created ``0600`` with
+    ``O_NOFOLLOW``: a symlink planted under that name is refused, never written through), then renamed over
+    ``path`` (a rename replaces a link itself, never its target). Raises ``OSError``."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW | _CLOEXEC, 0o600)
+    try:
+        write_fully(fd, data)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)

@@ -102,3 +102,26 @@ async def test_a_job_is_refused_with_the_reason_while_configure_still_serves(rep
             await service.job_create(JobCreateParams.model_validate({"annotation": ann, "modelProfileId": "m"}))
     assert caught.value.code == ErrorCode.REPO_BLOCKED and "<git dir>/spotpatch is a symlink" in caught.value.message
     assert tree(outside) == []
+
+
+def test_the_ownership_marker_is_never_written_or_read_through_a_symlink(tmp_path: Path) -> None:
+    import json
+
+    from spotpatch_agent.worktree.marker import MARKER_NAME, read_marker, write_marker
+
+    admin = tmp_path / "repo" / ".git" / "worktrees" / "job-1"
+    admin.mkdir(parents=True)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    os.symlink(victim, admin / (MARKER_NAME + ".tmp"))
+    with pytest.raises(OSError):
+        write_marker(admin, "job_1")
+    assert victim.read_text() == "keep me\n"
+    (admin / (MARKER_NAME + ".tmp")).unlink()
+    write_marker(admin, "job_1")
+    assert read_marker(admin)["jobId"] == "job_1"  # type: ignore[index]
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps({"owner": "spotpatch", "jobId": "job_forged"}))
+    (admin / MARKER_NAME).unlink()
+    os.symlink(forged, admin / MARKER_NAME)
+    assert read_marker(admin) is None
