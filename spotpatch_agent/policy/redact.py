@@ -4,6 +4,13 @@ One process-wide :data:`REDACTOR` holds the secret values (API keys read from th
 absolute paths (project root, worktrees, home, temp dir) known so far; :class:`RedactingFilter` applies it
 to every log record, and the engine applies it to every event, error and model-facing text.
 
+What is registered (docs/security.md §1, issue 25): a provider's key whatever its shape, except a key under
+:data:`MIN_LOCAL_KEY` characters of a provider on the loopback (:func:`register_provider_secrets`); a value
+found only by its name (``*_KEY``, ``*TOKEN*`` variables; non-credential headers) only when it
+:func:`looks_secret` (``SECRET_KEY_BASE=development`` masks nothing). Besides each whole value and its
+encodings, every :data:`FRAGMENT`-character piece of a key's body (:func:`key_fragments`) is masked, in one
+pass over the text (a set lookup per window).
+
 Order rule: redact first, then shorten (:func:`redact_cut`). A cut made before redaction can leave a
 prefix of a secret the redactor no longer recognises. Where the *source* was already cut (a bounded read
 of a process's output), :meth:`Redactor.redact_cut_source` also drops a trailing partial secret.
