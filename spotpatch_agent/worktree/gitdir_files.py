@@ -46,9 +46,11 @@ class UnsafeGitDirEntry(OSError):
     opens there is a symlink): it is never followed. ``shown`` is the component relative to the git
     directory (``spotpatch/audit``); the message says how to fix it."""
 
-    def __init__(self, shown: str) -> None:
-        super().__init__(errno.ELOOP, f"<git dir>/{shown} is a symlink or not a directory; SpotPatch never "
-                                      f"follows one there: remove it (SpotPatch makes it again as a directory)")
+    def __init__(self, shown: str, *, file: bool = False) -> None:
+        what = "a symlink" if file else "a symlink or not a directory"
+        again = "its file" if file else "it again as a directory"
+        super().__init__(errno.ELOOP, f"<git dir>/{shown} is {what}; SpotPatch never follows one there: "
+                                      f"remove it (SpotPatch makes {again})")
         self.shown = shown
 
 
@@ -68,11 +70,11 @@ class Folder:
         try:
             if self.fd is not None:
                 return os.open(name, flags, mode, dir_fd=self.fd)
-            _refuse_link(self.path / name, f"{self.shown}/{name}", missing_ok=True)
+            _refuse_link(self.path / name, f"{self.shown}/{name}", missing_ok=True)  # a file: only no link
             return os.open(self.path / name, flags, mode)
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.EMLINK) and not isinstance(exc, UnsafeGitDirEntry):
-                raise UnsafeGitDirEntry(f"{self.shown}/{name}") from None
+                raise UnsafeGitDirEntry(f"{self.shown}/{name}", file=True) from None
             raise
 
     def names(self) -> list[str]:
@@ -169,7 +171,7 @@ def _refuse_link(path: Path, shown: str, *, missing_ok: bool) -> None:
             return
         raise
     if stat.S_ISLNK(st.st_mode) or (not missing_ok and not stat.S_ISDIR(st.st_mode)):
-        raise UnsafeGitDirEntry(shown)
+        raise UnsafeGitDirEntry(shown, file=missing_ok)
 
 
 def unsafe_entries(git_dir: Path) -> list[str]:

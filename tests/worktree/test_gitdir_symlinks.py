@@ -125,3 +125,14 @@ def test_the_ownership_marker_is_never_written_or_read_through_a_symlink(tmp_pat
     (admin / MARKER_NAME).unlink()
     os.symlink(forged, admin / MARKER_NAME)
     assert read_marker(admin) is None
+
+
+async def test_a_symlinked_lock_file_is_refused(repo_factory, tmp_path: Path) -> None:
+    root = repo_factory(FILES)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep\n")
+    (root / ".git" / "spotpatch").mkdir()
+    os.symlink(victim, root / ".git" / "spotpatch" / "write.lock")
+    with pytest.raises(SpotPatchError, match=r"<git dir>/spotpatch/write.lock is a symlink;"):
+        ProjectWriteLock(root / ".git").try_acquire()
+    assert victim.read_text() == "keep\n"
