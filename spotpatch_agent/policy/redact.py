@@ -48,6 +48,7 @@ PUBLIC_PREFIXES = ("sk-ant-api03-", "sk-ant-admin01-", "github_pat_", "sk-or-v1-
                    "sk-admin-", "sk-ant-", "glpat-", "xoxb-", "xoxp-", "xapp-", "ghp_", "gho_", "ghu_", "ghs_",
                    "ghr_", "gsk_", "hf_", "r8_", "AIza", "AKIA", "ASIA", "sk-", "rk-", "pk-")
 _WORD_PREFIX = re.compile(r"(?:[a-z]{1,10}[-_])+")
+_AUTH_SCHEME = re.compile(r"^(?:Bearer|Basic|Token|Bot|ApiKey)\s+", re.IGNORECASE)
 _CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.I)
 _CREDENTIAL_HEADER = re.compile(r"AUTH|KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|COOKIE|SIGNATURE", re.I)
 _LOOPBACK_HOSTS = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
@@ -96,8 +97,10 @@ def is_loopback_url(url: str) -> bool:
 
 
 def key_body(value: str) -> str:
-    """``value`` without its well-known public prefix (:data:`PUBLIC_PREFIXES`, or a leading run of
-    lowercase words each ending in ``-``/``_``): the part whose fragments are secret."""
+    """``value`` without an HTTP auth scheme (``Bearer ``) and its well-known public prefix
+    (:data:`PUBLIC_PREFIXES`, or a leading run of lowercase words each ending in ``-``/``_``): the part
+    whose fragments are secret."""
+    value = _AUTH_SCHEME.sub("", value, count=1)  # an Authorization header's value: "Bearer sk-proj-…"
     for prefix in PUBLIC_PREFIXES:
         if value.startswith(prefix):
             return value[len(prefix):]

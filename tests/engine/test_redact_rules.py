@@ -83,6 +83,11 @@ def test_headers_named_like_credentials_are_registered_others_only_when_secret_s
         "X-Title": "SpotPatch", "HTTP-Referer": "https://spotpatch.dev", "X-Api-Key": "Short1", "X-Relay": token})
     assert fresh("SpotPatch at https://spotpatch.dev") == "SpotPatch at https://spotpatch.dev"
     assert fresh(f"Short1 {token}") == f"{SECRET_MARK} {SECRET_MARK}"
+    bearer = random_key()
+    redact.register_provider_secrets("https://relay.example/v1", None, {"Authorization": f"Bearer {bearer}"})
+    assert key_body(f"Bearer {bearer}") == bearer[len("sk-proj-"):]
+    assert fresh("keys start with sk-proj-") == "keys start with sk-proj-"
+    assert fresh(f"x {bearer[10:20]}") == f"x {SECRET_MARK}"
 
 
 def test_every_fragment_of_eight_characters_or_more_of_the_keys_body_is_masked(fresh: Redactor) -> None:
