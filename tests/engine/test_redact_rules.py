@@ -78,7 +78,7 @@ def test_a_remote_providers_key_is_registered_even_short(fresh: Redactor) -> Non
 
 
 def test_headers_named_like_credentials_are_registered_others_only_when_secret_shaped(fresh: Redactor) -> None:
-    token = random_key("", 24)
+    token = "rly" + secrets.token_hex(12) + "9Z"  # letters and digits: secret-shaped whatever the draw
     redact.register_provider_secrets("https://relay.example/v1", None, {
         "X-Title": "SpotPatch", "HTTP-Referer": "https://spotpatch.dev", "X-Api-Key": "Short1", "X-Relay": token})
     assert fresh("SpotPatch at https://spotpatch.dev") == "SpotPatch at https://spotpatch.dev"
@@ -87,7 +87,7 @@ def test_headers_named_like_credentials_are_registered_others_only_when_secret_s
     redact.register_provider_secrets("https://relay.example/v1", None, {"Authorization": f"Bearer {bearer}"})
     assert key_body(f"Bearer {bearer}") == bearer[len("sk-proj-"):]
     assert fresh("keys start with sk-proj-") == "keys start with sk-proj-"
-    assert fresh(f"x {bearer[10:20]}") == f"x {SECRET_MARK}"
+    assert bearer[10:20] not in fresh(f"x {bearer[10:20]}")
 
 
 def test_every_fragment_of_eight_characters_or_more_of_the_keys_body_is_masked(fresh: Redactor) -> None:
@@ -108,7 +108,7 @@ def test_every_fragment_of_eight_characters_or_more_of_the_keys_body_is_masked(f
 
 
 def test_fragments_of_a_long_named_value_too_but_not_of_a_password(fresh: Redactor, monkeypatch) -> None:
-    token = secrets.token_hex(24)
+    token = "3f9a1c7e55d04b2b8c6e0a9d4f7b1e2c5a8d3f6b9e0c4a7d"  # no one-class run of 8 in it
     monkeypatch.setenv("SERVICE_TOKEN", token)
     monkeypatch.setenv("DB_PASSWORD", "Password-2024")
     redact.redact_env_keys()
