@@ -193,6 +193,20 @@ test("keyboard Submit to review, then the user's Apply: the focus is never moved
   await assertUntouched(page, project, baseline, "typed in review");
   await snap(page, "no-apply-4-review-focus");
 
+  // Enter held down from the control before Apply, then Tab: the held key's auto-repeat reaches Apply.
+  await tabTo(page, /^button:Apply$/);
+  await page.keyboard.press("Shift+Tab");
+  assert.doesNotMatch(await focusedName(page), /^button:/, "the control before Apply is not a button");
+  await page.keyboard.down("Enter");
+  await page.keyboard.press("Tab");
+  assert.match(await focusedName(page), /^button:Apply$/);
+  await page.keyboard.down("Enter"); // repeat: true
+  await page.keyboard.down("Enter");
+  await page.keyboard.up("Enter");
+  await page.waitForTimeout(400);
+  assert.equal(git(project.root, "status", "--porcelain"), baseline.status, "a held Enter applied");
+  await panel.getByRole("status").filter({ hasText: /^\s*Ready for review$/ }).waitFor({ timeout: 2000 });
+  await commitFocus(page); // the user's own Tab put the focus there
 
   // The user's choice: a click on Apply. Then Enter, Enter.
   await panel.getByRole("button", { name: "Apply" }).click();

@@ -100,6 +100,15 @@ export function JobPanel({ ctl }: { ctl: Controller }) {
 }
 
 /**
+ * Apply and Revert act on a key pressed on them, never on a held key's auto-repeat: a key that went down
+ * before they had the focus (Enter held on Submit, Space held in an instruction) must not reach them
+ * (issue 26). The browser activates a button on Enter's keydown and on Space's keyup after its keydown.
+ */
+function ignoreRepeat(event: KeyboardEvent): void {
+  if (event.repeat && (event.key === "Enter" || event.key === " ")) event.preventDefault();
+}
+
+/**
  * The job's action buttons (the panel's footer, always in view). Each has its own key: a status change
  * never turns the button under the focus into Apply or Revert, and the focus never moves onto them by
  * itself (App's fallback skips the footer).
@@ -130,6 +139,7 @@ export function JobActions({ ctl }: { ctl: Controller }) {
               type="button"
               class="sp-btn sp-primary"
               aria-disabled={job.busy ? "true" : undefined}
+              onKeyDown={ignoreRepeat}
               onClick={() => void ctl.apply()}
             >
               {t("action.apply")}
@@ -151,6 +161,7 @@ export function JobActions({ ctl }: { ctl: Controller }) {
             type="button"
             class="sp-btn sp-primary"
             aria-disabled={job.busy ? "true" : undefined}
+            onKeyDown={ignoreRepeat}
             onClick={() => void ctl.revert()}
           >
             {t("action.revert")}
