@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { HOST, newPage } from "./browser-support.mjs";
+import { HOST, axeScan, newPage, seriousViolations } from "./browser-support.mjs";
 import {
   PRICE_INSTRUCTION,
   SAVE_INSTRUCTION,
@@ -60,7 +60,10 @@ async function assertUntouched(page, project, baseline, step) {
   assert.deepEqual(await commitFocus(page), [], `${step}: the focus landed on Apply/Revert`);
   assert.equal(git(project.root, "status", "--porcelain"), baseline.status, `${step}: the working tree changed`);
   assert.deepEqual(bytesOf(project), baseline.bytes, `${step}: the file changed`);
-  await panelOf(page).getByRole("status").filter({ hasText: /^\s*Ready for review$/ }).waitFor({ timeout: 2000 });
+  await panelOf(page)
+    .getByRole("status")
+    .filter({ hasText: /^\s*(Ready for review|等待审阅)$/ })
+    .waitFor({ timeout: 2000 });
 }
 
 /** Type the instruction key by key (spaces included), then Enter: it lands in the new target's box. */
@@ -110,6 +113,13 @@ test("review pending, panel closed, Alt+click an element: its instruction box ha
   await altClick(page, items.nth(1));
   await waiting(panel, 2).waitFor();
   await typeInstruction(page, project, baseline, "second Alt+click");
+  const serious = seriousViolations(await axeScan(page));
+  assert.deepEqual(serious, [], `axe, review with waiting targets: ${JSON.stringify(serious, null, 1)}`);
+  // zh-CN: the waiting targets' heading and cards in the panel's language.
+  await panel.getByRole("combobox").first().selectOption("zh-CN");
+  await panel.getByText("有 2 个新目标在编辑区等待下一个任务。").waitFor();
+  await panel.getByRole("textbox", { name: "目标 2 的修改说明" }).waitFor();
+  await assertUntouched(page, project, baseline, "language switch");
   assert.deepEqual(page.errors, []);
 });
 
