@@ -59,7 +59,7 @@ from spotpatch_agent.worktree.checkout_form import (
     raw_blobs,
     sparse_outside,
 )
-from spotpatch_agent.worktree.git import describe, run_git
+from spotpatch_agent.worktree.git import CACHED_DIFF_SUBMODULES, describe, run_git
 from spotpatch_agent.worktree.placement import Worktree
 from spotpatch_agent.worktree.result import RawEntry, parse_raw, result_diff, stage_all
 
@@ -75,7 +75,7 @@ _SYMLINK = "120000"
 _GITLINK = "160000"
 _SHOWN_PATH_CHARS = 120
 _SHOWN_GIT_CHARS = 200
-_DIFF_OPTIONS = ("--cached", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color")
+_DIFF_OPTIONS = ("--cached", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color", *CACHED_DIFF_SUBMODULES)
 _AGENT_FAULT = "The agent's change (its edits or a check it ran) broke this rule; the whole change is discarded."
 _ENGINE_FAULT = (
     "This is a SpotPatch consistency failure (or something changed the worktree during validation), "
