@@ -198,6 +198,7 @@ async def run_final_checks(
     Cancellation kills the running check."""
     # Imported here, not at the top: engine.service imports this module and must stay light (cold start).
     from spotpatch_agent.checks.runner import run_check_process
+    from spotpatch_agent.worktree.scan import RULE, after_check, before_check, describe_hazards
 
     results: list[FinalCheck] = []
     for check in checks:
@@ -205,10 +206,24 @@ async def run_final_checks(
         if run is not None:
             result = FinalCheck(run=run, reused=True)
         elif check.required:
+            # Scanned before every host git command around the check (issue 25, worktree/scan.py).
+            cap = limits.get("editableFileMaxBytes")
+            scanned = await before_check(cwd, max_file_bytes=cap)
             before = await fingerprint()
-            run = await run_check_process(check, cwd, limits, project_root=project_root,
-                                          sandbox="warn" if sandbox == "warn" else "required")
+            try:
+                run = await run_check_process(check, cwd, limits, project_root=project_root,
+                                              sandbox="warn" if sandbox == "warn" else "required")
+            finally:
+                removed = await after_check(cwd, max_file_bytes=cap, before=scanned)
             result = FinalCheck(run=run, reused=False)
+            if removed:
+                on_result(result)
+                raise JobFailure(
+                    ErrorCode.CHECK_FAILED,
+                    f"Check {check.id} ({check.name}) left {describe_hazards(removed)} in the worktree; {RULE}. "
+                    "It was removed before any git command read the worktree, and the job stops; fix the check's "
+                    "command.",
+                )
             if await fingerprint() != before:
                 on_result(result)
                 raise JobFailure(

@@ -1,0 +1,184 @@
+"""What a check may not leave in a job worktree before host git reads it again (issue 25; docs/security.md §7).
+
+A check writes anywhere in the worktree. After it, the engine runs git on the host there (the fingerprint's
+``git status``, later ``git add --all`` and the diffs), unconfined. Three things a check can leave make that
+unsafe or unbounded, and none of them is a change a user could review:
+
+- a ``.git`` (directory, gitfile or symlink) anywhere below the worktree root: a repository of the check's
+  making, with its own config (filters, hooks, fsmonitor). git does not descend into it today (every call
+  ignores submodules: git_runner.py), but nothing of it may be left for a later command to find;
+- a FIFO, socket or device file: git opens a ``.gitignore`` or ``.gitattributes`` wherever it is, and a FIFO
+  there blocks git until its timeout (the job stalls 120 s);
+- a regular file over ``editableFileMaxBytes`` that was not there (same size, mtime and inode) before the
+  check: ``git add --all`` would write it into the user's object store, where it stays as an unreachable
+  object long after validation rejected the changeset.
+
+:func:`scan_worktree` walks the whole tree with ``lstat`` semantics (``os.scandir``, no symlink followed, no
+directory skipped: an ignored directory is walked too) and names each :class:`Hazard`.
+:func:`remove_hazards` deletes them (a ``.git`` directory with everything in it), again without following a
+symlink, so that no host git command ever runs on a tree that holds one. The root's own ``.git`` (the
+worktree's gitfile; a directory where a check runs in a checkout itself) is the only one allowed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+import anyio
+
+from spotpatch_agent.errors import JobFailure
+from spotpatch_agent.protocol.errors import ErrorCode
+
+__all__ = ["MAX_HAZARDS", "RULE", "Hazard", "TreeScan", "after_check", "before_check", "describe_hazards",
+           "remove_hazards", "scan_worktree"]
+
+#: What a check must not leave, for messages.
+RULE = ("a check must not leave a git repository (.git), a FIFO, socket or device file, or a new file over "
+        "editableFileMaxBytes in the worktree")
+
+#: Hazards named per scan (the walk stops collecting after this many; one is enough to refuse the tree).
+MAX_HAZARDS = 20
+
+#: A large file as seen before a check: (relative path, size in bytes, mtime in ns, inode).
+LargeFile = tuple[str, int, int, int]
+
+
+@dataclass(frozen=True)
+class Hazard:
+    """One entry host git must not meet: ``path`` relative POSIX, ``reason`` a short phrase for the model
+    and the job's error (``"a git repository inside the worktree"``), ``is_dir`` whether it is a directory."""
+
+    path: str
+    reason: str
+    is_dir: bool = False
+
+
+@dataclass(frozen=True)
+class TreeScan:
+    """A walk's result: the ``hazards`` found (at most :data:`MAX_HAZARDS`) and every regular file over
+    the size cap (``large``), to compare the tree after a check with the tree before it."""
+
+    hazards: tuple[Hazard, ...] = ()
+    large: frozenset[LargeFile] = field(default_factory=frozenset)
+
+
+def _kind(mode: int) -> str | None:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe): git would block reading it"
+    if stat.S_ISSOCK(mode):
+        return "a socket file"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device file"
+    return None
+
+
+def scan_worktree(root: Path, *, max_file_bytes: int, known_large: frozenset[LargeFile] | None = None) -> TreeScan:
+    """Walk ``root`` (not following symlinks) and return what host git must not meet (module docstring).
+
+    ``max_file_bytes``: the size cap (``editableFileMaxBytes``). ``known_large``: the ``large`` set of the scan
+    before the check; a regular file over the cap is a hazard unless it is in that set unchanged (``None``:
+    nothing is compared, only recorded). Raises ``OSError`` when the root itself cannot be listed; a
+    directory below it that this user cannot list is skipped (git, run as the same user, cannot either)."""
+    hazards: list[Hazard] = []
+    large: set[LargeFile] = set()
+    base = os.fspath(root)
+    stack: list[str] = [""]
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            entries = list(os.scandir(os.path.join(base, rel_dir) if rel_dir else base))
+        except OSError:
+            if not rel_dir:
+                raise
+            continue  # git, running as the same user, cannot list it either
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:  # gone since the listing
+                continue
+            mode = st.st_mode
+            if entry.name.casefold() == ".git":
+                if rel_dir or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                    hazards.append(Hazard(rel, "a git repository (.git) inside the worktree",
+                                          is_dir=stat.S_ISDIR(mode)))
+                continue  # the root's own .git: git's, never walked
+            if stat.S_ISDIR(mode):
+                stack.append(rel)
+            elif stat.S_ISREG(mode):
+                if st.st_size > max_file_bytes:
+                    key = (rel, st.st_size, st.st_mtime_ns, st.st_ino)
+                    large.add(key)
+                    if known_large is not None and key not in known_large:
+                        hazards.append(Hazard(rel, f"a file of {st.st_size} bytes (over editableFileMaxBytes = "
+                                                   f"{max_file_bytes}): git would store it in the repository"))
+            elif not stat.S_ISLNK(mode):
+                hazards.append(Hazard(rel, _kind(mode) or "a special file"))
+            if len(hazards) >= MAX_HAZARDS:
+                return TreeScan(tuple(hazards), frozenset(large))
+    return TreeScan(tuple(hazards), frozenset(large))
+
+
+def remove_hazards(root: Path, hazards: tuple[Hazard, ...]) -> None:
+    """Delete each hazard below ``root`` without following a symlink: a directory with everything in it
+    (``shutil.rmtree``, which never follows one), anything else unlinked. Only entries whose parent
+    directory resolves to where the walk found it (no symlinked component) are touched. Raises ``OSError``
+    when one cannot be removed; one already gone is fine."""
+    real_root = os.path.realpath(root)
+    for hazard in hazards:
+        path = os.path.join(real_root, *hazard.path.split("/"))
+        parent = os.path.dirname(path)
+        if os.path.realpath(parent) != parent or not (parent == real_root or parent.startswith(real_root + os.sep)):
+            raise OSError(f"{hazard.path}: its directory moved during the scan")
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+
+
+def describe_hazards(hazards: tuple[Hazard, ...]) -> str:
+    """``a/.git (a git repository (.git) inside the worktree), b (a FIFO …)`` — relative paths only."""
+    shown = ", ".join(f"{h.path} ({h.reason})" for h in hazards[:5])
+    return shown + (f" and {len(hazards) - 5} more" if len(hazards) > 5 else "")
+
+
+async def before_check(root: Path, *, max_file_bytes: int) -> TreeScan:
+    """The scan before a check runs (its ``large`` set is what :func:`after_check` compares with). Raises
+    ``JobFailure(CHECK_FAILED)`` when the tree already holds a hazard: no check, and no git command, runs on it."""
+    scan = await anyio.to_thread.run_sync(partial(scan_worktree, root, max_file_bytes=max_file_bytes))
+    if scan.hazards:
+        raise JobFailure(ErrorCode.CHECK_FAILED, f"The worktree holds {describe_hazards(scan.hazards)}; no check "
+                         f"or git command runs on it ({RULE}).")
+    return scan
+
+
+async def after_check(root: Path, *, max_file_bytes: int, before: TreeScan) -> tuple[Hazard, ...]:
+    """Scan ``root`` after a check and remove every hazard it left (before any host git command reads the
+    tree). Returns the hazards removed (empty: nothing was there). Raises ``JobFailure(CHECK_FAILED)`` when
+    one cannot be removed or the tree still holds one afterwards. Runs to the end under cancellation
+    (the check was killed mid-way; whatever it left must still go before the worktree is used again)."""
+    with anyio.CancelScope(shield=True):
+        scan = await anyio.to_thread.run_sync(partial(scan_worktree, root, max_file_bytes=max_file_bytes,
+                                                      known_large=before.large))
+        if not scan.hazards:
+            return ()
+        try:
+            await anyio.to_thread.run_sync(remove_hazards, root, scan.hazards)
+            again = await anyio.to_thread.run_sync(partial(scan_worktree, root, max_file_bytes=max_file_bytes,
+                                                           known_large=before.large))
+        except OSError:
+            again = scan
+        if again.hazards:
+            raise JobFailure(ErrorCode.CHECK_FAILED, f"A check left {describe_hazards(again.hazards)} in the "
+                             f"worktree and it could not be removed; the job stops before any git command reads "
+                             f"the tree ({RULE}).")
+    return scan.hazards
