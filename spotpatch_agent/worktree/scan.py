@@ -33,6 +33,7 @@ import anyio
 
 from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.protocol.errors import ErrorCode
+from spotpatch_agent.worktree.git import run_git
 
 __all__ = ["MAX_HAZARDS", "RULE", "Hazard", "TreeScan", "after_check", "before_check", "describe_hazards",
            "remove_hazards", "scan_worktree"]
@@ -51,11 +52,13 @@ LargeFile = tuple[str, int, int, int]
 @dataclass(frozen=True)
 class Hazard:
     """One entry host git must not meet: ``path`` relative POSIX, ``reason`` a short phrase for the model
-    and the job's error (``"a git repository inside the worktree"``), ``is_dir`` whether it is a directory."""
+    and the job's error (``"a git repository inside the worktree"``), ``is_dir`` whether it is a directory,
+    ``large`` whether it is only too big (harmless when git ignores it: ``git add --all`` never stages it)."""
 
     path: str
     reason: str
     is_dir: bool = False
+    large: bool = False
 
 
 @dataclass(frozen=True)
@@ -116,7 +119,8 @@ def scan_worktree(root: Path, *, max_file_bytes: int, known_large: frozenset[Lar
                     large.add(key)
                     if known_large is not None and key not in known_large:
                         hazards.append(Hazard(rel, f"a file of {st.st_size} bytes (over editableFileMaxBytes = "
-                                                   f"{max_file_bytes}): git would store it in the repository"))
+                                                   f"{max_file_bytes}): git would store it in the repository",
+                                              large=True))
             elif not stat.S_ISLNK(mode):
                 hazards.append(Hazard(rel, _kind(mode) or "a special file"))
             if len(hazards) >= MAX_HAZARDS:
@@ -162,23 +166,58 @@ async def before_check(root: Path, *, max_file_bytes: int) -> TreeScan:
 
 
 async def after_check(root: Path, *, max_file_bytes: int, before: TreeScan) -> tuple[Hazard, ...]:
-    """Scan ``root`` after a check and remove every hazard it left (before any host git command reads the
-    tree). Returns the hazards removed (empty: nothing was there). Raises ``JobFailure(CHECK_FAILED)`` when
-    one cannot be removed or the tree still holds one afterwards. Runs to the end under cancellation
-    (the check was killed mid-way; whatever it left must still go before the worktree is used again)."""
+    """Scan ``root`` after a check and remove every hazard it left before host git reads the tree: first
+    the ``.git``s and special files (no git command runs while one is there), then each new large file git
+    would stage (``git check-ignore`` — which reads ignore files only — leaves out ignored ones: a
+    dependency install or a build output under an ignored directory is the check's business). Returns the
+    hazards removed (empty: nothing was there). Raises ``JobFailure(CHECK_FAILED)`` when one cannot be
+    removed or the tree still holds one afterwards, ``GitError`` when ``check-ignore`` times out. Runs to the
+    end under cancellation (a killed check's leftovers must still go before the worktree is used again)."""
     with anyio.CancelScope(shield=True):
-        scan = await anyio.to_thread.run_sync(partial(scan_worktree, root, max_file_bytes=max_file_bytes,
-                                                      known_large=before.large))
-        if not scan.hazards:
-            return ()
-        try:
-            await anyio.to_thread.run_sync(remove_hazards, root, scan.hazards)
-            again = await anyio.to_thread.run_sync(partial(scan_worktree, root, max_file_bytes=max_file_bytes,
-                                                           known_large=before.large))
-        except OSError:
-            again = scan
-        if again.hazards:
-            raise JobFailure(ErrorCode.CHECK_FAILED, f"A check left {describe_hazards(again.hazards)} in the "
-                             f"worktree and it could not be removed; the job stops before any git command reads "
-                             f"the tree ({RULE}).")
-    return scan.hazards
+        scan = await _scan(root, max_file_bytes, before)
+        removed: list[Hazard] = []
+        structural = tuple(h for h in scan.hazards if not h.large)
+        if structural:
+            await _remove(root, structural)
+            removed += structural
+            scan = await _scan(root, max_file_bytes, before)
+            _still(tuple(h for h in scan.hazards if not h.large))
+        large = tuple(h for h in scan.hazards if h.large)
+        if large:
+            ignored = await _ignored(root, [h.path for h in large])
+            staged = tuple(h for h in large if h.path not in ignored)
+            if staged:
+                await _remove(root, staged)
+                removed += staged
+                again = await _scan(root, max_file_bytes, before)
+                _still(tuple(h for h in again.hazards if not h.large or h.path not in ignored))
+    return tuple(removed)
+
+
+async def _scan(root: Path, max_file_bytes: int, before: TreeScan) -> TreeScan:
+    return await anyio.to_thread.run_sync(partial(scan_worktree, root, max_file_bytes=max_file_bytes,
+                                                  known_large=before.large))
+
+
+async def _remove(root: Path, hazards: tuple[Hazard, ...]) -> None:
+    try:
+        await anyio.to_thread.run_sync(remove_hazards, root, hazards)
+    except OSError:
+        _still(hazards)
+
+
+def _still(hazards: tuple[Hazard, ...]) -> None:
+    if hazards:
+        raise JobFailure(ErrorCode.CHECK_FAILED, f"A check left {describe_hazards(hazards)} in the worktree and "
+                         f"it could not be removed; the job stops before any git command reads the tree ({RULE}).")
+
+
+async def _ignored(root: Path, paths: list[str]) -> set[str]:
+    """The ``paths`` git ignores (``check-ignore`` with the index: a tracked file is never ignored). When git
+    cannot tell (a path inside a submodule's directory), none: the file is removed rather than staged."""
+    data = b"".join(os.fsencode(p) + b"\0" for p in paths)
+    out = await run_git(["check-ignore", "-z", "--stdin"], cwd=root, input=data, check=False, read_only=True,
+                        redact=[root])
+    if out.returncode not in (0, 1):
+        return set()
+    return {os.fsdecode(p) for p in out.stdout.split(b"\0") if p}

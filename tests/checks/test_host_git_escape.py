@@ -226,6 +226,19 @@ async def test_a_large_file_left_by_run_check_never_reaches_the_object_store(set
     assert grown == [], "the check's large file reached the user's object store"
 
 
+async def test_a_large_file_git_ignores_is_the_checks_business(setup: Setup) -> None:
+    """A dependency install or build output under an ignored directory (``node_modules``) is never staged:
+    left alone, not reported."""
+    await needs_bwrap()
+    size = Limits().get("editableFileMaxBytes") + 1
+    script = (f"import os; os.makedirs('node_modules/pkg'); open('node_modules/pkg/big.js', 'wb').write(b'1' * {size});"
+              "print('installed')")
+    ex = setup.executor(py_check("install", script))
+    result = await ex.execute("run_check", '{"checkId": "install"}')
+    assert result.ok and "removed" not in result.output, result.output
+    assert (setup.wt.path / "node_modules" / "pkg" / "big.js").stat().st_size == size
+
+
 async def test_a_clean_check_is_not_reported_and_the_tracked_large_file_is_fine(setup: Setup) -> None:
     await needs_bwrap()
     ex = setup.executor(py_check("ok", "print('fine')"))
