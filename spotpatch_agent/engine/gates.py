@@ -192,7 +192,9 @@ async def run_final_checks(
     (:func:`spotpatch_agent.checks.runner.run_check_process`) in ``cwd``. A non-required check appears only
     with a fresh result (the host never runs it). ``fingerprint()`` is awaited before and after every host
     run. Raises ``JobFailure(CHECK_FAILED)`` when a host-run check changed the worktree (its writes are
-    never collected: the diff was taken before this stage). A failed required check is a result, not an
+    never collected: the diff was taken before this stage) or left what host git must not meet (a ``.git``,
+    a special file, a new oversized file: worktree/scan.py, scanned before each fingerprint and removed
+    before any git command reads the tree; issue 25). A failed required check is a result, not an
     exception: see :func:`checks_failure`. ``sandbox``: the trusted config's policy (checks/runner.py); raises
     ``SandboxUnavailable`` (``CHECK_FAILED``) when it is ``required`` and nothing can confine the check.
     Cancellation kills the running check."""
