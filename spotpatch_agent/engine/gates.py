@@ -200,7 +200,7 @@ async def run_final_checks(
     Cancellation kills the running check."""
     # Imported here, not at the top: engine.service imports this module and must stay light (cold start).
     from spotpatch_agent.checks.runner import run_check_process
-    from spotpatch_agent.worktree.scan import RULE, after_check, before_check, describe_hazards
+    from spotpatch_agent.worktree.scan import after_check, before_check, left_behind
 
     results: list[FinalCheck] = []
     for check in checks:
@@ -216,16 +216,12 @@ async def run_final_checks(
                 run = await run_check_process(check, cwd, limits, project_root=project_root,
                                               sandbox="warn" if sandbox == "warn" else "required")
             finally:
-                removed = await after_check(cwd, max_file_bytes=cap, before=scanned)
+                found = await after_check(cwd, max_file_bytes=cap, before=scanned)
             result = FinalCheck(run=run, reused=False)
-            if removed:
+            if found:
                 on_result(result)
-                raise JobFailure(
-                    ErrorCode.CHECK_FAILED,
-                    f"Check {check.id} ({check.name}) left {describe_hazards(removed)} in the worktree; {RULE}. "
-                    "It was removed before any git command read the worktree, and the job stops; fix the check's "
-                    "command.",
-                )
+                raise JobFailure(ErrorCode.CHECK_FAILED, left_behind(f"{check.id} ({check.name})", found)
+                                 + " The job stops; fix the check's command.")
             if await fingerprint() != before:
                 on_result(result)
                 raise JobFailure(

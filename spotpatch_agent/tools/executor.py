@@ -32,7 +32,7 @@ from spotpatch_agent.tools.base import (
 )
 from spotpatch_agent.tools.context import WorktreeContext
 from spotpatch_agent.tools.registry import TOOL_DEFS
-from spotpatch_agent.worktree.scan import RULE, after_check, before_check, describe_hazards
+from spotpatch_agent.worktree.scan import after_check, before_check, left_behind
 
 #: Arguments text beyond two editable files plus this slack (bytes) is an oversized input (terminal).
 _ARGUMENTS_SLACK_BYTES = 64 * 1024
@@ -179,15 +179,13 @@ class ToolExecutor:
         try:
             result = await tool.handler(self._ctx, args)
         finally:
-            removed = await after_check(root, max_file_bytes=cap, before=scanned)
-        wrote = bool(removed) or await self._ctx.fingerprint() != before
+            found = await after_check(root, max_file_bytes=cap, before=scanned)
+        wrote = bool(found) or await self._ctx.fingerprint() != before
         self._check_wrote[check_id] = wrote
         self._any_check_wrote = self._any_check_wrote or wrote
-        if removed:
-            return ToolResult(ok=False, code=None, retryable=True, wrote=True, output=(
-                f"Check {check_id} left {describe_hazards(removed)} in the worktree. SpotPatch removed "
-                f"{'it' if len(removed) == 1 else 'them'} before reading the worktree again: {RULE}. "
-                "Fix the code or test that creates it. The check's own result was:\n" + result.output))
+        if found:
+            return ToolResult(ok=False, code=None, retryable=True, wrote=True,
+                              output=left_behind(check_id, found) + " The check's own result was:\n" + result.output)
         return result
 
     async def execute(self, name: str, arguments_json: str) -> ToolResult:

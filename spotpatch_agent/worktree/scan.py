@@ -15,9 +15,11 @@ unsafe or unbounded, and none of them is a change a user could review:
 
 :func:`scan_worktree` walks the whole tree with ``lstat`` semantics (``os.scandir``, no symlink followed, no
 directory skipped: an ignored directory is walked too) and names each :class:`Hazard`.
-:func:`remove_hazards` deletes them (a ``.git`` directory with everything in it), again without following a
-symlink, so that no host git command ever runs on a tree that holds one. The root's own ``.git`` (the
-worktree's gitfile; a directory where a check runs in a checkout itself) is the only one allowed.
+:func:`remove_hazards` deletes the ``.git``s and special files (a ``.git`` directory with everything in it),
+again without following a symlink, so that no host git command ever runs on a tree that holds one; the root's
+own ``.git`` (the worktree's gitfile; a directory where a check runs in a checkout itself) is the only one
+allowed. A large file is named, not deleted (it may be the user's tracked file, rewritten), and
+:func:`oversized_to_stage` — asked by validation before it stages — keeps it out of the object store.
 """
 
 from __future__ import annotations
@@ -36,11 +38,11 @@ from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.worktree.git import run_git
 
 __all__ = ["MAX_HAZARDS", "RULE", "Hazard", "TreeScan", "after_check", "before_check", "describe_hazards",
-           "remove_hazards", "scan_worktree"]
+           "left_behind", "oversized_to_stage", "remove_hazards", "scan_worktree"]
 
 #: What a check must not leave, for messages.
-RULE = ("a check must not leave a git repository (.git), a FIFO, socket or device file, or a new file over "
-        "editableFileMaxBytes in the worktree")
+RULE = ("a check must not leave a git repository (.git) or a FIFO, socket or device file in the worktree, "
+        "nor a file over editableFileMaxBytes that git would stage (a change holding one is rejected)")
 
 #: Hazards named per scan (the walk stops collecting after this many; one is enough to refuse the tree).
 MAX_HAZARDS = 20
@@ -118,9 +120,8 @@ def scan_worktree(root: Path, *, max_file_bytes: int, known_large: frozenset[Lar
                     key = (rel, st.st_size, st.st_mtime_ns, st.st_ino)
                     large.add(key)
                     if known_large is not None and key not in known_large:
-                        hazards.append(Hazard(rel, f"a file of {st.st_size} bytes (over editableFileMaxBytes = "
-                                                   f"{max_file_bytes}): git would store it in the repository",
-                                              large=True))
+                        hazards.append(Hazard(rel, f"a file of {st.st_size} bytes, over editableFileMaxBytes = "
+                                                   f"{max_file_bytes}", large=True))
             elif not stat.S_ISLNK(mode):
                 hazards.append(Hazard(rel, _kind(mode) or "a special file"))
             if len(hazards) >= MAX_HAZARDS:
@@ -155,6 +156,20 @@ def describe_hazards(hazards: tuple[Hazard, ...]) -> str:
     return shown + (f" and {len(hazards) - 5} more" if len(hazards) > 5 else "")
 
 
+def left_behind(check_id: str, found: tuple[Hazard, ...]) -> str:
+    """What the model (``run_check``) or the job's error is told about the hazards ``after_check`` found."""
+    removed = [h.path for h in found if not h.large]
+    kept = [h.path for h in found if h.large]
+    text = f"Check {check_id} left {describe_hazards(found)} in the worktree."
+    if removed:
+        text += (" SpotPatch removed " + ("it" if len(found) == 1 else ", ".join(removed))
+                 + " before reading the worktree again.")
+    if kept:
+        text += (" " + ", ".join(kept) + (" stays" if len(kept) == 1 else " stay") + ", but a change that holds "
+                 "such a file is rejected: delete or shrink it in the check, or write it under an ignored directory.")
+    return text + f" Rule: {RULE}."
+
+
 async def before_check(root: Path, *, max_file_bytes: int) -> TreeScan:
     """The scan before a check runs (its ``large`` set is what :func:`after_check` compares with). Raises
     ``JobFailure(CHECK_FAILED)`` when the tree already holds a hazard: no check, and no git command, runs on it."""
@@ -166,44 +181,72 @@ async def before_check(root: Path, *, max_file_bytes: int) -> TreeScan:
 
 
 async def after_check(root: Path, *, max_file_bytes: int, before: TreeScan) -> tuple[Hazard, ...]:
-    """Scan ``root`` after a check and remove every hazard it left before host git reads the tree: first
-    the ``.git``s and special files (no git command runs while one is there), then each new large file git
-    would stage (``git check-ignore`` — which reads ignore files only — leaves out ignored ones: a
-    dependency install or a build output under an ignored directory is the check's business). Returns the
-    hazards removed (empty: nothing was there). Raises ``JobFailure(CHECK_FAILED)`` when one cannot be
-    removed or the tree still holds one afterwards, ``GitError`` when ``check-ignore`` times out. Runs to the
-    end under cancellation (a killed check's leftovers must still go before the worktree is used again)."""
+    """Scan ``root`` after a check; remove every ``.git`` and special file it left before host git reads
+    the tree, and name every new or changed file over the cap that git would stage (``git check-ignore``,
+    run once nothing else is left: it reads ignore files only; a dependency install or a build output under
+    an ignored directory is the check's business). A large file is kept — it may be a tracked file of the
+    user's, a lockfile the check rewrote — and :func:`oversized_to_stage` keeps it out of the object store.
+    Returns what was found (``large`` ones kept, the others removed; empty: nothing). Raises
+    ``JobFailure(CHECK_FAILED)`` when one cannot be removed, ``GitError`` when ``check-ignore`` times out.
+    Runs to the end under cancellation (a killed check's leftovers must still go before the worktree is
+    used again)."""
     with anyio.CancelScope(shield=True):
         scan = await _scan(root, max_file_bytes, before)
-        removed: list[Hazard] = []
-        structural = tuple(h for h in scan.hazards if not h.large)
-        if structural:
-            await _remove(root, structural)
-            removed += structural
+        removed = tuple(h for h in scan.hazards if not h.large)
+        if removed:
+            try:
+                await anyio.to_thread.run_sync(remove_hazards, root, removed)
+            except OSError:
+                _still(removed)
             scan = await _scan(root, max_file_bytes, before)
             _still(tuple(h for h in scan.hazards if not h.large))
         large = tuple(h for h in scan.hazards if h.large)
         if large:
             ignored = await _ignored(root, [h.path for h in large])
-            staged = tuple(h for h in large if h.path not in ignored)
-            if staged:
-                await _remove(root, staged)
-                removed += staged
-                again = await _scan(root, max_file_bytes, before)
-                _still(tuple(h for h in again.hazards if not h.large or h.path not in ignored))
-    return tuple(removed)
+            large = tuple(h for h in large if h.path not in ignored)
+    return removed + large
+
+
+async def oversized_to_stage(root: Path, *, max_file_bytes: int) -> tuple[str, int] | None:
+    """The first file ``git add --all`` in ``root`` would store as a new blob over ``max_file_bytes``, as
+    ``(relative path, size)``, or ``None``: an untracked file git does not ignore, or a tracked file git
+    sees changed whose size is not its index entry's (a file the same size as before — a rewritten lockfile
+    — adds at most what the repository already holds). Checked before staging, so a check's 200 MB file never
+    reaches the user's object store (issue 25). Raises ``GitError`` when git fails."""
+    others = await run_git(["ls-files", "-z", "--others", "--exclude-standard"], cwd=root, read_only=True,
+                           redact=[root], timeout=300)
+    changed = await run_git(["diff-files", "-z", "--name-only", "--ignore-submodules=all"], cwd=root,
+                            read_only=True, redact=[root], timeout=300)
+    big = partial(_big, root, max_file_bytes)
+    for raw in others.stdout.split(b"\0"):
+        if raw and (size := big(raw)) is not None:
+            return os.fsdecode(raw), size
+    tracked = {raw: size for raw in changed.stdout.split(b"\0") if raw and (size := big(raw)) is not None}
+    if not tracked:
+        return None
+    listed = await run_git(["ls-files", "-s", "-z", "--", *(":(literal)" + os.fsdecode(r) for r in tracked)],
+                           cwd=root, read_only=True, redact=[root])
+    oids = {rec.split(b"\t", 1)[1]: rec.split(b" ")[1] for rec in listed.stdout.split(b"\0") if b"\t" in rec}
+    sizes = await run_git(["cat-file", "--batch-check"], cwd=root, read_only=True, redact=[root],
+                          input=b"".join(oid + b"\n" for oid in oids.values()))
+    recorded = dict(zip(oids, (line.split(b" ")[-1] for line in sizes.stdout.splitlines()), strict=False))
+    for raw, size in tracked.items():
+        if recorded.get(raw) != str(size).encode():
+            return os.fsdecode(raw), size
+    return None
+
+
+def _big(root: Path, max_file_bytes: int, raw: bytes) -> int | None:
+    try:
+        st = os.lstat(os.path.join(os.fsencode(root), raw))
+    except OSError:
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) and st.st_size > max_file_bytes else None
 
 
 async def _scan(root: Path, max_file_bytes: int, before: TreeScan) -> TreeScan:
     return await anyio.to_thread.run_sync(partial(scan_worktree, root, max_file_bytes=max_file_bytes,
                                                   known_large=before.large))
-
-
-async def _remove(root: Path, hazards: tuple[Hazard, ...]) -> None:
-    try:
-        await anyio.to_thread.run_sync(remove_hazards, root, hazards)
-    except OSError:
-        _still(hazards)
 
 
 def _still(hazards: tuple[Hazard, ...]) -> None:
@@ -214,7 +257,7 @@ def _still(hazards: tuple[Hazard, ...]) -> None:
 
 async def _ignored(root: Path, paths: list[str]) -> set[str]:
     """The ``paths`` git ignores (``check-ignore`` with the index: a tracked file is never ignored). When git
-    cannot tell (a path inside a submodule's directory), none: the file is removed rather than staged."""
+    cannot tell (a path inside a submodule's directory), none: every one is reported."""
     data = b"".join(os.fsencode(p) + b"\0" for p in paths)
     out = await run_git(["check-ignore", "-z", "--stdin"], cwd=root, input=data, check=False, read_only=True,
                         redact=[root])

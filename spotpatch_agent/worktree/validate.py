@@ -7,7 +7,10 @@
 The first violation raises ``JobFailure(CHANGESET_REJECTED)`` and fails the job whole; a bad file is never
 dropped while the rest goes on. The steps, in order:
 
-1. **Worktree state.** ``git add --all`` on the worktree's own index, then ``git diff --cached --raw -z
+1. **Worktree state.** First, no file ``git add --all`` would store is over ``editableFileMaxBytes``
+   unless it is a tracked file of unchanged size (:func:`~spotpatch_agent.worktree.scan.oversized_to_stage`:
+   a check's big file never reaches the user's object store, issue 25). Then ``git add --all`` on the
+   worktree's own index, then ``git diff --cached --raw -z
    --no-renames`` against the baseline commit. A worktree git cannot stage (for example a nested repository
    without a commit) is rejected; a file outside a sparse checkout's definition is named with the command
    that adds its directory.
@@ -62,6 +65,7 @@ from spotpatch_agent.worktree.checkout_form import (
 from spotpatch_agent.worktree.git import CACHED_DIFF_SUBMODULES, describe, run_git
 from spotpatch_agent.worktree.placement import Worktree
 from spotpatch_agent.worktree.result import RawEntry, parse_raw, result_diff, stage_all
+from spotpatch_agent.worktree.scan import oversized_to_stage
 
 __all__ = ["Changeset", "DiffSource", "check_entry", "validate_changeset"]
 
@@ -139,7 +143,7 @@ async def validate_changeset(wt: Worktree, limits: Limits, *, diff_source: DiffS
     or an engine inconsistency is to blame. Raises :class:`~spotpatch_agent.errors.GitError` when git fails
     in a way no content explains.
     """
-    entries = await _staged_entries(wt)
+    entries = await _staged_entries(wt, limits.get("editableFileMaxBytes"))
     max_files = limits.get("maxChangedFiles")
     if len(entries) > max_files:
         raise _rejected(None, f"the change touches {len(entries)} files (limit maxChangedFiles = {max_files})")
@@ -172,7 +176,11 @@ async def validate_changeset(wt: Worktree, limits: Limits, *, diff_source: DiffS
 # ---------------------------------------------------------------- 1. worktree state
 
 
-async def _staged_entries(wt: Worktree) -> list[RawEntry]:
+async def _staged_entries(wt: Worktree, max_bytes: int) -> list[RawEntry]:
+    # Before staging: `git add --all` would store an oversized file in the user's object store (issue 25).
+    oversized = await oversized_to_stage(wt.path, max_file_bytes=max_bytes)
+    if oversized is not None:
+        raise _rejected(oversized[0], f"is {oversized[1]} bytes (limit editableFileMaxBytes = {max_bytes})")
     try:
         await stage_all(wt)
     except GitError as exc:

@@ -42,6 +42,8 @@ from spotpatch_agent.worktree.create import create_worktree
 from spotpatch_agent.worktree.placement import Worktree
 from spotpatch_agent.worktree.removal import remove_worktree
 from spotpatch_agent.worktree.result import result_diff
+from spotpatch_agent.worktree.scan import oversized_to_stage
+from spotpatch_agent.worktree.validate import validate_changeset
 from tests.conftest import git
 
 pytestmark = [
@@ -211,19 +213,38 @@ async def test_a_fifo_gitattributes_left_by_run_check_does_not_stall_the_job(set
 
 
 async def test_a_large_file_left_by_run_check_never_reaches_the_object_store(setup: Setup) -> None:
-    """Issue 25 LOW: a check's big file was staged by ``git add --all`` into the user's object store. The
-    tracked 2 MiB asset of the baseline (over the cap too, but not the check's) is left alone."""
+    """Issue 25 LOW: a check's big file was staged by ``git add --all`` into the user's object store. Now the
+    model is told, the file stays (it could be a tracked file of the user's), and validation refuses the
+    change before staging: no blob of it is ever written. Growing the tracked 2 MiB asset is refused the same
+    way; the asset itself (over the cap, but the baseline's) is never reported."""
     await needs_bwrap()
     size = Limits().get("editableFileMaxBytes") + 1
     ex = setup.executor(py_check("big", f"open('dump.bin', 'wb').write(b'\\x01' * {size}); print('dumped')"))
     objects_before = _object_files(setup.project)
     result = await ex.execute("run_check", '{"checkId": "big"}')
-    assert not result.ok and f"dump.bin (a file of {size} bytes" in result.output, result.output
-    assert "assets/big.bin" not in result.output
-    assert not (setup.wt.path / "dump.bin").exists() and (setup.wt.path / "assets" / "big.bin").exists()
-    await result_diff(setup.wt)
-    grown = [p for p in _object_files(setup.project) - objects_before if p.stat().st_size > size // 2]
-    assert grown == [], "the check's large file reached the user's object store"
+    assert not result.ok and f"dump.bin (a file of {size} bytes, over editableFileMaxBytes" in result.output
+    assert "dump.bin stays, but a change that holds such a file is rejected" in result.output, result.output
+    assert "assets/big.bin" not in result.output and "dumped" in result.output
+    with pytest.raises(JobFailure) as caught:
+        await validate_changeset(setup.wt, Limits())
+    assert caught.value.code == ErrorCode.CHANGESET_REJECTED
+    assert f"'dump.bin' is {size} bytes (limit editableFileMaxBytes" in caught.value.message
+    (setup.wt.path / "dump.bin").unlink()
+    with (setup.wt.path / "assets" / "big.bin").open("ab") as grown:
+        grown.write(b"more")
+    with pytest.raises(JobFailure) as caught:
+        await validate_changeset(setup.wt, Limits())
+    assert "'assets/big.bin' is" in caught.value.message
+    assert _object_files(setup.project) == objects_before, "a check's large file reached the user's object store"
+
+
+async def test_a_tracked_large_file_rewritten_at_the_same_size_is_not_refused(setup: Setup) -> None:
+    """A lockfile over the cap that a check regenerates at the same size adds nothing the repository does not
+    already hold: reported to the model (it changed), never refused before staging."""
+    assert await oversized_to_stage(setup.wt.path, max_file_bytes=Limits().get("editableFileMaxBytes")) is None
+    big = setup.wt.path / "assets" / "big.bin"
+    big.write_bytes(b"\x02" * big.stat().st_size)
+    assert await oversized_to_stage(setup.wt.path, max_file_bytes=Limits().get("editableFileMaxBytes")) is None
 
 
 async def test_a_large_file_git_ignores_is_the_checks_business(setup: Setup) -> None:
