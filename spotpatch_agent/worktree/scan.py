@@ -38,7 +38,7 @@ from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.worktree.git import run_git
 
 __all__ = ["MAX_HAZARDS", "RULE", "Hazard", "TreeScan", "after_check", "before_check", "describe_hazards",
-           "left_behind", "oversized_to_stage", "remove_hazards", "scan_worktree"]
+           "left_behind", "oversized_to_stage", "remove_hazards", "scan_in_thread", "scan_worktree"]
 
 #: What a check must not leave, for messages.
 RULE = ("a check must not leave a git repository (.git) or a FIFO, socket or device file in the worktree, "
@@ -145,9 +145,24 @@ def remove_hazards(root: Path, hazards: tuple[Hazard, ...]) -> None:
         except FileNotFoundError:
             continue
         if stat.S_ISDIR(st.st_mode):
-            shutil.rmtree(path)
+            shutil.rmtree(path, onerror=_writable_then_retry)
+            if os.path.lexists(path):
+                raise OSError(f"{hazard.path}: could not be removed")
         else:
             os.unlink(path)
+
+
+def _writable_then_retry(func, target, _exc_info):  # type: ignore[no-untyped-def]
+    """A directory the check made unreadable or unwritable (``chmod 000``): made ours again, once."""
+    try:
+        os.chmod(os.path.dirname(target), stat.S_IRWXU)
+        if os.path.isdir(target) and not os.path.islink(target):
+            os.chmod(target, stat.S_IRWXU)
+            shutil.rmtree(target)
+        else:
+            func(target)
+    except OSError:
+        pass
 
 
 def describe_hazards(hazards: tuple[Hazard, ...]) -> str:
@@ -242,6 +257,11 @@ def _big(root: Path, max_file_bytes: int, raw: bytes) -> int | None:
     except OSError:
         return None
     return st.st_size if stat.S_ISREG(st.st_mode) and st.st_size > max_file_bytes else None
+
+
+async def scan_in_thread(root: Path, *, max_file_bytes: int) -> TreeScan:
+    """:func:`scan_worktree` in a worker thread, nothing compared (so no large file is a hazard)."""
+    return await anyio.to_thread.run_sync(partial(scan_worktree, root, max_file_bytes=max_file_bytes))
 
 
 async def _scan(root: Path, max_file_bytes: int, before: TreeScan) -> TreeScan:

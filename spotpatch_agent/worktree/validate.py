@@ -65,7 +65,7 @@ from spotpatch_agent.worktree.checkout_form import (
 from spotpatch_agent.worktree.git import CACHED_DIFF_SUBMODULES, describe, run_git
 from spotpatch_agent.worktree.placement import Worktree
 from spotpatch_agent.worktree.result import RawEntry, parse_raw, result_diff, stage_all
-from spotpatch_agent.worktree.scan import oversized_to_stage
+from spotpatch_agent.worktree.scan import oversized_to_stage, scan_in_thread
 
 __all__ = ["Changeset", "DiffSource", "check_entry", "validate_changeset"]
 
@@ -177,7 +177,16 @@ async def validate_changeset(wt: Worktree, limits: Limits, *, diff_source: DiffS
 
 
 async def _staged_entries(wt: Worktree, max_bytes: int) -> list[RawEntry]:
-    # Before staging: `git add --all` would store an oversized file in the user's object store (issue 25).
+    # Before any git command: a repository or a special file inside the worktree (a check's, left because it
+    # could not be removed) is never read by host git; `git add --all` would store an oversized file in the
+    # user's object store (issue 25).
+    found = await scan_in_thread(wt.path, max_file_bytes=max_bytes)
+    if found.hazards:
+        hazard = found.hazards[0]
+        if hazard.path.rpartition("/")[2].casefold() == ".git":
+            raise _rejected(hazard.path.rpartition("/")[0], "holds a git repository (.git): a submodule or a nested "
+                            "repository cannot be part of a change, and git must not read it")
+        raise _rejected(hazard.path, f"is {hazard.reason}; git must not read it")
     oversized = await oversized_to_stage(wt.path, max_file_bytes=max_bytes)
     if oversized is not None:
         raise _rejected(oversized[0], f"is {oversized[1]} bytes (limit editableFileMaxBytes = {max_bytes})")

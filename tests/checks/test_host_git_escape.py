@@ -290,6 +290,27 @@ async def test_a_final_check_that_leaves_a_repository_fails_the_job_naming_it(se
     assert not setup.marker.exists()
 
 
+async def test_a_repository_that_cannot_be_removed_fails_the_job_and_is_never_staged(
+        setup: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When removal fails (a normal user's check can ``chmod 000`` a directory), the job stops with
+    ``CHECK_FAILED``, and the failed job's attempt to keep its diff (validation) refuses the tree before
+    ``git add --all`` reads it."""
+    await needs_bwrap()
+
+    def cannot_remove(root: Path, hazards: object) -> None:
+        raise PermissionError("simulated")
+
+    monkeypatch.setattr("spotpatch_agent.worktree.scan.remove_hazards", cannot_remove)
+    ex = setup.executor(py_check("nest", plant_script("tools/planted", setup.marker)))
+    with pytest.raises(JobFailure) as caught:
+        await ex.execute("run_check", '{"checkId": "nest"}')
+    assert caught.value.code == ErrorCode.CHECK_FAILED and "tools/planted/.git" in caught.value.message
+    with pytest.raises(JobFailure) as rejected:
+        await validate_changeset(setup.wt, Limits())
+    assert "'tools/planted' holds a git repository (.git)" in rejected.value.message
+    assert not setup.marker.exists()
+
+
 async def test_a_worktree_that_already_holds_a_nested_repository_runs_no_check(setup: Setup) -> None:
     """Whatever put it there, a tree holding a ``.git`` below its root gets no check and no git command."""
     nested = setup.wt.path / "stray"
