@@ -48,15 +48,18 @@ async def test_no_repository_no_gitlinks(tmp_path: Path) -> None:
 
 
 def test_bwrap_shows_each_gitlink_empty_and_read_only_after_the_writable_worktree(tmp_path: Path) -> None:
+    """At the path the check sees it (the worktree is relocated inside the sandbox)."""
     work = tmp_path / "wt"
-    link = work / "vendor" / "lib"
-    plan = SandboxPlan(cwd=work, temp_dir=tmp_path / "t", network=False, writable=(work,), readonly_dirs=(link,))
+    plan = SandboxPlan(cwd=work, temp_dir=tmp_path / "t", network=False, writable=(work,),
+                       readonly_dirs=(work / "vendor" / "lib",))
+    link = plan.inside(work / "vendor" / "lib", relocate=True)
+    assert link is not None and str(tmp_path) not in link
     argv = bwrap_argv("/usr/bin/bwrap", plan, ["/bin/true"])
-    bind = argv.index("--bind", argv.index(str(tmp_path / "t")) + 1)
-    assert argv[bind + 1] == str(work)
-    mount = argv.index(str(link))
+    bind = argv.index(str(work)) - 1
+    assert argv[bind] == "--bind"
+    mount = argv.index(link)
     assert argv[mount - 1] == "--tmpfs" and argv[mount - 3:mount - 1] == ["--perms", "0555"] and mount > bind
-    remount = len(argv) - 1 - argv[::-1].index(str(link))
+    remount = len(argv) - 1 - argv[::-1].index(link)
     assert argv[remount - 1] == "--remount-ro" and remount > mount
 
 
