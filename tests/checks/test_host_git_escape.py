@@ -179,6 +179,24 @@ async def test_host_git_never_runs_a_filter_of_a_repository_in_a_gitlink_directo
     assert not setup.marker.exists(), "a host git call ran the filter of a repository inside the worktree"
 
 
+async def test_unconfined_the_plant_succeeds_and_still_nothing_runs(setup: Setup,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sandbox: "warn"`` on a machine without a sandbox: nothing stops the check writing the gitlink's
+    directory, so the plant succeeds. The host's git still runs none of it, and the scan removes the
+    repository and tells the model before the fingerprint."""
+    monkeypatch.setenv("SPOTPATCH_SIMULATE_NO_SANDBOX", "1")
+    ex = setup.executor(py_check("plant", plant_script("vendor/lib", setup.marker)), sandbox="warn")
+    result = await ex.execute("run_check", '{"checkId": "plant"}')
+    assert "PLANTED vendor/lib" in result.output and "UNCONFINED" in result.output.upper()
+    assert setup.marker.exists()  # the check's own `git add` inside its repository ran the filter, in the check
+    setup.marker.unlink()
+    assert not result.ok and "vendor/lib/.git (a git repository (.git) inside the worktree)" in result.output
+    assert not (setup.wt.path / "vendor" / "lib" / ".git").exists()
+    await ex.fingerprint()
+    await result_diff(setup.wt)
+    assert not setup.marker.exists(), "a host git call ran a filter a check planted"
+
+
 # ---------------------------------------------------------------- the scan after a check (run_check)
 
 
