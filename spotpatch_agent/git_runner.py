@@ -103,7 +103,7 @@ HARDENED_PREFIX = (
     # core.safecrlf only refuses (or warns about) staging a file whose line endings a checkout would change;
     # it never changes bytes. Validation judges that itself (worktree/checkout_form.py), with a clear reason.
     "-c", "core.safecrlf=false",
-    # Nothing a job worktree holds may make host git run a program (issue 25; docs/security.md §7). A check
+    # Nothing a job worktree holds may make host git run a program (issue 25; docs/security.md §6). A check
     # can turn a gitlink's empty directory into a repository of its own, with its own config (filters,
     # fsmonitor, hooks…): git must never descend into a submodule — no recursion (checkout, grep, …), no
     # submodule status or summary in status/diff (git status would run the planted repository's filters).
@@ -131,7 +131,7 @@ HARDENED_PREFIX = (
 #: changeset's validation rejects one): ``dirty`` never looks into the submodule's own worktree (for
 #: ``--cached`` nothing does), and a gitlink's patch is one ``Subproject commit`` line, never a log or a diff
 #: run inside the submodule (a user's ``diff.submodule=diff`` would run git, and its filters, in there).
-#: Every other diff or status in a worktree passes ``--ignore-submodules=all`` (docs/security.md §7).
+#: Every other diff or status in a worktree passes ``--ignore-submodules=all`` (docs/security.md §6).
 CACHED_DIFF_SUBMODULES = ("--ignore-submodules=dirty", "--submodule=short")
 
 #: Bytes of git's stderr kept (the head: git's first lines say why it failed).

@@ -1,4 +1,4 @@
-"""What a check may not leave in a job worktree before host git reads it again (issue 25; docs/security.md §7).
+"""What a check may not leave in a job worktree before host git reads it again (issue 25; docs/security.md §6).
 
 A check writes anywhere in the worktree. After it, the engine runs git on the host there (the fingerprint's
 ``git status``, later ``git add --all`` and the diffs), unconfined. Three things a check can leave make that

@@ -15,7 +15,7 @@ unconfined. Proven here, each through the real engine pieces (a real job worktre
   removed before any host git command reads the tree;
 - a filter the *user* configured (an LFS-style ``filter.lfs.*`` in their global config) on a file the check
   chose: it runs, as the user's own git would run it, with the git runner's allowlisted environment (no
-  provider key) — the decision docs/security.md §7 records.
+  provider key) — the decision docs/security.md §6 records.
 """
 
 from __future__ import annotations
@@ -345,7 +345,7 @@ async def test_a_worktree_that_already_holds_a_nested_repository_runs_no_check(s
 
 async def test_a_user_configured_lfs_filter_on_a_check_written_file_runs_as_the_users_git_would(
         setup: Setup, tmp_path: Path) -> None:
-    """Decision (docs/security.md §7): a filter command from the user's own configuration runs on a file a
+    """Decision (docs/security.md §6): a filter command from the user's own configuration runs on a file a
     check chose, exactly as the user's git would run it on any checkout — it is the user's program, the model
     could name the same file in a reviewed ``.gitattributes`` through apply_patch, and skipping it would make
     the diff differ from what the user's git records. What it gets is the git runner's: the allowlisted
