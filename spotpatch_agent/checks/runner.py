@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -290,7 +290,10 @@ async def run_check_process(check: CheckConfig, cwd: Path, limits: Limits, *,
     fds: list[int] = []
     try:
         if detection.confinement is not None:
-            argv, temp_dir = _confine(detection.confinement, check, cwd, env, project_root, fds)
+            from spotpatch_agent.checks.gitlinks import gitlink_dirs
+
+            argv, temp_dir = _confine(detection.confinement, check, cwd, env, project_root, fds,
+                                      readonly_dirs=await gitlink_dirs(cwd))
             if not argv:
                 return finish("failed", None, None, b"the command could not be started: not found or not executable",
                               False)
@@ -312,10 +315,12 @@ async def run_check_process(check: CheckConfig, cwd: Path, limits: Limits, *,
 
 
 def _confine(confinement: Confinement, check: CheckConfig, cwd: Path, env: dict[str, str],
-             project_root: Path | None, pass_fds: list[int]) -> tuple[list[str], Path | None]:
+             project_root: Path | None, pass_fds: list[int], *,
+             readonly_dirs: tuple[Path, ...] = ()) -> tuple[list[str], Path | None]:
     """The sandboxed argv (empty when the command cannot be found) and the check's private temp dir;
     sets the check's ``TMPDIR``, ``HOME`` and ``PATH`` in ``env`` (``Confinement.prepare``); descriptors
-    the sandbox inherits go to ``pass_fds``."""
+    the sandbox inherits go to ``pass_fds``. ``readonly_dirs``: the worktree's gitlink directories
+    (checks/gitlinks.py), shown empty and read-only."""
     from spotpatch_agent.checks.sandbox import build_plan
     from spotpatch_agent.checks.sandbox.plan import resolve_command
 
@@ -325,6 +330,7 @@ def _confine(confinement: Confinement, check: CheckConfig, cwd: Path, env: dict[
     temp_dir = Path(tempfile.mkdtemp(prefix="spotpatch-check-"))
     plan = build_plan(cwd=cwd, temp_dir=temp_dir, network=check.network, env=env, project_root=project_root,
                       command=command, read_paths=check.read_paths)
+    plan = replace(plan, readonly_dirs=readonly_dirs)
     confinement.prepare(plan, env)  # TMPDIR, HOME (the private one) and PATH as the check sees them
     return confinement.wrap(plan, [str(command), *check.args], pass_fds), temp_dir
 
