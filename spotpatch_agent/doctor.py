@@ -7,6 +7,8 @@ Items, in order (docs/configuration.md "spotpatch-agent doctor"):
 - ``project`` (required): the project is a git top level and not ``blocked`` — the health display of
   ``run`` (reasons, paths, fixes); local changes are a warning (``run`` then needs
   ``--include-local-changes``);
+- ``gitdir-files`` (required, only when there is a problem): nothing SpotPatch keeps under the git
+  directory (``spotpatch/`` and its folders) is a symlink — one there is never followed;
 - ``committed-venv:<folder>`` (warning): a folder at the project root holding ``pyvenv.cfg`` has files
   tracked by git (the fix: ``git rm -r --cached`` it and add it to ``.gitignore``);
 - ``config`` (required): ``spotpatch.config.json`` (or ``--config``) is valid JSON matching
@@ -37,7 +39,7 @@ import anyio
 from spotpatch_agent import __version__
 from spotpatch_agent.errors import GitError
 from spotpatch_agent.git_runner import run_git_sync
-from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
+from spotpatch_agent.policy.redact import REDACTOR, register_provider_secrets, shorten_paths
 
 __all__ = ["Item", "run_doctor", "checklist", "DEFAULT_PROBE_TIMEOUT"]
 
@@ -179,7 +181,7 @@ async def _probe(provider: Any, model: Any, item_id: str, title: str, timeout: f
     from spotpatch_agent.provider.probe import run_probe
 
     key = os.environ.get(provider.api_key_env) or None
-    REDACTOR.add_secret(key)
+    register_provider_secrets(provider.base_url, key, provider.headers)
     adapter = make_adapter(provider)
     started = anyio.current_time()
     try:
@@ -223,6 +225,24 @@ def check_committed_venvs(project: Path) -> list[Item]:
     return items
 
 
+def check_gitdir_files(common_dir: Path, git_dir: Path) -> list[Item]:
+    """A ``gitdir-files`` failure when something SpotPatch keeps under the git directory (``spotpatch/``,
+    its ``audit``, ``journal``, ``quarantine``, ``reviews`` folders, ``write.lock``) is a symlink or not a
+    directory: SpotPatch never follows one there (worktree/gitdir_files.py), so jobs, the ledger or crash
+    recovery refuse to write. Nothing when all is well."""
+    from spotpatch_agent.worktree.gitdir_files import unsafe_entries
+
+    found = sorted({*unsafe_entries(common_dir), *unsafe_entries(git_dir)})
+    if not found:
+        return []
+    return [Item("gitdir-files", "SpotPatch files under .git", "fail", True,
+                 f"{len(found)} symlink(s) (or a file where a folder belongs), never followed: jobs, the audit "
+                 "ledger or crash recovery cannot write there",
+                 "remove it (`rm` the link, not what it points to); SpotPatch makes the folder again. Nothing "
+                 "SpotPatch keeps in the git directory is ever a link.",
+                 [f"<git dir>/{entry}" for entry in found[:20]])]
+
+
 def run_doctor(project: Path, config_path: Path | None, *, probe: bool = True,
                timeout: float = DEFAULT_PROBE_TIMEOUT) -> list[Item]:
     """Every checklist item for ``project`` (see the module docstring), in order."""
@@ -234,12 +254,14 @@ def run_doctor(project: Path, config_path: Path | None, *, probe: bool = True,
     async def main() -> list[Item]:
         found: list[Item] = []
         if items[0].status == "pass":
-            if await locate(project) is None:
+            layout = await locate(project)
+            if layout is None:
                 found.append(Item("project", "project health", "fail", True,
                                   f"{project.name or 'the folder'} is not a git repository",
                                   "run `git init` and make a first commit in the project folder."))
             else:
                 found.append(await check_project(project, config))
+                found.extend(check_gitdir_files(layout.common_dir, layout.git_dir))
                 found.extend(check_committed_venvs(project))
         found.append(config_item)
         found.extend(check_keys(config))

@@ -12,7 +12,11 @@ Each call gets a hardened prefix of ``-c`` options so the user's configuration c
 or run: no hooks (``core.hooksPath`` points at the null device), no fsmonitor daemon, no colour, no
 column field in ``git grep``, no path quoting, no automatic ``gc``/maintenance (a commit in a linked
 worktree would otherwise run ``gc --auto`` on the user's repository), no signing (gpg), git's canonical diff headers and
-blank context lines, no ``core.safecrlf`` refusal.
+blank context lines, no ``core.safecrlf`` refusal; never into a submodule (no recursion, submodules ignored
+by status and diff), no untracked cache, no transport (every ``protocol.*.allow`` is ``never``, no
+credential helper, ``GIT_NO_LAZY_FETCH=1``): nothing a worktree holds makes host git run a program of its
+choosing (issue 25). Diffs we parse also pass ``--no-ext-diff --no-textconv`` (``diff.external`` and
+textconv drivers are programs, and would change the text).
 The user's git configuration and attribute files are otherwise read as git reads them (see
 :mod:`spotpatch_agent.worktree.git` for why).
 
@@ -48,6 +52,7 @@ from spotpatch_agent.process import NEW_SESSION, kill_tree
 
 __all__ = [
     "GIT_ENV_ALLOWLIST",
+    "CACHED_DIFF_SUBMODULES",
     "HARDENED_PREFIX",
     "STDERR_KEEP_BYTES",
     "GitRun",
@@ -98,7 +103,36 @@ HARDENED_PREFIX = (
     # core.safecrlf only refuses (or warns about) staging a file whose line endings a checkout would change;
     # it never changes bytes. Validation judges that itself (worktree/checkout_form.py), with a clear reason.
     "-c", "core.safecrlf=false",
+    # Nothing a job worktree holds may make host git run a program (issue 25; docs/security.md §6). A check
+    # can turn a gitlink's empty directory into a repository of its own, with its own config (filters,
+    # fsmonitor, hooks…): git must never descend into a submodule — no recursion (checkout, grep, …), no
+    # submodule status or summary in status/diff (git status would run the planted repository's filters).
+    "-c", "submodule.recurse=false",
+    "-c", "diff.ignoreSubmodules=all",
+    "-c", "status.submoduleSummary=false",
+    # The untracked cache trusts directory mtimes a check controls; without it git lists untracked files
+    # by reading the directories every time (and never writes the cache into the index).
+    "-c", "core.untrackedCache=false",
+    # No transport, ever: the engine never fetches, so a lazy fetch of a partial clone's missing object,
+    # an ext:: URL (runs a command) or ssh (core.sshCommand, GIT_SSH*) can never start from a worktree's
+    # objects or .gitmodules. protocol.allow covers every protocol without a protocol.<name>.allow of its
+    # own: those the user's config may set are pinned one by one. No credential helper either.
+    "-c", "protocol.allow=never",
+    "-c", "protocol.file.allow=never",
+    "-c", "protocol.git.allow=never",
+    "-c", "protocol.ssh.allow=never",
+    "-c", "protocol.http.allow=never",
+    "-c", "protocol.https.allow=never",
+    "-c", "protocol.ext.allow=never",
+    "-c", "credential.helper=",
 )
+
+#: Options of a diff of the index against a commit (``--cached``) that must still show a changed gitlink (the
+#: changeset's validation rejects one): ``dirty`` never looks into the submodule's own worktree (for
+#: ``--cached`` nothing does), and a gitlink's patch is one ``Subproject commit`` line, never a log or a diff
+#: run inside the submodule (a user's ``diff.submodule=diff`` would run git, and its filters, in there).
+#: Every other diff or status in a worktree passes ``--ignore-submodules=all`` (docs/security.md §6).
+CACHED_DIFF_SUBMODULES = ("--ignore-submodules=dirty", "--submodule=short")
 
 #: Bytes of git's stderr kept (the head: git's first lines say why it failed).
 STDERR_KEEP_BYTES = 64 * 1024
@@ -123,7 +157,9 @@ def git_env(*, read_only: bool = True, index_file: Path | str | None = None) -> 
     """The allowlisted environment of a git call: :data:`GIT_ENV_ALLOWLIST` plus C locale and no prompts;
     ``GIT_OPTIONAL_LOCKS=0`` when ``read_only``; ``GIT_INDEX_FILE`` when ``index_file`` is given."""
     env = {key: os.environ[key] for key in GIT_ENV_ALLOWLIST if key in os.environ}
-    env.update({"LC_ALL": "C", "LANGUAGE": "C", "GIT_TERMINAL_PROMPT": "0"})
+    # GIT_NO_LAZY_FETCH (git 2.44+; older gits ignore it, protocol.allow=never stops them): a missing object
+    # of a partial clone is an error, never a fetch from the promisor remote.
+    env.update({"LC_ALL": "C", "LANGUAGE": "C", "GIT_TERMINAL_PROMPT": "0", "GIT_NO_LAZY_FETCH": "1"})
     if read_only:
         env["GIT_OPTIONAL_LOCKS"] = "0"
     if index_file is not None:

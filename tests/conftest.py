@@ -18,6 +18,19 @@ GIT_IDENTITY = {
 
 
 @pytest.fixture(autouse=True)
+def _redactor_secrets_per_test():
+    """Secrets a test registers in the process-wide redactor are dropped after it: key fragments (issue 25)
+    of one test's fixed canary (``sk-test-0123456789abcdef``) would otherwise mask another test's text."""
+    from spotpatch_agent.policy.redact import REDACTOR
+
+    saved = (set(REDACTOR._secrets), REDACTOR._grams, REDACTOR._gram_run)
+    yield
+    with REDACTOR._lock:
+        REDACTOR._secrets, REDACTOR._grams, REDACTOR._gram_run = saved
+        REDACTOR._pattern = None
+
+
+@pytest.fixture(autouse=True)
 def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
     for key, value in GIT_IDENTITY.items():
         monkeypatch.setenv(key, value)

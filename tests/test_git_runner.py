@@ -47,6 +47,7 @@ async def test_environment_is_allowlisted(tmp_path: Path, monkeypatch: pytest.Mo
     for out in (sync.stdout, run.stdout):
         assert b"sk-never-reaches-git" not in out and b"elsewhere" not in out
         assert b"GIT_TERMINAL_PROMPT=0" in out and b"GIT_OPTIONAL_LOCKS=0" in out and b"LC_ALL=C" in out
+        assert b"GIT_NO_LAZY_FETCH=1" in out  # a partial clone's missing object is never fetched (issue 25)
 
 
 async def test_hooks_are_disabled(tmp_path: Path) -> None:
@@ -141,3 +142,45 @@ async def test_a_process_left_holding_only_stderr_does_not_hold_the_call(tmp_pat
     run = await run_git_process(left, cwd=tmp_path, timeout=20)
     assert run.returncode == 0 and run.stdout == b"done\n" and _gone(int(pid_file.read_text()))
     assert time.monotonic() - started < 15  # neither call waited for its 20 s timeout
+
+
+#: What a repository's (or the user's) configuration asks for, and what the hardened prefix makes of it
+#: (issue 25: nothing a worktree holds may make host git descend into a submodule or start a transport).
+PINNED = {
+    "submodule.recurse": ("true", "false"),
+    "diff.ignoreSubmodules": ("none", "all"),
+    "status.submoduleSummary": ("true", "false"),
+    "core.untrackedCache": ("true", "false"),
+    "protocol.allow": ("always", "never"),
+    "protocol.file.allow": ("always", "never"),
+    "protocol.ext.allow": ("always", "never"),
+    "protocol.ssh.allow": ("always", "never"),
+    "protocol.https.allow": ("always", "never"),
+    "credential.helper": ("store", ""),
+}
+
+
+async def test_repository_configuration_cannot_undo_the_submodule_and_transport_pins(tmp_path: Path) -> None:
+    run_git_sync(["init", "-q"], cwd=tmp_path)
+    for key, (asked, _pinned) in PINNED.items():
+        run_git_sync(["config", key, asked], cwd=tmp_path)
+    for key, (_asked, pinned) in PINNED.items():
+        for result in (run_git_sync(["config", "--get", key], cwd=tmp_path, read_only=True),
+                       await run_git_process(["config", "--get", key], cwd=tmp_path, read_only=True)):
+            assert result.stdout.decode().strip() == pinned, key
+
+
+async def test_no_transport_starts_even_where_the_repository_allows_it(tmp_path: Path) -> None:
+    """An ``ext::`` URL runs a command; a ``file://`` fetch would read another repository: both refused."""
+    other = tmp_path / "other"
+    other.mkdir()
+    run_git_sync(["init", "-q"], cwd=other)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    run_git_sync(["init", "-q"], cwd=repo)
+    run_git_sync(["config", "protocol.allow", "always"], cwd=repo)
+    marker = tmp_path / "ext-ran"
+    for url in (f"file://{other}", f"ext::sh -c touch\\ {marker}"):
+        run = await run_git_process(["ls-remote", url], cwd=repo, read_only=True, timeout=30)
+        assert run.returncode != 0 and b"not allowed" in run.stderr, (url, run.stderr)
+    assert not marker.exists()

@@ -38,10 +38,10 @@ test("(d) Cancel mid-job: the run stops, nothing is applied, Back to edit restor
   assert.deepEqual(bytesOf(project), original);
 
   await panel.getByRole("button", { name: "Back to edit" }).click();
+  await panel.getByRole("button", { name: "Submit" }).waitFor(); // the composer (the waiting card was target 1)
   assert.equal(await page.getByRole("textbox", { name: "Instruction for target 1" }).inputValue(), SAVE_INSTRUCTION);
   assert.equal(await page.getByRole("textbox", { name: "Instruction for target 2" }).inputValue(), PRICE_INSTRUCTION);
   await panel.getByRole("group", { name: "Target 3" }).getByText("“Canvas tote bag”").waitFor(); // the one picked meanwhile
-  await panel.getByRole("button", { name: "Submit" }).waitFor();
   assert.deepEqual(page.errors, []);
 });
 

@@ -154,15 +154,18 @@ test("(i) keyboard only: pick with the shortcut and arrows, instructions, Submit
   await page.keyboard.press("Enter");
   const apply = panel.getByRole("button", { name: "Apply" });
   await apply.waitFor({ timeout: 30_000 });
-  await waitForFocus(page, /^button:Apply$/);
+  // The focus moves to the job's heading, never onto Apply (issue 26): the user goes there with Tab.
+  await waitForFocus(page, /^h3:Job$/);
   await snap(page, "i-3-review");
   const review = seriousViolations(await axeScan(page));
   assert.deepEqual(review, [], `axe, review: ${JSON.stringify(review, null, 1)}`);
 
+  await tabTo(page, /^button:Apply$/);
   await page.keyboard.press("Enter");
   await panel.getByRole("button", { name: "Revert" }).waitFor();
   await page.locator("button.btn-primary", { hasText: "Save" }).waitFor();
-  await waitForFocus(page, /^button:Revert$/);
+  await waitForFocus(page, /^h3:Job$/); // not Revert: Enter twice never applies and reverts
+  await tabTo(page, /^button:Revert$/);
   await page.keyboard.press("Enter");
   await panel.getByText(/^Reverted: your files/).waitFor();
   await page.locator("span.price", { hasText: /^\$19\.5$/ }).waitFor();

@@ -17,6 +17,7 @@ import anyio
 
 from spotpatch_agent.audit.derive import derive_summary
 from spotpatch_agent.audit.sink import ledger_path, list_ledgers, read_ledger
+from spotpatch_agent.worktree.gitdir_files import unsafe_entries
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -146,6 +147,10 @@ def audit_command(project: Path, job_id: str | None, *, as_json: bool, out: Text
     if common is None:
         _say("spotpatch-agent audit: --project is not inside a git repository", file=sys.stderr)
         return EXIT_USAGE
+    refused = [e for e in unsafe_entries(common) if e in ("spotpatch", "spotpatch/audit")]
+    if refused:  # a symlink there is never followed: say so rather than "no ledgers"
+        _say(f"spotpatch-agent audit: <git dir>/{refused[0]} is a symlink or not a directory; it is not followed "
+             "(remove it: `spotpatch-agent doctor`)", file=sys.stderr)
     if job_id is None:
         ledgers = list_ledgers(common)
         rows = []

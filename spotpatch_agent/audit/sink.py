@@ -28,6 +28,8 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from spotpatch_agent.worktree.gitdir_files import Folder, UnsafeGitDirEntry, folder, split_git_path
+
 log = logging.getLogger("spotpatch.audit")
 
 #: The ledger directory under a git common dir.
@@ -50,18 +52,19 @@ def encode(record: dict[str, Any]) -> bytes:
 def append(path: Path, records: list[dict[str, Any]], *, create: bool = True) -> bool:
     """Append ``records`` to ``path`` and ``fsync`` it. ``create``: the ledger's first write, which makes a
     new file (mode 0600, its directory 0700) and never opens one already there; else the file must exist
-    (a ledger retention removed is not made again holding only its later records). A symlink is never
-    followed. Returns False on any OS error (logged without the path), True otherwise."""
+    (a ledger retention removed is not made again holding only its later records). No symlink is followed,
+    neither the file nor a directory under the git directory (``.git/spotpatch/audit`` planted as a link:
+    refused, worktree/gitdir_files.py). Returns False on any OS error (logged without the path), True
+    otherwise."""
     if not records:
         return True
     data = b"".join(encode(r) for r in records)
-    flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_WRONLY | os.O_APPEND
     if create:
         flags |= os.O_CREAT | os.O_EXCL
     try:
-        if create:
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path, flags, 0o600)
+        with folder(*split_git_path(path.parent), create=create) as where:
+            fd = where.open(path.name, flags, 0o600)
         try:
             view = memoryview(data)
             while view:
@@ -69,6 +72,9 @@ def append(path: Path, records: list[dict[str, Any]], *, create: bool = True) ->
             os.fsync(fd)
         finally:
             os.close(fd)
+    except UnsafeGitDirEntry as exc:
+        log.warning("the audit ledger was not written: %s; the job goes on", exc.strerror)
+        return False
     except OSError as exc:
         log.warning("the audit ledger could not be written (%s); the job goes on", type(exc).__name__)
         return False
@@ -78,24 +84,30 @@ def append(path: Path, records: list[dict[str, Any]], *, create: bool = True) ->
 def prune(directory: Path, keep: int) -> int:
     """Remove the oldest ledger files (by modification time, then name) beyond ``keep``; returns how many
     were removed. Only regular ``job_<16 hex>.jsonl`` files are counted and touched (never a symlink or a
-    directory). Errors are ignored."""
+    directory), in a directory reached without following a symlink. Errors are ignored."""
     try:
-        entries = [e for e in os.scandir(directory) if _JOB_FILE.match(e.name)]
+        with folder(*split_git_path(directory), create=False) as where:
+            return _prune_in(where, keep)
     except OSError:
         return 0
+
+
+def _prune_in(where: Folder, keep: int) -> int:
     files = []
-    for entry in entries:  # one entry gone or odd (removed by another engine, a symlink) never stops the rest
+    for name in where.names():  # one entry gone or odd (removed by another engine, a symlink) never stops the rest
+        if not _JOB_FILE.match(name):
+            continue
         try:
-            st = entry.stat(follow_symlinks=False)
+            st = where.lstat(name)
         except OSError:
             continue
         if stat.S_ISREG(st.st_mode):
-            files.append((st.st_mtime_ns, entry.name))
+            files.append((st.st_mtime_ns, name))
     files.sort()
     removed = 0
     for _, name in files[: max(0, len(files) - keep)]:
         try:
-            (directory / name).unlink()
+            where.unlink(name)
             removed += 1
         except OSError:
             continue
@@ -112,24 +124,24 @@ class LedgerFile:
 
 
 def list_ledgers(common_dir: Path) -> list[LedgerFile]:
-    """The persisted ledgers of a repository, newest first (empty when there are none)."""
-    directory = audit_dir(common_dir)
+    """The persisted ledgers of a repository, newest first (empty when there are none, or when the ledger
+    directory is reached only through a symlink: never followed)."""
     found: list[LedgerFile] = []
     try:
-        entries = list(os.scandir(directory))
+        with folder(common_dir, AUDIT_SUBDIR, create=False) as where:
+            for name in where.names():
+                match = _JOB_FILE.match(name)
+                if match is None:
+                    continue
+                try:
+                    st = where.lstat(name)
+                except OSError:
+                    continue
+                if not stat.S_ISREG(st.st_mode):  # a symlink, directory or FIFO planted under a ledger's name
+                    continue
+                found.append(LedgerFile(match.group(1), st.st_size, st.st_mtime_ns // 1_000_000))
     except OSError:
         return []
-    for entry in entries:
-        match = _JOB_FILE.match(entry.name)
-        if match is None:
-            continue
-        try:
-            st = entry.stat(follow_symlinks=False)
-        except OSError:
-            continue
-        if not stat.S_ISREG(st.st_mode):  # a symlink, directory or FIFO planted under a ledger's name
-            continue
-        found.append(LedgerFile(match.group(1), st.st_size, st.st_mtime_ns // 1_000_000))
     found.sort(key=lambda f: (f.modified_ms, f.job_id), reverse=True)
     return found
 
@@ -153,8 +165,8 @@ def read_ledger(path: Path) -> tuple[list[dict[str, Any]], int]:
     """The records of a ledger file and how many lines were skipped (a torn last line after a crash, or
     a line that is not a valid ledger record). Raises ``OSError`` when the file cannot be read: it is not
     a regular file (a symlink is never followed, a FIFO never waited on) or is over :data:`MAX_LEDGER_BYTES`."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
+    with folder(*split_git_path(path.parent), create=False) as where:  # no symlink followed on the way either
+        fd = where.open(path.name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

@@ -313,7 +313,10 @@ async def run_check_process(check: CheckConfig, cwd: Path, limits: Limits, *,
     enforced = _Enforcement(resolve(check.limits) if sys.platform.startswith("linux") else None)
     try:
         if detection.confinement is not None:
-            argv, temp_dir = _confine(detection.confinement, check, cwd, env, project_root, fds, enforced)
+            from spotpatch_agent.checks.gitlinks import gitlink_dirs
+
+            argv, temp_dir = _confine(detection.confinement, check, cwd, env, project_root, fds, enforced,
+                                      readonly_dirs=await gitlink_dirs(cwd))
             if not argv:
                 return finish("failed", None, None, b"the command could not be started: not found or not executable",
                               False)
@@ -414,12 +417,14 @@ class _Enforcement:
 
 
 def _confine(confinement: Confinement, check: CheckConfig, cwd: Path, env: dict[str, str],
-             project_root: Path | None, pass_fds: list[int],
-             enforced: _Enforcement) -> tuple[list[str], Path | None]:
+             project_root: Path | None, pass_fds: list[int], enforced: _Enforcement, *,
+             readonly_dirs: tuple[Path, ...] = ()) -> tuple[list[str], Path | None]:
     """The sandboxed argv (empty when the command cannot be found) and the check's private temp dir;
     sets the check's ``TMPDIR``, ``HOME`` and ``PATH`` in ``env`` (``Confinement.prepare``); descriptors
-    the sandbox inherits go to ``pass_fds``. With ``enforced.limits``: the command behind the rlimit wrapper
-    (inside the sandbox) and, where the mechanism can, a ``tmpMiB`` tmpfs as the private temp dir."""
+    the sandbox inherits go to ``pass_fds``. ``readonly_dirs``: the worktree's gitlink directories
+    (checks/gitlinks.py), shown empty and read-only. With ``enforced.limits``: the command behind the
+    rlimit wrapper (inside the sandbox) and, where the mechanism can, a ``tmpMiB`` tmpfs as the private
+    temp dir."""
     from spotpatch_agent.checks.sandbox import build_plan
     from spotpatch_agent.checks.sandbox.plan import resolve_command
 
@@ -429,6 +434,7 @@ def _confine(confinement: Confinement, check: CheckConfig, cwd: Path, env: dict[
     temp_dir = Path(tempfile.mkdtemp(prefix="spotpatch-check-"))
     plan = build_plan(cwd=cwd, temp_dir=temp_dir, network=check.network, env=env, project_root=project_root,
                       command=command, read_paths=check.read_paths)
+    plan = replace(plan, readonly_dirs=readonly_dirs)
     confinement.prepare(plan, env)  # TMPDIR, HOME (the private one) and PATH as the check sees them
     inner = [str(command), *check.args]
     if enforced.limits is not None:

@@ -192,12 +192,15 @@ async def run_final_checks(
     (:func:`spotpatch_agent.checks.runner.run_check_process`) in ``cwd``. A non-required check appears only
     with a fresh result (the host never runs it). ``fingerprint()`` is awaited before and after every host
     run. Raises ``JobFailure(CHECK_FAILED)`` when a host-run check changed the worktree (its writes are
-    never collected: the diff was taken before this stage). A failed required check is a result, not an
+    never collected: the diff was taken before this stage) or left what host git must not meet (a ``.git``,
+    a special file, a new oversized file: worktree/scan.py, scanned before each fingerprint and removed
+    before any git command reads the tree; issue 25). A failed required check is a result, not an
     exception: see :func:`checks_failure`. ``sandbox``: the trusted config's policy (checks/runner.py); raises
     ``SandboxUnavailable`` (``CHECK_FAILED``) when it is ``required`` and nothing can confine the check.
     Cancellation kills the running check."""
     # Imported here, not at the top: engine.service imports this module and must stay light (cold start).
     from spotpatch_agent.checks.runner import run_check_process
+    from spotpatch_agent.worktree.scan import after_check, before_check, left_behind
 
     results: list[FinalCheck] = []
     for check in checks:
@@ -205,10 +208,20 @@ async def run_final_checks(
         if run is not None:
             result = FinalCheck(run=run, reused=True)
         elif check.required:
+            # Scanned before every host git command around the check (issue 25, worktree/scan.py).
+            cap = limits.get("editableFileMaxBytes")
+            scanned = await before_check(cwd, max_file_bytes=cap)
             before = await fingerprint()
-            run = await run_check_process(check, cwd, limits, project_root=project_root,
-                                          sandbox="warn" if sandbox == "warn" else "required")
+            try:
+                run = await run_check_process(check, cwd, limits, project_root=project_root,
+                                              sandbox="warn" if sandbox == "warn" else "required")
+            finally:
+                found = await after_check(cwd, max_file_bytes=cap, before=scanned)
             result = FinalCheck(run=run, reused=False)
+            if found:
+                on_result(result)
+                raise JobFailure(ErrorCode.CHECK_FAILED, left_behind(f"{check.id} ({check.name})", found)
+                                 + " The job stops; fix the check's command.")
             if await fingerprint() != before:
                 on_result(result)
                 raise JobFailure(

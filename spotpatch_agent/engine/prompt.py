@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from spotpatch_agent.context.digest import fence
+from spotpatch_agent.context.quote import escape_bidi
 from spotpatch_agent.engine.locations import TagCheck, quote, source_check_line, usage_chain_lines
 from spotpatch_agent.protocol.models import PromptRenderResult, PromptTarget, PromptWarning, SpotAnnotation, Target
 
@@ -52,14 +53,14 @@ def _name(value: str) -> str:
 
 
 def _target_block(t: Target, location: LocationCheck | None = None, tag_check: TagCheck | None = None) -> str:
-    lines = [f"## Target {t.index}", f"Instruction: {t.instruction}"]
+    lines = [f"## Target {t.index}", f"Instruction: {escape_bidi(t.instruction)}"]
     if t.source is not None:
         where = f"{t.source.file}:{t.source.line}:{t.source.column}"
         if t.source.component:
             where += f" (component {_name(t.source.component)})"
         if location is not None and not location.ok:
             where = f"{quote(where)}, which could not be found: {location.reason}"
-        lines.append(f"Source: {where}")
+        lines.append(f"Source: {escape_bidi(where)}")
         check = source_check_line(tag_check)  # exact, or marked approximate (engine/locations.py)
         if check and (location is None or location.ok):
             lines.append(check)

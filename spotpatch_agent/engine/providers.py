@@ -15,7 +15,7 @@ import anyio
 
 from spotpatch_agent.engine.events import error_info
 from spotpatch_agent.errors import SpotPatchError
-from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
+from spotpatch_agent.policy.redact import REDACTOR, register_provider_secrets, shorten_paths
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import (
     ModelProfile,
@@ -42,7 +42,7 @@ def make_adapter(provider: ProviderProfile) -> ProviderAdapter:
     """The adapter for ``provider`` (``api``: ``responses`` or ``chat``) with its key read from ``apiKeyEnv``
     (never logged: docs/design.md §11)."""
     key = os.environ.get(provider.api_key_env) or None
-    REDACTOR.add_secret(key)
+    register_provider_secrets(provider.base_url, key, provider.headers)
     if provider.api == "responses":
         from spotpatch_agent.provider.responses import ResponsesAdapter
 

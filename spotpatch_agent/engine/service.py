@@ -37,7 +37,7 @@ from spotpatch_agent.engine.providers import (
 from spotpatch_agent.engine.states import ACTIVE, job_tools
 from spotpatch_agent.engine.suggest import draft_suggestion
 from spotpatch_agent.errors import SpotPatchError
-from spotpatch_agent.policy.redact import REDACTOR, redact_cut
+from spotpatch_agent.policy.redact import REDACTOR, redact_cut, register_provider_secrets
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import (
     Capabilities,
@@ -166,9 +166,8 @@ class EngineService:
         self._audit_dir = audit_dir(layout.common_dir) if layout is not None and config.audit.persist else None
         self._config = config
         for provider in config.providers:
-            REDACTOR.add_secret(os.environ.get(provider.api_key_env))
-            for value in provider.headers.values():  # extra headers often carry tokens too
-                REDACTOR.add_secret(value)
+            # The key, and the extra headers (relays often put tokens there): policy/redact.py's rules.
+            register_provider_secrets(provider.base_url, os.environ.get(provider.api_key_env), provider.headers)
         recovered: list[RecoveryReport] = []
         if layout is not None and self._project_lock is not None:
             from spotpatch_agent.worktree.recovery import recover_under_lock

@@ -330,7 +330,7 @@ class WorktreeContext:
         A path without exactly one ordinary stage-0 entry (untracked, unmerged, intent-to-add, not a regular
         file) is checked against the real index as before.
         """
-        args = ("diff", "--check", "--no-color", "--no-ext-diff", "--", f":(literal){rel}")
+        args = ("diff", "--check", "--no-color", "--no-ext-diff", "--ignore-submodules=all", "--", f":(literal){rel}")
         small = await self._index.check_index(rel)
         if small is None:
             return await self.git(*args, ok_codes=(0, 2), max_bytes=1024 * 1024, config=config)
@@ -374,7 +374,8 @@ class WorktreeContext:
         """SHA-256 (hex) over ``git status --porcelain=v2 -z --untracked-files=all`` and the content of
         every path it lists (regular file bytes, symlink target, or a type marker). Two equal fingerprints
         mean the worktree's change set and the bytes of every changed path are equal (docs/design.md §6)."""
-        out = await self.git("status", "--porcelain=v2", "-z", "--untracked-files=all", "--ignored=no")
+        out = await self.git("status", "--porcelain=v2", "-z", "--untracked-files=all", "--ignored=no",
+                             "--ignore-submodules=all")
         if out.truncated:
             raise OSError("git status output exceeded its bound")
         return await anyio.to_thread.run_sync(status_digest, self.root, out.stdout)

@@ -32,6 +32,7 @@ from spotpatch_agent.tools.base import (
 )
 from spotpatch_agent.tools.context import WorktreeContext
 from spotpatch_agent.tools.registry import TOOL_DEFS
+from spotpatch_agent.worktree.scan import after_check, before_check, left_behind
 
 #: Arguments text beyond two editable files plus this slack (bytes) is an oversized input (terminal).
 _ARGUMENTS_SLACK_BYTES = 64 * 1024
@@ -168,11 +169,23 @@ class ToolExecutor:
         return await self._ctx.fingerprint()
 
     async def _run_check_watched(self, tool: ToolDef, args: Any) -> ToolResult:
+        # The tree is scanned before every host git command that follows a check (issue 25, worktree/scan.py):
+        # what the check left that git must not meet (a .git, a FIFO, a new oversized file) is removed first,
+        # also when the check was cancelled, and the model is told.
+        root, cap = self._ctx.root, self._ctx.limits.get("editableFileMaxBytes")
+        check_id = str(getattr(args, "check_id", ""))
+        scanned = await before_check(root, max_file_bytes=cap)
         before = await self._ctx.fingerprint()
-        result = await tool.handler(self._ctx, args)
-        wrote = await self._ctx.fingerprint() != before
-        self._check_wrote[str(getattr(args, "check_id", ""))] = wrote
+        try:
+            result = await tool.handler(self._ctx, args)
+        finally:
+            found = await after_check(root, max_file_bytes=cap, before=scanned)
+        wrote = bool(found) or await self._ctx.fingerprint() != before
+        self._check_wrote[check_id] = wrote
         self._any_check_wrote = self._any_check_wrote or wrote
+        if found:
+            return ToolResult(ok=False, code=None, retryable=True, wrote=True,
+                              output=left_behind(check_id, found) + " The check's own result was:\n" + result.output)
         return result
 
     async def execute(self, name: str, arguments_json: str) -> ToolResult:

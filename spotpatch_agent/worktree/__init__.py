@@ -6,6 +6,7 @@ Each module does one thing and is imported by its own name (no re-exports here: 
     before     repo.py, refs.py            repository facts: HEAD, layout, git operations in progress
                health.py, health_details.py  RepoHealth, the blocked message, each reason's paths and fix
                lock.py                     the cross-engine write lock
+               gitdir_files.py             <git-dir>/spotpatch/… opened without following a symlink
     create     placement.py                where a job directory lives; the Worktree record
                sidecar.py, marker.py       who owns a worktree (sidecar before it exists, marker after)
                create.py                   worktree add (or pool.py's warm checkout) → marker → baseline commit

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spotpatch_agent.errors import GitError
-from spotpatch_agent.git_runner import DEFAULT_MAX_BYTES, run_git_process, subcommand
+from spotpatch_agent.git_runner import CACHED_DIFF_SUBMODULES, DEFAULT_MAX_BYTES, run_git_process, subcommand
 from spotpatch_agent.policy.redact import REDACTOR
 
-__all__ = ["GitResult", "run_git", "sanitize", "describe", "MAX_ERROR_CHARS"]
+__all__ = ["CACHED_DIFF_SUBMODULES", "GitResult", "run_git", "sanitize", "describe", "MAX_ERROR_CHARS"]
 
 #: Upper bound of the stderr excerpt carried by a :class:`GitError` message, in characters.
 MAX_ERROR_CHARS = 500

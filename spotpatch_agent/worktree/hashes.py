@@ -14,7 +14,7 @@ from pathlib import Path
 
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
-from spotpatch_agent.worktree.git import parse_cat_file_batch, run_git
+from spotpatch_agent.worktree.git import CACHED_DIFF_SUBMODULES, parse_cat_file_batch, run_git
 from spotpatch_agent.worktree.placement import Worktree
 from spotpatch_agent.worktree.result import RawEntry, parse_raw, stage_all
 
@@ -44,7 +44,8 @@ async def change_hashes(wt: Worktree) -> ChangeHashes:
     """
     await stage_all(wt)
     raw = await run_git(
-        ["diff", "--cached", "--raw", "-z", "--no-abbrev", "--no-renames", wt.baseline_oid, "--"],
+        ["diff", "--cached", "--raw", "-z", "--no-abbrev", "--no-renames", *CACHED_DIFF_SUBMODULES, wt.baseline_oid,
+         "--"],
         cwd=wt.path,
         redact=[wt.path],
     )

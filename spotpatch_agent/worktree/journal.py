@@ -50,7 +50,8 @@ import anyio
 
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
-from spotpatch_agent.worktree.dirfd import replace_via_temp, write_fully
+from spotpatch_agent.worktree.dirfd import write_fully
+from spotpatch_agent.worktree.gitdir_files import Folder, folder, split_git_path
 from spotpatch_agent.worktree.image_write import WRITE_STEPS, Outcome, Step, replace_image, write_kind
 from spotpatch_agent.worktree.images import ABSENT, TMP_NAME, Image, file_hash, read_image, safe_path, same_image
 
@@ -249,42 +250,47 @@ class DiskJournal:
         return self._dir / f"{job_id}{_SUFFIX}"
 
     def begin(self, plan: WritePlan) -> None:
-        target = self.path_for(plan.job_id)
-        self._dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = self._dir / f".{plan.job_id}{_SUFFIX}.{secrets.token_hex(4)}.tmp"
-
-        def write(fd: int) -> None:
-            write_fully(fd, encode_plan(plan))
-            _fdatasync(fd)
-            fault_point(plan.operation, "journal:synced")
-
-        replace_via_temp(tmp, target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), write)
-        _fsync_dir(self._dir)
+        name = self.path_for(plan.job_id).name
+        tmp = f".{plan.job_id}{_SUFFIX}.{secrets.token_hex(4)}.tmp"
+        # Never through a symlink planted at .git/spotpatch/journal (gitdir_files: UnsafeGitDirEntry).
+        with folder(*split_git_path(self._dir), create=True) as where:
+            fd = where.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+            try:
+                try:
+                    write_fully(fd, encode_plan(plan))
+                    _fdatasync(fd)
+                    fault_point(plan.operation, "journal:synced")
+                finally:
+                    os.close(fd)
+                where.rename(tmp, where, name)
+            except BaseException:
+                _unlink_quietly(where, tmp)
+                raise
+            if os.name != "nt":  # Windows cannot open a directory for fsync; NTFS journals the rename itself
+                where.fsync()
         fault_point(plan.operation, "journal:durable")
 
     def end(self, plan: WritePlan) -> None:
         # No directory fsync: should the removal be lost to a power cut, the next start finds every path
         # at its post-image and rolls the write back to the no-change state, as for any interrupted write.
         try:
-            os.unlink(self.path_for(plan.job_id))
+            with folder(*split_git_path(self._dir), create=False) as where:
+                where.unlink(self.path_for(plan.job_id).name)
         except FileNotFoundError:
             pass
+
+
+def _unlink_quietly(where: Folder, name: str) -> None:
+    try:
+        where.unlink(name)
+    except OSError:
+        pass
 
 
 def _fdatasync(fd: int) -> None:
     """The journal's bytes and size durable; its timestamps need not be (``fsync`` where there is no
     ``fdatasync``, e.g. macOS)."""
     (getattr(os, "fdatasync", None) or os.fsync)(fd)
-
-
-def _fsync_dir(directory: Path) -> None:
-    if os.name == "nt":  # Windows cannot open a directory for fsync; NTFS journals the rename itself
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 # ---------------------------------------------------------------- one journalled write

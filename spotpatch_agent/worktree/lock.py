@@ -14,12 +14,16 @@ import sys
 import threading
 from pathlib import Path
 
+from spotpatch_agent.errors import ErrorCode, SpotPatchError
+from spotpatch_agent.worktree.gitdir_files import UnsafeGitDirEntry, folder
+
 LOCK_DIR = "spotpatch"
 LOCK_FILE = "write.lock"
 
 
 class ProjectWriteLock:
-    """``try_acquire()`` → bool (never blocks); ``release()`` undoes one successful acquire."""
+    """``try_acquire()`` → bool (never blocks; raises ``REPO_BLOCKED`` when ``.git/spotpatch`` or the lock file
+    is a symlink: never followed); ``release()`` undoes one successful acquire."""
 
     def __init__(self, common_dir: Path) -> None:
         self._path = common_dir / LOCK_DIR / LOCK_FILE
@@ -32,8 +36,12 @@ class ProjectWriteLock:
             if self._count:
                 self._count += 1
                 return True
-            self._path.parent.mkdir(mode=0o700, exist_ok=True)
-            fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:  # never through a symlink planted at .git/spotpatch or its write.lock (gitdir_files)
+                with folder(self._path.parent.parent, (LOCK_DIR,), create=True) as where:
+                    fd = where.open(LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+            except UnsafeGitDirEntry as exc:
+                raise SpotPatchError(ErrorCode.REPO_BLOCKED, f"{exc.strerror} (`spotpatch-agent doctor` lists "
+                                     "every such entry).") from None
             if not _lock(fd):
                 os.close(fd)
                 return False

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from spotpatch_agent.worktree.git import run_git
+from spotpatch_agent.worktree.gitdir_files import read_small, write_replacing
 from spotpatch_agent.worktree.refs import read_git_dir
 from spotpatch_agent.worktree.repo import locate, same_path
 from spotpatch_agent.worktree.sidecar import process_start, recorded_process_runs
@@ -51,14 +52,12 @@ async def private_git_dir(worktree_path: Path) -> Path:
 def write_marker(admin_dir: Path, job_id: str, **extra: object) -> None:
     record = {"owner": "spotpatch", "jobId": job_id, "pid": os.getpid(), "start": process_start(os.getpid()),
               "createdAt": int(time.time()), **extra}
-    tmp = admin_dir / (MARKER_NAME + ".tmp")
-    tmp.write_text(json.dumps(record), encoding="utf-8")
-    os.replace(tmp, admin_dir / MARKER_NAME)
+    write_replacing(admin_dir / MARKER_NAME, json.dumps(record).encode("utf-8"))  # never through a symlink
 
 
 def read_marker(admin_dir: Path) -> dict[str, object] | None:
     try:
-        record = json.loads((admin_dir / MARKER_NAME).read_text("utf-8"))
+        record = json.loads(read_small(admin_dir / MARKER_NAME).decode("utf-8"))
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) and record.get("owner") == "spotpatch" else None

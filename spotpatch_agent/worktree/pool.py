@@ -56,7 +56,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from spotpatch_agent.errors import GitError
-from spotpatch_agent.worktree.git import run_git, sanitize
+from spotpatch_agent.worktree.git import CACHED_DIFF_SUBMODULES, run_git, sanitize
 from spotpatch_agent.worktree.marker import (  # the pool shares the job worktrees' placement and marker
     is_parked,
     list_registrations,
@@ -463,8 +463,8 @@ class WorktreePool:
         verdicts: list[bool] = []
 
         async def index_is_head() -> bool:
-            out = await run_git([*scoped, "diff-index", "--cached", "--quiet", head, "--"], cwd=slot.path,
-                                check=False, read_only=True, redact=[slot.path], timeout=_STEP_TIMEOUT)
+            out = await run_git([*scoped, "diff-index", "--cached", "--quiet", *CACHED_DIFF_SUBMODULES, head, "--"],
+                                cwd=slot.path, check=False, read_only=True, redact=[slot.path], timeout=_STEP_TIMEOUT)
             return out.returncode == 0
 
         async def files_are_index() -> bool:

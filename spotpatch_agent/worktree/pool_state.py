@@ -25,6 +25,7 @@ import anyio
 
 from spotpatch_agent.errors import GitError
 from spotpatch_agent.worktree.git import run_git
+from spotpatch_agent.worktree.gitdir_files import read_small
 from spotpatch_agent.worktree.marker import (
     CLAIM_INFIX,
     MARKER_NAME,
@@ -158,7 +159,7 @@ def claim_parked(admin: Path, pool_id: str) -> str | None:
     except OSError:
         return None
     try:
-        record = json.loads(claim.read_text("utf-8"))
+        record = json.loads(read_small(claim).decode("utf-8"))  # never through a symlink
     except (OSError, ValueError):
         record = None
     if not isinstance(record, dict) or not is_parked(record) or owner_alive(record):

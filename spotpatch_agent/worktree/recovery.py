@@ -25,18 +25,21 @@ the index, HEAD and refs never are. Step boundaries (tests only): ``recover:file
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import secrets
+import stat
 import time
 from pathlib import Path
 from typing import Literal
 
 import anyio
 
+from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.policy.redact import redact_cut
 from spotpatch_agent.protocol.models import RecoveryReport
-from spotpatch_agent.worktree.dirfd import unlink_quietly
+from spotpatch_agent.worktree.gitdir_files import UnsafeGitDirEntry, folder, split_git_path
 from spotpatch_agent.worktree.image_write import Outcome, Step, replace_image
 from spotpatch_agent.worktree.images import (
     Image,
@@ -51,7 +54,6 @@ from spotpatch_agent.worktree.journal import (
     _SUFFIX,
     Operation,
     PathWrite,
-    _fsync_dir,
     _reason,
     _stepper,
     decode_plan,
@@ -111,22 +113,50 @@ async def recover_pending(root: Path, *, git_dir: Path | None = None) -> list[Re
 
 
 def _pending_names(directory: Path) -> list[str]:
-    try:
-        names = sorted(os.listdir(directory))
+    try:  # never through a symlink planted at .git/spotpatch/journal (gitdir_files)
+        with folder(*split_git_path(directory), create=False) as where:
+            names = where.names()
     except FileNotFoundError:
+        return []
+    except UnsafeGitDirEntry as exc:
+        log.error("crash recovery skipped: %s (`spotpatch-agent doctor` lists every such entry)", exc.strerror)
         return []
     except OSError as exc:  # not a directory, no permission…: never stops the engine starting
         log.error("the crash journal directory cannot be read (%s); check it by hand", _reason(exc))
         return []
     for name in names:  # an unfinished journal write: nothing was written to the tree after it
         if name.startswith(".") and name.endswith(".tmp"):
-            unlink_quietly(directory / name)
+            _unlink_quietly(directory, name)
     return [n for n in names if n.endswith(_SUFFIX) and not n.startswith(".")]
+
+
+def _read_journal(directory: Path, name: str) -> bytes:
+    """The bytes of the journal ``name``: a regular file opened without following a symlink anywhere
+    under the git directory (never a FIFO waited on). Raises ``OSError``."""
+    with folder(*split_git_path(directory), create=False) as where:
+        fd = where.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _unlink_quietly(directory: Path, name: str) -> None:
+    try:
+        with folder(*split_git_path(directory), create=False) as where:
+            where.unlink(name)
+    except OSError:
+        pass
 
 
 def _recover_one(root: Path, directory: Path, name: str, head: str | None) -> RecoveryReport:
     try:
-        plan = decode_plan((directory / name).read_bytes())
+        plan = decode_plan(_read_journal(directory, name))
     except (OSError, ValueError) as exc:
         return _quarantine(root, directory, name, exc)
     paths = [w.path for w in plan.writes]
@@ -140,7 +170,7 @@ def _recover_one(root: Path, directory: Path, name: str, head: str | None) -> Re
         # aside for the user instead of deleted, so no image is ever lost.
         _keep_aside(root, directory, name, unresolved)
     else:
-        unlink_quietly(directory / name)
+        _unlink_quietly(directory, name)
         _fsync_dir_quietly(directory)
     fault_point("recover", "journal:removed")
     outcome: Literal["completed", "rolled-back", "needs-attention"] = (
@@ -226,14 +256,17 @@ def _keep_aside(root: Path, directory: Path, name: str, unresolved: list[str]) -
 
 def _move_aside(root: Path, directory: Path, name: str) -> str:
     """Move the journal ``name`` to the quarantine directory; where it is now, for a log line."""
-    aside = directory.parent.joinpath(QUARANTINE_DIR[-1]) / f"{name}.{int(time.time())}-{secrets.token_hex(4)}"
-    try:
-        aside.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.rename(directory / name, aside)
-        _fsync_dir_quietly(directory)
+    aside = f"{name}.{int(time.time())}-{secrets.token_hex(4)}"
+    git_dir, parts = split_git_path(directory)
+    try:  # neither folder through a symlink planted under .git/spotpatch (gitdir_files)
+        with folder(git_dir, parts, create=False) as source, \
+                folder(git_dir, (*parts[:-1], QUARANTINE_DIR[-1]), create=True) as quarantine:
+            source.rename(name, quarantine, aside)
+            if os.name != "nt":
+                source.fsync()
     except OSError:
         return f"{_shown(root, directory / name)} (it could not be moved aside)"
-    return _shown(root, aside)
+    return _shown(root, directory.parent / QUARANTINE_DIR[-1] / aside)
 
 
 #: Where an unreadable journal is moved (beside the journal directory; never read or deleted by SpotPatch).
@@ -272,8 +305,11 @@ def _bounded(text: str, limit: int = 200) -> str:
 
 
 def _fsync_dir_quietly(directory: Path) -> None:
+    if os.name == "nt":  # Windows cannot open a directory for fsync; NTFS journals the rename itself
+        return
     try:
-        _fsync_dir(directory)
+        with folder(*split_git_path(directory), create=False) as where:
+            where.fsync()
     except OSError:
         pass
 
@@ -295,7 +331,12 @@ async def recover_under_lock(root: Path, git_dir: Path, lock: ProjectWriteLock) 
 
     When another engine (or a running job) holds the lock, its journal may belong to a write in flight:
     nothing is recovered and ``[]`` is returned (the holder's own start already recovered)."""
-    if not lock.try_acquire():
+    try:
+        taken = lock.try_acquire()
+    except SpotPatchError as exc:  # .git/spotpatch is a symlink: refused; a job's start says so again
+        log.error("crash recovery skipped: %s", exc.message)
+        return []
+    if not taken:
         log.info("crash recovery skipped: another SpotPatch engine holds this project's write lock")
         return []
     try:

@@ -11,7 +11,7 @@ from typing import Literal
 
 from spotpatch_agent.errors import GitError
 from spotpatch_agent.protocol.models import FileStat
-from spotpatch_agent.worktree.git import run_git
+from spotpatch_agent.worktree.git import CACHED_DIFF_SUBMODULES, run_git
 from spotpatch_agent.worktree.placement import Worktree
 
 __all__ = ["RawEntry", "parse_numstat", "parse_raw", "result_diff", "stage_all"]
@@ -31,7 +31,8 @@ async def result_diff(wt: Worktree) -> tuple[str, list[FileStat]]:
     binary files) and status ``added|modified|deleted``. Raises :class:`GitError`.
     """
     await stage_all(wt)
-    common = ["diff", "--cached", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color"]
+    common = ["diff", "--cached", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color",
+              *CACHED_DIFF_SUBMODULES]
     base = [wt.baseline_oid, "--"]
     diff = await run_git(
         [*common, "--binary", "--full-index", "--no-relative", "--src-prefix=a/", "--dst-prefix=b/", "-U3", *base],

@@ -39,7 +39,8 @@ from typing import Any, Literal
 
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
-from spotpatch_agent.worktree.dirfd import DIR_FD, DIR_FLAGS, NONBLOCK, READ_FLAGS, ROOT_FLAGS, TMP_FLAGS, write_fully
+from spotpatch_agent.worktree.dirfd import DIR_FD, NONBLOCK, READ_FLAGS, TMP_FLAGS, write_fully
+from spotpatch_agent.worktree.gitdir_files import UnsafeGitDirEntry, folder
 from spotpatch_agent.worktree.images import Image, safe_path
 
 __all__ = ["MAX_REVIEW_BYTES", "REVIEW_SUBDIR", "SavedReview", "diff_sha256", "load_review", "save_review"]
@@ -169,37 +170,22 @@ def _tampered(job_id: str, why: str) -> SpotPatchError:
 
 
 def _open_dir(common_dir: Path, *, create: bool) -> int | None:
-    """A descriptor of ``<common_dir>/spotpatch/reviews`` (each part ``O_NOFOLLOW``; made 0700 with ``create``),
-    ``None`` when missing. Raises ``CHANGESET_REJECTED`` for a symlink or non-directory on the way."""
+    """A descriptor of ``<common_dir>/spotpatch/reviews`` (:func:`~spotpatch_agent.worktree.gitdir_files.folder`:
+    each part ``O_NOFOLLOW``, made 0700 with ``create``), ``None`` when missing. The caller closes it. Raises
+    ``CHANGESET_REJECTED`` for a symlink or non-directory on the way."""
     if not DIR_FD:
         raise SpotPatchError(ErrorCode.INTERNAL, "saved reviews need directory descriptors (POSIX)")
-    fd = os.open(common_dir, ROOT_FLAGS)
     try:
-        for index, name in enumerate(REVIEW_SUBDIR):
-            try:
-                try:
-                    next_fd = os.open(name, DIR_FLAGS, dir_fd=fd)
-                except FileNotFoundError:
-                    if not create:
-                        return None
-                    try:
-                        os.mkdir(name, 0o700, dir_fd=fd)
-                    except FileExistsError:
-                        pass  # made meanwhile: opened (never followed) just below
-                    next_fd = os.open(name, DIR_FLAGS, dir_fd=fd)
-            except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-                    shown = "/".join((".git", *REVIEW_SUBDIR[: index + 1]))
-                    raise SpotPatchError(ErrorCode.CHANGESET_REJECTED,
-                                         f"{shown} is a symlink or not a directory: refused (remove it)") from None
-                raise
-            os.close(fd)
-            fd = next_fd
-        fd, result = -1, fd
-        return result
-    finally:
-        if fd >= 0:
-            os.close(fd)
+        with folder(common_dir, REVIEW_SUBDIR, create=create) as opened:
+            assert opened.fd is not None
+            return os.dup(opened.fd)
+    except FileNotFoundError:
+        if create:
+            raise
+        return None
+    except UnsafeGitDirEntry as exc:
+        raise SpotPatchError(ErrorCode.CHANGESET_REJECTED,
+                             f".git/{exc.shown} is a symlink or not a directory: refused (remove it)") from None
 
 
 def _prune(directory: int, keep: int) -> None:

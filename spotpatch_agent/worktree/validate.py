@@ -7,7 +7,10 @@
 The first violation raises ``JobFailure(CHANGESET_REJECTED)`` and fails the job whole; a bad file is never
 dropped while the rest goes on. The steps, in order:
 
-1. **Worktree state.** ``git add --all`` on the worktree's own index, then ``git diff --cached --raw -z
+1. **Worktree state.** First, no file ``git add --all`` would store is over ``editableFileMaxBytes``
+   unless it is a tracked file of unchanged size (:func:`~spotpatch_agent.worktree.scan.oversized_to_stage`:
+   a check's big file never reaches the user's object store, issue 25). Then ``git add --all`` on the
+   worktree's own index, then ``git diff --cached --raw -z
    --no-renames`` against the baseline commit. A worktree git cannot stage (for example a nested repository
    without a commit) is rejected; a file outside a sparse checkout's definition is named with the command
    that adds its directory.
@@ -59,9 +62,10 @@ from spotpatch_agent.worktree.checkout_form import (
     raw_blobs,
     sparse_outside,
 )
-from spotpatch_agent.worktree.git import describe, run_git
+from spotpatch_agent.worktree.git import CACHED_DIFF_SUBMODULES, describe, run_git
 from spotpatch_agent.worktree.placement import Worktree
 from spotpatch_agent.worktree.result import RawEntry, parse_raw, result_diff, stage_all
+from spotpatch_agent.worktree.scan import oversized_to_stage, scan_in_thread
 
 __all__ = ["Changeset", "DiffSource", "check_entry", "validate_changeset"]
 
@@ -75,7 +79,7 @@ _SYMLINK = "120000"
 _GITLINK = "160000"
 _SHOWN_PATH_CHARS = 120
 _SHOWN_GIT_CHARS = 200
-_DIFF_OPTIONS = ("--cached", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color")
+_DIFF_OPTIONS = ("--cached", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color", *CACHED_DIFF_SUBMODULES)
 _AGENT_FAULT = "The agent's change (its edits or a check it ran) broke this rule; the whole change is discarded."
 _ENGINE_FAULT = (
     "This is a SpotPatch consistency failure (or something changed the worktree during validation), "
@@ -139,7 +143,7 @@ async def validate_changeset(wt: Worktree, limits: Limits, *, diff_source: DiffS
     or an engine inconsistency is to blame. Raises :class:`~spotpatch_agent.errors.GitError` when git fails
     in a way no content explains.
     """
-    entries = await _staged_entries(wt)
+    entries = await _staged_entries(wt, limits.get("editableFileMaxBytes"))
     max_files = limits.get("maxChangedFiles")
     if len(entries) > max_files:
         raise _rejected(None, f"the change touches {len(entries)} files (limit maxChangedFiles = {max_files})")
@@ -172,7 +176,20 @@ async def validate_changeset(wt: Worktree, limits: Limits, *, diff_source: DiffS
 # ---------------------------------------------------------------- 1. worktree state
 
 
-async def _staged_entries(wt: Worktree) -> list[RawEntry]:
+async def _staged_entries(wt: Worktree, max_bytes: int) -> list[RawEntry]:
+    # Before any git command: a repository or a special file inside the worktree (a check's, left because it
+    # could not be removed) is never read by host git; `git add --all` would store an oversized file in the
+    # user's object store (issue 25).
+    found = await scan_in_thread(wt.path, max_file_bytes=max_bytes)
+    if found.hazards:
+        hazard = found.hazards[0]
+        if hazard.path.rpartition("/")[2].casefold() == ".git":
+            raise _rejected(hazard.path.rpartition("/")[0], "holds a git repository (.git): a submodule or a nested "
+                            "repository cannot be part of a change, and git must not read it")
+        raise _rejected(hazard.path, f"is {hazard.reason}; git must not read it")
+    oversized = await oversized_to_stage(wt.path, max_file_bytes=max_bytes)
+    if oversized is not None:
+        raise _rejected(oversized[0], f"is {oversized[1]} bytes (limit editableFileMaxBytes = {max_bytes})")
     try:
         await stage_all(wt)
     except GitError as exc:

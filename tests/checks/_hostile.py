@@ -231,14 +231,24 @@ class Victim:
 
 
 def make_victim(base: Path, canary: str, token: str, project_files: dict[str, str]) -> Victim:
-    from tests.conftest import make_repo
+    from tests.conftest import git, make_repo
 
     home = base / "home"
     for rel, text in SECRET_FILES.items():
         path = home / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text.format(canary=canary))
-    project = make_repo(base / "project", {**project_files, ".gitignore": "node_modules\n.env\n"})
+    # The shape issue 25 asks of the suite: a submodule (a gitlink, an empty directory in each job worktree),
+    # an ignored nested repository, and an LFS-style filter from the user's global config used by the
+    # project's attributes (a filter command the user configured; tests/checks/test_host_git_escape.py).
+    (home / ".gitconfig").write_text('[filter "lfs"]\n\tclean = cat\n\tsmudge = cat\n\trequired = true\n')
+    lib = make_repo(base / "lib", {"x.txt": "x\n"})
+    project = make_repo(base / "project", {**project_files, ".gitignore": "node_modules\n.env\nthird_party/\n",
+                                           ".gitattributes": "*.dat filter=lfs\n", "data.dat": "payload\n"})
+    git(project, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "vendor/lib")
+    git(project, "commit", "-qm", "a submodule")
+    (project / "third_party" / "nested").mkdir(parents=True)
+    git(project / "third_party" / "nested", "init", "-q")
     (project / ".env").write_text(f"OPENAI_API_KEY={canary}\n")
     other = project / "node_modules" / ".spotpatch" / "pool-other"
     other.mkdir(parents=True)

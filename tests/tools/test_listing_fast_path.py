@@ -145,7 +145,8 @@ async def test_after_a_check_the_listing_checks_every_file(
     executor = executor_for(root, checks=(check,))
     before = await executor.execute("list_files", call(glob="**", maxResults=100))
     result = await executor.execute("run_check", call(checkId="mk"))
-    assert result.ok, result.output
+    # A file over editableFileMaxBytes that git would stage is named to the model (issue 25), and kept.
+    assert result.ok or f"{dropped} (a file of 2000 bytes" in result.output, result.output
     assert executor._ctx.externally_changed
     assert os.path.lexists(root / dropped)
 

@@ -4,6 +4,7 @@ real job worktree; plus the positive cases (edit/add/delete stats, non-ASCII and
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -171,8 +172,8 @@ async def test_rejects_gitlink_submodule(make_wt) -> None:
 async def test_rejects_nested_repository_git_cannot_stage(make_wt) -> None:
     _, wt = await make_wt()
     git(wt.path, "init", "-q", "empty-repo")  # no commit: `git add --all` fails on it
-    message = await rejected(wt)
-    assert "could not record" in message and "empty-repo" in message
+    message = await rejected(wt)  # refused before any git command reads it (issue 25: worktree/scan.py)
+    assert "'empty-repo' holds a git repository (.git)" in message
 
 
 async def test_rejects_binary(make_wt) -> None:
@@ -240,10 +241,12 @@ async def test_rejects_deleting_an_executable_file(make_wt) -> None:
 
 async def test_rejects_git_metadata_path(make_wt) -> None:
     _, wt = await make_wt()
-    # A `.git` directory that is not a repository is never staged: it cannot reach the diff.
+    # A `.git` below the root, repository or not, is refused before git reads the tree (issue 25).
     (wt.path / "pkg" / ".git").mkdir(parents=True)
     (wt.path / "pkg" / ".git" / "config").write_text("[core]\n")
     (wt.path / "a.txt").write_text("edited\n")
+    assert "'pkg' holds a git repository (.git)" in await rejected(wt)
+    shutil.rmtree(wt.path / "pkg")
     assert [f.path for f in (await validate_changeset(wt, Limits())).files] == ["a.txt"]
     (wt.path / ".gitmodules").write_text('[submodule "x"]\n\tpath = x\n\turl = https://example.invalid/x\n')
     message = await rejected(wt)

@@ -20,7 +20,9 @@ earlier one):
    ``/etc``'s unreadable entries), then the worktree read-write at
    :data:`~spotpatch_agent.checks.sandbox.plan.SANDBOX_WORK` (the check's working directory) and its
    ``.git`` read-only again: a gitfile as an empty file (its text names the checkout's path, and git in a
-   check has no repository to reach anyway), a ``.git`` directory as itself.
+   check has no repository to reach anyway), a ``.git`` directory as itself; last, an empty read-only view
+   over each gitlink directory (``readonly_dirs``: a submodule's path, where a check could otherwise plant a
+   repository for host git to find, issue 25).
 
 What stays visible of the host's paths: ``/proc/self/mountinfo`` lists each bind mount's source directory
 (the kernel shows it as the mount's root; bubblewrap cannot rename it): the worktree's and
@@ -150,6 +152,10 @@ def bwrap_args(plan: SandboxPlan, *, seccomp_fd: int | None = None) -> list[str]
         inside = plan.inside(path, relocate=True) or str(path)
         source = str(path) if path.is_dir() and not path.is_symlink() else "/dev/null"
         args += ["--ro-bind", source, inside]
+    for path in plan.readonly_dirs:  # a gitlink's directory: an empty view, made read-only below (issue 25)
+        inside = plan.inside(path, relocate=True) or str(path)
+        args += ["--perms", "0555", "--tmpfs", inside]
+        emptied.append(Path(inside))
     for path in emptied:  # after every mount below them: the empty views themselves take no writes
         args += ["--remount-ro", str(path)]
     args += ["--remount-ro", "/", "--chdir", plan.inside(plan.cwd, relocate=True) or str(plan.cwd),

@@ -27,6 +27,9 @@ view is an **allowlist** (issue 25): nothing of the host is visible unless liste
   read-only inside it: a check that rewrites the gitfile to a git directory of its own making (with a
   ``filter.<name>.clean`` command in its config) would otherwise make the engine's next ``git add``
   run that command on the host, unconfined;
+- ``readonly_dirs``: the worktree's gitlink directories (submodules of HEAD, empty on disk; filled by the
+  runner from the index, checks/gitlinks.py), shown empty and read-only: a check cannot make one a
+  repository of its own for host git to find (issue 25);
 - ``network``: the check's trusted ``network`` flag.
 
 :meth:`SandboxPlan.inside` says where a host path appears in the sandbox (``relocate``: the worktree at
@@ -116,6 +119,7 @@ class SandboxPlan:
     system: tuple[Path, ...] = ()
     modules: Path | None = None
     home_links: tuple[tuple[str, Path], ...] = ()
+    readonly_dirs: tuple[Path, ...] = ()
     #: Bytes: the private temp dir is a tmpfs of this size instead of ``temp_dir`` (Linux; checks/limits.py).
     temp_size: int | None = None
 

@@ -90,8 +90,8 @@ def seatbelt_profile(plan: SandboxPlan) -> str:
         rules.append(f"(deny file-read* file-write* {_subpaths(list(plan.masked))})")
     writable = [*plan.writable, plan.temp_dir]
     rules.append(f"(allow file-read* file-write* {_subpaths(writable)})")
-    if plan.git_metadata:  # after the allow: a later rule wins
-        rules.append(f"(deny file-write* {_subpaths(list(plan.git_metadata))})")
+    if plan.git_metadata or plan.readonly_dirs:  # after the allow: a later rule wins (gitlinks: issue 25)
+        rules.append(f"(deny file-write* {_subpaths([*plan.git_metadata, *plan.readonly_dirs])})")
     rules.append('(allow file-write-data (literal "/dev/null") (literal "/dev/zero") (literal "/dev/dtracehelper") '
                  '(regex #"^/dev/tty") (regex #"^/dev/fd/"))')
     if plan.network:

@@ -6,7 +6,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 
 import { LANGS, type Lang } from "../i18n.js";
-import { Composer, SubmitArea } from "./Composer.js";
+import { Composer, SubmitArea, WaitingTargets } from "./Composer.js";
 import type { Controller } from "./controller.js";
 import { ConsentDialog } from "./Dialog.js";
 import { JobActions, JobPanel } from "./Job.js";
@@ -18,26 +18,25 @@ export function App({ ctl }: { ctl: Controller }) {
   const { state, t } = ctl;
   const heading = useRef<HTMLHeadingElement>(null);
   const panel = useRef<HTMLElement>(null);
-  const foot = useRef<HTMLDivElement>(null);
   const lastFocus = useRef<HTMLElement | null>(null);
-  const pending = useRef(false);
   useEffect(() => {
     if (state.open && ctl.focusRequest?.kind === "panel") {
       ctl.focusRequest = null;
       heading.current?.focus();
       return;
     }
-    // The focused control went away (Submit → the job, Apply → Revert): focus the first action instead
-    // of dropping the keyboard user back at the top of the page.
-    // While no action exists (applying), the heading holds the focus until one appears.
+    // The focused control went away (Submit → the job, Apply → Revert, the panel closed and reopened, the
+    // composer replaced by a restored job): move the focus to a safe place, never to an action. Apply and
+    // Revert above all: a keystroke meant for an instruction must never reach them (issue 26, invariant 8).
     const root = panel.current?.getRootNode() as ShadowRoot | undefined;
     if (!root || state.consent) return;
-    const lost = !!lastFocus.current && !lastFocus.current.isConnected && !root.activeElement;
-    const waiting = pending.current && (root.activeElement === heading.current || !root.activeElement);
-    if (!lost && !waiting) return;
-    const next = foot.current?.querySelector<HTMLElement>("button:not([disabled])");
-    pending.current = !next;
+    if (!lastFocus.current || lastFocus.current.isConnected || root.activeElement) return;
+    // The user has since moved on to the page (a field of theirs has the focus): leave it there.
+    if (document.activeElement && document.activeElement !== document.body) return;
+    lastFocus.current = null;
+    const next = panel.current && safeFocusTarget(panel.current);
     (next ?? heading.current)?.focus();
+    if (next instanceof HTMLTextAreaElement) next.setSelectionRange(next.value.length, next.value.length);
   });
   if (!state.open) return null;
   return (
@@ -46,7 +45,6 @@ export function App({ ctl }: { ctl: Controller }) {
         ref={panel}
         onFocusIn={(e) => {
           lastFocus.current = e.target as HTMLElement;
-          if (e.target !== heading.current) pending.current = false;
         }}
         class="sp-panel"
         role="complementary"
@@ -118,22 +116,20 @@ export function App({ ctl }: { ctl: Controller }) {
           {state.job ? (
             <>
               <JobPanel ctl={ctl} />
-              {state.drafts.length > 0 && (
-                <p class="sp-muted">{t("composer.waiting", { count: state.drafts.length })}</p>
-              )}
+              {state.drafts.length > 0 && <WaitingTargets ctl={ctl} />}
             </>
           ) : (
             <Composer ctl={ctl} />
           )}
         </div>
         {state.job ? (
-          <div class="sp-foot" ref={foot}>
+          <div class="sp-foot">
             <JobActions ctl={ctl} />
           </div>
         ) : (
           !state.loading &&
           !state.sessionError && (
-            <div class="sp-foot" ref={foot}>
+            <div class="sp-foot">
               <SubmitArea ctl={ctl} />
             </div>
           )
@@ -142,6 +138,16 @@ export function App({ ctl }: { ctl: Controller }) {
       {state.consent && <ConsentDialog ctl={ctl} />}
     </>
   );
+}
+
+/**
+ * Where the focus goes when the focused control went away: the newest target's instruction box (composer
+ * or targets waiting under a job), else the job's heading; null for the panel's own heading. Never a
+ * button of the footer: Apply and Revert are reached only by the user (issue 26).
+ */
+function safeFocusTarget(panel: HTMLElement): HTMLElement | null {
+  const boxes = panel.querySelectorAll<HTMLTextAreaElement>(".sp-body textarea[id^='sp-instr-']");
+  return boxes[boxes.length - 1] ?? panel.querySelector<HTMLElement>("#sp-job-h");
 }
 
 function Recovered({ ctl }: { ctl: Controller }) {

@@ -37,6 +37,27 @@ export function Composer({ ctl }: { ctl: Controller }) {
   );
 }
 
+/**
+ * Targets picked while a job is open (running or in review): their cards under the job, so a new target's
+ * instruction box takes the focus and what the user types goes there — never into the job's Apply/Revert
+ * (issue 26). They wait for the next job; Submit comes back with the composer.
+ */
+export function WaitingTargets({ ctl }: { ctl: Controller }) {
+  const { state, t } = ctl;
+  return (
+    <section aria-labelledby="sp-waiting-h" class="sp-col" data-sp-waiting="">
+      <h3 id="sp-waiting-h">
+        {t("composer.waiting", { count: state.drafts.length })}
+      </h3>
+      <ol class="sp-cards">
+        {state.drafts.map((draft, i) => (
+          <Card key={draft.key} ctl={ctl} draft={draft} n={i + 1} />
+        ))}
+      </ol>
+    </section>
+  );
+}
+
 function PickBar({ ctl }: { ctl: Controller }) {
   const { state, t } = ctl;
   const full = state.drafts.length >= ctl.limits.maxTargets;

@@ -43,7 +43,7 @@ export function JobPanel({ ctl }: { ctl: Controller }) {
   return (
     <section class="sp-col" aria-labelledby="sp-job-h">
       <div class="sp-row">
-        <h3 id="sp-job-h" style="margin:0">
+        <h3 id="sp-job-h" tabIndex={-1} style="margin:0">
           {t("job.heading")}
         </h3>
         <span class="sp-status" data-tone={tone(status)} role="status">
@@ -99,7 +99,20 @@ export function JobPanel({ ctl }: { ctl: Controller }) {
   );
 }
 
-/** The job's action buttons (the panel's footer, always in view). */
+/**
+ * Apply and Revert act on a key pressed on them, never on a held key's auto-repeat: a key that went down
+ * before they had the focus (Enter held on Submit, Space held in an instruction) must not reach them
+ * (issue 26). The browser activates a button on Enter's keydown and on Space's keyup after its keydown.
+ */
+function ignoreRepeat(event: KeyboardEvent): void {
+  if (event.repeat && (event.key === "Enter" || event.key === " ")) event.preventDefault();
+}
+
+/**
+ * The job's action buttons (the panel's footer, always in view). Each has its own key: a status change
+ * never turns the button under the focus into Apply or Revert, and the focus never moves onto them by
+ * itself (App's fallback skips the footer).
+ */
 export function JobActions({ ctl }: { ctl: Controller }) {
   const { t } = ctl;
   const job = ctl.state.job!;
@@ -110,6 +123,7 @@ export function JobActions({ ctl }: { ctl: Controller }) {
       <div class="sp-row" role="group" aria-label={t("job.heading")}>
         {RUNNING.has(status) && (
           <button
+            key="cancel-run"
             type="button"
             class="sp-btn sp-danger"
             aria-disabled={job.busy ? "true" : undefined}
@@ -121,14 +135,17 @@ export function JobActions({ ctl }: { ctl: Controller }) {
         {status === "awaiting-review" && (
           <>
             <button
+              key="apply"
               type="button"
               class="sp-btn sp-primary"
               aria-disabled={job.busy ? "true" : undefined}
+              onKeyDown={ignoreRepeat}
               onClick={() => void ctl.apply()}
             >
               {t("action.apply")}
             </button>
             <button
+              key="cancel-review"
               type="button"
               class="sp-btn"
               aria-disabled={job.busy ? "true" : undefined}
@@ -140,9 +157,11 @@ export function JobActions({ ctl }: { ctl: Controller }) {
         )}
         {status === "applied" && (
           <button
+            key="revert"
             type="button"
             class="sp-btn sp-primary"
             aria-disabled={job.busy ? "true" : undefined}
+            onKeyDown={ignoreRepeat}
             onClick={() => void ctl.revert()}
           >
             {t("action.revert")}
@@ -150,6 +169,7 @@ export function JobActions({ ctl }: { ctl: Controller }) {
         )}
         {(status === "awaiting-review" || status === "failed" || status === "cancelled") && job.input && (
           <button
+            key="back"
             type="button"
             class="sp-btn"
             aria-disabled={job.busy ? "true" : undefined}
@@ -160,6 +180,7 @@ export function JobActions({ ctl }: { ctl: Controller }) {
         )}
         {!active && status !== "awaiting-review" && (
           <button
+            key="close"
             type="button"
             class="sp-btn"
             aria-disabled={job.busy ? "true" : undefined}
