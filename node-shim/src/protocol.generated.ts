@@ -340,6 +340,7 @@ export interface CheckConfig {
   args?: string[];
   command: string;
   id: string;
+  limits?: CheckLimits;
   name: string;
   network?: boolean;
   passEnv?: "NODE_OPTIONS"[];
@@ -349,6 +350,41 @@ export interface CheckConfig {
   readPaths?: string[];
   required?: boolean;
   timeoutSec?: number | null;
+}
+/**
+ * Kernel-enforced resource limits of one check run (docs/configuration.md, ``checks[].limits``;
+ * checks/limits.py). Every key optional: absent takes the default shown in the schema (``memoryMiB``:
+ * half of the machine's RAM). Counts, MiB (2^20 bytes) and CPU seconds.
+ */
+export interface CheckLimits {
+  /**
+   * CPU seconds of any one process of the check (RLIMIT_CPU: SIGXCPU, SIGKILL 2 s later).
+   */
+  cpuSec?: number | null;
+  /**
+   * MiB the check may write into the worktree while it runs (the engine's watchdog stops it past that).
+   */
+  diskMiB?: number | null;
+  /**
+   * MiB: the largest file the check may write (RLIMIT_FSIZE).
+   */
+  fileSizeMiB?: number | null;
+  /**
+   * MiB of memory of the check together (cgroup memory limit; private temp files count) and of any one process (RLIMIT_DATA). Default: half of the machine's RAM.
+   */
+  memoryMiB?: number | null;
+  /**
+   * Open file descriptors of any one process (RLIMIT_NOFILE).
+   */
+  openFiles?: number | null;
+  /**
+   * Processes and threads of the check together (cgroup pids.max; RLIMIT_NPROC in its own user namespace).
+   */
+  processes?: number | null;
+  /**
+   * MiB: the size of the private temp dir (/tmp, a tmpfs: its pages are memory).
+   */
+  tmpMiB?: number | null;
 }
 /**
  * A check's final result for this change (docs/design.md §9, §10), emitted while the job is ``validating``:

@@ -3,9 +3,10 @@
 Public surface::
 
     run_check_process(check, cwd, limits, *, project_root=None, sandbox="required") -> CheckRun   (async;
-        runs confined by ``checks.sandbox``; raises ``runner.SandboxUnavailable`` for "required" without one)
+        runs confined by ``checks.sandbox`` under the check's resource limits, ``checks.limits``; raises
+        ``runner.SandboxUnavailable`` for "required" without one)
     CheckRun(check_id, name, required, status, exit_code, signal, duration_ms, output, truncated,
-             sandbox, network).ok
+             sandbox, network, limits).ok
     check_env(pass_env=()) -> dict[str, str]
     check_timeout(check, limits) -> int                                          (seconds)
     suggest_checks(root) -> Suggestion(checks, notes).config_json()

@@ -16,6 +16,11 @@ stage; both get the same :class:`CheckRun`. Rules:
   its own pid namespace).
   Where none is available the trusted config's ``sandbox`` decides: ``required`` (default) raises
   :class:`SandboxUnavailable` and nothing runs; ``warn`` runs it unconfined (``CheckRun.sandbox``);
+- resource limits (Linux; :mod:`spotpatch_agent.checks.limits`, the check's trusted ``limits``): rlimits
+  set by a fixed shell wrapper just before the command, a cgroup joined before anything of the check runs,
+  a size-limited tmpfs as the private temp dir, and a watchdog (every :data:`WATCHDOG_INTERVAL_SEC`) that
+  kills the check past ``diskMiB`` written into the worktree or on a fork the cgroup refused. A hit limit
+  is named on the first line of the output; ``CheckRun.limits`` says how they were enforced;
 - timeout: the check's ``timeoutSec``, else the ``checkTimeoutSec`` limit, never above that limit's cap;
 - stdout and stderr merged, bounded to ``checkOutputMaxBytes``, decoded leniently, ANSI and control
   characters stripped, the worktree and project root made relative, ``$HOME`` shown as ``~``, and any
@@ -44,6 +49,17 @@ from typing import TYPE_CHECKING, Literal
 import anyio
 from anyio.abc import Process
 
+from spotpatch_agent.checks.limits import (
+    CheckCgroup,
+    ResolvedLimits,
+    cgroup_argv,
+    create_cgroup,
+    disk_free,
+    limit_message,
+    resolve,
+    rlimit_argv,
+    written_since,
+)
 from spotpatch_agent.checks.sandbox.plan import SANDBOX_WORK
 from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
@@ -65,6 +81,8 @@ CHECK_ENV_FIXED = {"CI": "1", "FORCE_COLOR": "0", "NO_COLOR": "1"}
 CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|AUTH", re.IGNORECASE)
 #: Seconds to keep reading a check's output after its process group was killed.
 DRAIN_GRACE_SEC = 1.0
+#: Seconds between two looks of a check's resource watchdog (disk use, refused forks).
+WATCHDOG_INTERVAL_SEC = 0.1
 #: Appended to output cut at ``checkOutputMaxBytes``.
 TRUNCATED_MARK = "\n[output truncated]"
 
@@ -104,14 +122,18 @@ class CheckRun:
     sandbox: Literal["confined", "unconfined"] = "confined"
     #: Whether the check could reach the network: its trusted ``network: true``, or it ran unconfined.
     network: bool = False
+    #: How its resource limits were enforced (checks/limits.py), one phrase; empty when none were applied.
+    limits: str = ""
 
     def sandbox_note(self) -> str:
         """One sentence for the model and the CLI: how the check ran."""
         if self.sandbox == "unconfined":
             return ("WARNING: this check ran UNCONFINED (no sandbox on this machine; the trusted config has "
-                    'sandbox: "warn"): it could read your files and secrets and use the network.')
+                    'sandbox: "warn"): it could read your files and secrets and use the network.'
+                    + (f" Still, {self.limits} (no process count rlimit outside a sandbox)." if self.limits else ""))
         return ("Ran confined (sandbox): " + ("network allowed by the trusted config" if self.network else "no network")
-                + ", writes only in the worktree and a private temp dir, your home and checkout hidden.")
+                + ", writes only in the worktree and a private temp dir, your home and checkout hidden"
+                + (f"; {self.limits}." if self.limits else "."))
 
     @property
     def ok(self) -> bool:
@@ -288,15 +310,29 @@ async def run_check_process(check: CheckConfig, cwd: Path, limits: Limits, *,
     argv = [check.command, *check.args]
     temp_dir: Path | None = None
     fds: list[int] = []
+    enforced = _Enforcement(resolve(check.limits) if sys.platform.startswith("linux") else None)
     try:
         if detection.confinement is not None:
             from spotpatch_agent.checks.gitlinks import gitlink_dirs
 
-            argv, temp_dir = _confine(detection.confinement, check, cwd, env, project_root, fds,
+            argv, temp_dir = _confine(detection.confinement, check, cwd, env, project_root, fds, enforced,
                                       readonly_dirs=await gitlink_dirs(cwd))
             if not argv:
                 return finish("failed", None, None, b"the command could not be started: not found or not executable",
                               False)
+        elif enforced.limits is not None:
+            from spotpatch_agent.checks.sandbox.plan import resolve_command
+
+            command = resolve_command(check.command, cwd, env)
+            if command is None:
+                return finish("failed", None, None, b"the command could not be started: not found or not executable",
+                              False)
+            argv = rlimit_argv(enforced.limits, [str(command), *check.args], processes=False)
+        if enforced.limits is not None:
+            enforced.cgroup = create_cgroup(enforced.limits)
+            if enforced.cgroup is not None:
+                argv = cgroup_argv(enforced.cgroup.procs_files, argv)
+            enforced.disk_start = disk_free(cwd)
         try:
             process = await anyio.open_process(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                                stderr=subprocess.STDOUT, start_new_session=NEW_SESSION,
@@ -308,19 +344,87 @@ async def run_check_process(check: CheckConfig, cwd: Path, limits: Limits, *,
             for fd in fds:  # the sandbox has its own copy (or never started)
                 os.close(fd)
             fds.clear()
-        return await _supervise(process, timeout, max_bytes, finish, signal_codes=temp_dir is not None)
+        run = await _supervise(process, timeout, max_bytes, finish, signal_codes=temp_dir is not None,
+                               watchdog=enforced.watch(cwd) if enforced.limits is not None else None)
+        return enforced.annotate(run)
     finally:
+        if enforced.cgroup is not None:
+            enforced.cgroup.close()
         if temp_dir is not None:
             shutil.rmtree(temp_dir, ignore_errors=True)
 
 
+@dataclass
+class _Enforcement:
+    """How one run's resource limits (checks/limits.py) are enforced, and whether its watchdog stopped it."""
+
+    limits: ResolvedLimits | None
+    cgroup: CheckCgroup | None = None
+    disk_start: int | None = None
+    stopped: str | None = None  # "disk" or "processes": the watchdog killed the check
+    temp_on_disk: bool = False  # confined, but the sandbox could not make the temp dir a sized tmpfs
+
+    def watch(self, cwd: Path) -> Callable[[], bool]:
+        """The watchdog's probe (blocking: run in a worker thread): True (and :attr:`stopped` set) once the
+        check must be killed: it wrote more than ``diskMiB`` into the worktree (checks/limits.py), or the
+        cgroup refused it a process."""
+        since = time.time() - 1  # mtime granularity: never miss a file written in the first second
+
+        def probe() -> bool:
+            assert self.limits is not None
+            bound = self.limits.disk_bytes
+            written = self.cgroup.written() if self.cgroup is not None else None
+            free = disk_free(cwd) if written is None else None
+            if written is not None and written > bound:
+                self.stopped = "disk"
+            elif free is not None and self.disk_start is not None and self.disk_start - free > bound:
+                found = written_since(cwd, since)
+                if found is None or found > bound:
+                    self.stopped = "disk"
+                else:  # another writer on this filesystem: look again after diskMiB more
+                    self.disk_start = free
+            if self.stopped is None and self.cgroup is not None and self.cgroup.pids_refused():
+                self.stopped = "processes"
+            if self.stopped is not None and self.cgroup is not None:
+                self.cgroup.kill()
+            return self.stopped is not None
+        return probe
+
+    def note(self) -> str:
+        """How the limits were enforced, for :meth:`CheckRun.sandbox_note`."""
+        if self.limits is None:
+            return "no resource limits on this platform (only the timeout)"
+        how = "rlimits" + (f" and a {self.cgroup.describe()}" if self.cgroup is not None else
+                           " only (no cgroup could be created here)")
+        summary = self.limits.summary()
+        if self.temp_on_disk:
+            summary += " (the private temp dir is on disk here, its writes counted in the disk limit)"
+        return f"limits enforced by the kernel ({how}): {summary}"
+
+    def annotate(self, run: CheckRun) -> CheckRun:
+        """``run`` with :attr:`CheckRun.limits` set and a hit limit named at the top of its output."""
+        found = None
+        if self.limits is not None:
+            found = limit_message(self.limits, sig=run.signal, cgroup=self.cgroup,
+                                  disk_stopped=self.stopped == "disk", failed=not run.ok, output=run.output)
+        if found is None:
+            return replace(run, limits=self.note())
+        hit, certain = found
+        output = f"[{hit}]\n{run.output}"
+        # A check a limit stopped (or whose process the kernel refused or killed) did not pass.
+        status: CheckStatus = "failed" if certain and run.status == "passed" else run.status
+        return replace(run, output=output, status=status, limits=self.note())
+
+
 def _confine(confinement: Confinement, check: CheckConfig, cwd: Path, env: dict[str, str],
-             project_root: Path | None, pass_fds: list[int], *,
+             project_root: Path | None, pass_fds: list[int], enforced: _Enforcement, *,
              readonly_dirs: tuple[Path, ...] = ()) -> tuple[list[str], Path | None]:
     """The sandboxed argv (empty when the command cannot be found) and the check's private temp dir;
     sets the check's ``TMPDIR``, ``HOME`` and ``PATH`` in ``env`` (``Confinement.prepare``); descriptors
     the sandbox inherits go to ``pass_fds``. ``readonly_dirs``: the worktree's gitlink directories
-    (checks/gitlinks.py), shown empty and read-only."""
+    (checks/gitlinks.py), shown empty and read-only. With ``enforced.limits``: the command behind the
+    rlimit wrapper (inside the sandbox) and, where the mechanism can, a ``tmpMiB`` tmpfs as the private
+    temp dir."""
     from spotpatch_agent.checks.sandbox import build_plan
     from spotpatch_agent.checks.sandbox.plan import resolve_command
 
@@ -332,15 +436,26 @@ def _confine(confinement: Confinement, check: CheckConfig, cwd: Path, env: dict[
                       command=command, read_paths=check.read_paths)
     plan = replace(plan, readonly_dirs=readonly_dirs)
     confinement.prepare(plan, env)  # TMPDIR, HOME (the private one) and PATH as the check sees them
-    return confinement.wrap(plan, [str(command), *check.args], pass_fds), temp_dir
+    inner = [str(command), *check.args]
+    if enforced.limits is not None:
+        if confinement.sizes_temp():
+            plan = replace(plan, temp_size=enforced.limits.tmp_bytes)
+        else:
+            enforced.temp_on_disk = True
+        # The mechanism shows argv[0] where the sandbox has it; behind the wrapper the command is argv[n].
+        inner[0] = plan.inside(inner[0], relocate=confinement.relocates) or inner[0]
+        inner = rlimit_argv(enforced.limits, inner, processes=True)
+    return confinement.wrap(plan, inner, pass_fds), temp_dir
 
 
 async def _supervise(process: Process, timeout: int, max_bytes: int,
                      finish: Callable[[CheckStatus, int | None, int | None, bytes, bool], CheckRun], *,
-                     signal_codes: bool = False) -> CheckRun:
+                     signal_codes: bool = False, watchdog: Callable[[], bool] | None = None) -> CheckRun:
     """Wait for ``process`` under ``timeout`` s while draining its output, kill its tree, return the run.
     ``signal_codes``: an exit code 129–192 means death by signal ``code - 128`` (bwrap reports its
-    command's death that way, like a shell)."""
+    command's death that way, like a shell). ``watchdog``: called in a worker thread every
+    :data:`WATCHDOG_INTERVAL_SEC` (or ten times as long as its last call took, when more);
+    True kills the process tree (the run then ends as the process's death says)."""
     chunks: list[bytes] = []
     cut = False
     drained = anyio.Event()
@@ -352,9 +467,21 @@ async def _supervise(process: Process, timeout: int, max_bytes: int,
         finally:
             drained.set()
 
+    async def watch() -> None:
+        assert watchdog is not None
+        while True:
+            looked = time.perf_counter()
+            if await anyio.to_thread.run_sync(watchdog, abandon_on_cancel=True):
+                break
+            # A check with many processes makes a look dearer: the watchdog stays under ~10% of a core.
+            await anyio.sleep(max(WATCHDOG_INTERVAL_SEC, 10 * (time.perf_counter() - looked)))
+        kill_tree(process)
+
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(drain)
+            if watchdog is not None:
+                tg.start_soon(watch)
             with anyio.move_on_after(timeout) as scope:
                 await process.wait()
             timed_out = scope.cancelled_caught

@@ -18,7 +18,7 @@ from spotpatch_agent.protocol.limits import LIMITS
 
 __all__ = [
     "AUDIT_KEEP_DEFAULT", "AUDIT_KEEP_MAX", "DEFAULT_MAX_OUTPUT_TOKENS", "MAX_OUTPUT_TOKENS_CAP", "AuditConfig",
-    "CheckConfig", "Limits", "ModelProfile", "Modes", "ProviderProfile", "Suggestions", "TrustedConfig",
+    "CheckConfig", "CheckLimits", "Limits", "ModelProfile", "Modes", "ProviderProfile", "Suggestions", "TrustedConfig",
 ]
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -75,6 +75,38 @@ class ProviderProfile(InModel):
         return v.rstrip("/")
 
 
+def _check_limit(low: int, high: int, default: int | None, doc: str, alias: str | None = None) -> Any:
+    """A ``CheckLimits`` field: absent or null takes the default (checks/limits.py), else ``low..high``."""
+    extra: dict[str, Any] = {"description": doc}
+    if default is not None:
+        extra["default"] = default
+    return Field(default=None, alias=alias, ge=low, le=high, json_schema_extra=extra)
+
+
+class CheckLimits(InModel):
+    """Kernel-enforced resource limits of one check run (docs/configuration.md, ``checks[].limits``;
+    checks/limits.py). Every key optional: absent takes the default shown in the schema (``memoryMiB``:
+    half of the machine's RAM). Counts, MiB (2^20 bytes) and CPU seconds."""
+
+    processes: StrictInt | None = _check_limit(
+        8, 65_536, 2048, "Processes and threads of the check together (cgroup pids.max; RLIMIT_NPROC in its "
+        "own user namespace).")
+    memory_mib: StrictInt | None = _check_limit(
+        16, 1_048_576, None, "MiB of memory of the check together (cgroup memory limit; private temp files "
+        "count) and of any one process (RLIMIT_DATA). Default: half of the machine's RAM.", "memoryMiB")
+    file_size_mib: StrictInt | None = _check_limit(
+        1, 1_048_576, 1024, "MiB: the largest file the check may write (RLIMIT_FSIZE).", "fileSizeMiB")
+    tmp_mib: StrictInt | None = _check_limit(
+        1, 1_048_576, 1024, "MiB: the size of the private temp dir (/tmp, a tmpfs: its pages are memory).", "tmpMiB")
+    cpu_sec: StrictInt | None = _check_limit(
+        1, 86_400, 1800, "CPU seconds of any one process of the check (RLIMIT_CPU: SIGXCPU, SIGKILL 2 s later).")
+    open_files: StrictInt | None = _check_limit(
+        64, 1_048_576, 8192, "Open file descriptors of any one process (RLIMIT_NOFILE).")
+    disk_mib: StrictInt | None = _check_limit(
+        1, 1_048_576, 4096, "MiB the check may write into the worktree while it runs (the engine's watchdog "
+        "stops it past that).", "diskMiB")
+
+
 class CheckConfig(InModel):
     id: str = Field(pattern=_ID.pattern)
     name: str = Field(min_length=1, max_length=120)
@@ -88,6 +120,8 @@ class CheckConfig(InModel):
     network: StrictBool = False
     #: Per-check extra paths the sandboxed check may read (absolute, or ``~/…``); secret stores are refused.
     read_paths: list[str] = Field(default_factory=list, max_length=32)
+    #: Resource limits of each run (processes, memory, file size, temp size, CPU, open files, disk).
+    limits: CheckLimits = Field(default_factory=CheckLimits)
 
     @field_validator("pass_env", mode="before")
     @classmethod

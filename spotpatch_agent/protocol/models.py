@@ -136,6 +136,9 @@ if TYPE_CHECKING:
         CheckConfig as CheckConfig,
     )
     from spotpatch_agent.protocol.config import (
+        CheckLimits as CheckLimits,
+    )
+    from spotpatch_agent.protocol.config import (
         Limits as Limits,
     )
     from spotpatch_agent.protocol.config import (
@@ -314,8 +317,8 @@ if TYPE_CHECKING:
 MODULES: dict[str, tuple[str, ...]] = {
     "base": ("InModel", "WireModel"),
     "config": ("AUDIT_KEEP_DEFAULT", "AUDIT_KEEP_MAX", "DEFAULT_MAX_OUTPUT_TOKENS", "MAX_OUTPUT_TOKENS_CAP",
-               "AuditConfig", "CheckConfig", "Limits", "ModelProfile", "Modes", "ProviderProfile", "Suggestions",
-               "TrustedConfig"),
+               "AuditConfig", "CheckConfig", "CheckLimits", "Limits", "ModelProfile", "Modes", "ProviderProfile",
+               "Suggestions", "TrustedConfig"),
     "annotation": ("ElementInfo", "Rect", "SourceLocation", "SpotAnnotation", "Target", "UsageSite"),
     "jobs": ("TERMINAL_STATUSES", "ApplyMode", "DiffResult", "ErrorInfo", "FileStat", "JobCreateParams",
              "JobEventsParams", "JobIdParams", "JobListResult", "JobSnapshot", "JobStatus", "PromptRenderParams",

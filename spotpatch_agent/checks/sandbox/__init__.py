@@ -62,6 +62,10 @@ class Confinement:
         """The check's ``TMPDIR`` inside the sandbox."""
         return str(plan.temp_dir)
 
+    def sizes_temp(self) -> bool:
+        """Whether the private temp dir can be a tmpfs of ``plan.temp_size`` bytes (checks/limits.py)."""
+        return False
+
     def prepare(self, plan: SandboxPlan, env: dict[str, str]) -> None:
         """Make the check's environment fit the sandbox, in place: ``TMPDIR`` the private temp dir, ``HOME``
         an empty directory in it (created here, with links to the toolchains shown from the real home:
@@ -100,6 +104,11 @@ class Bubblewrap(Confinement):
 
     def tmpdir(self, plan: SandboxPlan) -> str:
         return "/tmp"
+
+    def sizes_temp(self) -> bool:
+        from spotpatch_agent.checks.sandbox.bwrap import supports_tmpfs_size
+
+        return supports_tmpfs_size(self.binary)
 
 
 class Seatbelt(Confinement):

@@ -12,7 +12,8 @@ earlier one):
    zero, random, tty, pts, its own ``shm``), a new ``/proc`` of the check's own pid namespace (no other
    process, so no ``/proc/<pid>/environ`` of the engine or Vite), of ``/sys`` only the CPU topology;
 2. an empty ``/run`` (``/etc/resolv.conf``'s target is shown again when it lies there and the check has the
-   network) and the private temp dir as ``/tmp`` (``/var/tmp`` links to it);
+   network) and the private temp dir as ``/tmp`` (``/var/tmp`` links to it; a tmpfs of ``plan.temp_size``
+   bytes when set: checks/limits.py);
 3. an empty read-only directory over each hidden path inside a shown one (a project in ``/usr/src/app``),
    then the read-only paths at their own paths, the project's ``node_modules`` at
    :data:`~spotpatch_agent.checks.sandbox.plan.SANDBOX_MODULES`, the masks (secret stores, worktree pools,
@@ -37,12 +38,13 @@ check, also one that left its session, is killed when the check's leader exits.
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import shutil
 from pathlib import Path
 
-from spotpatch_agent.checks.sandbox.plan import SANDBOX_MODULES, SYSTEM_SYS_DIRS, SandboxPlan
+from spotpatch_agent.checks.sandbox.plan import PRIVATE_HOME, SANDBOX_MODULES, SYSTEM_SYS_DIRS, SandboxPlan
 
 #: Where bwrap is looked for (fixed system locations only; never the check's or the engine's ``PATH``).
 BWRAP_PATHS = ("/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap", "/run/current-system/sw/bin/bwrap")
@@ -112,7 +114,15 @@ def bwrap_args(plan: SandboxPlan, *, seccomp_fd: int | None = None) -> list[str]
     resolv = os.path.realpath("/etc/resolv.conf")
     if plan.network and resolv.startswith("/run/") and os.path.isfile(resolv):
         args += ["--ro-bind", resolv, resolv]
-    args += ["--bind", str(plan.temp_dir), str(SANDBOX_TMP), "--symlink", "../tmp", "/var/tmp"]
+    if plan.temp_size is not None:  # a sized tmpfs (its pages are memory: the check's cgroup pays)
+        home = f"{SANDBOX_TMP}/{PRIVATE_HOME}"  # the private HOME of Confinement.prepare, made again in it
+        args += ["--size", str(plan.temp_size), "--perms", "1777", "--tmpfs", str(SANDBOX_TMP),
+                 "--perms", "0700", "--dir", home]
+        for name, link_to in plan.home_links:
+            args += ["--symlink", str(link_to), f"{home}/{name}"]
+    else:
+        args += ["--bind", str(plan.temp_dir), str(SANDBOX_TMP)]
+    args += ["--symlink", "../tmp", "/var/tmp"]
 
     # A hidden path inside a shown one gets its own empty view: made read-only below, so a write there
     # fails instead of landing in a scratch directory.
@@ -170,6 +180,23 @@ def _mask(path: Path, target: str) -> list[str]:
     if os.path.lexists(path) and not path.is_symlink():
         return ["--ro-bind", "/dev/null", target]
     return []
+
+
+@functools.lru_cache(maxsize=8)
+def supports_tmpfs_size(bwrap: str) -> bool:
+    """Whether ``bwrap`` takes ``--size``: bubblewrap 0.7 and later, not installed setuid (it refuses the
+    option then). Without it the private temp dir stays a directory on disk, where the disk watchdog counts
+    its writes (checks/limits.py)."""
+    import stat
+    import subprocess
+
+    try:
+        if os.stat(bwrap).st_mode & stat.S_ISUID:
+            return False
+        out = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "--size" in out.stdout + out.stderr
 
 
 def bwrap_version(bwrap: str) -> str | None:

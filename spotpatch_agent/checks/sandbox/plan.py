@@ -120,6 +120,8 @@ class SandboxPlan:
     modules: Path | None = None
     home_links: tuple[tuple[str, Path], ...] = ()
     readonly_dirs: tuple[Path, ...] = ()
+    #: Bytes: the private temp dir is a tmpfs of this size instead of ``temp_dir`` (Linux; checks/limits.py).
+    temp_size: int | None = None
 
     def inside(self, path: str | Path, *, relocate: bool) -> str | None:
         """Where host ``path`` appears in the sandbox, or ``None`` when the check cannot see it (hidden,
