@@ -31,7 +31,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -51,6 +50,7 @@ from spotpatch_agent.process import NEW_SESSION, kill_tree
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.limits import LIMITS
 from spotpatch_agent.protocol.models import CheckConfig, Limits
+from spotpatch_agent.tree_remove import remove_tree
 
 if TYPE_CHECKING:
     from spotpatch_agent.checks.sandbox import Confinement
@@ -311,7 +311,10 @@ async def run_check_process(check: CheckConfig, cwd: Path, limits: Limits, *,
         return await _supervise(process, timeout, max_bytes, finish, signal_codes=temp_dir is not None)
     finally:
         if temp_dir is not None:
-            shutil.rmtree(temp_dir, ignore_errors=True)
+            try:  # any depth: the check may nest directories past shutil.rmtree's recursion limit
+                remove_tree(temp_dir, onerror=lambda *_: None)
+            except OSError:
+                pass
 
 
 def _confine(confinement: Confinement, check: CheckConfig, cwd: Path, env: dict[str, str],

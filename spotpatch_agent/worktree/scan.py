@@ -25,7 +25,6 @@ allowed. A large file is named, not deleted (it may be the user's tracked file, 
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from dataclasses import dataclass, field
 from functools import partial
@@ -35,6 +34,7 @@ import anyio
 
 from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.protocol.errors import ErrorCode
+from spotpatch_agent.tree_remove import remove_tree
 from spotpatch_agent.worktree.git import run_git
 
 __all__ = ["MAX_HAZARDS", "RULE", "Hazard", "TreeScan", "after_check", "before_check", "describe_hazards",
@@ -131,7 +131,8 @@ def scan_worktree(root: Path, *, max_file_bytes: int, known_large: frozenset[Lar
 
 def remove_hazards(root: Path, hazards: tuple[Hazard, ...]) -> None:
     """Delete each hazard below ``root`` without following a symlink: a directory with everything in it
-    (``shutil.rmtree``, which never follows one), anything else unlinked. Only entries whose parent
+    (:func:`~spotpatch_agent.tree_remove.remove_tree`, which never follows one, at any depth), anything else
+    unlinked. Only entries whose parent
     directory resolves to where the walk found it (no symlinked component) are touched. Raises ``OSError``
     when one cannot be removed; one already gone is fine."""
     real_root = os.path.realpath(root)
@@ -145,7 +146,7 @@ def remove_hazards(root: Path, hazards: tuple[Hazard, ...]) -> None:
         except FileNotFoundError:
             continue
         if stat.S_ISDIR(st.st_mode):
-            shutil.rmtree(path, onerror=_writable_then_retry)
+            remove_tree(path, onerror=_writable_then_retry)  # any depth (a RecursionError in shutil.rmtree)
             if os.path.lexists(path):
                 raise OSError(f"{hazard.path}: could not be removed")
         else:
@@ -158,7 +159,7 @@ def _writable_then_retry(func, target, _exc_info):  # type: ignore[no-untyped-de
         os.chmod(os.path.dirname(target), stat.S_IRWXU)
         if os.path.isdir(target) and not os.path.islink(target):
             os.chmod(target, stat.S_IRWXU)
-            shutil.rmtree(target)
+            remove_tree(target)
         else:
             func(target)
     except OSError:
