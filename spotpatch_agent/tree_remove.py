@@ -19,9 +19,10 @@ import stat
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["remove_tree"]
+__all__ = ["DIR_FLAGS", "remove_tree", "remove_tree_at"]
 
-_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+#: Opening a directory never through a symlink.
+DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def remove_tree(path: str | os.PathLike[str], *, onerror: Callable[..., Any] | None = None) -> None:
@@ -36,6 +37,13 @@ def remove_tree(path: str | os.PathLike[str], *, onerror: Callable[..., Any] | N
         if not hasattr(os, "O_DIRECTORY") or os.open not in os.supports_dir_fd:
             raise OSError("the directory tree is too deep to remove here") from None
         _remove_deep(os.fspath(path))
+
+
+def remove_tree_at(dir_fd: int, name: str) -> None:
+    """Delete the directory ``name`` in the open directory ``dir_fd`` with everything in it, never following a
+    symlink, at any depth (the iterative walk only: no path is ever joined, so no PATH_MAX). Raises
+    ``OSError`` when something cannot be removed."""
+    _remove_deep(name, dir_fd=dir_fd)
 
 
 def _ident(fd: int) -> tuple[int, int]:
@@ -57,10 +65,10 @@ def _open_child(parent: int, name: str) -> int | None:
     """``name`` in ``parent`` opened as a directory without following a symlink; ``None`` when it is gone or
     no longer a directory (it is then unlinked, or left for the final rmdir to report)."""
     try:
-        return os.open(name, _DIR_FLAGS, dir_fd=parent)
+        return os.open(name, DIR_FLAGS, dir_fd=parent)
     except PermissionError:
         os.chmod(name, stat.S_IRWXU, dir_fd=parent)  # listed as a directory (lstat) a moment ago
-        return os.open(name, _DIR_FLAGS, dir_fd=parent)
+        return os.open(name, DIR_FLAGS, dir_fd=parent)
     except FileNotFoundError:
         return None
     except NotADirectoryError:  # replaced by a file or a symlink since the listing: removed as an entry
@@ -84,9 +92,13 @@ def _empty_files(fd: int) -> list[str]:
     return subdirs
 
 
-def _remove_deep(path: str) -> None:
-    """Iterative removal of the directory ``path`` (see the module docstring)."""
-    fd = os.open(path, _DIR_FLAGS)
+def _remove_deep(path: str, *, dir_fd: int | None = None) -> None:
+    """Iterative removal of the directory ``path`` (relative to ``dir_fd`` when given; module docstring)."""
+    try:
+        fd = os.open(path, DIR_FLAGS, dir_fd=dir_fd)
+    except PermissionError:
+        os.chmod(path, stat.S_IRWXU, dir_fd=dir_fd)  # a directory made unreadable (chmod 000)
+        fd = os.open(path, DIR_FLAGS, dir_fd=dir_fd)
     try:
         # One frame per directory on the way down: (its device and inode, its subdirectories left to remove).
         frames: list[tuple[tuple[int, int], list[str]]] = [(_ident(fd), _empty_files(fd))]
@@ -105,7 +117,7 @@ def _remove_deep(path: str) -> None:
                 continue
             if len(frames) == 1:
                 break
-            parent = os.open("..", _DIR_FLAGS, dir_fd=fd)
+            parent = os.open("..", DIR_FLAGS, dir_fd=fd)
             if _ident(parent) != frames[-2][0]:
                 os.close(parent)
                 raise OSError("a directory moved while it was being removed")
@@ -115,4 +127,4 @@ def _remove_deep(path: str) -> None:
             os.rmdir(names.pop(), dir_fd=fd)
     finally:
         os.close(fd)
-    os.rmdir(path)
+    os.rmdir(path, dir_fd=dir_fd)
