@@ -4,7 +4,8 @@ A check writes anywhere in the worktree. After it, the engine runs git on the ho
 ``git status``, later ``git add --all`` and the diffs), unconfined. Three things a check can leave make that
 unsafe or unbounded, and none of them is a change a user could review:
 
-- a ``.git`` (directory, gitfile or symlink) anywhere below the worktree root: a repository of the check's
+- a ``.git`` (directory, gitfile or symlink; any name that is ``.git`` on HFS+ or NTFS) anywhere below the
+  worktree root: a repository of the check's
   making, with its own config (filters, hooks, fsmonitor). git does not descend into it today (every call
   ignores submodules: git_runner.py), but nothing of it may be left for a later command to find;
 - a FIFO, socket or device file: git opens a ``.gitignore`` or ``.gitattributes`` wherever it is, and a FIFO
@@ -75,6 +76,19 @@ class TreeScan:
     large: frozenset[LargeFile] = field(default_factory=frozenset)
 
 
+#: Code points HFS+ ignores in a name (git's ``is_hfs_dotgit``): ``.g\u200cit`` is ``.git`` there.
+_HFS_IGNORED = frozenset("\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                         "\u206a\u206b\u206c\u206d\u206e\u206f\ufeff")
+
+
+def _is_dotgit(name: str) -> bool:
+    """Whether ``name`` is ``.git`` on some file system git runs on: any case, HFS+'s ignored code points
+    removed, NTFS's trailing dots and spaces stripped, or NTFS's 8.3 name ``GIT~1`` (git's ``is_hfs_dotgit``,
+    ``is_ntfs_dotgit``)."""
+    folded = "".join(c for c in name if c not in _HFS_IGNORED).casefold().rstrip(". ")
+    return folded in (".git", "git~1")
+
+
 def _kind(mode: int) -> str | None:
     if stat.S_ISFIFO(mode):
         return "a FIFO (named pipe): git would block reading it"
@@ -126,8 +140,8 @@ def scan_worktree(root: Path, *, max_file_bytes: int, known_large: frozenset[Lar
                     return TreeScan(tuple(hazards), frozenset(large))
                 continue
             mode = st.st_mode
-            if entry.name.casefold() == ".git":
-                if rel_dir or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            if _is_dotgit(entry.name):
+                if rel_dir or entry.name.casefold() != ".git" or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                     hazards.append(Hazard(rel, "a git repository (.git) inside the worktree",
                                           is_dir=stat.S_ISDIR(mode)))
                 continue  # the root's own .git: git's, never walked

@@ -1,4 +1,6 @@
-"""Break attempt on issue 25: a directory the scan cannot list was skipped, but host git still reads in it.
+"""Break attempts on issue 25's worktree scan (worktree/scan.py).
+
+A directory the scan cannot list was skipped, but host git still reads in it.
 
 worktree/scan.py skipped any directory below the root it could not list ("git, running as the same user,
 cannot list it either"). Two ways a check makes that false:
@@ -14,6 +16,8 @@ cannot list it either"). Two ways a check makes that false:
 Now a directory without read permission is made listable (``chmod u+rwx``: the worktree is the engine's),
 and one that still cannot be listed is itself a hazard, removed through directory descriptors (no path is
 joined, so PATH_MAX does not stop it) before host git reads the tree — never skipped.
+
+And a name that is ``.git`` on HFS+ (``.g\u200cit``) or NTFS (``.git.``, ``GIT~1``) was not one to the scan.
 """
 
 from __future__ import annotations
@@ -163,3 +167,14 @@ def test_removal_refuses_a_hazard_whose_directory_became_a_symlink(tmp_path: Pat
     with pytest.raises(OSError, match="moved"):
         remove_hazards(tmp_path, hazards)
     assert os.path.lexists(outside / ".gitignore")
+
+
+@pytest.mark.parametrize("name", [".g\u200cit", ".GI\ufeffT", ".git.", ".git ", "GIT~1", ".g\u206ait"])
+def test_a_name_git_reads_as_dot_git_elsewhere_is_a_hazard(tmp_path: Path, name: str) -> None:
+    """HFS+ ignores some code points in names (git's ``is_hfs_dotgit``), NTFS trailing dots and spaces and
+    answers to the 8.3 name ``GIT~1`` (``is_ntfs_dotgit``): on those file systems each of these *is* the
+    ``.git`` the scan looks for. The scan compared the casefolded name with ``.git`` only."""
+    (tmp_path / "pkg" / name).mkdir(parents=True)
+    (tmp_path / name).mkdir()
+    found = sorted(h.path for h in scan_worktree(tmp_path, max_file_bytes=CAP).hazards)
+    assert found == sorted([name, f"pkg/{name}"])
