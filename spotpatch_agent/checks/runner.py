@@ -36,7 +36,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -67,6 +66,7 @@ from spotpatch_agent.process import NEW_SESSION, kill_tree
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.limits import LIMITS
 from spotpatch_agent.protocol.models import CheckConfig, Limits
+from spotpatch_agent.tree_remove import remove_tree
 
 if TYPE_CHECKING:
     from spotpatch_agent.checks.sandbox import Confinement
@@ -351,7 +351,10 @@ async def run_check_process(check: CheckConfig, cwd: Path, limits: Limits, *,
         if enforced.cgroup is not None:
             enforced.cgroup.close()
         if temp_dir is not None:
-            shutil.rmtree(temp_dir, ignore_errors=True)
+            try:  # any depth: the check may nest directories past shutil.rmtree's recursion limit
+                remove_tree(temp_dir, onerror=lambda *_: None)
+            except OSError:
+                pass
 
 
 @dataclass

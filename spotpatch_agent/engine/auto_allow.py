@@ -10,8 +10,10 @@ all of these hold (checked in this order; the first one that fails names the kin
 1. no segment starts with ``.`` (no dot-directory, no dotfile);
 2. the file name matches no build-file, agent-instruction, type-declaration, worker, server-side, test,
    configuration, rc-file, manifest or HTML-entry pattern (:data:`_NAME_KINDS`);
-3. no directory segment is a script, tool, configuration, server, test, worker or static directory
-   (:data:`_DIR_KINDS`; ``api`` only under ``pages/``, ``app/`` or ``routes/``);
+3. no directory segment is a script, tool, configuration, server, test, worker, database-tooling or static
+   directory (:data:`_DIR_KINDS`; ``api`` only under ``pages/``, ``app/`` or ``routes/``), and no directory
+   before the first source directory names a package that is not UI (:data:`_PACKAGE_KINDS`:
+   ``backend/src/``, ``apps/api/src/``, ``packages/cli/src/`` are a server or a command, not page code);
 4. its extension is in :data:`AUTO_EXTENSIONS`;
 5. some directory segment is a source directory (:data:`SOURCE_DIRS`): a file at the project root or
    outside the source directories (``README.md``, ``docs/…``, ``index.js``, ``server.js``) goes to review.
@@ -62,14 +64,24 @@ _DIR_KINDS: dict[str, str] = {
     **dict.fromkeys(("sw", "worker", "workers", "service-worker", "service-workers", "background",
                      "content-scripts", "content_scripts"), _WORKER),
     **dict.fromkeys(("public", "static"), "a static file ({seg}/ is served as-is, outside the bundler)"),
+    **dict.fromkeys(("migrations", "seeds", "seeders", "prisma"),
+                     "database tooling ({seg}/: the migration or seed tool runs it in Node)"),
     "vendor": "vendored code ({seg}/)",
 }
+#: Package names (casefolded) that, before the first source directory, name a server, a command or
+#: infrastructure rather than the page (``apps/api/src/main.ts``); after it they are page code
+#: (``src/api/client.ts``, ``src/features/jobs/``).
+_PACKAGE_KINDS = frozenset({
+    "api", "apis", "backend", "back-end", "cli", "lambda", "lambdas", "daemon", "bot", "bots", "cron", "jobs",
+    "db", "database", "infra", "infrastructure", "cdk", "deploy", "node", "edge", "backend-api",
+})
 #: ``api/`` is server code (a route handler) under these parents only; ``src/api/client.ts`` is page code.
 _API_PARENTS = frozenset({"pages", "app", "routes"})
 
 _BUILD_FILE = (r"(?:gnu)?makefile(?:\..*)?|.*\.mk|(?:docker|container|jenkins|vagrant|proc|rake|gem|pod|brew|just"
                r"|task|tilt|earth|gulp|grunt|jake|danger|snake|caddy|fast|guard|cake|build)file(?:\..*)?")
-_AGENT_NOTES = r"(?:agents|claude|gemini|copilot-instructions|.*\.instructions|.*\.prompt)\.md"
+_AGENT_NOTES = (r"(?:agents?|claude|gemini|conventions)(?:\.[^.]+)?\.md"
+                r"|(?:copilot-instructions|.*\.instructions|.*\.prompt)\.md")
 _WORKER_NAME = (r"(?:.*[.+_-])?(?:sw|(?:service-?)?worker)(?:[.+_-].*)?|.*serviceworker.*"
                 r"|content[-_]?scripts?\.[cm]?[jt]sx?")
 _SERVER_NAME = (r"(?:.*[.+_-])?server(?:[.+_-].*)?|_?middleware\..*|proxy\..*|instrumentation(?:[.+_-].*)?"
@@ -113,8 +125,11 @@ def review_kind(path: str) -> str | None:
     for pattern, kind, lower in _NAME_KINDS:
         if pattern.fullmatch(name) and (not lower or _lowercase_stem(segments[-1])):
             return kind
+    first_source = next((i for i, seg in enumerate(folded[:-1]) if seg in SOURCE_DIRS), len(folded))
     for index, seg in enumerate(folded[:-1]):
         if seg == "api" and index and folded[index - 1] in _API_PARENTS:
+            return _SERVER
+        if index < first_source and seg in _PACKAGE_KINDS:
             return _SERVER
         dir_kind = _DIR_KINDS.get(seg)
         if dir_kind is not None:

@@ -28,6 +28,7 @@ from spotpatch_agent.worktree.placement import Worktree, make_job_dir
 from spotpatch_agent.worktree.refs import head_is
 from spotpatch_agent.worktree.removal import remove_worktree
 from spotpatch_agent.worktree.repo import resolve_head
+from spotpatch_agent.worktree.result import add_all_args
 
 if TYPE_CHECKING:
     from spotpatch_agent.worktree.pool import WorktreePool
@@ -163,7 +164,7 @@ async def commit_baseline(wt: Worktree, *, clean: bool = False, proven: bool = F
             if not await head_is(wt.path, baseline):
                 raise GitError("the baseline commit was not created")
             return baseline
-    await run_git(["add", "--all"], cwd=wt.path, timeout=300)
+    await run_git(await add_all_args(wt.path), cwd=wt.path, timeout=300)  # gitlinks left out (result.py)
     await run_git(
         [*BASELINE_IDENTITY, "commit", "--no-verify", "--allow-empty", "--quiet", "--no-gpg-sign", "-F", "-"],
         cwd=wt.path,

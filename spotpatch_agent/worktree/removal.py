@@ -9,13 +9,13 @@ import logging
 import os
 import re
 import secrets
-import shutil
 import stat
 import threading
 from pathlib import Path
 
 import anyio
 
+from spotpatch_agent.tree_remove import remove_tree
 from spotpatch_agent.worktree.git import run_git, sanitize
 from spotpatch_agent.worktree.marker import list_registrations, points_back, registered_path
 from spotpatch_agent.worktree.placement import Worktree, is_real_dir, looks_like_job_dir, our_bases
@@ -100,7 +100,7 @@ def rmtree(path: Path) -> None:
         except FileNotFoundError:
             pass
         return
-    shutil.rmtree(path, onerror=retry_writable)
+    remove_tree(path, onerror=retry_writable)  # any depth: a check may nest directories past the recursion limit
     if os.path.lexists(path):
         raise OSError(f"could not delete {path}")
 

@@ -6,7 +6,9 @@ changeset validation (:mod:`~spotpatch_agent.worktree.validate`) and the hashes 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from spotpatch_agent.errors import GitError
@@ -14,7 +16,7 @@ from spotpatch_agent.protocol.models import FileStat
 from spotpatch_agent.worktree.git import CACHED_DIFF_SUBMODULES, run_git
 from spotpatch_agent.worktree.placement import Worktree
 
-__all__ = ["RawEntry", "parse_numstat", "parse_raw", "result_diff", "stage_all"]
+__all__ = ["RawEntry", "add_all_args", "parse_numstat", "parse_raw", "result_diff", "stage_all"]
 
 
 _ZERO_OID = "0" * 40
@@ -51,8 +53,22 @@ async def result_diff(wt: Worktree) -> tuple[str, list[FileStat]]:
 
 
 async def stage_all(wt: Worktree) -> None:
-    """``git add --all`` inside the worktree (its index is the engine's, never the user's)."""
-    await run_git(["add", "--all"], cwd=wt.path, redact=[wt.path], timeout=300)
+    """``git add --all`` inside the worktree (its index is the engine's, never the user's), every gitlink
+    left out (:func:`add_all_args`)."""
+    await run_git(await add_all_args(wt.path), cwd=wt.path, redact=[wt.path], timeout=300)
+
+
+async def add_all_args(cwd: Path) -> list[str]:
+    """``add --all -- . :(exclude,literal)<gitlink>…``: every gitlink of the index left out of the pathspec.
+
+    ``git add`` overrides submodule configuration (``diff.ignoreSubmodules=all`` does not reach it) and, for a
+    gitlink whose directory holds a repository with an unborn HEAD, asks whether that submodule is dirty by
+    running ``git status`` inside it — with that repository's own filters (a check's plant, issue 25 break;
+    docs/security.md §6). Left out of the pathspec, a gitlink is never compared, so nothing runs there; a
+    changed gitlink is never part of a changeset anyway (validation rejects one). Raises ``GitError``."""
+    listed = await run_git(["ls-files", "-s", "-z"], cwd=cwd, read_only=True, redact=[cwd], timeout=300)
+    gitlinks = [rec.split(b"\t", 1)[1] for rec in listed.stdout.split(b"\0") if rec.startswith(b"160000 ")]
+    return ["add", "--all", "--", ".", *(":(exclude,literal)" + os.fsdecode(path) for path in gitlinks)]
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ A check writes anywhere in the worktree. After it, the engine runs git on the ho
 ``git status``, later ``git add --all`` and the diffs), unconfined. Three things a check can leave make that
 unsafe or unbounded, and none of them is a change a user could review:
 
-- a ``.git`` (directory, gitfile or symlink) anywhere below the worktree root: a repository of the check's
+- a ``.git`` (directory, gitfile or symlink; any name that is ``.git`` on HFS+ or NTFS) anywhere below the
+  worktree root: a repository of the check's
   making, with its own config (filters, hooks, fsmonitor). git does not descend into it today (every call
   ignores submodules: git_runner.py), but nothing of it may be left for a later command to find;
 - a FIFO, socket or device file: git opens a ``.gitignore`` or ``.gitattributes`` wherever it is, and a FIFO
@@ -25,7 +26,6 @@ allowed. A large file is named, not deleted (it may be the user's tracked file, 
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from dataclasses import dataclass, field
 from functools import partial
@@ -35,14 +35,18 @@ import anyio
 
 from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.protocol.errors import ErrorCode
+from spotpatch_agent.tree_remove import DIR_FLAGS, remove_tree_at
 from spotpatch_agent.worktree.git import run_git
 
-__all__ = ["MAX_HAZARDS", "RULE", "Hazard", "TreeScan", "after_check", "before_check", "describe_hazards",
+__all__ = ["MAX_HAZARDS", "RULE", "UNLISTED", "Hazard", "TreeScan", "after_check", "before_check", "describe_hazards",
            "left_behind", "oversized_to_stage", "remove_hazards", "scan_in_thread", "scan_worktree"]
 
 #: What a check must not leave, for messages.
 RULE = ("a check must not leave a git repository (.git) or a FIFO, socket or device file in the worktree, "
         "nor a file over editableFileMaxBytes that git would stage (a change holding one is rejected)")
+
+#: Why a directory below the root that cannot be listed (nested past PATH_MAX from ``/``) is a hazard.
+UNLISTED = "a directory SpotPatch cannot list, where git could still read"
 
 #: Hazards named per scan (the walk stops collecting after this many; one is enough to refuse the tree).
 MAX_HAZARDS = 20
@@ -72,6 +76,19 @@ class TreeScan:
     large: frozenset[LargeFile] = field(default_factory=frozenset)
 
 
+#: Code points HFS+ ignores in a name (git's ``is_hfs_dotgit``): ``.g\u200cit`` is ``.git`` there.
+_HFS_IGNORED = frozenset("\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                         "\u206a\u206b\u206c\u206d\u206e\u206f\ufeff")
+
+
+def _is_dotgit(name: str) -> bool:
+    """Whether ``name`` is ``.git`` on some file system git runs on: any case, HFS+'s ignored code points
+    removed, NTFS's trailing dots and spaces stripped, or NTFS's 8.3 name ``GIT~1`` (git's ``is_hfs_dotgit``,
+    ``is_ntfs_dotgit``)."""
+    folded = "".join(c for c in name if c not in _HFS_IGNORED).casefold().rstrip(". ")
+    return folded in (".git", "git~1")
+
+
 def _kind(mode: int) -> str | None:
     if stat.S_ISFIFO(mode):
         return "a FIFO (named pipe): git would block reading it"
@@ -87,8 +104,11 @@ def scan_worktree(root: Path, *, max_file_bytes: int, known_large: frozenset[Lar
 
     ``max_file_bytes``: the size cap (``editableFileMaxBytes``). ``known_large``: the ``large`` set of the scan
     before the check; a regular file over the cap is a hazard unless it is in that set unchanged (``None``:
-    nothing is compared, only recorded). Raises ``OSError`` when the root itself cannot be listed; a
-    directory below it that this user cannot list is skipped (git, run as the same user, cannot either)."""
+    nothing is compared, only recorded). Raises ``OSError`` when the root itself cannot be listed. A directory
+    below it is never skipped: one without read permission is made its owner's (``u+rwx``: the worktree is the
+    engine's) and listed; one that still cannot be listed is a hazard (:data:`UNLISTED`), since git may read in
+    it all the same — it opens ``<dir>/.gitattributes`` by name (search permission is enough), and it lists by
+    the path *relative* to the worktree, which stays under PATH_MAX where the absolute one passes it."""
     hazards: list[Hazard] = []
     large: set[LargeFile] = set()
     base = os.fspath(root)
@@ -96,20 +116,32 @@ def scan_worktree(root: Path, *, max_file_bytes: int, known_large: frozenset[Lar
     while stack:
         rel_dir = stack.pop()
         try:
-            entries = list(os.scandir(os.path.join(base, rel_dir) if rel_dir else base))
-        except OSError:
+            entries = _listing(base, rel_dir)
+        except FileNotFoundError:
             if not rel_dir:
                 raise
-            continue  # git, running as the same user, cannot list it either
+            continue  # gone since its parent was listed
+        except OSError as exc:
+            if not rel_dir:
+                raise
+            hazards.append(Hazard(rel_dir, f"{UNLISTED} ({exc.strerror or type(exc).__name__})", is_dir=True))
+            if len(hazards) >= MAX_HAZARDS:
+                return TreeScan(tuple(hazards), frozenset(large))
+            continue
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             try:
                 st = entry.stat(follow_symlinks=False)
-            except OSError:  # gone since the listing
+            except FileNotFoundError:  # gone since the listing
+                continue
+            except OSError as exc:  # its path is past PATH_MAX from / (git's relative one need not be)
+                hazards.append(Hazard(rel, f"{UNLISTED} ({exc.strerror or type(exc).__name__})", is_dir=True))
+                if len(hazards) >= MAX_HAZARDS:
+                    return TreeScan(tuple(hazards), frozenset(large))
                 continue
             mode = st.st_mode
-            if entry.name.casefold() == ".git":
-                if rel_dir or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            if _is_dotgit(entry.name):
+                if rel_dir or entry.name.casefold() != ".git" or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                     hazards.append(Hazard(rel, "a git repository (.git) inside the worktree",
                                           is_dir=stat.S_ISDIR(mode)))
                 continue  # the root's own .git: git's, never walked
@@ -129,40 +161,71 @@ def scan_worktree(root: Path, *, max_file_bytes: int, known_large: frozenset[Lar
     return TreeScan(tuple(hazards), frozenset(large))
 
 
+def _listing(base: str, rel_dir: str) -> list[os.DirEntry[str]]:
+    """The entries of ``rel_dir`` below ``base``; a directory without read permission (a check's ``chmod 311``)
+    is given ``u+rwx`` and listed again. Raises ``OSError`` when it still cannot be listed."""
+    path = os.path.join(base, rel_dir) if rel_dir else base
+    try:
+        with os.scandir(path) as listing:
+            return list(listing)
+    except PermissionError:
+        if not rel_dir:
+            raise
+        st = os.lstat(path)  # listed as a directory, not a symlink (nothing of the check runs any more)
+        if not stat.S_ISDIR(st.st_mode):
+            raise
+        os.chmod(path, stat.S_IMODE(st.st_mode) | stat.S_IRWXU)
+        with os.scandir(path) as listing:
+            return list(listing)
+
+
 def remove_hazards(root: Path, hazards: tuple[Hazard, ...]) -> None:
-    """Delete each hazard below ``root`` without following a symlink: a directory with everything in it
-    (``shutil.rmtree``, which never follows one), anything else unlinked. Only entries whose parent
-    directory resolves to where the walk found it (no symlinked component) are touched. Raises ``OSError``
-    when one cannot be removed; one already gone is fine."""
+    """Delete each hazard below ``root`` without following a symlink, at any depth: its parent directory is
+    opened one component at a time from the root (``O_NOFOLLOW``: a symlinked component means the tree moved
+    since the scan, and is refused), then a directory is removed with everything in it
+    (:func:`~spotpatch_agent.tree_remove.remove_tree_at`) and anything else unlinked, relative to that
+    descriptor — so a hazard past PATH_MAX from ``/`` goes too. A directory on the way the check made
+    unreadable (``chmod 000``) is made its owner's again. Raises ``OSError`` when one cannot be removed; one
+    already gone is fine."""
     real_root = os.path.realpath(root)
     for hazard in hazards:
-        path = os.path.join(real_root, *hazard.path.split("/"))
-        parent = os.path.dirname(path)
-        if os.path.realpath(parent) != parent or not (parent == real_root or parent.startswith(real_root + os.sep)):
-            raise OSError(f"{hazard.path}: its directory moved during the scan")
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
+        *parents, name = hazard.path.split("/")
+        parent = _open_parent(real_root, parents, hazard.path)
+        if parent is None:
             continue
-        if stat.S_ISDIR(st.st_mode):
-            shutil.rmtree(path, onerror=_writable_then_retry)
-            if os.path.lexists(path):
-                raise OSError(f"{hazard.path}: could not be removed")
-        else:
-            os.unlink(path)
+        try:
+            try:
+                st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                remove_tree_at(parent, name)
+            else:
+                os.unlink(name, dir_fd=parent)
+        finally:
+            os.close(parent)
 
 
-def _writable_then_retry(func, target, _exc_info):  # type: ignore[no-untyped-def]
-    """A directory the check made unreadable or unwritable (``chmod 000``): made ours again, once."""
-    try:
-        os.chmod(os.path.dirname(target), stat.S_IRWXU)
-        if os.path.isdir(target) and not os.path.islink(target):
-            os.chmod(target, stat.S_IRWXU)
-            shutil.rmtree(target)
-        else:
-            func(target)
-    except OSError:
-        pass
+def _open_parent(real_root: str, parts: list[str], shown: str) -> int | None:
+    """A descriptor of ``real_root/parts…`` opened component by component without following a symlink;
+    ``None`` when a component is gone. Raises ``OSError`` naming ``shown`` when one is not a directory."""
+    fd = os.open(real_root, DIR_FLAGS)
+    for part in parts:
+        try:
+            try:
+                child = os.open(part, DIR_FLAGS, dir_fd=fd)
+            except PermissionError:
+                os.chmod(part, stat.S_IRWXU, dir_fd=fd)  # a directory the check made unreadable
+                child = os.open(part, DIR_FLAGS, dir_fd=fd)
+        except FileNotFoundError:
+            os.close(fd)
+            return None
+        except OSError:
+            os.close(fd)
+            raise OSError(f"{shown}: its directory moved during the scan") from None
+        os.close(fd)
+        fd = child
+    return fd
 
 
 def describe_hazards(hazards: tuple[Hazard, ...]) -> str:

@@ -152,6 +152,11 @@ def bwrap_args(plan: SandboxPlan, *, seccomp_fd: int | None = None) -> list[str]
         inside = plan.inside(path, relocate=True) or str(path)
         source = str(path) if path.is_dir() and not path.is_symlink() else "/dev/null"
         args += ["--ro-bind", source, inside]
+    # Every directory between a writable root and a gitlink is bound onto itself: a mount point cannot be
+    # renamed (EBUSY), so a check cannot move the gitlink's read-only view away with its parent and make a
+    # new directory at its path (``rename("vendor", "vendor2")``; issue 25 break). Writing inside them works.
+    for path in _gitlink_ancestors(plan):
+        args += ["--bind", str(path), plan.inside(path, relocate=True) or str(path)]
     for path in plan.readonly_dirs:  # a gitlink's directory: an empty view, made read-only below (issue 25)
         inside = plan.inside(path, relocate=True) or str(path)
         args += ["--perms", "0555", "--tmpfs", inside]
@@ -161,6 +166,24 @@ def bwrap_args(plan: SandboxPlan, *, seccomp_fd: int | None = None) -> list[str]
     args += ["--remount-ro", "/", "--chdir", plan.inside(plan.cwd, relocate=True) or str(plan.cwd),
              "--setenv", "TMPDIR", str(SANDBOX_TMP)]
     return args
+
+
+def _gitlink_ancestors(plan: SandboxPlan) -> list[Path]:
+    """The directories strictly between a writable path and each of ``plan.readonly_dirs`` below it,
+    outermost first, each once (``vendor`` for ``<worktree>/vendor/lib``). Only real directories: a symlink
+    on the way (never mounted over, bwrap would land on its target) ends the list for that gitlink."""
+    found: list[Path] = []
+    for gitlink in plan.readonly_dirs:
+        root = next((w for w in plan.writable if _under(gitlink, w) and gitlink != w), None)
+        if root is None:
+            continue
+        between = [p for p in reversed(gitlink.parents) if _under(p, root) and p != root]
+        for path in between:
+            if path.is_symlink() or not path.is_dir():
+                break
+            if path not in found:
+                found.append(path)
+    return found
 
 
 def _target(plan: SandboxPlan, path: Path) -> str | None:
