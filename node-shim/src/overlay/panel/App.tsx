@@ -50,6 +50,7 @@ export function App({ ctl }: { ctl: Controller }) {
         role="complementary"
         aria-labelledby="sp-title"
         lang={state.lang}
+        dir="ltr"
         data-wide={state.job && !ACTIVE.has(state.job.snapshot.status) && state.job.diff?.diff ? "" : undefined}
         onKeyDown={(e) => {
           // Esc closes (drafts are kept), except while an input method is composing: there it cancels the

@@ -4,12 +4,14 @@
  * diff, checks) with Apply,
  * Cancel and Back to edit; Revert after Apply; failures with their diagnostics, never shown as passed.
  */
+import type { JSX } from "preact";
 import { useEffect, useState } from "preact/hooks";
 
 import type { AuditTargetSummary, CheckEvent, JobEventNotification, JobStatus } from "../../protocol.generated.js";
 import { hasKey } from "../i18n.js";
 import type { Controller } from "./controller.js";
 import { DiffView } from "./Diff.js";
+import { Iso } from "./Iso.js";
 import { CheckSandboxMarks, UnconfinedChecksNote } from "./Sandbox.js";
 import { ACTIVE, RUNNING, canSuggest, formatElapsed, providerOfModel, timelineOf } from "./state.js";
 import { SuggestionBox } from "./Suggestion.js";
@@ -49,7 +51,7 @@ export function JobPanel({ ctl }: { ctl: Controller }) {
         <span class="sp-status" data-tone={tone(status)} role="status">
           {active && <span class="sp-spin" aria-hidden="true" />} {t(`job.status.${status}`)}
         </span>
-        <span class="sp-muted">{t("job.elapsed", { time: formatElapsed(elapsed) })}</span>
+        <span class="sp-muted">{t("job.elapsed", { time: formatElapsed(elapsed, (s) => t("job.seconds", { s })) })}</span>
       </div>
       {names && (
         <p class="sp-muted">
@@ -246,14 +248,24 @@ function describe(ctl: Controller, event: JobEventNotification) {
         </>
       );
     case "activity": {
-      const what = event.path ? `${event.tool} ${event.path}` : event.tool;
+      const what = (
+        <>
+          <Iso>{event.tool}</Iso>
+          {event.path && (
+            <>
+              {" "}
+              <Iso>{event.path}</Iso>
+            </>
+          )}
+        </>
+      );
       if (event.phase === "started") {
         return (
           <>
             <span class="sp-kind" aria-hidden="true">
               …
             </span>
-            <span class="sp-code">{t("job.activity.started", { tool: what })}</span>
+            <span class="sp-code">{withNode(t("job.activity.started", { tool: "\u0000" }), what)}</span>
           </>
         );
       }
@@ -268,8 +280,8 @@ function describe(ctl: Controller, event: JobEventNotification) {
             {event.ok ? "✓" : "✗"}
           </span>
           <span class="sp-code">
-            {what} · {t("job.ms", { ms: event.durationMs ?? 0 })} ·{" "}
-            <span class={event.ok ? "sp-add" : "sp-del"}>{outcome}</span>
+            {what} · <span class="sp-nowrap">{t("job.ms", { ms: event.durationMs ?? 0 })}</span> ·{" "}
+            <span class={`sp-nowrap ${event.ok ? "sp-add" : "sp-del"}`}>{outcome}</span>
           </span>
         </>
       );
@@ -293,7 +305,7 @@ function describe(ctl: Controller, event: JobEventNotification) {
             {event.ok ? "✓" : "✗"}
           </span>
           <span>
-            {t("job.check", { name: event.name, status: t(`review.check.${event.status}`) })} ·{" "}
+            {withNode(t("job.check", { name: "\u0000", status: t(`review.check.${event.status}`) }), <Iso>{event.name}</Iso>)} ·{" "}
             {t("job.ms", { ms: event.durationMs })} <CheckSandboxMarks ctl={ctl} check={event} />
           </span>
         </>
@@ -319,6 +331,18 @@ function describe(ctl: Controller, event: JobEventNotification) {
         </>
       );
   }
+}
+
+/** A translated line with `node` where its one NUL placeholder was (a name shown isolated, never as markup). */
+function withNode(text: string, node: JSX.Element) {
+  const [before, ...after] = text.split("\u0000");
+  return (
+    <>
+      {before}
+      {after.length > 0 && node}
+      {after.join("")}
+    </>
+  );
 }
 
 /** One line per target from the audit ledger: did the agent read the offered file, which lines, before it wrote. */
@@ -348,7 +372,7 @@ function AuditLines({ ctl, targets }: { ctl: Controller; targets: AuditTargetSum
             <li key={target.index}>
               <span>
                 {before}
-                {after.length > 0 && <span class="sp-code">{target.path}</span>}
+                {after.length > 0 && <Iso class="sp-code">{target.path}</Iso>}
                 {after.join("")}
               </span>
             </li>
@@ -379,7 +403,7 @@ function Review({ ctl, checks, failed }: { ctl: Controller; checks: CheckEvent[]
           <ul class="sp-files">
             {files.map((file) => (
               <li key={file.path}>
-                <span class="sp-code">{file.path}</span>
+                <Iso class="sp-code">{file.path}</Iso>
                 <span class="sp-code">
                   <span class="sp-add">+{file.added}</span> <span class="sp-del">−{file.removed}</span>
                 </span>
@@ -391,7 +415,7 @@ function Review({ ctl, checks, failed }: { ctl: Controller; checks: CheckEvent[]
       {job.audit && job.audit.length > 0 && <AuditLines ctl={ctl} targets={job.audit} />}
       {job.diff &&
         (job.diff.diff ? (
-          <DiffView diff={job.diff.diff} label={t("review.diff")} />
+          <DiffView diff={job.diff.diff} label={t("review.diff")} t={t} />
         ) : (
           !failed && <p class="sp-muted">{t("review.noDiff")}</p>
         ))}
@@ -409,7 +433,9 @@ function Review({ ctl, checks, failed }: { ctl: Controller; checks: CheckEvent[]
               <li key={check.seq} class="sp-col" style="align-items:stretch">
                 <div class="sp-row" style="justify-content:space-between">
                   <span>
-                    <strong>{check.name}</strong>
+                    <strong>
+                      <Iso>{check.name}</Iso>
+                    </strong>
                     {check.required ? ` (${t("review.required")})` : ""}{" "}
                     <CheckSandboxMarks ctl={ctl} check={check} />
                   </span>

@@ -1,0 +1,174 @@
+// Issue 26's small findings, one browser test each (real `vite dev`, real engine, Debian chromium): what a
+// new user met, measured in the page — contrast by the WCAG formula on computed colours, wrapping by client
+// rects, reordering by the glyphs' boxes — never by reading our own source.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { HOST, axeScan, seriousViolations } from "./browser-support.mjs";
+import { openDemo, openPanel, panelOf, snap, submitDemoJob } from "./overlay-flow-helpers.mjs";
+
+/** The demo app with its job ready for review (Apply shown). */
+async function review(t, opts) {
+  const app = await openDemo(t, opts);
+  await submitDemoJob(app.page);
+  await panelOf(app.page).getByRole("button", { name: "Apply" }).waitFor({ timeout: 30_000 });
+  return app;
+}
+
+/**
+ * In the page: the WCAG 2 contrast ratio of each element's text against what is painted under it (its own
+ * background composed over its ancestors', through the shadow root, up to the first opaque one).
+ * Returns `{ selector, count, min, worst }`.
+ */
+function measureContrast([host, selector]) {
+  const root = document.querySelector(host).shadowRoot;
+  const parse = (css) => {
+    const m = /rgba?\(([^)]*)\)/.exec(css);
+    if (!m) throw new Error(`unparsed colour ${css}`);
+    const [r, g, b, a = 1] = m[1].split(/[\s,/]+/).filter(Boolean).map(Number);
+    return [r, g, b, a];
+  };
+  const over = ([r, g, b, a], [R, G, B]) => [r * a + R * (1 - a), g * a + G * (1 - a), b * a + B * (1 - a), 1];
+  const lum = ([r, g, b]) => {
+    const c = [r, g, b].map((v) => {
+      const s = v / 255;
+      return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+  };
+  const ratio = (el) => {
+    const layers = [];
+    for (let n = el; n; n = n.parentElement ?? n.getRootNode().host) {
+      const bg = parse(getComputedStyle(n).backgroundColor);
+      layers.push(bg);
+      if (bg[3] === 1) break;
+    }
+    let base = [255, 255, 255, 1];
+    for (const layer of layers.reverse()) base = over(layer, base);
+    const fg = over(parse(getComputedStyle(el).color), base);
+    const [hi, lo] = [lum(fg), lum(base)].sort((x, y) => y - x);
+    return (hi + 0.05) / (lo + 0.05);
+  };
+  const els = [...root.querySelectorAll(selector)].filter((el) => el.textContent.trim());
+  const ratios = els.map((el) => ({ ratio: ratio(el), text: el.textContent.trim().slice(0, 30) }));
+  ratios.sort((a, b) => a.ratio - b.ratio);
+  return { selector, count: els.length, min: ratios[0]?.ratio ?? 0, worst: ratios[0]?.text };
+}
+
+test("finding 1: the diff's CHANGED tag, hunk header and line numbers have contrast ≥ 4.5:1 in light and dark", async (t) => {
+  const { page } = await review(t);
+  for (const scheme of ["light", "dark"]) {
+    await page.emulateMedia({ colorScheme: scheme });
+    for (const selector of [".sp-diff .d2h-tag", ".sp-diff td.d2h-info", ".sp-diff .d2h-code-linenumber"]) {
+      const m = await page.evaluate(measureContrast, [HOST, selector]);
+      assert.ok(m.count > 0, `${scheme}: no ${selector} in the diff`);
+      assert.ok(m.min >= 4.5, `${scheme}: ${selector} ${m.min.toFixed(2)}:1 on "${m.worst}" (want ≥ 4.5:1)`);
+    }
+    await snap(page, `findings-1-diff-${scheme}`);
+  }
+  assert.deepEqual(page.errors, []);
+});
+
+test("finding 2: zh-CN has no English left in the review (CHANGED, the seconds) and 成功 never wraps in a timeline row", async (t) => {
+  const { page } = await review(t);
+  const panel = panelOf(page);
+  await panel.getByRole("combobox").first().selectOption("zh-CN");
+  await panel.getByRole("button", { name: "应用" }).waitFor();
+  const tag = panel.locator(".sp-diff .d2h-tag").first();
+  assert.doesNotMatch(await tag.innerText(), /[A-Z]{3}/, "the diff's file tag is in Chinese");
+  assert.match(await panel.getByText(/^已用时间：/).innerText(), /^已用时间：(\d+ 秒|\d+:\d\d)$/);
+  await panel.locator("summary", { hasText: "进度" }).click();
+  const outcomes = panel.locator(".sp-timeline .sp-add, .sp-timeline .sp-del");
+  assert.ok((await outcomes.count()) > 0, "the timeline has tool outcomes");
+  assert.ok((await outcomes.allInnerTexts()).includes("成功"));
+  // Every panel width a phone or a narrow window gives (the panel is min(440px, 100vw − 24px)).
+  for (let width = 340; width <= 470; width += 2) {
+    await page.setViewportSize({ width, height: 844 });
+    const broken = await outcomes.evaluateAll((els) =>
+      els.filter((el) => el.getClientRects().length > 1).map((el) => el.textContent),
+    );
+    assert.deepEqual(broken, [], `viewport ${width} px: an outcome wraps across lines`);
+  }
+  await snap(page, "findings-2-zh-timeline");
+  assert.deepEqual(page.errors, []);
+});
+
+/** In the page: for each element of `selector`, whether `after` (a text inside it) is drawn right of `before`. */
+function drawnInOrder([host, selector, before, after]) {
+  const root = document.querySelector(host).shadowRoot;
+  const xOf = (el, text) => {
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const at = node.data.indexOf(text);
+      if (at < 0) continue;
+      const range = document.createRange();
+      range.setStart(node, at);
+      range.setEnd(node, at + text.length);
+      return range.getBoundingClientRect().left;
+    }
+    return null;
+  };
+  return [...root.querySelectorAll(selector)].map((el) => {
+    const [a, b] = [xOf(el, before), xOf(el, after)];
+    return { text: el.textContent, found: a !== null && b !== null, inOrder: a !== null && b !== null && a < b };
+  });
+}
+
+test("finding 3: text and paths with an RTL override stay isolated: the rest of their line keeps its order", async (t) => {
+  const { page } = await openDemo(t);
+  // Page-derived strings with U+202E (RIGHT-TO-LEFT OVERRIDE) and no closing PDF: the element's text and an
+  // attribute value.
+  await page.evaluate(() => {
+    const b = document.createElement("button");
+    b.title = "\u202Eexe.gnp";
+    b.className = "rtl-probe";
+    b.textContent = "\u202Eevil.txt";
+    document.querySelector("main").prepend(b);
+  });
+  await openPanel(page);
+  await page.getByRole("button", { name: "Pick elements" }).click();
+  await page.locator("button.rtl-probe").click();
+  await page.getByRole("textbox", { name: "Instruction for target 1" }).waitFor();
+  const card = panelOf(page).locator(".sp-card").first();
+  // The quoted text: the closing quote stays right of the text (the override reverses only the text).
+  const quoted = await page.evaluate(drawnInOrder, [HOST, ".sp-card p.sp-muted", "evil", "”"]);
+  assert.ok(quoted.some((q) => q.found), `the card shows the quoted text: ${JSON.stringify(quoted)}`);
+  assert.ok(quoted.filter((q) => q.found).every((q) => q.inOrder), `the quote is reordered: ${JSON.stringify(quoted)}`);
+  // The attributes line: `title="‮…"` then `class="rtl-probe"`, which keeps its own order.
+  const attrs = await page.evaluate(drawnInOrder, [HOST, ".sp-card p.sp-code", "class", "rtl-probe"]);
+  const found = attrs.filter((a) => a.found);
+  assert.ok(found.length > 0, `the card shows both attributes: ${JSON.stringify(attrs)}`);
+  assert.ok(found.every((a) => a.inOrder), `the attributes line is reordered: ${JSON.stringify(attrs)}`);
+  // Every page- or repo-derived string of the card is isolated (paths included).
+  const isolated = await card.evaluate((el) =>
+    [...el.querySelectorAll("[data-sp-iso]")].map((n) => getComputedStyle(n).unicodeBidi),
+  );
+  assert.ok(isolated.length >= 2, `isolated strings on the card: ${isolated.length}`);
+  assert.ok(isolated.every((u) => u === "isolate"), `unicode-bidi: ${isolated}`);
+  await snap(page, "findings-3-rtl-override");
+  assert.deepEqual(page.errors, []);
+});
+
+test("finding 4: `direction: rtl` on the page's html does not mirror the panel", async (t) => {
+  const { page } = await openDemo(t);
+  await page.evaluate(() => {
+    document.documentElement.setAttribute("dir", "rtl");
+    document.documentElement.style.direction = "rtl";
+  });
+  await openPanel(page);
+  const panel = panelOf(page);
+  assert.equal(await panel.evaluate((el) => getComputedStyle(el).direction), "ltr");
+  assert.equal(await panel.getAttribute("dir"), "ltr");
+  const title = await panel.getByRole("heading", { name: "SpotPatch" }).boundingBox();
+  const close = await panel.getByRole("button", { name: "Close panel" }).boundingBox();
+  assert.ok(title.x < close.x, `the title (${title.x}) is left of Close (${close.x})`);
+  const submit = await panel.getByRole("button", { name: "Submit" }).boundingBox();
+  const copy = await panel.getByRole("button", { name: "Copy prompt" }).boundingBox();
+  assert.ok(submit.x < copy.x, `Submit (${submit.x}) is left of Copy prompt (${copy.x})`);
+  const hint = panel.getByText(/^Shortcut /);
+  assert.equal(await hint.evaluate((el) => getComputedStyle(el).direction), "ltr");
+  const serious = seriousViolations(await axeScan(page));
+  assert.deepEqual(serious, [], `axe: ${JSON.stringify(serious, null, 1)}`);
+  await snap(page, "findings-4-page-rtl");
+  assert.deepEqual(page.errors, []);
+});
