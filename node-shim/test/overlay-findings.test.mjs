@@ -172,3 +172,17 @@ test("finding 4: `direction: rtl` on the page's html does not mirror the panel",
   await snap(page, "findings-4-page-rtl");
   assert.deepEqual(page.errors, []);
 });
+
+test("finding 5: with no checks configured, the review says so plainly and how to add one", async (t) => {
+  const { page } = await review(t, { options: { checks: [] } });
+  const panel = panelOf(page);
+  const note = panel.locator("[data-sp-no-checks]");
+  await note.waitFor();
+  assert.match(await note.innerText(), /^No checks are configured for this project/);
+  assert.equal(await note.locator("code").innerText(), "spotpatch-agent checks suggest");
+  assert.equal(await panel.getByText("No check result was reported.").count(), 0);
+  await panel.getByRole("combobox").first().selectOption("zh-CN");
+  assert.match(await note.innerText(), /^此项目没有配置检查/);
+  await snap(page, "findings-5-no-checks");
+  assert.deepEqual(page.errors, []);
+});

@@ -199,6 +199,8 @@ const en = {
   "review.diff": "Diff",
   "review.checks": "Checks",
   "review.noChecks": "No check result was reported.",
+  "review.noChecksConfigured":
+    "No checks are configured for this project, so nothing was type-checked or tested. To add some, run `spotpatch-agent checks suggest` and put its proposal in your SpotPatch config.",
   "review.check.passed": "passed",
   "review.check.failed": "failed",
   "review.check.timed-out": "timed out",
@@ -421,6 +423,8 @@ const zh: Record<MessageKey, string> = {
   "review.diff": "差异",
   "review.checks": "检查",
   "review.noChecks": "没有报告检查结果。",
+  "review.noChecksConfigured":
+    "此项目没有配置检查，因此没有进行类型检查或测试。要添加检查，请运行 `spotpatch-agent checks suggest`，并把它给出的建议放进 SpotPatch 配置。",
   "review.check.passed": "通过",
   "review.check.failed": "失败",
   "review.check.timed-out": "超时",

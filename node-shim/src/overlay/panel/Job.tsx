@@ -10,6 +10,7 @@ import { useEffect, useState } from "preact/hooks";
 import type { AuditTargetSummary, CheckEvent, JobEventNotification, JobStatus } from "../../protocol.generated.js";
 import { hasKey } from "../i18n.js";
 import type { Controller } from "./controller.js";
+import { withCode } from "./Composer.js";
 import { DiffView } from "./Diff.js";
 import { Iso } from "./Iso.js";
 import { CheckSandboxMarks, UnconfinedChecksNote } from "./Sandbox.js";
@@ -424,7 +425,12 @@ function Review({ ctl, checks, failed }: { ctl: Controller; checks: CheckEvent[]
           {t("review.checks")}
         </h4>
         {checks.length === 0 ? (
-          <p class="sp-muted">{t("review.noChecks")}</p>
+          // Without configured checks the session has no `checksSandbox`: say so plainly, not as a failure.
+          <p class="sp-muted" data-sp-no-checks="">
+            {ctl.state.session && !ctl.state.session.checksSandbox
+              ? withCode(t("review.noChecksConfigured"))
+              : t("review.noChecks")}
+          </p>
         ) : (
           <>
           <UnconfinedChecksNote ctl={ctl} checks={checks} />
