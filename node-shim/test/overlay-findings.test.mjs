@@ -2,10 +2,21 @@
 // new user met, measured in the page — contrast by the WCAG formula on computed colours, wrapping by client
 // rects, reordering by the glyphs' boxes — never by reading our own source.
 import assert from "node:assert/strict";
+import { appendFileSync } from "node:fs";
+import path from "node:path";
 import { test } from "node:test";
 
 import { HOST, axeScan, seriousViolations } from "./browser-support.mjs";
-import { openDemo, openPanel, panelOf, snap, submitDemoJob } from "./overlay-flow-helpers.mjs";
+import {
+  PRICE_INSTRUCTION,
+  SAVE_INSTRUCTION,
+  openDemo,
+  openPanel,
+  panelOf,
+  pickSaveAndPrice,
+  snap,
+  submitDemoJob,
+} from "./overlay-flow-helpers.mjs";
 
 /** The demo app with its job ready for review (Apply shown). */
 async function review(t, opts) {
@@ -184,5 +195,31 @@ test("finding 5: with no checks configured, the review says so plainly and how t
   await panel.getByRole("combobox").first().selectOption("zh-CN");
   assert.match(await note.innerText(), /^此项目没有配置检查/);
   await snap(page, "findings-5-no-checks");
+  assert.deepEqual(page.errors, []);
+});
+
+test("finding 7: with local changes needing consent, Submit is disabled with its reason shown and announced until consent", async (t) => {
+  const { page, project } = await openDemo(t);
+  appendFileSync(path.join(project.root, "src/styles.css"), "\n/* a local edit */\n");
+  await openPanel(page);
+  const panel = panelOf(page);
+  await panel.getByText(/^Your working tree has local changes/).waitFor();
+  await pickSaveAndPrice(page);
+  await panel.getByRole("textbox", { name: "Instruction for target 1" }).fill(SAVE_INSTRUCTION);
+  await panel.getByRole("textbox", { name: "Instruction for target 2" }).fill(PRICE_INSTRUCTION);
+  const submit = panel.getByRole("button", { name: "Submit" });
+  assert.equal(await submit.isDisabled(), true, "Submit waits for the consent");
+  const why = panel.locator("#sp-submit-why");
+  assert.match(await why.innerText(), /^Submit waits for your choice: tick “Include my local changes”/);
+  assert.equal(await why.getAttribute("role"), "status", "the reason is announced");
+  assert.equal(await submit.getAttribute("aria-describedby"), "sp-submit-why");
+  await snap(page, "findings-7-consent-needed");
+  await panel.getByRole("combobox").first().selectOption("zh-CN");
+  assert.match(await why.innerText(), /^提交需要你先做出选择/);
+  await panel.getByRole("combobox").first().selectOption("en");
+  await panel.getByRole("checkbox", { name: /Include my local changes/ }).check();
+  assert.equal(await submit.isDisabled(), false, "consent given: Submit is enabled");
+  assert.equal(await why.innerText(), "");
+  assert.equal(await submit.getAttribute("aria-describedby"), null);
   assert.deepEqual(page.errors, []);
 });

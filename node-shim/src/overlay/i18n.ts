@@ -76,6 +76,8 @@ const en = {
   "submit.mode.trusted-auto": "Trusted-auto (applies directly)",
   "submit.unavailable": "{name} (key not set)",
   "submit.noModel": "Choose a model.",
+  "submit.needConsent":
+    "Submit waits for your choice: tick “Include my local changes” above, or commit or stash them first.",
 
   "health.heading": "Repository:",
   "health.clean": "Clean: no local changes.",
@@ -303,6 +305,7 @@ const zh: Record<MessageKey, string> = {
   "submit.mode.trusted-auto": "信任自动（直接应用）",
   "submit.unavailable": "{name}（未设置密钥）",
   "submit.noModel": "请选择一个模型。",
+  "submit.needConsent": "提交需要你先做出选择：勾选上面的“包含我的本地改动”，或先提交或暂存这些改动。",
 
   "health.heading": "仓库：",
   "health.clean": "干净：没有本地改动。",

@@ -252,6 +252,9 @@ export function SubmitArea({ ctl }: { ctl: Controller }) {
   const blocked = health?.state === "blocked";
   const modes = session?.applyModes ?? ["review"];
   const anyProvider = state.providers.length > 0;
+  // Local changes need the user's consent before a job may start from them (issue 26): Submit says why it waits.
+  const needsConsent =
+    health?.state === "consent-required" && !state.includeLocal && state.applyMode !== "trusted-auto";
   return (
     <section class="sp-col" aria-label={t("action.submit")}>
       {ai ? (
@@ -300,7 +303,8 @@ export function SubmitArea({ ctl }: { ctl: Controller }) {
           <button
             type="button"
             class="sp-btn sp-primary"
-            disabled={!!state.job || state.loading}
+            disabled={!!state.job || state.loading || needsConsent}
+            aria-describedby={needsConsent ? "sp-submit-why" : undefined}
             onClick={() => void ctl.submit()}
           >
             {t("action.submit")}
@@ -310,6 +314,9 @@ export function SubmitArea({ ctl }: { ctl: Controller }) {
           {t("action.copyPrompt")}
         </button>
       </div>
+      <p id="sp-submit-why" class="sp-muted" role="status">
+        {ai && !blocked && needsConsent ? t("submit.needConsent") : ""}
+      </p>
     </section>
   );
 }
