@@ -223,3 +223,41 @@ test("finding 7: with local changes needing consent, Submit is disabled with its
   assert.equal(await submit.getAttribute("aria-describedby"), null);
   assert.deepEqual(page.errors, []);
 });
+
+/** In the page: whether the element's box lies inside the panel body's visible part (scrolled into view). */
+const inBodyView = (el) => {
+  const body = el.closest(".sp-body").getBoundingClientRect();
+  const box = el.getBoundingClientRect();
+  return box.height > 0 && box.top >= body.top - 1 && box.bottom <= body.bottom + 1;
+};
+
+test("finding 8: Submit with an empty instruction in a scrolled panel: the empty box takes the focus, is aria-invalid and says why in view", async (t) => {
+  const { page } = await openDemo(t);
+  await openPanel(page);
+  const panel = panelOf(page);
+  await page.getByRole("button", { name: "Pick elements" }).click();
+  const items = page.locator("ul.items li");
+  for (const el of [page.getByRole("button", { name: "Save", exact: true }), page.locator("span.price"), items.nth(0), items.nth(1)])
+    await el.click({ modifiers: ["Shift"] });
+  await items.nth(2).click();
+  await panel.getByRole("textbox", { name: "Instruction for target 5" }).waitFor();
+  for (let n = 2; n <= 5; n += 1)
+    await panel.getByRole("textbox", { name: `Instruction for target ${n}` }).fill(`Change target ${n}.`);
+  await panel.locator(".sp-body").evaluate((el) => el.scrollTo(0, el.scrollHeight));
+  const empty = panel.getByRole("textbox", { name: "Instruction for target 1" });
+  assert.equal(await empty.evaluate(inBodyView), false, "the empty box starts out of view");
+  await panel.getByRole("button", { name: "Submit" }).click();
+  await page.waitForTimeout(300);
+  assert.equal(await empty.evaluate((el) => el.getRootNode().activeElement === el), true, "the empty box has the focus");
+  assert.equal(await empty.getAttribute("aria-invalid"), "true");
+  assert.equal(await empty.evaluate(inBodyView), true, "the empty box is in view");
+  const why = panel.locator(".sp-card").getByText("Write an instruction for every target.");
+  assert.equal(await why.evaluate(inBodyView), true, "the message is in view, next to the box");
+  assert.match(await empty.getAttribute("aria-describedby"), new RegExp(`^${await why.getAttribute("id")} `));
+  for (let n = 2; n <= 5; n += 1)
+    assert.equal(await panel.getByRole("textbox", { name: `Instruction for target ${n}` }).getAttribute("aria-invalid"), null);
+  await snap(page, "findings-8-empty-instruction");
+  await empty.fill("Change target 1.");
+  assert.equal(await empty.getAttribute("aria-invalid"), null, "typing clears it");
+  assert.deepEqual(page.errors, []);
+});

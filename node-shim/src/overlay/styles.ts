@@ -78,6 +78,8 @@ label { cursor: pointer; }
 p.sp-flag { display: block; }
 .sp-flag-icon { font-weight: 700; }
 .sp-marks { display: inline-flex; flex-wrap: wrap; gap: 4px; align-items: center; vertical-align: baseline; font-weight: 400; }
+.sp-field-error { color: var(--sp-danger); font-size: 13px; font-weight: 600; }
+textarea[aria-invalid="true"] { border-color: var(--sp-danger); border-width: 2px; }
 .sp-counter { font-size: 12px; color: var(--sp-muted); align-self: flex-end; }
 .sp-counter[data-over] { color: var(--sp-danger); font-weight: 700; }
 .sp-timeline { list-style: none; margin: 0; padding: 0; display: flex; flex-direction: column; gap: 4px; max-height: 40vh; overflow: auto; }

@@ -136,6 +136,7 @@ function Card({ ctl, draft, n }: { ctl: Controller; draft: Draft; n: number }) {
     }
   });
   const count = draft.instruction.length;
+  const invalid = ctl.emptyInstructionsFlagged && !draft.instruction.trim();
   return (
     <li>
       <div class="sp-card" role="group" aria-labelledby={`sp-card-h-${draft.key}`}>
@@ -226,9 +227,15 @@ function Card({ ctl, draft, n }: { ctl: Controller; draft: Draft; n: number }) {
           id={id}
           ref={box}
           value={draft.instruction}
-          aria-describedby={`${id}-count`}
+          aria-describedby={invalid ? `${id}-err ${id}-count` : `${id}-count`}
+          aria-invalid={invalid ? "true" : undefined}
           onInput={(e) => ctl.setInstruction(draft.key, e.currentTarget.value)}
         />
+        {invalid && (
+          <p id={`${id}-err`} class="sp-field-error">
+            {t("composer.needInstruction")}
+          </p>
+        )}
         <span id={`${id}-count`} class="sp-counter" data-over={count > max ? "" : undefined}>
           {t("composer.counter", { count, max })}
         </span>
