@@ -261,3 +261,30 @@ test("finding 8: Submit with an empty instruction in a scrolled panel: the empty
   assert.equal(await empty.getAttribute("aria-invalid"), null, "typing clears it");
   assert.deepEqual(page.errors, []);
 });
+
+test("finding 8: the Copy prompt and Open in editor confirmations appear in view in a scrolled panel", async (t) => {
+  const { page } = await openDemo(t);
+  await openPanel(page);
+  const panel = panelOf(page);
+  await page.getByRole("button", { name: "Pick elements" }).click();
+  const items = page.locator("ul.items li");
+  for (const el of [page.getByRole("button", { name: "Save", exact: true }), page.locator("span.price"), items.nth(0), items.nth(1)])
+    await el.click({ modifiers: ["Shift"] });
+  await items.nth(2).click();
+  await panel.getByRole("textbox", { name: "Instruction for target 5" }).waitFor();
+  const body = panel.locator(".sp-body");
+  await body.evaluate((el) => el.scrollTo(0, el.scrollHeight));
+  await panel.getByRole("button", { name: "Copy prompt" }).click();
+  const notice = panel.locator(".sp-body > .sp-note[role]").first();
+  await notice.waitFor();
+  assert.match(await notice.innerText(), /The prompt for 5 target\(s\) is on the clipboard\./);
+  assert.equal(await notice.evaluate(inBodyView), true, `the confirmation is in view: ${await notice.innerText()}`);
+  await snap(page, "findings-8-copied-in-view");
+  await panel.getByRole("button", { name: "Dismiss" }).first().click();
+  await body.evaluate((el) => el.scrollTo(0, el.scrollHeight));
+  await panel.getByRole("button", { name: "Open in editor" }).last().click();
+  await notice.waitFor();
+  assert.match(await notice.innerText(), /editor/i);
+  assert.equal(await notice.evaluate(inBodyView), true, `the editor confirmation is in view: ${await notice.innerText()}`);
+  assert.deepEqual(page.errors, []);
+});

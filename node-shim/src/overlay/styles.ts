@@ -71,6 +71,8 @@ label { cursor: pointer; }
 .sp-quote { border-left: 3px solid var(--sp-accent); padding-left: 8px; white-space: pre-wrap; overflow-wrap: anywhere; }
 .sp-note { padding: 8px 10px; border-radius: 8px; background: var(--sp-soft); overflow-wrap: anywhere; }
 .sp-warn { background: var(--sp-warn-bg); color: var(--sp-fg); }
+/* A notice (Copy prompt / Open in editor confirmations, refusals) stays in view in a scrolled body (issue 26). */
+.sp-notice { position: sticky; top: 0; z-index: 3; box-shadow: 0 2px 8px rgba(0,0,0,.25); }
 .sp-error { background: var(--sp-danger-bg); color: var(--sp-fg); }
 .sp-okbox { background: var(--sp-ok-bg); color: var(--sp-fg); }
 .sp-flag { border-left: 4px solid var(--sp-warn); display: flex; flex-direction: column; gap: 4px; }
