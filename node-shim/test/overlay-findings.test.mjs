@@ -288,3 +288,23 @@ test("finding 8: the Copy prompt and Open in editor confirmations appear in view
   assert.equal(await notice.evaluate(inBodyView), true, `the editor confirmation is in view: ${await notice.innerText()}`);
   assert.deepEqual(page.errors, []);
 });
+
+test("finding 9: the live timeline uses the panel's height, shows its newest row whole", async (t) => {
+  const { page } = await openDemo(t, { script: "stall-demo" });
+  await page.setViewportSize({ width: 1280, height: 420 });
+  await submitDemoJob(page);
+  const panel = panelOf(page);
+  await panel.getByRole("status").filter({ hasText: "The model is working" }).waitFor();
+  await page.waitForTimeout(500);
+  const list = panel.locator("ol.sp-timeline");
+  const look = await list.evaluate((ol) => ({
+    maxHeight: getComputedStyle(ol).maxHeight,
+    ownScroll: ol.scrollHeight > ol.clientHeight + 1,
+  }));
+  assert.deepEqual(look, { maxHeight: "none", ownScroll: false }, "no fixed box of its own");
+  const rows = list.locator("li");
+  assert.ok((await rows.count()) > 1);
+  assert.equal(await rows.last().evaluate(inBodyView), true, "the newest row is in view, whole");
+  await snap(page, "findings-9-timeline-live");
+  assert.deepEqual(page.errors, []);
+});

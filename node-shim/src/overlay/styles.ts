@@ -84,7 +84,7 @@ p.sp-flag { display: block; }
 textarea[aria-invalid="true"] { border-color: var(--sp-danger); border-width: 2px; }
 .sp-counter { font-size: 12px; color: var(--sp-muted); align-self: flex-end; }
 .sp-counter[data-over] { color: var(--sp-danger); font-weight: 700; }
-.sp-timeline { list-style: none; margin: 0; padding: 0; display: flex; flex-direction: column; gap: 4px; max-height: 40vh; overflow: auto; }
+.sp-timeline { list-style: none; margin: 0; padding: 0; display: flex; flex-direction: column; gap: 4px; }
 .sp-timeline li { display: flex; gap: 8px; font-size: 13px; padding: 2px 0; overflow-wrap: anywhere; }
 .sp-timeline .sp-kind { flex: none; width: 1.2em; text-align: center; }
 .sp-nowrap { white-space: nowrap; }

@@ -5,7 +5,7 @@
  * Cancel and Back to edit; Revert after Apply; failures with their diagnostics, never shown as passed.
  */
 import type { JSX } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 
 import type { AuditTargetSummary, CheckEvent, JobEventNotification, JobStatus } from "../../protocol.generated.js";
 import { hasKey } from "../i18n.js";
@@ -217,13 +217,34 @@ function ActionError({ ctl, code, message }: { ctl: Controller; code: string; me
 function Timeline({ ctl, events, open }: { ctl: Controller; events: JobEventNotification[]; open: boolean }) {
   const { t } = ctl;
   const items = timelineOf(events);
+  const list = useRef<HTMLOListElement>(null);
+  // The timeline flows in the panel's body (no box of its own): the newest row is kept in view while the
+  // user has not scrolled up, and never while they type (a waiting target's box) (issue 26).
+  const pinned = useRef(true);
+  useEffect(() => {
+    const body = list.current?.closest<HTMLElement>(".sp-body");
+    if (!body) return;
+    const onScroll = () => {
+      pinned.current = body.scrollTop + body.clientHeight >= body.scrollHeight - 24;
+    };
+    body.addEventListener("scroll", onScroll);
+    return () => body.removeEventListener("scroll", onScroll);
+  }, []);
+  useEffect(() => {
+    const last = list.current?.lastElementChild;
+    const body = list.current?.closest<HTMLElement>(".sp-body");
+    const typing = (list.current?.getRootNode() as ShadowRoot | undefined)?.activeElement?.matches("textarea, input, select");
+    if (!open || !pinned.current || !last || !body || typing) return;
+    const below = last.getBoundingClientRect().bottom - body.getBoundingClientRect().bottom;
+    if (below > 0) body.scrollTop += below + 4;
+  }, [items.length, open]);
   return (
     <details class="sp-col" open={open}>
       <summary id="sp-timeline-h">
         {t("job.timeline")} ({items.length})
       </summary>
       <div role="log" aria-labelledby="sp-timeline-h">
-        <ol class="sp-timeline" tabIndex={0} aria-labelledby="sp-timeline-h">
+        <ol ref={list} class="sp-timeline" tabIndex={0} aria-labelledby="sp-timeline-h">
           {items.map((event) => (
             <li key={event.seq}>{describe(ctl, event)}</li>
           ))}
