@@ -308,3 +308,21 @@ test("finding 9: the live timeline uses the panel's height, shows its newest row
   await snap(page, "findings-9-timeline-live");
   assert.deepEqual(page.errors, []);
 });
+
+test("finding 12: Open in editor says what was asked and how to choose the editor (LAUNCH_EDITOR)", async (t) => {
+  const { page } = await openDemo(t);
+  await openPanel(page);
+  await pickSaveAndPrice(page);
+  const panel = panelOf(page);
+  await panel.getByRole("button", { name: "Open in editor" }).first().click();
+  const notice = panel.locator(".sp-body > .sp-note[role]").first();
+  await notice.waitFor();
+  const text = await notice.innerText();
+  assert.match(text, /Asked the dev server to open src\/components\/ProductCard\.tsx:\d+/);
+  assert.match(text, /LAUNCH_EDITOR=code/);
+  await panel.getByRole("combobox").first().selectOption("zh-CN");
+  await panel.getByRole("button", { name: "在编辑器中打开" }).first().click();
+  await panel.getByText(/环境变量 LAUNCH_EDITOR/).waitFor();
+  await snap(page, "findings-12-open-in-editor");
+  assert.deepEqual(page.errors, []);
+});

@@ -64,7 +64,8 @@ const en = {
   "composer.needInstruction": "Write an instruction for every target.",
   "composer.tooLong": "The instruction for target {n} is longer than {max} characters.",
   "composer.waiting": "{count} new target(s) wait in the composer for the next job.",
-  "composer.opened": "Asked the dev server to open {location} in your editor.",
+  "composer.opened":
+    "Asked the dev server to open {location} in your editor. Nothing opened, or the wrong editor? Vite launches the editor named by the LAUNCH_EDITOR environment variable (for example LAUNCH_EDITOR=code): set it where you start the dev server, then restart it.",
   "composer.openFailed": "The editor could not be opened: {message}",
   "composer.copied": "The prompt for {count} target(s) is on the clipboard.",
   "composer.copyFailed": "Copying failed: {message}",
@@ -293,7 +294,8 @@ const zh: Record<MessageKey, string> = {
   "composer.needInstruction": "请为每个目标写一条修改说明。",
   "composer.tooLong": "目标 {n} 的修改说明超过了 {max} 个字符。",
   "composer.waiting": "有 {count} 个新目标在编辑区等待下一个任务。",
-  "composer.opened": "已请求开发服务器在编辑器中打开 {location}。",
+  "composer.opened":
+    "已请求开发服务器在编辑器中打开 {location}。没有打开，或打开了错误的编辑器？Vite 会启动环境变量 LAUNCH_EDITOR 指定的编辑器（例如 LAUNCH_EDITOR=code）：在启动开发服务器的环境中设置它，然后重启开发服务器。",
   "composer.openFailed": "无法打开编辑器：{message}",
   "composer.copied": "{count} 个目标的提示词已复制到剪贴板。",
   "composer.copyFailed": "复制失败：{message}",
