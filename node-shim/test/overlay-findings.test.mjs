@@ -2,7 +2,7 @@
 // new user met, measured in the page — contrast by the WCAG formula on computed colours, wrapping by client
 // rects, reordering by the glyphs' boxes — never by reading our own source.
 import assert from "node:assert/strict";
-import { appendFileSync } from "node:fs";
+import { appendFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
@@ -325,4 +325,26 @@ test("finding 12: Open in editor says what was asked and how to choose the edito
   await panel.getByText(/环境变量 LAUNCH_EDITOR/).waitFor();
   await snap(page, "findings-12-open-in-editor");
   assert.deepEqual(page.errors, []);
+});
+
+test("finding 16: Copy prompt shows the engine's prompt/render warnings (a source line past the file's end)", async (t) => {
+  const { page, project } = await openDemo(t);
+  await openPanel(page);
+  await page.getByRole("button", { name: "Pick elements" }).click();
+  await page.locator("ul.items li").first().click();
+  const panel = panelOf(page);
+  await panel.getByRole("textbox", { name: "Instruction for target 1" }).fill("Make it bold.");
+  // The list's file shrinks to three lines (Vite hot-updates the page): the target's line is past its end.
+  writeFileSync(
+    path.join(project.root, "src/components/ItemList.tsx"),
+    'export function ItemList({ items }: { items: string[] }) {\n  return <ul className="items">{items.map((item) => <li key={item}>{item}</li>)}</ul>;\n}\n',
+  );
+  await page.waitForTimeout(800);
+  await panel.getByRole("button", { name: "Copy prompt" }).click();
+  const notice = panel.locator(".sp-body > .sp-note[role]").first();
+  await notice.waitFor();
+  const text = await notice.innerText();
+  assert.match(text, /The prompt for 1 target\(s\) is on the clipboard\. Check the prompt: Target 1: .*line 9 is past the end/);
+  assert.doesNotMatch(text, /Target 1: Target 1/);
+  await snap(page, "findings-16-prompt-warnings");
 });

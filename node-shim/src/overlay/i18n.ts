@@ -69,6 +69,7 @@ const en = {
   "composer.openFailed": "The editor could not be opened: {message}",
   "composer.copied": "The prompt for {count} target(s) is on the clipboard.",
   "composer.copyFailed": "Copying failed: {message}",
+  "composer.copyWarnings": "Check the prompt: {list}.",
 
   "submit.model": "Model",
   "submit.mode": "Apply mode",
@@ -299,6 +300,7 @@ const zh: Record<MessageKey, string> = {
   "composer.openFailed": "无法打开编辑器：{message}",
   "composer.copied": "{count} 个目标的提示词已复制到剪贴板。",
   "composer.copyFailed": "复制失败：{message}",
+  "composer.copyWarnings": "请检查提示词：{list}。",
 
   "submit.model": "模型",
   "submit.mode": "应用方式",
