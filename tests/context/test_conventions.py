@@ -17,7 +17,7 @@ from spotpatch_agent.policy.redact import REDACTOR
 from spotpatch_agent.protocol.models import CheckConfig, Limits, SpotAnnotation
 from spotpatch_agent.tools.context import WorktreeContext
 from spotpatch_agent.tools.read_file import ReadFileArgs, read_file
-from tests.context._fixture import CANARY_CONFIG, CANARY_ENV, CHECK, FILES, make_project
+from tests.context._fixture import CANARY_CONFIG, CANARY_ENV, CHECK, FILES, make_project, make_repo
 
 TARGET_FILE = "packages/app/src/components/Button.tsx"
 
@@ -189,3 +189,18 @@ async def test_build_time_on_a_20000_file_repository(tmp_path: Path) -> None:
     # The < 50 ms figure is the benchmark row (tests/bench/bench_context.py, README); here, on a machine
     # shared with other test runs, a bound that still fails for anything that walks 20,000 files.
     assert min(times) < 250, times
+
+
+@pytest.mark.anyio
+async def test_oxlint_config_is_a_linter_convention(tmp_path: Path) -> None:
+    """Current create-vite templates ship `.oxlintrc.json` (issue 26): offered like ESLint's, and it counts
+    as a linter (no "No formatter or linter configuration" line)."""
+    root = make_repo(tmp_path / "app", {
+        "src/App.tsx": "export const App = () => null;\n",
+        ".oxlintrc.json": '{\n  // oxlint\n  "rules": {"no-unused-vars": "error"}\n}\n',
+    })
+    conv = await conventions(root, "src/App.tsx")
+    assert [(f.path, f.kind) for f in conv.files if f.kind != "sample"] == [(".oxlintrc.json", "oxlint")]
+    assert "### .oxlintrc.json (Oxlint)" in conv.summary
+    assert '"no-unused-vars": "error"' in conv.summary
+    assert "No formatter or linter configuration" not in conv.summary

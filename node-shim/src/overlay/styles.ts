@@ -4,7 +4,8 @@
  * transition and animation off. Focus is always visible.
  */
 export const PANEL_CSS = `
-.sp-app { all: initial; display: contents; }
+.sp-app { all: initial; display: contents; direction: ltr; unicode-bidi: isolate; }
+[data-sp-iso] { unicode-bidi: isolate; }
 .sp-app, .sp-app * { box-sizing: border-box; }
 .sp-panel, .sp-dialog {
   --sp-bg: #ffffff; --sp-fg: #111827; --sp-muted: #4b5563; --sp-border: #d1d5db; --sp-soft: #f3f4f6;
@@ -70,6 +71,8 @@ label { cursor: pointer; }
 .sp-quote { border-left: 3px solid var(--sp-accent); padding-left: 8px; white-space: pre-wrap; overflow-wrap: anywhere; }
 .sp-note { padding: 8px 10px; border-radius: 8px; background: var(--sp-soft); overflow-wrap: anywhere; }
 .sp-warn { background: var(--sp-warn-bg); color: var(--sp-fg); }
+/* A notice (Copy prompt / Open in editor confirmations, refusals) stays in view in a scrolled body (issue 26). */
+.sp-notice { position: sticky; top: 0; z-index: 3; box-shadow: 0 2px 8px rgba(0,0,0,.25); }
 .sp-error { background: var(--sp-danger-bg); color: var(--sp-fg); }
 .sp-okbox { background: var(--sp-ok-bg); color: var(--sp-fg); }
 .sp-flag { border-left: 4px solid var(--sp-warn); display: flex; flex-direction: column; gap: 4px; }
@@ -77,11 +80,14 @@ label { cursor: pointer; }
 p.sp-flag { display: block; }
 .sp-flag-icon { font-weight: 700; }
 .sp-marks { display: inline-flex; flex-wrap: wrap; gap: 4px; align-items: center; vertical-align: baseline; font-weight: 400; }
+.sp-field-error { color: var(--sp-danger); font-size: 13px; font-weight: 600; }
+textarea[aria-invalid="true"] { border-color: var(--sp-danger); border-width: 2px; }
 .sp-counter { font-size: 12px; color: var(--sp-muted); align-self: flex-end; }
 .sp-counter[data-over] { color: var(--sp-danger); font-weight: 700; }
-.sp-timeline { list-style: none; margin: 0; padding: 0; display: flex; flex-direction: column; gap: 4px; max-height: 40vh; overflow: auto; }
+.sp-timeline { list-style: none; margin: 0; padding: 0; display: flex; flex-direction: column; gap: 4px; }
 .sp-timeline li { display: flex; gap: 8px; font-size: 13px; padding: 2px 0; overflow-wrap: anywhere; }
 .sp-timeline .sp-kind { flex: none; width: 1.2em; text-align: center; }
+.sp-nowrap { white-space: nowrap; }
 .sp-msg { white-space: pre-wrap; max-height: 10em; overflow: auto; }
 .sp-status { display: inline-block; padding: 1px 8px; border-radius: 999px; font-size: 12px; font-weight: 600; background: var(--sp-soft); }
 .sp-status[data-tone="ok"] { background: var(--sp-ok-bg); color: var(--sp-ok); }
@@ -95,6 +101,14 @@ p.sp-flag { display: block; }
 .sp-output { margin: 4px 0 0; padding: 6px 8px; max-height: 12em; overflow: auto; white-space: pre-wrap; overflow-wrap: anywhere;
   background: var(--sp-soft); border-radius: 6px; font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
 .sp-diff { position: relative; max-height: 50vh; overflow: auto; border: 1px solid var(--sp-border); border-radius: 8px; font-size: 12px; }
+/* diff2html's dim and label colours measure 2.0–4.1:1; these reach ≥ 4.5:1 on every background of the diff,
+   light and dark (node-shim/test/overlay-findings.test.mjs, finding 1). */
+.sp-diff {
+  --d2h-dim-color: #4b5563; --d2h-change-label-color: #854d0e; --d2h-ins-label-color: #166534;
+  --d2h-del-label-color: #b91c1c; --d2h-moved-label-color: #1d4ed8;
+  --d2h-dark-dim-color: #9ca3af; --d2h-dark-change-label-color: #fcd34d; --d2h-dark-ins-label-color: #6ee7b7;
+  --d2h-dark-del-label-color: #fca5a5; --d2h-dark-moved-label-color: #93c5fd;
+}
 .sp-diff .d2h-wrapper { text-align: left; }
 .sp-diff .d2h-file-wrapper { margin-bottom: 0; border-radius: 0; }
 .sp-diff .d2h-file-header { position: sticky; top: 0; left: 0; z-index: 2; }
@@ -110,7 +124,7 @@ p.sp-flag { display: block; }
 .sp-check { display: flex; gap: 8px; align-items: flex-start; }
 .sp-check input { margin-top: 3px; width: 16px; height: 16px; }
 .sp-visually-hidden { position: absolute !important; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
-.sp-layer { position: fixed; inset: 0; pointer-events: none; z-index: 1; }
+.sp-layer { position: fixed; inset: 0; pointer-events: none; z-index: 1; direction: ltr; }
 .sp-spin { display: inline-block; width: 10px; height: 10px; border: 2px solid currentColor; border-right-color: transparent; border-radius: 50%; animation: sp-spin 0.8s linear infinite; }
 @keyframes sp-spin { to { transform: rotate(360deg); } }
 @media (prefers-reduced-motion: reduce) {

@@ -50,6 +50,7 @@ export function App({ ctl }: { ctl: Controller }) {
         role="complementary"
         aria-labelledby="sp-title"
         lang={state.lang}
+        dir="ltr"
         data-wide={state.job && !ACTIVE.has(state.job.snapshot.status) && state.job.diff?.diff ? "" : undefined}
         onKeyDown={(e) => {
           // Esc closes (drafts are kept), except while an input method is composing: there it cancels the
@@ -104,7 +105,7 @@ export function App({ ctl }: { ctl: Controller }) {
           {state.loading && !state.sessionError && <p class="sp-muted">{t("panel.loading")}</p>}
           {state.notice && (
             <div
-              class={`sp-note ${state.notice.tone === "error" ? "sp-error" : state.notice.tone === "ok" ? "sp-okbox" : ""}`}
+              class={`sp-note sp-notice ${state.notice.tone === "error" ? "sp-error" : state.notice.tone === "ok" ? "sp-okbox" : ""}`}
               role={state.notice.tone === "error" ? "alert" : "status"}
             >
               <span>{state.notice.text}</span>{" "}

@@ -8,6 +8,7 @@ import { useEffect, useRef } from "preact/hooks";
 import type { ApplyMode, HealthDetail } from "../../protocol.generated.js";
 import { hasKey } from "../i18n.js";
 import type { Controller } from "./controller.js";
+import { Iso } from "./Iso.js";
 import { ChecksSandboxNote } from "./Sandbox.js";
 import type { Draft } from "./state.js";
 
@@ -108,17 +109,15 @@ function PickBar({ ctl }: { ctl: Controller }) {
   );
 }
 
-function summary(draft: Draft): { title: string; text: string; attrs: string } {
+function summary(draft: Draft) {
   const { target } = draft;
   const tag = target.label.tag || target.info.tagName;
-  const title = target.label.component ? `<${tag}> · ${target.label.component}` : `<${tag}>`;
   const text = (target.info.text ?? "").replace(/\s+/g, " ").trim().slice(0, 120);
   const attrs = Object.entries(target.info.attributes ?? {})
     .filter(([, v]) => v !== undefined && v !== "")
     .slice(0, 4)
-    .map(([k, v]) => `${k}="${String(v).slice(0, 60)}"`)
-    .join(" ");
-  return { title, text, attrs };
+    .map(([k, v]) => [k, String(v).slice(0, 60)] as const);
+  return { tag, component: target.label.component, text, attrs };
 }
 
 function Card({ ctl, draft, n }: { ctl: Controller; draft: Draft; n: number }) {
@@ -126,7 +125,7 @@ function Card({ ctl, draft, n }: { ctl: Controller; draft: Draft; n: number }) {
   const max = ctl.limits.maxInstructionChars;
   const box = useRef<HTMLTextAreaElement>(null);
   const id = `sp-instr-${draft.key}`;
-  const { title, text, attrs } = summary(draft);
+  const { tag, component, text, attrs } = summary(draft);
   const source = draft.target.source;
   const region = draft.target.region;
   useEffect(() => {
@@ -137,6 +136,7 @@ function Card({ ctl, draft, n }: { ctl: Controller; draft: Draft; n: number }) {
     }
   });
   const count = draft.instruction.length;
+  const invalid = ctl.emptyInstructionsFlagged && !draft.instruction.trim();
   return (
     <li>
       <div class="sp-card" role="group" aria-labelledby={`sp-card-h-${draft.key}`}>
@@ -150,7 +150,11 @@ function Card({ ctl, draft, n }: { ctl: Controller; draft: Draft; n: number }) {
           <span class="sp-card-title sp-code">
             {region && !draft.target.element && !source
               ? t("composer.region", { width: Math.round(region.width), height: Math.round(region.height) })
-              : title}
+              : (
+                <>
+                  &lt;<Iso>{tag}</Iso>&gt;{component && <> · <Iso>{component}</Iso></>}
+                </>
+              )}
           </span>
           <button
             type="button"
@@ -162,17 +166,32 @@ function Card({ ctl, draft, n }: { ctl: Controller; draft: Draft; n: number }) {
             ×
           </button>
         </div>
-        {text && <p class="sp-muted">“{text}”</p>}
-        {attrs && <p class="sp-code sp-muted">{attrs}</p>}
+        {text && (
+          <p class="sp-muted">
+            “<Iso>{text}</Iso>”
+          </p>
+        )}
+        {attrs.length > 0 && (
+          <p class="sp-code sp-muted">
+            {attrs.map(([k, v], i) => (
+              <span key={k}>
+                {i > 0 && " "}
+                <Iso>{k}</Iso>=&quot;<Iso>{v}</Iso>&quot;
+              </span>
+            ))}
+          </p>
+        )}
         {draft.target.quote && (
           <p class="sp-quote">
             <span class="sp-visually-hidden">{t("composer.quote")}: </span>
-            {draft.target.quote}
+            <Iso>{draft.target.quote}</Iso>
           </p>
         )}
         {source ? (
           <div class="sp-row">
-            <span class="sp-code">{`${source.file}:${source.line}`}</span>
+            <span class="sp-code">
+              <Iso>{source.file}</Iso>:{source.line}
+            </span>
             <button type="button" class="sp-btn" onClick={() => void ctl.openInEditor(source)}>
               {t("action.openInEditor")}
             </button>
@@ -183,9 +202,17 @@ function Card({ ctl, draft, n }: { ctl: Controller; draft: Draft; n: number }) {
         {draft.target.usageChain && draft.target.usageChain.length > 0 && (
           <p class="sp-code sp-muted" data-usage-chain="">
             {t("composer.usedAt")}{" "}
-            {draft.target.usageChain
-              .map((u) => `${u.component ? `<${u.component}> ` : ""}${u.file}:${u.line}`)
-              .join(" ← ")}
+            {draft.target.usageChain.map((u, i) => (
+              <span key={i}>
+                {i > 0 && " ← "}
+                {u.component && (
+                  <>
+                    &lt;<Iso>{u.component}</Iso>&gt;{" "}
+                  </>
+                )}
+                <Iso>{u.file}</Iso>:{u.line}
+              </span>
+            ))}
           </p>
         )}
         {draft.detached && (
@@ -200,9 +227,15 @@ function Card({ ctl, draft, n }: { ctl: Controller; draft: Draft; n: number }) {
           id={id}
           ref={box}
           value={draft.instruction}
-          aria-describedby={`${id}-count`}
+          aria-describedby={invalid ? `${id}-err ${id}-count` : `${id}-count`}
+          aria-invalid={invalid ? "true" : undefined}
           onInput={(e) => ctl.setInstruction(draft.key, e.currentTarget.value)}
         />
+        {invalid && (
+          <p id={`${id}-err`} class="sp-field-error">
+            {t("composer.needInstruction")}
+          </p>
+        )}
         <span id={`${id}-count`} class="sp-counter" data-over={count > max ? "" : undefined}>
           {t("composer.counter", { count, max })}
         </span>
@@ -226,6 +259,9 @@ export function SubmitArea({ ctl }: { ctl: Controller }) {
   const blocked = health?.state === "blocked";
   const modes = session?.applyModes ?? ["review"];
   const anyProvider = state.providers.length > 0;
+  // Local changes need the user's consent before a job may start from them (issue 26): Submit says why it waits.
+  const needsConsent =
+    health?.state === "consent-required" && !state.includeLocal && state.applyMode !== "trusted-auto";
   return (
     <section class="sp-col" aria-label={t("action.submit")}>
       {ai ? (
@@ -274,7 +310,8 @@ export function SubmitArea({ ctl }: { ctl: Controller }) {
           <button
             type="button"
             class="sp-btn sp-primary"
-            disabled={!!state.job || state.loading}
+            disabled={!!state.job || state.loading || needsConsent}
+            aria-describedby={needsConsent ? "sp-submit-why" : undefined}
             onClick={() => void ctl.submit()}
           >
             {t("action.submit")}
@@ -284,6 +321,9 @@ export function SubmitArea({ ctl }: { ctl: Controller }) {
           {t("action.copyPrompt")}
         </button>
       </div>
+      <p id="sp-submit-why" class="sp-muted" role="status">
+        {ai && !blocked && needsConsent ? t("submit.needConsent") : ""}
+      </p>
     </section>
   );
 }
@@ -360,7 +400,7 @@ function HealthDetailView({ ctl, detail }: { ctl: Controller; detail: HealthDeta
           {detail.paths.map((p, i) => (
             <span key={p}>
               {i > 0 && ", "}
-              <span class="sp-code">{p}</span>
+              <Iso class="sp-code">{p}</Iso>
             </span>
           ))}
           {detail.morePaths > 0 && <span>{t("health.morePaths", { n: detail.morePaths })}</span>}

@@ -50,6 +50,7 @@ export function ConsentDialog({ ctl }: { ctl: Controller }) {
       <div
         ref={box}
         class="sp-dialog"
+        dir="ltr"
         role="dialog"
         aria-modal="true"
         aria-labelledby="sp-consent-title"

@@ -4,12 +4,15 @@
  * diff, checks) with Apply,
  * Cancel and Back to edit; Revert after Apply; failures with their diagnostics, never shown as passed.
  */
-import { useEffect, useState } from "preact/hooks";
+import type { JSX } from "preact";
+import { useEffect, useRef, useState } from "preact/hooks";
 
 import type { AuditTargetSummary, CheckEvent, JobEventNotification, JobStatus } from "../../protocol.generated.js";
 import { hasKey } from "../i18n.js";
 import type { Controller } from "./controller.js";
+import { withCode } from "./Composer.js";
 import { DiffView } from "./Diff.js";
+import { Iso } from "./Iso.js";
 import { CheckSandboxMarks, UnconfinedChecksNote } from "./Sandbox.js";
 import { ACTIVE, RUNNING, canSuggest, formatElapsed, providerOfModel, timelineOf } from "./state.js";
 import { SuggestionBox } from "./Suggestion.js";
@@ -49,7 +52,7 @@ export function JobPanel({ ctl }: { ctl: Controller }) {
         <span class="sp-status" data-tone={tone(status)} role="status">
           {active && <span class="sp-spin" aria-hidden="true" />} {t(`job.status.${status}`)}
         </span>
-        <span class="sp-muted">{t("job.elapsed", { time: formatElapsed(elapsed) })}</span>
+        <span class="sp-muted">{t("job.elapsed", { time: formatElapsed(elapsed, (s) => t("job.seconds", { s })) })}</span>
       </div>
       {names && (
         <p class="sp-muted">
@@ -214,13 +217,34 @@ function ActionError({ ctl, code, message }: { ctl: Controller; code: string; me
 function Timeline({ ctl, events, open }: { ctl: Controller; events: JobEventNotification[]; open: boolean }) {
   const { t } = ctl;
   const items = timelineOf(events);
+  const list = useRef<HTMLOListElement>(null);
+  // The timeline flows in the panel's body (no box of its own): the newest row is kept in view while the
+  // user has not scrolled up, and never while they type (a waiting target's box) (issue 26).
+  const pinned = useRef(true);
+  useEffect(() => {
+    const body = list.current?.closest<HTMLElement>(".sp-body");
+    if (!body) return;
+    const onScroll = () => {
+      pinned.current = body.scrollTop + body.clientHeight >= body.scrollHeight - 24;
+    };
+    body.addEventListener("scroll", onScroll);
+    return () => body.removeEventListener("scroll", onScroll);
+  }, []);
+  useEffect(() => {
+    const last = list.current?.lastElementChild;
+    const body = list.current?.closest<HTMLElement>(".sp-body");
+    const typing = (list.current?.getRootNode() as ShadowRoot | undefined)?.activeElement?.matches("textarea, input, select");
+    if (!open || !pinned.current || !last || !body || typing) return;
+    const below = last.getBoundingClientRect().bottom - body.getBoundingClientRect().bottom;
+    if (below > 0) body.scrollTop += below + 4;
+  }, [items.length, open]);
   return (
     <details class="sp-col" open={open}>
       <summary id="sp-timeline-h">
         {t("job.timeline")} ({items.length})
       </summary>
       <div role="log" aria-labelledby="sp-timeline-h">
-        <ol class="sp-timeline" tabIndex={0} aria-labelledby="sp-timeline-h">
+        <ol ref={list} class="sp-timeline" tabIndex={0} aria-labelledby="sp-timeline-h">
           {items.map((event) => (
             <li key={event.seq}>{describe(ctl, event)}</li>
           ))}
@@ -246,14 +270,24 @@ function describe(ctl: Controller, event: JobEventNotification) {
         </>
       );
     case "activity": {
-      const what = event.path ? `${event.tool} ${event.path}` : event.tool;
+      const what = (
+        <>
+          <Iso>{event.tool}</Iso>
+          {event.path && (
+            <>
+              {" "}
+              <Iso>{event.path}</Iso>
+            </>
+          )}
+        </>
+      );
       if (event.phase === "started") {
         return (
           <>
             <span class="sp-kind" aria-hidden="true">
               …
             </span>
-            <span class="sp-code">{t("job.activity.started", { tool: what })}</span>
+            <span class="sp-code">{withNode(t("job.activity.started", { tool: "\u0000" }), what)}</span>
           </>
         );
       }
@@ -268,8 +302,8 @@ function describe(ctl: Controller, event: JobEventNotification) {
             {event.ok ? "✓" : "✗"}
           </span>
           <span class="sp-code">
-            {what} · {t("job.ms", { ms: event.durationMs ?? 0 })} ·{" "}
-            <span class={event.ok ? "sp-add" : "sp-del"}>{outcome}</span>
+            {what} · <span class="sp-nowrap">{t("job.ms", { ms: event.durationMs ?? 0 })}</span> ·{" "}
+            <span class={`sp-nowrap ${event.ok ? "sp-add" : "sp-del"}`}>{outcome}</span>
           </span>
         </>
       );
@@ -293,7 +327,7 @@ function describe(ctl: Controller, event: JobEventNotification) {
             {event.ok ? "✓" : "✗"}
           </span>
           <span>
-            {t("job.check", { name: event.name, status: t(`review.check.${event.status}`) })} ·{" "}
+            {withNode(t("job.check", { name: "\u0000", status: t(`review.check.${event.status}`) }), <Iso>{event.name}</Iso>)} ·{" "}
             {t("job.ms", { ms: event.durationMs })} <CheckSandboxMarks ctl={ctl} check={event} />
           </span>
         </>
@@ -319,6 +353,18 @@ function describe(ctl: Controller, event: JobEventNotification) {
         </>
       );
   }
+}
+
+/** A translated line with `node` where its one NUL placeholder was (a name shown isolated, never as markup). */
+function withNode(text: string, node: JSX.Element) {
+  const [before, ...after] = text.split("\u0000");
+  return (
+    <>
+      {before}
+      {after.length > 0 && node}
+      {after.join("")}
+    </>
+  );
 }
 
 /** One line per target from the audit ledger: did the agent read the offered file, which lines, before it wrote. */
@@ -348,7 +394,7 @@ function AuditLines({ ctl, targets }: { ctl: Controller; targets: AuditTargetSum
             <li key={target.index}>
               <span>
                 {before}
-                {after.length > 0 && <span class="sp-code">{target.path}</span>}
+                {after.length > 0 && <Iso class="sp-code">{target.path}</Iso>}
                 {after.join("")}
               </span>
             </li>
@@ -379,7 +425,7 @@ function Review({ ctl, checks, failed }: { ctl: Controller; checks: CheckEvent[]
           <ul class="sp-files">
             {files.map((file) => (
               <li key={file.path}>
-                <span class="sp-code">{file.path}</span>
+                <Iso class="sp-code">{file.path}</Iso>
                 <span class="sp-code">
                   <span class="sp-add">+{file.added}</span> <span class="sp-del">−{file.removed}</span>
                 </span>
@@ -391,7 +437,7 @@ function Review({ ctl, checks, failed }: { ctl: Controller; checks: CheckEvent[]
       {job.audit && job.audit.length > 0 && <AuditLines ctl={ctl} targets={job.audit} />}
       {job.diff &&
         (job.diff.diff ? (
-          <DiffView diff={job.diff.diff} label={t("review.diff")} />
+          <DiffView diff={job.diff.diff} label={t("review.diff")} t={t} />
         ) : (
           !failed && <p class="sp-muted">{t("review.noDiff")}</p>
         ))}
@@ -400,7 +446,12 @@ function Review({ ctl, checks, failed }: { ctl: Controller; checks: CheckEvent[]
           {t("review.checks")}
         </h4>
         {checks.length === 0 ? (
-          <p class="sp-muted">{t("review.noChecks")}</p>
+          // Without configured checks the session has no `checksSandbox`: say so plainly, not as a failure.
+          <p class="sp-muted" data-sp-no-checks="">
+            {ctl.state.session && !ctl.state.session.checksSandbox
+              ? withCode(t("review.noChecksConfigured"))
+              : t("review.noChecks")}
+          </p>
         ) : (
           <>
           <UnconfinedChecksNote ctl={ctl} checks={checks} />
@@ -409,7 +460,9 @@ function Review({ ctl, checks, failed }: { ctl: Controller; checks: CheckEvent[]
               <li key={check.seq} class="sp-col" style="align-items:stretch">
                 <div class="sp-row" style="justify-content:space-between">
                   <span>
-                    <strong>{check.name}</strong>
+                    <strong>
+                      <Iso>{check.name}</Iso>
+                    </strong>
                     {check.required ? ` (${t("review.required")})` : ""}{" "}
                     <CheckSandboxMarks ctl={ctl} check={check} />
                   </span>

@@ -307,11 +307,19 @@ export class Controller extends JobFlow {
     }
     const targets = drafts.map((d) => ({ target: d.target, instruction: d.instruction.trim() || "(no instruction)" }));
     try {
-      const { text } = await this.client.renderPrompt(
+      const { text, warnings = [] } = await this.client.renderPrompt(
         buildAnnotation(targets, this.limits.maxInstructionChars, location.pathname + location.search),
       );
       await writeClipboard(text, this.layer);
-      this.set({ notice: { tone: "ok", text: this.t("composer.copied", { count: drafts.length }) } });
+      const copied = this.t("composer.copied", { count: drafts.length });
+      // The engine's warnings (a source location it could not use) are the user's to see too (issue 26).
+      // (Each message already names its target: "Target 1: …".)
+      const list = warnings.map((w) => w.message.replace(/[.\s]+$/, "")).join("; ");
+      this.set({
+        notice: warnings.length
+          ? { tone: "info", text: `${copied} ${this.t("composer.copyWarnings", { list })}` }
+          : { tone: "ok", text: copied },
+      });
     } catch (error) {
       this.set({
         notice: { tone: "error", text: this.t("composer.copyFailed", { message: errorParts(error).message }) },

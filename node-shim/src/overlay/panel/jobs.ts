@@ -75,6 +75,12 @@ export abstract class JobFlow extends Store {
     await this.refreshHealth();
     if (this.state.health?.state === "blocked") return;
     const problem = this.submitProblem();
+    const empty = this.state.drafts.find((d) => !d.instruction.trim());
+    this.emptyInstructionsFlagged = !!problem && !!empty;
+    if (problem && empty) {
+      // Where the user's eyes are: the empty box takes the focus (scrolled into view) and says why, next to it.
+      this.focusRequest = { kind: "instruction", key: empty.key };
+    }
     if (problem) {
       this.set({ notice: { tone: "error", text: problem } });
       return;

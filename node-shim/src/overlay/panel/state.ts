@@ -195,9 +195,9 @@ export function timelineOf(events: JobEventNotification[]): JobEventNotification
 }
 
 /** "1:05" / "12 s" style elapsed time. */
-export function formatElapsed(ms: number): string {
+export function formatElapsed(ms: number, seconds: (s: number) => string = (s) => `${s} s`): string {
   const s = Math.max(0, Math.floor(ms / 1000));
-  return s < 60 ? `${s} s` : `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
+  return s < 60 ? seconds(s) : `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
 }
 
 export function providerOfModel(

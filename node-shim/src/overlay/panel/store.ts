@@ -25,6 +25,8 @@ export abstract class Store {
   private listeners = new Set<() => void>();
   /** Focus requests for the view (e.g. a new card's instruction box). */
   focusRequest: { kind: "instruction"; key: number } | { kind: "panel" } | null = null;
+  /** Submit was refused for an empty instruction: each empty box is `aria-invalid` and says so (issue 26). */
+  emptyInstructionsFlagged = false;
 
   constructor(
     readonly client: ClientWithSession,
