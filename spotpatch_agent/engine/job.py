@@ -24,6 +24,7 @@ from spotpatch_agent.engine import gates
 from spotpatch_agent.engine.events import MAX_MESSAGE_CHARS, JobEventLog, error_info, now_iso
 from spotpatch_agent.engine.locations import check_tags, lines_reader
 from spotpatch_agent.engine.loop import LoopBudget, LoopStats, run_loop
+from spotpatch_agent.engine.pictures import picture_note, target_pictures
 from spotpatch_agent.engine.prompt import SYSTEM_PROMPT, agent_task
 from spotpatch_agent.engine.states import job_tools  # defined there: a light import
 from spotpatch_agent.errors import JobFailure, SpotPatchError
@@ -86,6 +87,8 @@ class Job:
     #: Tool calling was proven for this model profile before the job (the probe or an earlier job's inline
     #: proof): only the wording of a first turn without a tool call depends on it.
     tool_calling_known: bool = False
+    #: The probe proved this model profile's vision (issue 26): the first message carries the targets' pictures.
+    vision: bool = False
     #: The project's warm worktree pool (worktree/pool.py): the job's worktree comes from it and goes back.
     pool: WorktreePool | None = None
     #: job/create's repository health, moments old: create_worktree skips its own first check (the
@@ -243,7 +246,8 @@ def _start_fields(job: Job, hashes: dict[str, dict[str, str]] | None) -> dict:
         limits={name: job.limits.get(name) for name in LIMITS},
         local_changes=gates.includes_local_changes(job.params.apply_mode, job.params.trusted_fast_mode_consent,
                                                    job.params.local_changes_consent),
-        targets=target_entries(job.params.annotation, hashes), context_files=job.context_files)
+        targets=target_entries(job.params.annotation, hashes, images_sent=job.vision),
+        context_files=job.context_files)
 
 
 async def _keep_reviewable_diff(job: Job, worktree: Worktree | None) -> None:
@@ -410,10 +414,13 @@ async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor)
              context.build_ms)
     task = agent_task(job.params.annotation, max_turns=budget.max_turns, max_tool_calls=budget.max_tool_calls,
                       trusted_auto=job.params.apply_mode == "trusted-auto", context=context, tag_checks=tag_checks)
+    images = target_pictures(job.params.annotation) if job.vision else ()
+    if images:
+        task += picture_note(job.params.annotation)
     await run_loop(
         adapter=adapter, model=job.model.model, system=SYSTEM_PROMPT, task=task, tools=tool_specs(executor.tool_names),
         executor=executor, budget=budget, events=job.events, stats=job.stats,
-        tool_calling_known=job.tool_calling_known, ledger=job.ledger,
+        tool_calling_known=job.tool_calling_known, ledger=job.ledger, images=images,
     )
 
 
