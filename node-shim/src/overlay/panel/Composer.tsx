@@ -10,6 +10,7 @@ import { hasKey } from "../i18n.js";
 import type { Controller } from "./controller.js";
 import { ChecksSandboxNote } from "./Sandbox.js";
 import type { Draft } from "./state.js";
+import { Thumb } from "./Visual.js";
 
 export function Composer({ ctl }: { ctl: Controller }) {
   const { state, t } = ctl;
@@ -162,6 +163,7 @@ function Card({ ctl, draft, n }: { ctl: Controller; draft: Draft; n: number }) {
             ×
           </button>
         </div>
+        <Thumb ctl={ctl} target={draft.target} n={n} />
         {text && <p class="sp-muted">“{text}”</p>}
         {attrs && <p class="sp-code sp-muted">{attrs}</p>}
         {draft.target.quote && (

@@ -13,6 +13,7 @@ import { DiffView } from "./Diff.js";
 import { CheckSandboxMarks, UnconfinedChecksNote } from "./Sandbox.js";
 import { ACTIVE, RUNNING, canSuggest, formatElapsed, providerOfModel, timelineOf } from "./state.js";
 import { SuggestionBox } from "./Suggestion.js";
+import { BeforeAfter } from "./Visual.js";
 
 const MESSAGE_SHOWN = 1200;
 
@@ -87,6 +88,7 @@ export function JobPanel({ ctl }: { ctl: Controller }) {
           {t("job.reverted")}
         </p>
       )}
+      {job.visual && <BeforeAfter ctl={ctl} visual={job.visual} />}
       {fellBack && snapshot.message && <p class="sp-note sp-warn">{`${t("job.fellBack")} ${snapshot.message}`}</p>}
 
       {(status === "awaiting-review" ||
