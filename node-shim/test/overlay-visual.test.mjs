@@ -8,6 +8,7 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
+import { axeScan, seriousViolations } from "./browser-support.mjs";
 import { openDemo, openPanel, panelOf, recordCalls, snap } from "./overlay-flow-helpers.mjs";
 import { REPO } from "./support.mjs";
 
@@ -81,6 +82,7 @@ test("before | after: a colour change shows both pictures and a non-empty pixel 
   await figure.getByText(/% of the pixels changed/).waitFor();
   if (picked) assert.equal(picked.blue, 0, "the card's thumbnail shows the button as picked");
   await snap(page, "visual-applied");
+  assert.deepEqual(seriousViolations(await axeScan(page)), [], "the before | after block is axe-clean");
   if (UPDATE_DOCS_SHOT) {
     mkdirSync(path.join(REPO, "docs"), { recursive: true });
     await page.screenshot({ path: path.join(REPO, "docs", "overlay-before-after.png") });
@@ -110,5 +112,8 @@ test("an element the job removed is said to be gone after Apply", async (t) => {
   assert.equal(await figure.locator('img[data-shot="after"]').count(), 0);
   assert.equal(await page.getByRole("button", { name: "Save", exact: true }).count(), 0, "the page has no Save button");
   await snap(page, "visual-removed");
+  // The same in Simplified Chinese.
+  await panel.getByRole("combobox", { name: "Language" }).selectOption("zh-CN");
+  await figure.getByText("应用后页面上已不存在这个元素").waitFor();
   assert.deepEqual(page.errors, []);
 });
