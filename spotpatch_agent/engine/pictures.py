@@ -1,8 +1,9 @@
 """The targets' pictures for a vision model (issue 26): what the first user message carries when the probe
 proved the job's model profile accepts images (engine/providers.py ``ProbeCache.vision``).
 
-The pictures live in the job's memory only (its ``job/create`` params): they are never written to an event, a
-log or the audit ledger, which records each picture's SHA-256 and size (spotpatch_agent/audit/ledger.py).
+The pictures live in the job's memory only (its ``job/create`` params) until its run ends
+(:func:`drop_pictures`): they are never written to an event, a log or the audit ledger, which records each
+picture's SHA-256 and size (spotpatch_agent/audit/ledger.py).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from spotpatch_agent.protocol.annotation import SpotAnnotation
 from spotpatch_agent.provider.base import ImagePart
 
-__all__ = ["picture_note", "target_pictures"]
+__all__ = ["drop_pictures", "picture_note", "target_pictures"]
 
 
 def target_pictures(annotation: SpotAnnotation) -> tuple[ImagePart, ...]:
@@ -27,3 +28,10 @@ def picture_note(annotation: SpotAnnotation) -> str:
     pairs = ", ".join(f"picture {n} shows target {index}" for n, index in enumerate(shown, 1))
     return (f"\n\nAttached pictures ({len(shown)}): how the page rendered the picked elements before this job; "
             f"{pairs}. Use them to see what the user sees; the source files remain the truth.")
+
+
+def drop_pictures(annotation: SpotAnnotation) -> None:
+    """Forget the targets' pictures once the job's run ended (the ledger recorded their hashes at job start);
+    the job record keeps its text, which later methods (``job/suggest``) still read."""
+    for target in annotation.targets:
+        target.image = None

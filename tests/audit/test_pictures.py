@@ -1,6 +1,7 @@
 """Issue 26: the targets' pictures reach the model of a proven vision profile, and nothing else. The ledger
 (in memory, the persisted JSONL, ``spotpatch-agent audit``), the job's events and the engine's log (DEBUG)
-hold each picture's SHA-256 and size only — never its base64 or its bytes. Canary-style, like
+hold each picture's SHA-256 and size only — never its base64 or its bytes — and the job forgets the picture
+once its run ended. Canary-style, like
 test_canary.py: real engine service, real Chat adapter, local scripted provider, real git."""
 
 from __future__ import annotations
@@ -55,8 +56,10 @@ async def test_pictures_leave_only_their_hash_and_size_in_ledger_jsonl_cli_event
             snap = await service.job_create(JobCreateParams.model_validate({"annotation": ann, "modelProfileId": "m"}))
             await service.wait_job(snap.job_id)
             audit = (await service.job_audit(JobIdParams(job_id=snap.job_id))).dump()
+            kept = service._jobs[snap.job_id].params.annotation.targets[0]
         sent = json.dumps(server.requests[3])
     assert data in sent  # the model did receive the picture (the checks below are not vacuous)
+    assert kept.image is None and kept.instruction == "Say Start"  # forgotten once the run ended, the text kept
 
     start = next(r for r in audit["records"] if r["type"] == "job_start")
     assert start["targets"][0]["imageSha256"] == hashlib.sha256(raw).hexdigest()

@@ -247,3 +247,13 @@ def test_pure_conversion_puts_the_text_first_and_never_logs_the_bytes() -> None:
         {"type": "input_text", "text": "Look."}, {"type": "input_image", "image_url": image.data_url}]}]
     assert image.data not in repr(message)
     assert to_chat_messages(TurnRequest(system="", items=(UserMessage("x"),), tools=(), model="m"))[0]["content"] == "x"
+
+
+
+def test_the_ledgers_target_entries_say_whether_the_picture_was_sent() -> None:
+    from spotpatch_agent.audit.ledger import target_entries
+
+    ann = SpotAnnotation.model_validate(annotation(("image/png", png(300)), None))
+    sent, unsent = target_entries(ann, {}, images_sent=True), target_entries(ann, {})
+    assert (sent[0]["imageBytes"], sent[0]["imageSent"], unsent[0]["imageSent"]) == (300, True, False)
+    assert "imageBytes" not in sent[1] and b64(png(300)) not in json.dumps(sent)
