@@ -95,7 +95,9 @@ export class Evidence {
   take(targets: PickedTarget[]): void {
     for (const target of targets) {
       if (!target.element || this.taking.has(target)) continue;
-      const taking = capture(target.element).then((shot) => {
+      const el = target.element;
+      // After the pick has been drawn: the clone work never delays the card or the highlight.
+      const taking = new Promise((resolve) => setTimeout(resolve, 0)).then(() => capture(el)).then((shot) => {
         if (shot) {
           this.shots.set(target, shot);
           this.changed();

@@ -17,6 +17,8 @@ export const MAX_IMAGE_BYTES = 256 * 1024;
 export const MAX_JOB_IMAGE_BYTES = 512 * 1024;
 /** Longest side of a picture, in canvas pixels: a thumbnail and a model's view need no more. */
 const MAX_SIDE = 640;
+/** Elements inside a picked element beyond which no picture is taken (a whole page section). */
+const MAX_NODES = 1500;
 /** A channel difference up to this is anti-aliasing noise, not a change. */
 const NOISE = 24;
 /** Opacity of the magenta over a changed pixel. */
@@ -49,12 +51,15 @@ function backdrop(el: Element): string {
   return "#ffffff";
 }
 
-/** The element's picture at `scale` (default: fit MAX_SIDE, at most 1), or null (no size, or it failed). */
+/**
+ * The element's picture at `scale` (default: fit MAX_SIDE, at most 1), or null: no size, more than
+ * MAX_NODES elements inside (cloning each one's computed style would stall a big page), or it failed.
+ */
 export async function capture(el: Element, scale?: number): Promise<Shot | null> {
-  const rect = el.getBoundingClientRect();
-  if (!(rect.width >= 1 && rect.height >= 1)) return null;
-  const s = scale ?? Math.min(1, MAX_SIDE / Math.max(rect.width, rect.height));
   try {
+    const rect = el.getBoundingClientRect();
+    if (!(rect.width >= 1 && rect.height >= 1) || el.getElementsByTagName("*").length > MAX_NODES) return null;
+    const s = scale ?? Math.min(1, MAX_SIDE / Math.max(rect.width, rect.height));
     const { domToCanvas } = await import("virtual:spotpatch/screenshot");
     const canvas = await domToCanvas(el, {
       scale: s,
@@ -64,7 +69,7 @@ export async function capture(el: Element, scale?: number): Promise<Shot | null>
     });
     return { canvas, url: canvas.toDataURL("image/png"), scale: s, image: encode(canvas) };
   } catch {
-    return null; // a picture is evidence, never a reason to fail picking
+    return null; // a picture is evidence, never a reason to fail picking (a hostile page's DOM included)
   }
 }
 
