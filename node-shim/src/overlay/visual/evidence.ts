@@ -38,7 +38,7 @@ const FIRST_CHANGE_MS = 2500;
 /** Never wait longer than this for a page that keeps changing (an animation). */
 const MAX_WAIT_MS = 8000;
 /** How long Submit waits for pictures still being taken. */
-const ATTACH_WAIT_MS = 3000;
+const ATTACH_WAIT_MS = 1000;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
