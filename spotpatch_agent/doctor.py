@@ -184,12 +184,13 @@ async def _probe(provider: Any, model: Any, item_id: str, title: str, timeout: f
     register_provider_secrets(provider.base_url, key, provider.headers)
     adapter = make_adapter(provider)
     started = anyio.current_time()
+    vision: bool | None = None
     try:
         with anyio.fail_after(timeout + 5):  # run_probe bounds itself; this only guards its clean-up
             outcome = await run_probe(adapter, model=model.model, base_url=provider.base_url, api_key=key,
                                       headers=provider.headers, timeout=timeout,
-                                      max_output_tokens=model.output_cap)
-        ok, message, code = outcome.tool_calling, outcome.message, outcome.code
+                                      max_output_tokens=model.output_cap, vision=model.vision)
+        ok, message, code, vision = outcome.tool_calling, outcome.message, outcome.code, outcome.vision
     except SpotPatchError as exc:
         ok, message, code = False, exc.message, exc.code
     except TimeoutError:
@@ -199,8 +200,12 @@ async def _probe(provider: Any, model: Any, item_id: str, title: str, timeout: f
             await adapter.aclose()
     ms = int((anyio.current_time() - started) * 1000)
     text = _clean(message)[:500]
+    if ok and vision is False:  # "vision": true, but the provider refused the image part (issue 26)
+        return Item(item_id, title, "warn", False, f"reachable, tool calling works; {text} ({ms} ms)",
+                    "remove \"vision\" from the model profile, or choose a model that accepts images.")
     if ok:
-        return Item(item_id, title, "pass", True, f"reachable, tool calling works ({ms} ms)")
+        images = ", images accepted" if vision else ""
+        return Item(item_id, title, "pass", True, f"reachable, tool calling works{images} ({ms} ms)")
     prefix = f"{code.value}: " if code is not None else ""
     return Item(item_id, title, "fail", True, f"{prefix}{text} ({ms} ms)",
                 "check baseUrl, the key and the model name (docs/configuration.md, Probe and inline proof); "

@@ -1,6 +1,8 @@
 // Bundles the browser overlay with Vite's own library build (no extra bundler):
 //   src/overlay/loader.ts  -> dist/overlay-loader.js  (injected at page load: launcher + shortcut only)
 //   src/overlay/index.tsx  -> dist/overlay.js         (loaded on first open: picker, panel, diff view)
+//   src/overlay/visual/screenshot-lib.ts -> dist/overlay-screenshot.js (modern-screenshot, loaded on the
+//                                           overlay's first picture: it stays out of the 80 KB first open)
 // Both are single self-contained ES modules (Preact, diff2html and @medv/finder are bundled in), served
 // by the plugin as virtual modules (see src/plugin.ts). Run by `npm run build` after tsc.
 import { fileURLToPath } from "node:url";
@@ -12,6 +14,7 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 for (const [entry, fileName] of [
   ["src/overlay/loader.ts", "overlay-loader"],
   ["src/overlay/index.tsx", "overlay"],
+  ["src/overlay/visual/screenshot-lib.ts", "overlay-screenshot"],
 ]) {
   await build({
     root,
@@ -26,6 +29,8 @@ for (const [entry, fileName] of [
       sourcemap: false,
       target: "es2022",
       lib: { entry, formats: ["es"], fileName: () => `${fileName}.js` },
+      // The overlay imports the screenshot module by its virtual id (served by the plugin), never inlines it.
+      rollupOptions: { external: ["virtual:spotpatch/screenshot"] },
     },
   });
 }

@@ -44,7 +44,9 @@ export const CLIENT_URL = `/@id/__x00__${VIRTUAL_CLIENT_ID}`;
 export const VIRTUAL_LOADER_ID = "virtual:spotpatch/loader";
 export const LOADER_URL = `/@id/__x00__${VIRTUAL_LOADER_ID}`;
 export const VIRTUAL_OVERLAY_ID = "virtual:spotpatch/overlay";
-const VIRTUAL_IDS = new Set([VIRTUAL_CLIENT_ID, VIRTUAL_LOADER_ID, VIRTUAL_OVERLAY_ID]);
+/** modern-screenshot (`dist/overlay-screenshot.js`), imported by the overlay on its first picture (issue 26). */
+export const VIRTUAL_SCREENSHOT_ID = "virtual:spotpatch/screenshot";
+const VIRTUAL_IDS = new Set([VIRTUAL_CLIENT_ID, VIRTUAL_LOADER_ID, VIRTUAL_OVERLAY_ID, VIRTUAL_SCREENSHOT_ID]);
 
 const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string })
   .version;
@@ -182,7 +184,12 @@ export function spotpatchServer(options: ResolvedOptions, locateRoot: { root?: s
       const noMap = { mappings: "" } as const;
       if (id === RESOLVED_CLIENT_ID) return { code: clientModuleSource(instance.token), map: noMap };
       if (!instance.overlay) return undefined; // `overlay: false`: nothing but the client exists
-      const code = id === `\0${VIRTUAL_LOADER_ID}` ? loaderModuleSource(instance.overlay) : overlayModuleSource();
+      const code =
+        id === `\0${VIRTUAL_LOADER_ID}`
+          ? loaderModuleSource(instance.overlay)
+          : id === `\0${VIRTUAL_SCREENSHOT_ID}`
+            ? distFile("overlay-screenshot.js")
+            : overlayModuleSource();
       return { code, map: noMap };
     },
 

@@ -209,10 +209,15 @@ export interface AuditJobStartRecord {
 }
 /**
  * A target as offered at job start: its source path and line, the file's SHA-256 in the job's worktree
- * (or ``hashSkipped``: ``missing``, ``too-large``, ``not-started``), the instruction's length and SHA-256.
+ * (or ``hashSkipped``: ``missing``, ``too-large``, ``not-started``), the instruction's length and SHA-256;
+ * with a picture (issue 26): its SHA-256, size in bytes and whether it went to the model (``imageSent``),
+ * never the image.
  */
 export interface AuditTargetStart {
   hashSkipped?: "missing" | "too-large" | "not-started";
+  imageBytes?: number;
+  imageSent?: boolean;
+  imageSha256?: string;
   index: number;
   instructionChars: number;
   instructionSha256: string;
@@ -554,6 +559,7 @@ export interface ModelProfile {
   id: string;
   maxOutputTokens?: number | null;
   model: string;
+  vision?: boolean;
 }
 /**
  * The read-only suggestion lane (docs/design.md §14, docs/configuration.md ``suggestions``): off unless
@@ -625,6 +631,7 @@ export interface SpotAnnotation {
 }
 export interface Target {
   element?: ElementInfo | null;
+  image?: TargetImage | null;
   index: number;
   instruction: string;
   source?: SourceLocation | null;
@@ -638,6 +645,15 @@ export interface Target {
     | [UsageSite, UsageSite, UsageSite]
     | [UsageSite, UsageSite, UsageSite, UsageSite]
     | [UsageSite, UsageSite, UsageSite, UsageSite, UsageSite];
+}
+/**
+ * The picked element's rendering as the page captured it: PNG or WebP, standard base64 (no ``data:``
+ * prefix), at most :data:`MAX_IMAGE_BYTES` decoded. Only a model profile with proven vision receives it
+ * (engine/loop.py); the audit ledger records its SHA-256 and size only, never the bytes.
+ */
+export interface TargetImage {
+  data: string;
+  mediaType: "image/png" | "image/webp";
 }
 export interface SourceLocation {
   column?: number;
@@ -725,7 +741,10 @@ export interface LogTraceParams {
  *
  * ``source``: ``probe`` (this method's model listing and forced tool round trip) or ``inline`` (a job's
  * first tool call and its continuation proved it; no extra request). ``models``: the model ids the
- * endpoint listed (at most 50), absent when it was not asked or cannot list models.
+ * endpoint listed (at most 50), absent when it was not asked or cannot list models. ``vision`` (issue 26):
+ * absent when the model profile does not say ``vision: true`` (or tool calling failed first); ``true`` when
+ * the provider accepted the probe's image part; ``false`` when it refused it — ``message`` says why, and no
+ * job of this profile sends images.
  */
 export interface ProbeResult {
   cached: boolean;
@@ -737,6 +756,7 @@ export interface ProbeResult {
   ok: boolean;
   source: "probe" | "inline";
   toolCalling: boolean;
+  vision?: boolean;
 }
 export interface PromptRenderParams {
   annotation: SpotAnnotation;

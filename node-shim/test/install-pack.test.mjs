@@ -27,6 +27,7 @@ test("npm pack of a fresh checkout builds the plugin; the tarball installs into 
     "dist/client.js",
     "dist/overlay.js",
     "dist/overlay-loader.js",
+    "dist/overlay-screenshot.js",
     "dist/spotpatch.schema.json",
     "virtual.d.ts",
     "spotpatch.config.schema.json",

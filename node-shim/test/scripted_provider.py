@@ -13,6 +13,8 @@ reaches EOF. SCRIPT is one of:
                 MODEL_TOOL_CALL_UNSUPPORTED), then a text-only suggestion for the read-only suggestion lane
                 (one citation inside the excerpt, one outside it, and a diff that applies to the excerpt)
   react-ts    — create-vite's react-ts template: App.tsx's counter button reads "Clicks: {count}"
+  remove-save — the demo app: the Save button's line is removed from ProductCard.tsx (the overlay's visual
+                evidence test: the element no longer exists after Apply)
 """
 
 from __future__ import annotations
@@ -113,6 +115,9 @@ SCRIPTS = {
     "stall-demo": lambda: [{"stall": True}, *demo_turns()],
     "hostile": hostile_turns,
     "suggest": suggest_turns,
+    "remove-save": lambda: edit_turns(
+        PRODUCT_CARD, '\n      <button className="btn btn-secondary" onClick={onSave}>Save</button>', "",
+        "The Save button is gone."),
     **{name: (lambda edit=edit: edit_turns(*edit)) for name, edit in APP_EDITS.items()},
 }
 

@@ -319,10 +319,13 @@ def job_start_fields(*, job_id: str, provider_id: str, model_profile_id: str, mo
             "contextFilesOmitted": max(0, len(context_files) - MAX_CONTEXT_FILES)}
 
 
-def target_entries(annotation: SpotAnnotation, hashes: dict[str, dict[str, str]] | None) -> list[dict[str, Any]]:
+def target_entries(annotation: SpotAnnotation, hashes: dict[str, dict[str, str]] | None, *,
+                   images_sent: bool = False) -> list[dict[str, Any]]:
     """Per target: index, offered path (or ``pathRejected``) and line, the file's SHA-256 (or
     ``hashSkipped``: ``missing``, ``too-large``, ``not-started`` when the job ended before its worktree),
-    instruction length and SHA-256 (never its text). ``hashes``: path → ``{"sha256"}`` or ``{"hashSkipped"}``."""
+    instruction length and SHA-256 (never its text); with a picture, its SHA-256, byte size and
+    ``imageSent`` (``images_sent``: the job's model received the pictures) — never the image itself.
+    ``hashes``: path → ``{"sha256"}`` or ``{"hashSkipped"}``."""
     out: list[dict[str, Any]] = []
     for target in annotation.targets:
         entry: dict[str, Any] = {"index": target.index}
@@ -333,6 +336,8 @@ def target_entries(annotation: SpotAnnotation, hashes: dict[str, dict[str, str]]
                 entry.update((hashes or {}).get(entry["path"], {"hashSkipped": "not-started"}))
         entry["instructionChars"] = len(target.instruction)
         entry["instructionSha256"] = sha256_text(target.instruction)
+        if target.image is not None:
+            entry.update(imageSha256=target.image.sha256, imageBytes=target.image.byte_size, imageSent=images_sent)
         out.append(entry)
     return out
 

@@ -24,6 +24,7 @@ from spotpatch_agent.engine import gates
 from spotpatch_agent.engine.events import MAX_MESSAGE_CHARS, JobEventLog, error_info, now_iso
 from spotpatch_agent.engine.locations import check_tags, lines_reader
 from spotpatch_agent.engine.loop import LoopBudget, LoopStats, run_loop
+from spotpatch_agent.engine.pictures import drop_pictures, picture_note, target_pictures
 from spotpatch_agent.engine.prompt import SYSTEM_PROMPT, agent_task
 from spotpatch_agent.engine.states import job_tools  # defined there: a light import
 from spotpatch_agent.errors import JobFailure, SpotPatchError
@@ -86,6 +87,8 @@ class Job:
     #: Tool calling was proven for this model profile before the job (the probe or an earlier job's inline
     #: proof): only the wording of a first turn without a tool call depends on it.
     tool_calling_known: bool = False
+    #: The probe proved this model profile's vision (issue 26): the first message carries the targets' pictures.
+    vision: bool = False
     #: The project's warm worktree pool (worktree/pool.py): the job's worktree comes from it and goes back.
     pool: WorktreePool | None = None
     #: job/create's repository health, moments old: create_worktree skips its own first check (the
@@ -196,6 +199,7 @@ async def run_job(job: Job, adapter: ProviderAdapter, *, apply: AutoApply | None
                 finish = partial(job.set_status, "cancelled", "Cancelled.")
             try:
                 _end_ledger(job, finish)  # before the last status: job/audit then has job_end
+                drop_pictures(job.params.annotation)  # sent with the first turn; kept no longer (issue 26)
                 pending = finish()
                 if pending is not None:  # the auto modes' Apply (docs/design.md §10): validating → applying → …
                     await pending
@@ -226,7 +230,7 @@ def _end_ledger(job: Job, finish: Callable[[], Awaitable[None] | None]) -> None:
     follows as an ``apply`` record. Never raises (the ledger is fail-open)."""
     try:
         if not job.ledger.has_start():
-            job.ledger.record_job_start(**_start_fields(job, None))
+            job.ledger.record_job_start(**_start_fields(job, None, images_sent=job.vision and job.stats.turns > 0))
         outcome, code = "auto-apply", None
         if isinstance(finish, partial) and finish.func == job.fail:
             outcome, code = "failed", getattr(finish.args[0], "code", None)
@@ -237,13 +241,14 @@ def _end_ledger(job: Job, finish: Callable[[], Awaitable[None] | None]) -> None:
         log.exception("audit ledger: job_end not recorded")
 
 
-def _start_fields(job: Job, hashes: dict[str, dict[str, str]] | None) -> dict:
+def _start_fields(job: Job, hashes: dict[str, dict[str, str]] | None, *, images_sent: bool) -> dict:
     return job_start_fields(
         job_id=job.job_id, provider_id=job.provider.id, model_profile_id=job.model.id, mode=job.params.apply_mode,
         limits={name: job.limits.get(name) for name in LIMITS},
         local_changes=gates.includes_local_changes(job.params.apply_mode, job.params.trusted_fast_mode_consent,
                                                    job.params.local_changes_consent),
-        targets=target_entries(job.params.annotation, hashes), context_files=job.context_files)
+        targets=target_entries(job.params.annotation, hashes, images_sent=images_sent),
+        context_files=job.context_files)
 
 
 async def _keep_reviewable_diff(job: Job, worktree: Worktree | None) -> None:
@@ -403,17 +408,21 @@ async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor)
     context = await build_prompt_context(executor.context, job.params.annotation, checks=job.checks)
     job.context_files = context.files
     try:  # the ledger's job_start: the offered files' hashes through the same (cached) reader; fail-open
-        job.ledger.record_job_start(**_start_fields(job, await offered_hashes(executor.context, job.params.annotation)))
+        hashes = await offered_hashes(executor.context, job.params.annotation)
+        job.ledger.record_job_start(**_start_fields(job, hashes, images_sent=job.vision))
     except Exception:  # noqa: BLE001 - the job goes on; _end_ledger records job_start without hashes
         log.warning("audit ledger: job_start not recorded", exc_info=True)
     log.debug("job %s: project context of %d file(s) built in %.1f ms", job.job_id, len(context.files),
              context.build_ms)
     task = agent_task(job.params.annotation, max_turns=budget.max_turns, max_tool_calls=budget.max_tool_calls,
                       trusted_auto=job.params.apply_mode == "trusted-auto", context=context, tag_checks=tag_checks)
+    images = target_pictures(job.params.annotation) if job.vision else ()
+    if images:
+        task += picture_note(job.params.annotation)
     await run_loop(
         adapter=adapter, model=job.model.model, system=SYSTEM_PROMPT, task=task, tools=tool_specs(executor.tool_names),
         executor=executor, budget=budget, events=job.events, stats=job.stats,
-        tool_calling_known=job.tool_calling_known, ledger=job.ledger,
+        tool_calling_known=job.tool_calling_known, ledger=job.ledger, images=images,
     )
 
 

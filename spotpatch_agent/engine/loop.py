@@ -52,6 +52,7 @@ from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
 from spotpatch_agent.provider.base import (
     AssistantTurn,
     ConversationItem,
+    ImagePart,
     ProviderAdapter,
     TextDelta,
     ToolCallEvent,
@@ -128,16 +129,18 @@ async def run_loop(
     stats: LoopStats,
     tool_calling_known: bool = False,
     ledger: JobLedger | None = None,
+    images: tuple[ImagePart, ...] = (),
 ) -> str:
     """Drive turns until the model's final message, which is returned (bounded, redacted).
 
     ``tool_calling_known``: this model profile already proved tool calling (the probe, or an earlier job's
     inline proof), which changes only the wording of a first turn answered without a call.
     ``ledger``: the job's audit ledger; every answered call is recorded in it (docs/design.md §13).
+    ``images``: pictures the first user message carries (only for a profile whose vision the probe proved).
     Raises :class:`JobFailure` (``LIMIT_EXCEEDED``, ``MODEL_TOOL_CALL_UNSUPPORTED``, ``PROVIDER_PROTOCOL``,
     terminal tool failures) and :class:`spotpatch_agent.errors.ProviderError`; cancellation propagates.
     """
-    items: list[ConversationItem] = [UserMessage(task)]
+    items: list[ConversationItem] = [UserMessage(task, images=images)]
     turn = 0
     while True:
         turn += 1

@@ -103,6 +103,12 @@ class ProbeCache:
         """Whether tool calling is proven for this model profile (the probe or a job's inline proof)."""
         return probe_key(provider, model) in self.results
 
+    def vision(self, provider: ProviderProfile, model: ModelProfile) -> bool:
+        """Whether the targets' pictures may be sent (issue 26): the profile says ``vision`` and this session's
+        explicit probe saw the provider accept an image part."""
+        probe = self.results.get(probe_key(provider, model))
+        return model.vision and probe is not None and probe.vision is True
+
     def failed(self, provider: ProviderProfile, model: ModelProfile) -> bool:
         """Whether this session's explicit probe found no tool calling for this model profile."""
         return probe_key(provider, model) in self.failures
@@ -135,7 +141,7 @@ class ProbeCache:
             raise SpotPatchError(ErrorCode.AI_DISABLED,
                                  f"AI is off for {provider.display_name}: its key variable is not set.")
         cached = self.results.get(probe_key(provider, model))
-        if cached is not None:
+        if cached is not None and not (model.vision and cached.vision is None):  # inline proof: images unasked
             return cached.model_copy(update={"cached": True})
         from spotpatch_agent.provider.probe import ProbeOutcome, run_probe
 
@@ -143,7 +149,8 @@ class ProbeCache:
         started = anyio.current_time()
         try:
             outcome = await run_probe(adapter, model=model.model, base_url=provider.base_url, api_key=key,
-                                      headers=provider.headers, max_output_tokens=model.output_cap)
+                                      headers=provider.headers, max_output_tokens=model.output_cap,
+                                      vision=model.vision)
         except SpotPatchError as exc:
             outcome = ProbeOutcome(False, exc.message, exc.code, retryable=exc.retryable)
         finally:
@@ -155,7 +162,8 @@ class ProbeCache:
         result = ProbeResult(model_profile_id=model.id, ok=outcome.tool_calling, tool_calling=outcome.tool_calling,
                              cached=False, duration_ms=int((anyio.current_time() - started) * 1000),
                              message=message, error=error, source="probe",
-                             models=None if outcome.models is None else [REDACTOR(m) for m in outcome.models])
+                             models=None if outcome.models is None else [REDACTOR(m) for m in outcome.models],
+                             vision=outcome.vision)
         if result.ok:
             self.results[probe_key(provider, model)] = result
         elif outcome.code == ErrorCode.MODEL_TOOL_CALL_UNSUPPORTED:

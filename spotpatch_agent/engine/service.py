@@ -370,7 +370,8 @@ class EngineService:
                       model=model, limits=limits, events=JobEventLog(job_id, self._send_event),
                       checks=tuple(self._config.checks), sandbox=self._config.sandbox,
                       capability_probed=self._probes.passed(provider, model), pool=self._pool, health=health,
-                      tool_calling_known=self._probes.proven(provider, model))
+                      tool_calling_known=self._probes.proven(provider, model),
+                      vision=self._probes.vision(provider, model))
             self._jobs[job_id] = job
             job.set_status("preparing")
         except BaseException:

@@ -34,7 +34,9 @@ class AuditPath(WireModel):
 
 class AuditTargetStart(AuditPath):
     """A target as offered at job start: its source path and line, the file's SHA-256 in the job's worktree
-    (or ``hashSkipped``: ``missing``, ``too-large``, ``not-started``), the instruction's length and SHA-256."""
+    (or ``hashSkipped``: ``missing``, ``too-large``, ``not-started``), the instruction's length and SHA-256;
+    with a picture (issue 26): its SHA-256, size in bytes and whether it went to the model (``imageSent``),
+    never the image."""
 
     index: int
     line: int | None = None
@@ -42,6 +44,9 @@ class AuditTargetStart(AuditPath):
     hash_skipped: Literal["missing", "too-large", "not-started"] | None = None
     instruction_chars: int
     instruction_sha256: str
+    image_sha256: str | None = None
+    image_bytes: int | None = None
+    image_sent: bool | None = None
 
 
 class AuditContextFile(AuditPath):

@@ -39,6 +39,10 @@ class ModelProfile(InModel):
     #: ``max_output_tokens``); absent: :data:`DEFAULT_MAX_OUTPUT_TOKENS`; ``0``: no cap is sent (for a relay
     #: that rejects the field — the engine's own per-turn text budget still ends the turn).
     max_output_tokens: StrictInt | None = Field(default=None, ge=0, le=MAX_OUTPUT_TOKENS_CAP)
+    #: The model accepts images (issue 26): the probe then sends one tiny image part and, once the provider
+    #: accepted it, each job's first message carries the targets' pictures. JSON ``true`` only; without the
+    #: probe's proof no image is sent (``provider/probe``'s ``vision`` says why).
+    vision: StrictBool = False
 
     @property
     def output_cap(self) -> int | None:

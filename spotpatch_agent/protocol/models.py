@@ -9,7 +9,7 @@ the audit, suggestion or event models (cold start, issue 17)::
 
     base        WireModel (engine output), InModel (client and config input)
     config      TrustedConfig and its parts: providers, model profiles, checks, limits, modes, suggestions, audit
-    annotation  SpotAnnotation, Target, SourceLocation, UsageSite, ElementInfo, Rect
+    annotation  SpotAnnotation, Target, TargetImage, SourceLocation, UsageSite, ElementInfo, Rect
     jobs        prompt/render, job/create, the job/* params, JobSnapshot, DiffResult, ErrorInfo, FileStat
     session     initialize, session/get, health/get, EmptyParams, $/cancelRequest, $/logTrace
     events      the job/event kinds, JobEventNotification, JobEvent(), JobEventsResult
@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     )
     from spotpatch_agent.protocol.annotation import (
         Target as Target,
+    )
+    from spotpatch_agent.protocol.annotation import (
+        TargetImage as TargetImage,
     )
     from spotpatch_agent.protocol.annotation import (
         UsageSite as UsageSite,
@@ -319,7 +322,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "config": ("AUDIT_KEEP_DEFAULT", "AUDIT_KEEP_MAX", "DEFAULT_MAX_OUTPUT_TOKENS", "MAX_OUTPUT_TOKENS_CAP",
                "AuditConfig", "CheckConfig", "CheckLimits", "Limits", "ModelProfile", "Modes", "ProviderProfile",
                "Suggestions", "TrustedConfig"),
-    "annotation": ("ElementInfo", "Rect", "SourceLocation", "SpotAnnotation", "Target", "UsageSite"),
+    "annotation": ("MAX_IMAGE_BYTES", "MAX_JOB_IMAGE_BYTES", "ElementInfo", "Rect", "SourceLocation", "SpotAnnotation",
+                   "Target", "TargetImage", "UsageSite"),
     "jobs": ("TERMINAL_STATUSES", "ApplyMode", "DiffResult", "ErrorInfo", "FileStat", "JobCreateParams",
              "JobEventsParams", "JobIdParams", "JobListResult", "JobSnapshot", "JobStatus", "PromptRenderParams",
              "PromptRenderResult", "PromptTarget", "PromptWarning", "PromptWarningCode"),

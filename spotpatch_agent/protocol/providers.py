@@ -41,7 +41,10 @@ class ProbeResult(WireModel):
 
     ``source``: ``probe`` (this method's model listing and forced tool round trip) or ``inline`` (a job's
     first tool call and its continuation proved it; no extra request). ``models``: the model ids the
-    endpoint listed (at most 50), absent when it was not asked or cannot list models."""
+    endpoint listed (at most 50), absent when it was not asked or cannot list models. ``vision`` (issue 26):
+    absent when the model profile does not say ``vision: true`` (or tool calling failed first); ``true`` when
+    the provider accepted the probe's image part; ``false`` when it refused it — ``message`` says why, and no
+    job of this profile sends images."""
 
     model_profile_id: str
     ok: bool
@@ -52,3 +55,4 @@ class ProbeResult(WireModel):
     error: ErrorInfo | None = None
     source: Literal["probe", "inline"] = "probe"
     models: list[str] | None = None
+    vision: bool | None = None

@@ -41,8 +41,24 @@ class ToolSpec:
 
 
 @dataclass(frozen=True)
+class ImagePart:
+    """A picture in a user message (issue 26): PNG or WebP, standard base64. Its ``repr`` shows the size only,
+    so a logged request never carries the bytes."""
+
+    media_type: str
+    data: str = field(repr=False)
+
+    @property
+    def data_url(self) -> str:
+        """``data:<media type>;base64,<data>``: what both wire formats take as the image's URL."""
+        return f"data:{self.media_type};base64,{self.data}"
+
+
+@dataclass(frozen=True)
 class UserMessage:
     text: str
+    #: Pictures sent with the text (only to a model profile whose vision the probe proved: engine/loop.py).
+    images: tuple[ImagePart, ...] = ()
 
 
 @dataclass(frozen=True)

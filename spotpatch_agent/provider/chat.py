@@ -49,14 +49,15 @@ from spotpatch_agent.provider.http import loads as _loads
 
 def to_chat_messages(request: TurnRequest) -> list[dict[str, Any]]:
     """Chat ``messages`` for ``request``: a system message (when non-empty), then per item
-    ``{role:"user", content}``, ``{role:"assistant", content: text|None, tool_calls?: [{id, type:"function",
-    function:{name, arguments}}]}`` (ids echoed verbatim) and ``{role:"tool", tool_call_id, content}``."""
+    ``{role:"user", content}`` (content parts when it carries images), ``{role:"assistant", content: text|None,
+    tool_calls?: [{id, type:"function", function:{name, arguments}}]}`` (ids echoed verbatim) and
+    ``{role:"tool", tool_call_id, content}``."""
     messages: list[dict[str, Any]] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
     for item in request.items:
         if isinstance(item, UserMessage):
-            messages.append({"role": "user", "content": item.text})
+            messages.append({"role": "user", "content": _user_content(item)})
         elif isinstance(item, AssistantTurn):
             msg: dict[str, Any] = {"role": "assistant", "content": item.text or (None if item.tool_calls else "")}
             if item.tool_calls:
@@ -70,6 +71,14 @@ def to_chat_messages(request: TurnRequest) -> list[dict[str, Any]]:
         else:  # pragma: no cover - the union is closed
             raise TypeError(f"unknown conversation item {type(item).__name__}")
     return messages
+
+
+def _user_content(item: UserMessage) -> str | list[dict[str, Any]]:
+    """The text alone, or (with images) ``[{type:"text"}, {type:"image_url", image_url:{url:"data:…"}}, …]``."""
+    if not item.images:
+        return item.text
+    return [{"type": "text", "text": item.text},
+            *({"type": "image_url", "image_url": {"url": image.data_url}} for image in item.images)]
 
 
 def build_chat_body(request: TurnRequest) -> dict[str, Any]:

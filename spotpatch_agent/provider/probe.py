@@ -10,7 +10,11 @@
    "required"``; turn 2 answers the call and must stream a continuation. No call in turn 1 is
    ``MODEL_TOOL_CALL_UNSUPPORTED``.
 
-:func:`run_probe` chains both. Provider failures (auth, connection, protocol) are raised as
+3. :func:`probe_vision` — only for a model profile that says ``vision: true`` (issue 26), after tool calling
+   passed: one turn whose user message carries a tiny PNG image part; the provider accepting it (the turn
+   streams to its end) proves that images may be sent, a refusal is reported and no image is ever sent.
+
+:func:`run_probe` chains them. Provider failures (auth, connection, protocol) are raised as
 :class:`~spotpatch_agent.errors.ProviderError`; the caller turns them into a failed probe result. A real
 job's first tool call plus continuation proves the same capability inline (``LoopStats``, engine/loop.py).
 """
@@ -30,6 +34,7 @@ from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.provider.base import (
     AssistantTurn,
+    ImagePart,
     ProviderAdapter,
     ToolCallEvent,
     ToolCallRecord,
@@ -73,6 +78,10 @@ PROBE_TOOL = ToolSpec(
 )
 _SYSTEM = "You are a capability probe. Call the report_ready tool with ready set to true, then reply OK."
 _ASK = "Call report_ready now."
+#: The vision probe's picture: a 4×4 red PNG (73 bytes).
+PROBE_IMAGE = ImagePart("image/png", "iVBORw0KGgoAAAANSUhEUgAAAAQAAAAECAIAAAAmkwkpAAAAEElEQVR42mP4z8AARwzE"
+                                     "cQCukw/xOF6MEQAAAABJRU5ErkJggg==")
+_VISION_ASK = "What colour is this image? Answer with one word."
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,8 @@ class ProbeOutcome:
     code: ErrorCode | None = None
     models: tuple[str, ...] | None = None
     retryable: bool | None = None
+    #: Images accepted (True), refused (False), or not asked (None): :func:`probe_vision`.
+    vision: bool | None = None
 
 
 # ---------------------------------------------------------------- step 1: list models
@@ -243,6 +254,24 @@ async def probe_tool_calling(adapter: ProviderAdapter, model: str, *,
     return ProbeOutcome(True, "Tool calling works: one forced tool call and its continuation succeeded.")
 
 
+async def probe_vision(adapter: ProviderAdapter, model: str, *,
+                       max_output_tokens: int | None = None) -> tuple[bool, str]:
+    """One turn whose user message carries :data:`PROBE_IMAGE` (any wire format): ``(True, sentence)`` when
+    the provider streamed the turn to its end, ``(False, why)`` when it refused it (a provider error: HTTP 400
+    for an unsupported content part, an error inside the stream, …). Never raises a ProviderError."""
+    request = TurnRequest(system="", items=(UserMessage(_VISION_ASK, images=(PROBE_IMAGE,)),), tools=(PROBE_TOOL,),
+                          model=model, tool_choice="none", max_output_tokens=max_output_tokens,
+                          max_text_bytes=PROBE_TEXT_BYTES)
+    try:
+        async with aclosing(adapter.stream_turn(request)) as events:
+            async for _ in events:
+                pass
+    except ProviderError as exc:
+        return False, (f"Images: the provider refused an image part ({exc.message}); no images are sent to this "
+                       "model. Remove \"vision\" from the model profile or choose a model that accepts images.")
+    return True, "Images: the provider accepted an image part; the targets' pictures are sent with each job."
+
+
 def no_call_message(calls: Sequence[ToolCallEvent], stop_reason: str | None) -> str:
     """The diagnosis of a forced tool call answered without a valid call: the same for a short text-only
     answer and for one cut off by the text budget (``text_limit``); an answer that reached the output cap
@@ -268,9 +297,11 @@ async def run_probe(
     transport: httpx.AsyncBaseTransport | None = None,
     timeout: float = PROBE_TIMEOUT,
     max_output_tokens: int | None = None,
+    vision: bool = False,
 ) -> ProbeOutcome:
     """:func:`list_models`, then (unless the model is missing) :func:`probe_tool_calling` (with the output
-    cap ``max_output_tokens``), all within
+    cap ``max_output_tokens``), then with ``vision`` (the profile says the model accepts images) and tool
+    calling proven, :func:`probe_vision`, all within
     ``timeout`` seconds. The message starts with what the listing said. Raises :class:`ProviderError` as
     those two do, and ``PROVIDER_UNAVAILABLE`` when the whole probe takes longer than ``timeout``."""
     try:
@@ -280,6 +311,9 @@ async def run_probe(
             if missing is not None:
                 return missing
             outcome = await probe_tool_calling(adapter, model, max_output_tokens=max_output_tokens)
+            if vision and outcome.tool_calling:
+                accepted, said = await probe_vision(adapter, model, max_output_tokens=max_output_tokens)
+                outcome = replace(outcome, vision=accepted, message=f"{outcome.message} {said}")
     except TimeoutError:
         raise ProviderError(ErrorCode.PROVIDER_UNAVAILABLE, f"the probe took longer than {timeout:g} s") from None
     return replace(outcome, message=f"{listing.note} {outcome.message}", models=listing.models)

@@ -71,7 +71,8 @@ _KNOWN = frozenset({
 
 
 def to_responses_input(items: tuple[ConversationItem, ...]) -> list[dict[str, Any]]:
-    """Responses ``input`` items for a conversation: ``{type:"message", role:"user", content:[input_text]}``,
+    """Responses ``input`` items for a conversation: ``{type:"message", role:"user", content:[input_text,
+    input_image…]}`` (``{type:"input_image", image_url:"data:…"}`` per picture),
     an assistant turn as its replayed ``reasoning`` items (``{type, id, summary, encrypted_content}``, only
     those that carried ``encrypted_content``), ``{type:"message", role:"assistant", content:[output_text]}``
     (when it has text) followed by its ``{type:"function_call", call_id, name, arguments}`` items, each
@@ -80,7 +81,9 @@ def to_responses_input(items: tuple[ConversationItem, ...]) -> list[dict[str, An
     placed: set[int] = set()
     for i, item in enumerate(items):
         if isinstance(item, UserMessage):
-            out.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": item.text}]})
+            out.append({"type": "message", "role": "user", "content": [
+                {"type": "input_text", "text": item.text},
+                *({"type": "input_image", "image_url": image.data_url} for image in item.images)]})
         elif isinstance(item, AssistantTurn):
             out.extend(dict(r) for r in item.replay)  # reasoning items first, in their order (they precede calls)
             if item.text:

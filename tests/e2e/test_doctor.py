@@ -153,3 +153,21 @@ def test_a_committed_virtualenv_is_a_warning_with_the_fix(tmp_path: Path, canary
     assert item["status"] == "warn" and item["detail"] == "`.venv/` is committed (2 tracked files)"
     assert item["fix"] == "remove it from git (`git rm -r --cached .venv`) and add it to `.gitignore`."
     assert "committed-venv:venv" not in items, "a folder without pyvenv.cfg is not a virtualenv"
+
+
+def test_a_vision_profile_is_probed_with_an_image_and_a_refusal_is_a_warning(tmp_path: Path, canary: str) -> None:
+    refused = {"status": 400, "body": {"error": {"message": "image input is not supported", "type": "invalid"}}}
+    accepted = {"text": "Red", "finishReason": "stop"}
+    for answer, mark, says in ((accepted, "\u2713", "tool calling works, images accepted"),
+                               (refused, "!", "refused an image part")):
+        with ScriptedProviderServer([*PROBE_OK, answer]) as server:
+            project = project_with_config(tmp_path / mark.encode().hex(), server.base_url)
+            config = json.loads((project / "spotpatch.config.json").read_text())
+            config["providers"][0]["models"][0]["vision"] = True
+            (project / "spotpatch.config.json").write_text(json.dumps(config))
+            res = cli("doctor", "--project", str(project), env={KEY_ENV: canary})
+            assert len(server.requests) == 3  # the third carried the image part
+            assert server.requests[2]["messages"][-1]["content"][1]["type"] == "image_url"
+        line = next(li for li in res.stdout.splitlines() if "probe (m1)" in li)
+        assert line.startswith(mark) and says in line, res.stdout
+        assert res.returncode == 0, res.stdout  # a refused image is a warning, not a failure

@@ -99,6 +99,13 @@ label { cursor: pointer; }
 .sp-cards { list-style: none; margin: 0; padding: 0; display: flex; flex-direction: column; gap: 10px; }
 .sp-card { border: 1px solid var(--sp-border); border-radius: 10px; padding: 10px; display: flex; flex-direction: column; gap: 6px; }
 .sp-card-head { display: flex; align-items: center; gap: 8px; }
+.sp-thumb { align-self: flex-start; max-width: 100%; max-height: 96px; object-fit: contain; border: 1px dashed var(--sp-border); border-radius: 6px; padding: 4px; background: #fff; }
+.sp-visual-h { margin: 0; font-size: 14px; }
+.sp-figure { margin: 0; display: flex; flex-direction: column; gap: 6px; }
+.sp-ba { display: flex; flex-wrap: wrap; gap: 8px; align-items: flex-start; }
+.sp-ba-cell { display: flex; flex-direction: column; gap: 4px; flex: 1 1 120px; min-width: 0; }
+.sp-ba-cell img { max-width: 100%; max-height: 160px; object-fit: contain; align-self: flex-start; border: 1px solid var(--sp-border); border-radius: 6px; background: #fff; }
+.sp-ba-label { font-size: 12px; font-weight: 600; color: var(--sp-muted); }
 .sp-num { display: inline-flex; align-items: center; justify-content: center; min-width: 22px; height: 22px; border-radius: 11px;
   background: var(--sp-accent); color: var(--sp-accent-fg); font-weight: 700; font-size: 12px; padding: 0 6px; }
 .sp-card-title { flex: 1; font-weight: 600; overflow-wrap: anywhere; }

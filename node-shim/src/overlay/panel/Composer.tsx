@@ -11,6 +11,7 @@ import type { Controller } from "./controller.js";
 import { Iso } from "./Iso.js";
 import { ChecksSandboxNote } from "./Sandbox.js";
 import type { Draft } from "./state.js";
+import { Thumb } from "./Visual.js";
 
 export function Composer({ ctl }: { ctl: Controller }) {
   const { state, t } = ctl;
@@ -166,6 +167,7 @@ function Card({ ctl, draft, n }: { ctl: Controller; draft: Draft; n: number }) {
             ×
           </button>
         </div>
+        <Thumb ctl={ctl} target={draft.target} n={n} />
         {text && (
           <p class="sp-muted">
             “<Iso>{text}</Iso>”

@@ -16,6 +16,7 @@ import { Iso } from "./Iso.js";
 import { CheckSandboxMarks, UnconfinedChecksNote } from "./Sandbox.js";
 import { ACTIVE, RUNNING, canSuggest, formatElapsed, providerOfModel, timelineOf } from "./state.js";
 import { SuggestionBox } from "./Suggestion.js";
+import { BeforeAfter } from "./Visual.js";
 
 const MESSAGE_SHOWN = 1200;
 
@@ -90,6 +91,7 @@ export function JobPanel({ ctl }: { ctl: Controller }) {
           {t("job.reverted")}
         </p>
       )}
+      {job.visual && <BeforeAfter ctl={ctl} visual={job.visual} />}
       {fellBack && snapshot.message && <p class="sp-note sp-warn">{`${t("job.fellBack")} ${snapshot.message}`}</p>}
 
       {(status === "awaiting-review" ||

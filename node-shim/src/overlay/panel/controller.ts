@@ -239,6 +239,7 @@ export class Controller extends JobFlow {
     // A new target answers an earlier complaint ("no target yet", a failed copy…): drop it.
     if (this.state.notice?.tone === "error" && targets.length <= room) this.set({ notice: null });
     this.setDrafts([...this.state.drafts, ...fresh]);
+    this.evidence.take(fresh.map((d) => d.target));
     if (focus) this.focusRequest = { kind: "instruction", key: fresh[0]!.key };
     this.set({});
   }

@@ -6,6 +6,7 @@
  */
 import type { SpotPatchClient } from "../../client.js";
 import type { JobEventNotification, JobSnapshot } from "../../protocol.generated.js";
+import { Evidence } from "../visual/evidence.js";
 import { ACTIVE, RUNNING, buildAnnotation, storableTarget, type Draft, type JobInput, type JobView } from "./state.js";
 import { Store, errorParts } from "./store.js";
 
@@ -41,6 +42,8 @@ export abstract class JobFlow extends Store {
   protected watchAbort: AbortController | undefined;
   protected nextKey = 1;
   private submitting = false;
+  /** The targets' pictures: taken when picked, again after Apply and Revert (issue 26). */
+  readonly evidence = new Evidence(() => this.set({}));
 
   abstract open(focus?: boolean): void;
   abstract stopPick(): void;
@@ -101,6 +104,7 @@ export abstract class JobFlow extends Store {
       this.limits.maxInstructionChars,
       location.pathname + location.search,
     );
+    await this.evidence.attach(annotation, input.targets.map((entry) => entry.target));
     const params: Parameters<SpotPatchClient["createJob"]>[0] = { annotation, modelProfileId: modelId, applyMode };
     if (applyMode === "trusted-auto") params.trustedFastModeConsent = true;
     else if (this.state.health?.state === "consent-required" && this.state.includeLocal)
@@ -327,6 +331,8 @@ export abstract class JobFlow extends Store {
     ) {
       void this.loadDiffIfReady();
     }
+    if (event.kind === "status" && (event.status === "applied" || event.status === "reverted"))
+      void this.showVisual(event.status);
   }
 
   protected async loadDiffIfReady(): Promise<void> {
@@ -383,12 +389,28 @@ export abstract class JobFlow extends Store {
     await this.closeJob(false);
   }
 
-  apply(): Promise<unknown> {
-    return this.act((id) => this.client.apply(id));
+  async apply(): Promise<unknown> {
+    this.evidence.expectUpdate();
+    const done = await this.act((id) => this.client.apply(id));
+    if (!done) this.evidence.stopWatch();
+    return done;
   }
 
-  revert(): Promise<unknown> {
-    return this.act((id) => this.client.revert(id));
+  async revert(): Promise<unknown> {
+    this.evidence.expectUpdate();
+    const done = await this.act((id) => this.client.revert(id));
+    if (!done) this.evidence.stopWatch();
+    return done;
+  }
+
+  /** Before | after pictures once Apply (the diff says where each target's line went) or Revert updated the page. */
+  private async showVisual(phase: "applied" | "reverted"): Promise<void> {
+    const job = this.state.job;
+    if (!job?.input) return;
+    const diff = phase === "reverted" ? null : (job.diff ?? (await this.client.diff(job.jobId).catch(() => null)));
+    await this.evidence.compare(phase, job.input.targets.map((entry) => entry.target), diff?.diff ?? null, (visual) => {
+      if (this.state.job?.jobId === job.jobId) this.setJob({ visual });
+    });
   }
 
   /** Ask the read-only suggestion lane once for this failed job (`job/suggest`); it changes nothing. */

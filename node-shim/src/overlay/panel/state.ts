@@ -21,6 +21,7 @@ import type {
 } from "../../protocol.generated.js";
 import type { Lang } from "../i18n.js";
 import type { PickedTarget } from "../picker/types.js";
+import type { VisualResult } from "../visual/evidence.js";
 import { cleanChain } from "../picker/chain.js";
 import { isProjectPath } from "../picker/chain-site.js";
 
@@ -72,6 +73,8 @@ export interface JobView {
   suggestion?: SuggestionResult | null;
   suggesting?: boolean;
   suggestionError?: { code: string; message: string } | null;
+  /** Before | after pictures of the targets once Apply (or Revert) updated the page (visual/evidence.ts). */
+  visual?: VisualResult | null;
 }
 
 /** Whether the page may offer a suggestion for `job`: the lane is on and the model failed the capability. */
