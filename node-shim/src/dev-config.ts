@@ -16,7 +16,7 @@ import path from "node:path";
 
 import type { UserConfig, ViteDevServer } from "vite";
 
-import { CONFIG_FILE, mergeConfig, readConfigFile } from "./config-file.js";
+import { CONFIG_FILE, ConfigFileError, configProblemBlock, mergeConfig, readConfigFile } from "./config-file.js";
 import type { EngineLogger } from "./engine.js";
 import { VENV_DIRS } from "./engine-locate.js";
 import type { TrustedConfig } from "./protocol.generated.js";
@@ -62,8 +62,8 @@ export interface ConfigWatch {
   projectRoot: string;
   /** The trusted keys given as plugin options (they win over the file's, src/config-file.ts). */
   options: TrustedConfig;
-  /** The trusted config this dev-server instance's engine gets. */
-  current: TrustedConfig;
+  /** The trusted config this dev-server instance's engine gets; undefined while the file is invalid (SpotPatch off). */
+  current: TrustedConfig | undefined;
   supervisor: EngineSupervisor;
   logger: EngineLogger;
 }
@@ -120,9 +120,21 @@ export function watchConfigFile(server: ViteDevServer, watch: ConfigWatch): () =
     try {
       next = mergeConfig(watch.options, readConfigFile(watch.projectRoot));
     } catch (error) {
-      // The message of a failed start; the running instance (and its engine) stays as it was.
-      logger.error((error as Error).message);
-      logger.warn(`[spotpatch] ${CONFIG_FILE} changed: not restarting (the file is invalid, see above); the previous configuration stays in use until it is fixed.`);
+      if (!(error instanceof ConfigFileError)) throw error;
+      // The block of a start with this file; the running instance (and its engine) stays as it was.
+      const off = watch.current === undefined;
+      logger.error(
+        configProblemBlock(
+          error,
+          off
+            ? "SpotPatch stays off until the file is fixed; the app runs without it."
+            : "The previous configuration stays in use until the file is fixed.",
+        ),
+      );
+      logger.warn(
+        `[spotpatch] ${CONFIG_FILE} changed: not restarting (the file is invalid, see above); ` +
+          (off ? "SpotPatch stays off until it is fixed." : "the previous configuration stays in use until it is fixed."),
+      );
       return;
     }
     if (JSON.stringify(next) === JSON.stringify(watch.current)) {
