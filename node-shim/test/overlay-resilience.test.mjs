@@ -7,7 +7,8 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
-import { openDemo, panelOf, snap, waitFor } from "./overlay-flow-helpers.mjs";
+import { TOUCHED, bytesOf, openDemo, panelOf, snap, submitDemoJob, waitFor } from "./overlay-flow-helpers.mjs";
+import { git } from "./support.mjs";
 
 const BROKEN_CONFIG = { providers: [{ id: "openai", displayName: "OpenAI", api: "chat" }], limits: { maxTurns: "nine" }, bogus: 1 };
 const writeConfig = (root, value) =>
@@ -51,4 +52,38 @@ test("a config typo: the app runs, Vite's log lists every problem once, the pane
     { what: "the composer after the fix", timeoutMs: 30_000 },
   );
   assert.equal(await panel.getByRole("heading", { name: /SpotPatch is off/ }).count(), 0);
+});
+
+test("a config edit with a review pending: the dev server does not restart until the job is closed; the review stays and Apply writes exactly the reviewed bytes", async (t) => {
+  const { page, logger, project } = await openDemo(t);
+  const diffs = [];
+  page.on("response", async (response) => {
+    if (response.url().endsWith("/__spotpatch/rpc/job/diff") && response.ok()) diffs.push((await response.json()).result.diff);
+  });
+  await submitDemoJob(page);
+  const panel = panelOf(page);
+  await panel.getByRole("button", { name: "Apply" }).waitFor({ timeout: 30_000 });
+  await waitFor(() => diffs.length > 0, { what: "the reviewed diff" });
+  const reviewed = diffs.at(-1);
+
+  // A key the plugin options do not override (the providers and checks come from spotpatch()).
+  writeConfig(project.root, { limits: { maxTargets: 7 } });
+  const HOLD = /spotpatch\.config\.json changed: restarting once job job_[0-9a-f]{16} is closed in the panel/;
+  await waitFor(() => logger.lines.some((l) => HOLD.test(l.msg)), { what: "the held-restart line" });
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  const RESTARTING = /spotpatch\.config\.json changed: restarting$/;
+  assert.ok(!logger.lines.some((l) => RESTARTING.test(l.msg)), "no restart while the review waits");
+  await panel.getByRole("status").filter({ hasText: /^\s*Ready for review$/ }).waitFor();
+  await snap(page, "config-edit-review-kept");
+
+  await panel.getByRole("button", { name: "Apply" }).click();
+  await panel.getByRole("button", { name: "Revert" }).waitFor({ timeout: 30_000 });
+  const changed = (text) => text.split("\n").filter((l) => /^[-+](?![-+]{2} )/.test(l));
+  assert.deepEqual(changed(git(project.root, "diff", "--", TOUCHED)), changed(reviewed), "the working tree got exactly the reviewed change");
+  assert.ok(bytesOf(project).toString("utf8").includes("btn-primary"));
+  assert.ok(!logger.lines.some((l) => RESTARTING.test(l.msg)), "still no restart: the applied job can be reverted");
+
+  // Closed by the user: now the restart happens (the file is read again).
+  await panel.getByRole("button", { name: "New edit" }).click();
+  await waitFor(() => logger.lines.some((l) => RESTARTING.test(l.msg)), { what: "the restart after the job was closed", timeoutMs: 30_000 });
 });
