@@ -7,7 +7,7 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
-import { TOUCHED, bytesOf, openDemo, panelOf, snap, submitDemoJob, waitFor } from "./overlay-flow-helpers.mjs";
+import { TOUCHED, bytesOf, openDemo, panelOf, recordCalls, snap, submitDemoJob, waitFor } from "./overlay-flow-helpers.mjs";
 import { git } from "./support.mjs";
 
 const BROKEN_CONFIG = { providers: [{ id: "openai", displayName: "OpenAI", api: "chat" }], limits: { maxTurns: "nine" }, bogus: 1 };
@@ -86,4 +86,27 @@ test("a config edit with a review pending: the dev server does not restart until
   // Closed by the user: now the restart happens (the file is read again).
   await panel.getByRole("button", { name: "New edit" }).click();
   await waitFor(() => logger.lines.some((l) => RESTARTING.test(l.msg)), { what: "the restart after the job was closed", timeoutMs: 30_000 });
+});
+
+test("a suggestion survives a reload: the draft is shown again without asking the model twice", async (t) => {
+  const { page, provider } = await openDemo(t, { script: "suggest", options: { checks: [], suggestions: { enabled: true } } });
+  await submitDemoJob(page);
+  const panel = panelOf(page);
+  await panel.getByRole("alert").getByText(/^MODEL_TOOL_CALL_UNSUPPORTED: /).waitFor({ timeout: 30_000 });
+  const calls = recordCalls(page, "job/suggest");
+  await panel.getByRole("button", { name: "Ask for a suggestion" }).click();
+  const box = panel.getByRole("region", { name: "Suggestion (draft)" });
+  await box.getByText("Draft: nothing was changed", { exact: false }).waitFor({ timeout: 30_000 });
+  const before = await box.innerText();
+  await provider.waitForRequests(2);
+
+  await page.reload();
+  await page.getByRole("button", { name: "Save", exact: true }).waitFor();
+  const launcher = page.getByRole("button", { name: "SpotPatch", exact: true });
+  if (!(await panel.isVisible().catch(() => false))) await launcher.click();
+  await box.getByText("Draft: nothing was changed", { exact: false }).waitFor({ timeout: 15_000 });
+  assert.equal(await box.innerText(), before, "the same draft, checks and citations");
+  assert.equal(calls.length, 1, "job/suggest was not asked again");
+  assert.equal(await panel.getByRole("button", { name: "Ask for a suggestion" }).count(), 0);
+  assert.deepEqual(page.errors, []);
 });
