@@ -7,7 +7,8 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
-import { TOUCHED, bytesOf, openDemo, panelOf, recordCalls, snap, submitDemoJob, waitFor } from "./overlay-flow-helpers.mjs";
+import { TOUCHED, bytesOf, openDemo, openPanel, panelOf, recordCalls, snap, submitDemoJob, waitFor } from "./overlay-flow-helpers.mjs";
+import { drag } from "./overlay-picker-helpers.mjs";
 import { git } from "./support.mjs";
 
 const BROKEN_CONFIG = { providers: [{ id: "openai", displayName: "OpenAI", api: "chat" }], limits: { maxTurns: "nine" }, bogus: 1 };
@@ -109,4 +110,32 @@ test("a suggestion survives a reload: the draft is shown again without asking th
   assert.equal(calls.length, 1, "job/suggest was not asked again");
   assert.equal(await panel.getByRole("button", { name: "Ask for a suggestion" }).count(), 0);
   assert.deepEqual(page.errors, []);
+});
+
+test("an area target sends its rectangle, the viewport size and the located elements it overlaps (the model gets their locations)", async (t) => {
+  const { page } = await openDemo(t);
+  await openPanel(page);
+  const panel = panelOf(page);
+  const creates = recordCalls(page, "job/create");
+  // A rectangle cutting through the Save button and the price: no located element lies inside it whole.
+  const boxes = [await page.getByRole("button", { name: "Save", exact: true }).boundingBox(), await page.locator("span.price").boundingBox()];
+  boxes.sort((a, b) => a.x - b.x);
+  const [left, right] = boxes;
+  const from = [left.x + left.width / 2, Math.min(left.y, right.y) + 2];
+  const to = [right.x + right.width / 2, Math.max(left.y + left.height, right.y + right.height) - 2];
+  await panel.getByRole("button", { name: "Select an area" }).click();
+  await drag(page, from, to);
+  await panel.getByRole("textbox", { name: "Instruction for target 1" }).fill("Align these two.");
+  await panel.getByRole("button", { name: "Submit" }).click();
+  await waitFor(() => creates.length === 1, { what: "job/create" });
+  const target = creates[0].annotation.targets[0];
+  assert.ok(target.area, `an area: ${JSON.stringify(target)}`);
+  const scroll = await page.evaluate(() => [window.scrollX, window.scrollY, window.innerWidth, window.innerHeight]);
+  assert.deepEqual([target.area.viewportWidth, target.area.viewportHeight], [scroll[2], scroll[3]]);
+  assert.ok(Math.abs(target.area.rect.x - Math.round(from[0] + scroll[0])) <= 1, JSON.stringify(target.area.rect));
+  assert.ok(Math.abs(target.area.rect.width - Math.round(to[0] - from[0])) <= 1, JSON.stringify(target.area.rect));
+  const found = target.area.elements.map((e) => `${e.tagName} ${e.source.file}:${e.source.line}`);
+  assert.ok(found.includes(`button ${TOUCHED}:12`) && found.includes(`span ${TOUCHED}:11`), JSON.stringify(found));
+  assert.ok(target.area.elements.length <= 8);
+  for (const e of target.area.elements) assert.ok(e.rect.width > 0 && e.rect.height > 0);
 });

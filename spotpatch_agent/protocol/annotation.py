@@ -10,7 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from spotpatch_agent.protocol.base import InModel
 from spotpatch_agent.protocol.limits import LIMITS
 
-__all__ = ["ElementInfo", "Rect", "SourceLocation", "SpotAnnotation", "Target", "UsageSite"]
+__all__ = ["AreaElement", "AreaInfo", "ElementInfo", "Rect", "SourceLocation", "SpotAnnotation", "Target", "UsageSite"]
 
 _ALLOWED_ATTR = re.compile(r"^(id|class|role|aria-[a-z0-9-]+|data-testid|name|type|href|alt|title)$")
 
@@ -58,6 +58,32 @@ class UsageSite(InModel):
     column: int = Field(default=1, ge=1)
 
 
+# ---- Area targets (issue 26): the dragged rectangle and the located elements inside it ------------------
+
+#: Located elements an area target carries at most (the page sends the largest).
+MAX_AREA_ELEMENTS = 8
+
+
+class AreaElement(InModel):
+    """A located element (``data-spotpatch-loc``) overlapping an area target's rectangle: its source location,
+    tag name and border box (page coordinates, CSS px)."""
+
+    source: SourceLocation
+    tag_name: str = Field(min_length=1, max_length=64)
+    rect: Rect
+
+
+class AreaInfo(InModel):
+    """An area target's rectangle as the user dragged it: ``rect`` in page coordinates (CSS px of the top
+    document, scroll included), the viewport's size then, and the located elements overlapping it, largest
+    overlap first (at most :data:`MAX_AREA_ELEMENTS`)."""
+
+    rect: Rect
+    viewport_width: float = Field(ge=0, le=100_000)
+    viewport_height: float = Field(ge=0, le=100_000)
+    elements: list[AreaElement] = Field(default_factory=list, max_length=MAX_AREA_ELEMENTS)
+
+
 class Target(InModel):
     index: int = Field(ge=1)
     instruction: str = Field(min_length=1, max_length=LIMITS["maxInstructionChars"][1])
@@ -67,6 +93,9 @@ class Target(InModel):
     usage_chain: list[UsageSite] = Field(default_factory=list, max_length=5)
     #: The picked element; absent for a target given as a source location only (``spotpatch-agent run``).
     element: ElementInfo | None = None
+    #: An area target (a dragged rectangle holding no whole located element): the rectangle and the located
+    #: elements overlapping it. Absent for an element or text target.
+    area: AreaInfo | None = None
 
 
 class SpotAnnotation(InModel):
