@@ -9,7 +9,7 @@ import { test } from "node:test";
 
 import { TOUCHED, bytesOf, openDemo, openPanel, panelOf, recordCalls, snap, submitDemoJob, waitFor } from "./overlay-flow-helpers.mjs";
 import { drag } from "./overlay-picker-helpers.mjs";
-import { git } from "./support.mjs";
+import { git, pageSession } from "./support.mjs";
 
 const BROKEN_CONFIG = { providers: [{ id: "openai", displayName: "OpenAI", api: "chat" }], limits: { maxTurns: "nine" }, bogus: 1 };
 const writeConfig = (root, value) =>
@@ -56,7 +56,8 @@ test("a config typo: the app runs, Vite's log lists every problem once, the pane
 });
 
 test("a config edit with a review pending: the dev server does not restart until the job is closed; the review stays and Apply writes exactly the reviewed bytes", async (t) => {
-  const { page, logger, project } = await openDemo(t);
+  const { page, logger, project, url } = await openDemo(t);
+  const { token } = await pageSession(url.replace(/\/$/, ""));
   const diffs = [];
   page.on("response", async (response) => {
     if (response.url().endsWith("/__spotpatch/rpc/job/diff") && response.ok()) diffs.push((await response.json()).result.diff);
@@ -87,6 +88,14 @@ test("a config edit with a review pending: the dev server does not restart until
   // Closed by the user: now the restart happens (the file is read again).
   await panel.getByRole("button", { name: "New edit" }).click();
   await waitFor(() => logger.lines.some((l) => RESTARTING.test(l.msg)), { what: "the restart after the job was closed", timeoutMs: 30_000 });
+  // The new instance serves (a new token): the restart is over before the test closes the server.
+  await waitFor(async () => {
+    const now = await pageSession(url.replace(/\/$/, "")).catch(() => undefined);
+    return !!now && now.token !== token;
+  }, {
+    what: "the restarted dev server",
+    timeoutMs: 30_000,
+  });
 });
 
 test("a suggestion survives a reload: the draft is shown again without asking the model twice", async (t) => {
