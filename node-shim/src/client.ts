@@ -77,8 +77,7 @@ export type ServerErrorCode =
   | "ENGINE_FAILED"
   | "ENGINE_ERROR"
   | "SERVER_CLOSING"
-  | "VITE_UNSUPPORTED"
-  | "CONFIG_INVALID";
+  | "VITE_UNSUPPORTED";
 
 /** The JSON body of every refused or failed call: `{"error": SpotPatchErrorBody}`. */
 export interface SpotPatchErrorBody {

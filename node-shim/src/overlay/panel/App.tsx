@@ -8,7 +8,6 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { LANGS, type Lang } from "../i18n.js";
 import { Composer, SubmitArea, WaitingTargets } from "./Composer.js";
 import type { Controller } from "./controller.js";
-import { ConfigProblem } from "./ConfigProblem.js";
 import { ConsentDialog } from "./Dialog.js";
 import { PlacementLive, PlacementMenu, Pill, Separator, usePlacement } from "./Dock.js";
 import { JobActions, JobPanel } from "./Job.js";
@@ -133,9 +132,7 @@ export function App({ ctl }: { ctl: Controller }) {
               </button>
             </div>
           )}
-          {ctl.options.configProblem ? (
-            <ConfigProblem ctl={ctl} />
-          ) : state.job ? (
+          {state.job ? (
             <>
               <JobPanel ctl={ctl} />
               {state.drafts.length > 0 && <WaitingTargets ctl={ctl} />}
@@ -144,7 +141,7 @@ export function App({ ctl }: { ctl: Controller }) {
             <Composer ctl={ctl} />
           )}
         </div>
-        {ctl.options.configProblem ? null : state.job ? (
+        {state.job ? (
           <div class="sp-foot">
             <JobActions ctl={ctl} />
           </div>
