@@ -23,11 +23,9 @@ def _redactor_secrets_per_test():
     of one test's fixed canary (``sk-test-0123456789abcdef``) would otherwise mask another test's text."""
     from spotpatch_agent.policy.redact import REDACTOR
 
-    saved = (set(REDACTOR._secrets), REDACTOR._grams, REDACTOR._gram_run)
+    saved = REDACTOR.snapshot()
     yield
-    with REDACTOR._lock:
-        REDACTOR._secrets, REDACTOR._grams, REDACTOR._gram_run = saved
-        REDACTOR._pattern = None
+    REDACTOR.restore(saved)
 
 
 @pytest.fixture(autouse=True)
