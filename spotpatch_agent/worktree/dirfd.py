@@ -110,7 +110,7 @@ def open_parents(root: Path, parts: list[str], *, create: bool) -> list[int] | N
     fds = [os.open(root, ROOT_FLAGS)]
     try:
         for index, part in enumerate(parts[:-1]):
-            fd = _open_dir(fds[-1], part, create, parts[: index + 1])
+            fd = open_subdir(fds[-1], part, create, parts[: index + 1])
             if fd is None:
                 close_all(fds)
                 return None
@@ -121,9 +121,9 @@ def open_parents(root: Path, parts: list[str], *, create: bool) -> list[int] | N
     return fds
 
 
-def _open_dir(parent: int, name: str, create: bool, shown: list[str]) -> int | None:
+def open_subdir(parent: int, name: str, create: bool, shown: list[str], mode: int = 0o777) -> int | None:
     """``name`` opened as a directory relative to ``parent``, never following a symlink; ``None`` when
-    missing and not ``create`` (else made first, then opened the same way)."""
+    missing and not ``create`` (else made with ``mode`` first, then opened the same way)."""
     try:
         try:
             return os.open(name, DIR_FLAGS, dir_fd=parent)
@@ -131,7 +131,7 @@ def _open_dir(parent: int, name: str, create: bool, shown: list[str]) -> int | N
             if not create:
                 return None
         try:
-            os.mkdir(name, 0o777, dir_fd=parent)
+            os.mkdir(name, mode, dir_fd=parent)
         except FileExistsError:
             pass  # made meanwhile: opened (never followed) just below
         return os.open(name, DIR_FLAGS, dir_fd=parent)

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from spotpatch_agent.worktree.dirfd import DIR_FD, DIR_FLAGS, ROOT_FLAGS, write_fully
+from spotpatch_agent.worktree.dirfd import DIR_FD, ROOT_FLAGS, open_subdir, write_fully
 
 __all__ = ["SPOTPATCH_DIR", "SUBDIRS", "Folder", "UnsafeGitDirEntry", "folder", "read_small", "split_git_path",
            "unsafe_entries", "write_replacing"]
@@ -146,21 +146,15 @@ def folder(git_dir: Path, parts: Sequence[str], *, create: bool) -> Iterator[Fol
 
 
 def _open_dir(parent: int, name: str, create: bool, shown: str) -> int:
+    """:func:`~spotpatch_agent.worktree.dirfd.open_subdir` (made 0700): a symlink or file raises
+    :class:`UnsafeGitDirEntry`, a missing folder (not ``create``) ``FileNotFoundError``."""
     try:
-        try:
-            return os.open(name, DIR_FLAGS, dir_fd=parent)
-        except FileNotFoundError:
-            if not create:
-                raise
-        try:
-            os.mkdir(name, 0o700, dir_fd=parent)
-        except FileExistsError:
-            pass  # made meanwhile: opened (never followed) just below
-        return os.open(name, DIR_FLAGS, dir_fd=parent)
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):  # a symlink (EMLINK: BSD) or a file
-            raise UnsafeGitDirEntry(shown) from None
-        raise
+        fd = open_subdir(parent, name, create, [shown], mode=0o700)
+    except NotADirectoryError:
+        raise UnsafeGitDirEntry(shown) from None
+    if fd is None:
+        raise FileNotFoundError(errno.ENOENT, f"<git dir>/{shown} does not exist")
+    return fd
 
 
 def _refuse_link(path: Path, shown: str, *, missing_ok: bool) -> None:
