@@ -95,12 +95,15 @@ const canScroll = () => document.documentElement.scrollHeight > window.innerHeig
 export function usePlacement(ctl: Controller, store: PlacementStore, wide: boolean): Layout {
   const [, setVersion] = useState(0);
   useEffect(() => store.subscribe(() => setVersion((n) => n + 1)), [store]);
+  const open = ctl.state.open;
+  // Closed, the overlay costs nothing: no resize listener, so a resize renders nothing and schedules no
+  // frame (the panel's effects run after a frame). Opening reads the viewport afresh.
   useEffect(() => {
+    if (!open) return;
     const onResize = () => setVersion((n) => n + 1);
     window.addEventListener("resize", onResize);
     return () => window.removeEventListener("resize", onResize);
-  }, []);
-  const open = ctl.state.open;
+  }, [open]);
   useEffect(() => {
     if (!open) return;
     const onKey = (event: KeyboardEvent) => {
