@@ -289,3 +289,25 @@ test("390×844: pick mode collapses the panel so the pointer picks; the review d
   await docShot(page, "overlay-mobile");
   assert.deepEqual(page.errors, []);
 });
+
+test("closed, the placement costs nothing: a resize schedules no frame; opened again, the panel fits the new viewport", async (t) => {
+  const { page } = await openDemo(t, { script: null });
+  await openPanel(page);
+  await chooseDock(page, "Dock left");
+  await panelOf(page).getByRole("button", { name: "Close panel" }).click();
+  await panelOf(page).waitFor({ state: "hidden" });
+  await page.waitForTimeout(300);
+  // Count requestAnimationFrame callbacks from now on: the panel's effects run after a frame.
+  await page.evaluate(() => {
+    window.__raf = 0;
+    const raf = window.requestAnimationFrame.bind(window);
+    window.requestAnimationFrame = (cb) => raf((ts) => (window.__raf++, cb(ts)));
+  });
+  await page.setViewportSize({ width: 900, height: 600 });
+  await page.waitForTimeout(1000);
+  assert.equal(await page.evaluate(() => window.__raf), 0, "closed: a resize costs no frame");
+  await openPanel(page);
+  const box = await panelBox(page);
+  assert.equal(box?.dock, "left", "the chosen dock is kept");
+  assert.ok(box.right <= 900 && box.bottom <= 600, `the panel fits the new viewport: ${JSON.stringify(box)}`);
+});
