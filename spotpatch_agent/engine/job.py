@@ -26,7 +26,6 @@ from spotpatch_agent.engine.locations import check_tags, lines_reader
 from spotpatch_agent.engine.loop import LoopBudget, LoopStats, run_loop
 from spotpatch_agent.engine.pictures import drop_pictures, picture_note, target_pictures
 from spotpatch_agent.engine.prompt import SYSTEM_PROMPT, agent_task
-from spotpatch_agent.engine.states import job_tools  # defined there: a light import
 from spotpatch_agent.errors import JobFailure, SpotPatchError
 from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
 from spotpatch_agent.protocol.errors import ErrorCode
@@ -45,7 +44,7 @@ from spotpatch_agent.protocol.models import (
 )
 from spotpatch_agent.provider.base import ProviderAdapter
 from spotpatch_agent.tools.executor import ToolExecutor
-from spotpatch_agent.tools.registry import tool_specs
+from spotpatch_agent.tools.registry import offered_tools, tool_specs
 from spotpatch_agent.worktree.create import create_worktree
 from spotpatch_agent.worktree.placement import Worktree
 from spotpatch_agent.worktree.pool import WorktreePool
@@ -375,7 +374,7 @@ def _job_checks(job: Job) -> tuple[CheckConfig, ...]:
 
 def _make_executor(job: Job, worktree: Worktree) -> ToolExecutor:
     checks = _job_checks(job)
-    tools = job_tools(has_checks=bool(checks))
+    tools = offered_tools(has_checks=bool(checks))
     return ToolExecutor(worktree.path, job.limits, tools=tools, checks=checks, sandbox=job.sandbox,
                         project_root=job.root, focus=target_lines(job.params.annotation))
 

@@ -375,5 +375,9 @@ def _summary(parsed: ParsedPatch) -> str:
     return "\n".join(lines)
 
 
-APPLY_PATCH = ToolDef(name="apply_patch", description=DESCRIPTION, args=ApplyPatchArgs, handler=apply_patch,
-                      writes=True)
+APPLY_PATCH = ToolDef(
+    name="apply_patch", description=DESCRIPTION, args=ApplyPatchArgs, handler=apply_patch, kind="write",
+    deadline="tool", audit=(("patch", "patch"),), audit_served=False,
+    retry_hint="read_file the lines the patch touches and rebuild the patch from the file's current text.",
+    offer="always",
+)

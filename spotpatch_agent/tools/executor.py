@@ -36,7 +36,7 @@ from spotpatch_agent.worktree.scan import after_check, before_check, left_behind
 
 #: Arguments text beyond two editable files plus this slack (bytes) is an oversized input (terminal).
 _ARGUMENTS_SLACK_BYTES = 64 * 1024
-#: Seconds the outer deadline of ``run_check`` allows beyond the longest check timeout.
+#: Seconds the outer deadline of a ``check``-deadline tool allows beyond the longest check timeout.
 _CHECK_GRACE_SEC = 10
 
 
@@ -107,10 +107,10 @@ class ToolExecutor:
         self._ctx.check_sandbox = sandbox
         self._ctx.project_root = project_root
         self._gate = _Gate()
-        # run_check enforces its own (longer) check timeout; this outer deadline only backs it up.
+        # A check tool enforces its own (longer) check timeout; this outer deadline only backs it up.
         check_deadline = max((c.timeout_sec or limits.get("checkTimeoutSec") for c in checks),
                              default=limits.get("checkTimeoutSec")) + _CHECK_GRACE_SEC
-        self._deadlines = {"run_check": check_deadline}
+        self._deadlines: dict[str, float] = {"tool": limits.get("toolTimeoutSec"), "check": check_deadline}
         self._check_wrote: dict[str, bool] = {}  # checkId → its latest run changed the worktree
         self._any_check_wrote = False  # some run_check of this job changed the worktree (sticky)
 
@@ -118,6 +118,10 @@ class ToolExecutor:
     def tool_names(self) -> tuple[str, ...]:
         """The tools offered in this job, in offer order (the ``tools`` given at construction)."""
         return tuple(self._tools)
+
+    def declared(self, name: str) -> ToolDef | None:
+        """The declaration of ``name`` when this job offers it, else None (an unknown tool)."""
+        return self._tools.get(name)
 
     @property
     def context(self) -> WorktreeContext:
@@ -168,7 +172,7 @@ class ToolExecutor:
         """The worktree fingerprint (:meth:`WorktreeContext.fingerprint`). Raises ``GitError``, ``OSError``."""
         return await self._ctx.fingerprint()
 
-    async def _run_check_watched(self, tool: ToolDef, args: Any) -> ToolResult:
+    async def _run_watched(self, tool: ToolDef, args: Any) -> ToolResult:
         # The tree is scanned before every host git command that follows a check (issue 25, worktree/scan.py):
         # what the check left that git must not meet (a .git, a FIFO, a new oversized file) is removed first,
         # also when the check was cancelled, and the model is told.
@@ -210,16 +214,16 @@ class ToolExecutor:
         if isinstance(args_or_problem, ToolResult):
             return args_or_problem
         try:
-            with anyio.fail_after(self._deadlines.get(name, limits.get("toolTimeoutSec"))):
+            with anyio.fail_after(self._deadlines[tool.deadline]):
                 async with self._gate.hold(write=tool.writes):
                     if not tool.writes:
                         return await tool.handler(self._ctx, args_or_problem)
                     # Tell the listing how the worktree may have changed. A check runs arbitrary trusted
                     # commands (symlinks, big files, index changes): from then on every listed file is
                     # checked on disk. A write tool changes files only through the path policy.
-                    if name == "run_check":
+                    if tool.kind == "process":
                         self._ctx.mark_external_change()
-                        return await self._run_check_watched(tool, args_or_problem)
+                        return await self._run_watched(tool, args_or_problem)
                     self._ctx.mark_own_write()
                     try:
                         return await tool.handler(self._ctx, args_or_problem)

@@ -61,4 +61,8 @@ async def list_files(ctx: WorktreeContext, args: ListFilesArgs) -> ToolResult:
     return ToolResult.success("\n".join([header, *shown]))
 
 
-LIST_FILES = ToolDef(name="list_files", description=DESCRIPTION, args=ListFilesArgs, handler=list_files, writes=False)
+LIST_FILES = ToolDef(
+    name="list_files", description=DESCRIPTION, args=ListFilesArgs, handler=list_files, kind="read", deadline="tool",
+    audit=(("glob", "pattern"), ("maxResults", "int")), audit_served=False,
+    retry_hint="change the arguments or take another approach.", offer="always",
+)

@@ -123,4 +123,8 @@ async def read_file(ctx: WorktreeContext, args: ReadFileArgs) -> ToolResult:
     return result
 
 
-READ_FILE = ToolDef(name="read_file", description=DESCRIPTION, args=ReadFileArgs, handler=read_file, writes=False)
+READ_FILE = ToolDef(
+    name="read_file", description=DESCRIPTION, args=ReadFileArgs, handler=read_file, kind="read", deadline="tool",
+    audit=(("path", "path"), ("startLine", "int"), ("endLine", "int")), audit_served=True,
+    retry_hint="use a path returned by list_files or search_text, or another range.", offer="always",
+)

@@ -3,8 +3,8 @@
 ``TOOL_DEFS`` maps name → :class:`~spotpatch_agent.tools.base.ToolDef`; ``TOOL_SPECS`` maps name →
 :class:`~spotpatch_agent.provider.base.ToolSpec` (strict JSON Schema ``parameters``). Importing this module
 registers the six tools, in this order: ``list_files``, ``search_text``, ``read_file``, ``replace_text``,
-``apply_patch``, ``run_check``. Which of them a job offers is ``engine.states.job_tools()``'s choice, not
-the registry's. :func:`register` adds a tool to both maps.
+``apply_patch``, ``run_check``. :func:`register` adds a tool to both maps; :func:`offered_tools` is the list
+one job offers, derived from each tool's declaration (``ToolDef.offer``), in registration order.
 """
 
 from __future__ import annotations
@@ -32,6 +32,12 @@ def register(tool: ToolDef) -> None:
     spec = ToolSpec(name=tool.name, description=tool.description, parameters=strict_schema(tool.args))
     TOOL_DEFS[tool.name] = tool
     TOOL_SPECS[tool.name] = spec
+
+
+def offered_tools(*, has_checks: bool) -> tuple[str, ...]:
+    """The tools one job offers, in registration order: every tool whose ``offer`` is ``always``, and those
+    offered ``with_checks`` when the job has at least one check (docs/design.md §6, §9)."""
+    return tuple(name for name, tool in TOOL_DEFS.items() if tool.offer == "always" or has_checks)
 
 
 def tool_specs(names: Iterable[str]) -> tuple[ToolSpec, ...]:

@@ -267,5 +267,10 @@ async def _whitespace_problems(ctx: WorktreeContext, rel: str, config: tuple[str
 
 
 REPLACE_TEXT = ToolDef(
-    name="replace_text", description=DESCRIPTION, args=ReplaceTextArgs, handler=replace_text, writes=True
+    name="replace_text", description=DESCRIPTION, args=ReplaceTextArgs, handler=replace_text, kind="write",
+    deadline="tool", audit=(("path", "path"), ("oldText", "text"), ("newText", "text")), audit_served=False,
+    retry_hint=("read_file the lines around the change (a range) and copy oldText exactly from that output, "
+                "without the line-number prefixes; the page's text may differ from the source (e.g. "
+                "\"$19.5\" on the page is \"${price}\" in the code). Or use apply_patch."),
+    offer="always",
 )

@@ -76,5 +76,10 @@ RUN_CHECK = ToolDef(
     ),
     args=RunCheckArgs,
     handler=_run_check,
-    writes=True,
+    kind="process",
+    deadline="check",
+    audit=(("checkId", "id"),),
+    audit_served=False,
+    retry_hint="change the code to fix what the check reported before running it again.",
+    offer="with_checks",
 )

@@ -218,5 +218,7 @@ async def search_text(ctx: WorktreeContext, args: SearchTextArgs) -> ToolResult:
 
 
 SEARCH_TEXT = ToolDef(
-    name="search_text", description=DESCRIPTION, args=SearchTextArgs, handler=search_text, writes=False
+    name="search_text", description=DESCRIPTION, args=SearchTextArgs, handler=search_text, kind="read",
+    deadline="tool", audit=(("glob", "pattern"), ("query", "pattern"), ("maxResults", "int")), audit_served=False,
+    retry_hint="change the arguments or take another approach.", offer="always",
 )
