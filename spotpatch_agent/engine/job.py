@@ -25,7 +25,7 @@ from spotpatch_agent.engine.events import MAX_MESSAGE_CHARS, JobEventLog, error_
 from spotpatch_agent.engine.locations import check_tags, lines_reader
 from spotpatch_agent.engine.loop import LoopBudget, LoopStats, run_loop
 from spotpatch_agent.engine.pictures import drop_pictures, picture_note, target_pictures
-from spotpatch_agent.engine.prompt import SYSTEM_PROMPT, agent_task
+from spotpatch_agent.engine.prompt import agent_task, system_prompt
 from spotpatch_agent.errors import JobFailure, SpotPatchError
 from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
 from spotpatch_agent.protocol.errors import ErrorCode
@@ -374,9 +374,10 @@ def _job_checks(job: Job) -> tuple[CheckConfig, ...]:
 
 def _make_executor(job: Job, worktree: Worktree) -> ToolExecutor:
     checks = _job_checks(job)
-    tools = offered_tools(has_checks=bool(checks))
+    tools = offered_tools(has_checks=bool(checks), edit_format=job.model.edit_format)
     return ToolExecutor(worktree.path, job.limits, tools=tools, checks=checks, sandbox=job.sandbox,
-                        project_root=job.root, focus=target_lines(job.params.annotation))
+                        project_root=job.root, focus=target_lines(job.params.annotation),
+                        edit_format=job.model.edit_format)
 
 
 def target_lines(annotation: SpotAnnotation) -> dict[str, tuple[int, ...]]:
@@ -419,7 +420,8 @@ async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor)
     if images:
         task += picture_note(job.params.annotation)
     await run_loop(
-        adapter=adapter, model=job.model.model, system=SYSTEM_PROMPT, task=task, tools=tool_specs(executor.tool_names),
+        adapter=adapter, model=job.model.model, system=system_prompt(job.model.edit_format), task=task,
+        tools=tool_specs(executor.tool_names, edit_format=job.model.edit_format),
         executor=executor, budget=budget, events=job.events, stats=job.stats,
         tool_calling_known=job.tool_calling_known, ledger=job.ledger, images=images,
     )

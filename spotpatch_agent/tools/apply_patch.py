@@ -46,7 +46,7 @@ from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.policy.paths import BOM, PathDenied, load_allowed
 from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
 from spotpatch_agent.tools._fs import write_atomic
-from spotpatch_agent.tools.base import ToolArgs, ToolDef, ToolResult, arguments_guidance
+from spotpatch_agent.tools.base import ALL_EDIT_FORMATS, ToolArgs, ToolDef, ToolResult, arguments_guidance
 from spotpatch_agent.tools.context import WorktreeContext
 from spotpatch_agent.tools.patch_parse import (
     FilePatch,
@@ -380,4 +380,5 @@ APPLY_PATCH = ToolDef(
     deadline="tool", audit=(("patch", "patch"),), audit_served=False,
     retry_hint="read_file the lines the patch touches and rebuild the patch from the file's current text.",
     offer="always",
+    edit_formats=ALL_EDIT_FORMATS, descriptions={},
 )

@@ -17,14 +17,15 @@ the job") are raised as :class:`~spotpatch_agent.errors.JobFailure` by the handl
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from spotpatch_agent.errors import JobFailure
+from spotpatch_agent.protocol.config import EDIT_FORMATS, EditFormat
 from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
 
 if TYPE_CHECKING:
@@ -104,6 +105,9 @@ DeadlineKind = Literal["tool", "check"]
 #: ``startAnchor``/``endAnchor``. An argument not listed is never recorded.
 AuditFact = Literal["path", "int", "pattern", "id", "text", "patch", "anchor"]
 
+#: Every edit format (``ToolDef.edit_formats`` of a tool offered whatever the format).
+ALL_EDIT_FORMATS: frozenset[EditFormat] = frozenset(EDIT_FORMATS)
+
 #: When a job offers a tool: ``always``, or ``with_checks`` (only when the job has a check to run).
 OfferRule = Literal["always", "with_checks"]
 
@@ -118,7 +122,9 @@ class ToolDef:
     :data:`AuditFact`. ``audit_served``: a successful call records the lines it served and the SHA-256 of
     the bytes it served them from (``servedLines``, ``contentSha256``) and counts as a read of its path
     in the ledger's summary. ``retry_hint``: what to do instead, told to a model that repeats a failed call
-    (engine/loop.py, the stuck-call guard). ``offer``: :data:`OfferRule`.
+    (engine/loop.py, the stuck-call guard). ``offer``: :data:`OfferRule`. ``edit_formats``: the model
+    profile's ``editFormat`` values under which a job offers it. ``descriptions``: the model-facing
+    description under an edit format where it differs from ``description`` (e.g. how lines are shown).
     """
 
     name: str
@@ -131,6 +137,12 @@ class ToolDef:
     audit_served: bool
     retry_hint: str
     offer: OfferRule
+    edit_formats: frozenset[EditFormat]
+    descriptions: Mapping[EditFormat, str] = field(hash=False)
+
+    def description_for(self, edit_format: EditFormat) -> str:
+        """The description the model reads under ``edit_format``."""
+        return self.descriptions.get(edit_format, self.description)
 
     @property
     def writes(self) -> bool:

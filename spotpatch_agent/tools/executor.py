@@ -22,6 +22,7 @@ import anyio
 from pydantic import ValidationError
 
 from spotpatch_agent.errors import GitError, JobFailure
+from spotpatch_agent.protocol.config import EditFormat
 from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
 from spotpatch_agent.protocol.models import CheckConfig, Limits
 from spotpatch_agent.tools.base import (
@@ -95,17 +96,20 @@ class ToolExecutor:
     ``sandbox`` the trusted config's policy for them and ``project_root`` the user's checkout the confined
     check must not see (``ctx.check_sandbox``, ``ctx.project_root``: checks/runner.py).
     ``focus``: the targets' offered lines per relative path (``read_file`` without a range starts near them).
+    ``edit_format``: the model profile's ``editFormat`` (``anchors``: reads and searches show line anchors).
     """
 
     def __init__(self, root: Path, limits: Limits, *, tools: Iterable[str] | None = None,
                  checks: Sequence[CheckConfig] = (), sandbox: Literal["required", "warn"] = "required",
-                 project_root: Path | None = None, focus: dict[str, tuple[int, ...]] | None = None) -> None:
+                 project_root: Path | None = None, focus: dict[str, tuple[int, ...]] | None = None,
+                 edit_format: EditFormat = "replace") -> None:
         names = list(TOOL_DEFS) if tools is None else list(tools)
         self._tools: dict[str, ToolDef] = {name: TOOL_DEFS[name] for name in names}
         self._ctx = WorktreeContext(Path(root), limits, focus=focus)
         self._ctx.checks = tuple(checks)
         self._ctx.check_sandbox = sandbox
         self._ctx.project_root = project_root
+        self._ctx.edit_format = edit_format
         self._gate = _Gate()
         # A check tool enforces its own (longer) check timeout; this outer deadline only backs it up.
         check_deadline = max((c.timeout_sec or limits.get("checkTimeoutSec") for c in checks),

@@ -11,6 +11,7 @@ from typing import get_args
 import pytest
 
 from spotpatch_agent.audit.records import SERVING_TOOLS, WRITE_TOOLS
+from spotpatch_agent.protocol.config import EDIT_FORMATS
 from spotpatch_agent.tools.base import AuditFact, DeadlineKind, OfferRule, ToolDef, ToolKind
 from spotpatch_agent.tools.registry import TOOL_DEFS, offered_tools
 
@@ -33,6 +34,8 @@ def test_every_registered_tool_declares_each_field(name: str) -> None:
     assert tool.kind in get_args(ToolKind)
     assert tool.deadline in get_args(DeadlineKind)
     assert tool.offer in get_args(OfferRule)
+    assert tool.edit_formats and tool.edit_formats <= set(EDIT_FORMATS)
+    assert set(tool.descriptions) <= set(EDIT_FORMATS) and all(d.strip() for d in tool.descriptions.values())
     assert isinstance(tool.audit_served, bool)
     assert tool.retry_hint.strip() and tool.retry_hint.endswith(".")
     arguments = {field.alias or key for key, field in tool.args.model_fields.items()}
@@ -44,19 +47,26 @@ def test_every_registered_tool_declares_each_field(name: str) -> None:
 
 def test_tooldef_has_the_declared_fields() -> None:
     assert _fields() == ["name", "description", "args", "handler", "kind", "deadline", "audit", "audit_served",
-                         "retry_hint", "offer"]
+                         "retry_hint", "offer", "edit_formats", "descriptions"]
 
 
 def test_what_the_engine_derives_is_what_it_hard_coded_before() -> None:
     reads = {n for n, t in TOOL_DEFS.items() if t.kind == "read"}
     assert reads == {"list_files", "search_text", "read_file"}
-    assert WRITE_TOOLS == {"replace_text", "apply_patch"}
+    assert WRITE_TOOLS == {"replace_text", "edit_lines", "apply_patch"}
     assert SERVING_TOOLS == {"read_file"}
     assert {n for n, t in TOOL_DEFS.items() if t.kind == "process"} == {"run_check"}
     assert {n for n, t in TOOL_DEFS.items() if t.deadline == "check"} == {"run_check"}
     assert offered_tools(has_checks=False) == ("list_files", "search_text", "read_file", "replace_text",
                                                "apply_patch")
     assert offered_tools(has_checks=True)[-1] == "run_check"
+
+
+def test_each_edit_format_offers_one_line_editing_tool_and_apply_patch() -> None:
+    """``anchors`` offers ``edit_lines`` where ``replace`` offers ``replace_text`` (docs/design.md §6)."""
+    assert offered_tools(has_checks=True, edit_format="anchors") == (
+        "list_files", "search_text", "read_file", "edit_lines", "apply_patch", "run_check")
+    assert "edit_lines" not in offered_tools(has_checks=True, edit_format="replace")
 
 
 @pytest.mark.parametrize("module", DERIVING)
