@@ -23,6 +23,7 @@ import re
 HASH_CHARS = 2
 
 _ANCHOR = re.compile(r"\s*(\d{1,9})#([A-Za-z2-7]{2})\s*(?:\|.*)?", re.DOTALL)
+_BARE_LINE = re.compile(r"\s*(\d{1,9})\s*(?:\|.*)?", re.DOTALL)
 
 
 def line_hash(text: str) -> str:
@@ -45,3 +46,10 @@ def parse_anchor(raw: str) -> tuple[int, str] | None:
     if match is None:
         return None
     return int(match.group(1)), match.group(2).upper()
+
+
+def bare_line(raw: str) -> int | None:
+    """The line number when ``raw`` is a bare line number instead of an anchor (``12``, or a copied ``12| text``
+    row of the plain numbering the first message's excerpt uses); None otherwise."""
+    match = _BARE_LINE.fullmatch(raw)
+    return int(match.group(1)) if match else None

@@ -19,7 +19,8 @@ Outcomes, in the order they are decided:
 - terminal ``JobFailure(CHANGESET_REJECTED)``: the path is not an allowed, existing, writable file (the same
   policy as ``replace_text``: tools/file_write.py :func:`load_writable`).
 - retryable ``PATCH_REJECTED`` (file unchanged): an anchor whose line is past the end (or 0) or whose hash
-  does not match the line now (the answer shows the current anchors around it); a ``newText`` equal to what
+  does not match the line now, or a bare line number instead of an anchor (the answer shows the current
+  anchors around the line); a ``newText`` equal to what
   the range holds (a no-op); a BOM put at the start of the file.
 - the write: :func:`~spotpatch_agent.tools.file_write.write_checked`, as ``replace_text`` (fingerprint,
   re-read and compare, atomic replace, ``git diff --check``, undo on new whitespace problems).
@@ -32,7 +33,7 @@ from pydantic import Field
 from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.policy.paths import BOM
 from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
-from spotpatch_agent.tools.anchors import line_hash, parse_anchor
+from spotpatch_agent.tools.anchors import bare_line, line_hash, parse_anchor
 from spotpatch_agent.tools.base import ToolArgs, ToolDef, ToolResult, arguments_guidance
 from spotpatch_agent.tools.context import TextFile, WorktreeContext, display_lines
 from spotpatch_agent.tools.file_write import load_writable, write_checked
@@ -89,11 +90,25 @@ def _window(file: TextFile, line: int) -> str:
                   max_bytes=4096, anchors=True)
 
 
-def _anchor_problem(field: str, number: int, digest: str, file: TextFile) -> str | None:
+def _anchor_or_line(raw: str) -> tuple[int, str | None] | None:
+    """``(line, hash)`` of an anchor, ``(line, None)`` of a bare line number, None for anything else."""
+    parsed = parse_anchor(raw)
+    if parsed is not None:
+        return parsed
+    number = bare_line(raw)
+    return None if number is None else (number, None)
+
+
+def _anchor_problem(field: str, number: int, digest: str | None, file: TextFile) -> str | None:
     """Why ``number#digest`` does not name a current line of ``file`` (None when it does)."""
     total = len(file.lines)
+    if digest is None and 1 <= number <= total:
+        return (f"{field} must be an anchor, not a bare line number: line {number} of {file.rel} is "
+                f"{number}#{line_hash(file.lines[number - 1])}. The current anchors around it:\n"
+                f"{_window(file, number)}")
     if number < 1 or number > total:
-        return (f"{field} {number}#{digest} names line {number}, but {file.rel} has {total} lines. "
+        named = f"{number}#{digest}" if digest else f"{number}"
+        return (f"{field} {named} names line {number}, but {file.rel} has {total} lines. "
                 f"The current anchors there:\n{_window(file, number)}")
     now = line_hash(file.lines[number - 1])
     if now != digest:
@@ -119,7 +134,7 @@ async def edit_lines(ctx: WorktreeContext, args: EditLinesArgs) -> ToolResult:
         return _invalid("newText must be valid Unicode text.")
     if len(new_raw) > max_bytes:
         raise JobFailure(ErrorCode.LIMIT_EXCEEDED, "edit_lines: newText exceeds editableFileMaxBytes")
-    start, end = parse_anchor(args.start_anchor), parse_anchor(args.end_anchor)
+    start, end = _anchor_or_line(args.start_anchor), _anchor_or_line(args.end_anchor)
     if start is None or end is None:
         field = "startAnchor" if start is None else "endAnchor"
         return _invalid(f"{field} must be one anchor exactly as read_file shows it: the line number, '#' and "

@@ -48,7 +48,7 @@ def test_anchor_format() -> None:
     assert line_hash("a") != line_hash("b") and line_hash("a") == line_hash("a")
     assert parse_anchor(" 12#kt ") == (12, "KT")
     assert parse_anchor("   12#KT|   return x;") == (12, "KT")  # a copied read_file row
-    for bad in ("12", "#KT", "12#K", "12#K1", "12:KT", "x12#KT", "12#KTX"):
+    for bad in ("12", "#KT", "12#K", "12#K1", "12:KT", "x12#KT", "12#KTX"):  # "12": see the bare-number test
         assert parse_anchor(bad) is None, bad
 
 
@@ -121,7 +121,7 @@ async def test_a_line_past_the_end_is_refused(anchored, number: int) -> None:
     assert (root / "src/App.tsx").read_text() == APP
 
 
-@pytest.mark.parametrize(("start", "end"), [("4", "4#AA"), ("4#AA", "four"), ("5#AA", "4#AA"), ("", "4#AA")])
+@pytest.mark.parametrize(("start", "end"), [("4#A", "4#AA"), ("4#AA", "four"), ("5#AA", "4#AA"), ("", "4#AA")])
 async def test_malformed_or_reversed_anchors_are_invalid_arguments(anchored, start: str, end: str) -> None:
     root, executor = anchored({"src/App.tsx": APP})
     result = await executor.execute("edit_lines", edit("src/App.tsx", start, end, "x"))
@@ -130,6 +130,19 @@ async def test_malformed_or_reversed_anchors_are_invalid_arguments(anchored, sta
         "endAnchor must not name a line before startAnchor" in result.output)
     assert "four" not in result.output  # fixed guidance, never the model's text
     assert (root / "src/App.tsx").read_text() == APP
+
+
+@pytest.mark.parametrize("bare", ["4", " 4 ", "    4|   return <p>{price}</p>;"])
+async def test_a_bare_line_number_is_refused_with_its_anchor(anchored, bare: str) -> None:
+    """A weak model may copy the plain numbering of the first message's excerpt: it is told the anchor, and
+    nothing is written from a line number alone."""
+    root, executor = anchored({"src/App.tsx": APP})
+    result = await executor.execute("edit_lines", edit("src/App.tsx", bare, a(APP, 4), "  return null;"))
+    assert (result.code, result.retryable) == ("PATCH_REJECTED", True)
+    assert f"startAnchor must be an anchor, not a bare line number: line 4 of src/App.tsx is {a(APP, 4)}" in (
+        result.output)
+    assert f"    {a(APP, 5)}| }}" in result.output
+    assert (root / "src/App.tsx").read_text() == APP and executor.version == 0
 
 
 async def test_no_op_edit_is_refused(anchored) -> None:
