@@ -415,7 +415,8 @@ async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor)
     log.debug("job %s: project context of %d file(s) built in %.1f ms", job.job_id, len(context.files),
              context.build_ms)
     task = agent_task(job.params.annotation, max_turns=budget.max_turns, max_tool_calls=budget.max_tool_calls,
-                      trusted_auto=job.params.apply_mode == "trusted-auto", context=context, tag_checks=tag_checks)
+                      trusted_auto=job.params.apply_mode == "trusted-auto", context=context, tag_checks=tag_checks,
+                      edit_format=job.model.edit_format)
     images = target_pictures(job.params.annotation) if job.vision else ()
     if images:
         task += picture_note(job.params.annotation)

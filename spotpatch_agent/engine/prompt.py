@@ -156,15 +156,19 @@ TRUSTED_AUTO_GUIDANCE = (
 
 
 def agent_task(annotation: SpotAnnotation, *, max_turns: int, max_tool_calls: int, trusted_auto: bool = False,
-               context: PromptContext | None = None, tag_checks: Mapping[int, TagCheck] | None = None) -> str:
+               context: PromptContext | None = None, tag_checks: Mapping[int, TagCheck] | None = None,
+               edit_format: EditFormat = "replace") -> str:
     """The first user message of a job: the v1 prompt (the same text ``prompt/render`` gives for the same
     ``context`` and ``tag_checks``), then the same-directory samples, the budget and (in ``trusted-auto``)
-    the fast-path guidance: the agent's working rules."""
+    the fast-path guidance: the agent's working rules (naming ``edit_lines`` under ``edit_format`` anchors)."""
     samples = context.conventions.samples if context is not None else ""
+    guidance = TRUSTED_AUTO_GUIDANCE
+    if edit_format == "anchors":
+        guidance = guidance.replace("one replace_text.", "one edit_lines.")
     return (
         render_prompt(annotation, context, tag_checks).text
         + (f"\n{samples}\n" if samples else "")
         + f"\nBudget: at most {max_turns} turns and {max_tool_calls} tool calls in total. "
         "Your first reply must call a tool.\n"
-        + (TRUSTED_AUTO_GUIDANCE if trusted_auto else "")
+        + (guidance if trusted_auto else "")
     )

@@ -122,6 +122,19 @@ async def test_a_scripted_model_edits_by_anchors_end_to_end(tmp_path: Path, monk
     assert key not in str(server.requests[1:]) and key not in str(audit)
 
 
+def test_the_prompts_name_the_editing_tool_of_the_format() -> None:
+    from spotpatch_agent.engine.prompt import SYSTEM_PROMPT, agent_task, system_prompt
+    from spotpatch_agent.protocol.models import SpotAnnotation
+
+    assert system_prompt("replace") == SYSTEM_PROMPT
+    anchors = system_prompt("anchors")
+    assert "edit_lines" in anchors and "replace_text" not in anchors and anchors != SYSTEM_PROMPT
+    annotation = SpotAnnotation.model_validate(TARGET)
+    fast = agent_task(annotation, max_turns=5, max_tool_calls=9, trusted_auto=True, edit_format="anchors")
+    assert "one read_file of that file and one edit_lines." in fast and "replace_text" not in fast
+    assert "one replace_text." in agent_task(annotation, max_turns=5, max_tool_calls=9, trusted_auto=True)
+
+
 async def test_the_default_profile_keeps_replace_text_and_plain_line_numbers(tmp_path: Path, monkeypatch) -> None:
     root = make_repo(tmp_path / "repo", {"src/App.tsx": APP})
     turns = [
