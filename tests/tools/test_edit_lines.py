@@ -224,3 +224,22 @@ async def test_edit_lines_is_not_offered_under_replace(make_executor) -> None:
     result = await executor.execute("edit_lines", edit("src/App.tsx", a(APP, 4), a(APP, 4), "x"))
     assert result.code == "TOOL_ARGUMENTS_INVALID" and "Unknown tool" in result.output
     assert (root / "src/App.tsx").read_text() == APP
+
+
+async def test_a_canary_key_never_reaches_the_model_through_anchored_output(anchored) -> None:
+    from spotpatch_agent.policy.redact import REDACTOR
+
+    key = "sk-canary-anchor-" + "7f3a9c1e5b2d4680"
+    REDACTOR.add_secret(key)
+    text = f"const a = 1;\nconst key = \"{key}\";\nconst b = 2;\n"
+    root, executor = anchored({"src/cfg.ts": text})
+    outputs = [
+        (await executor.execute("read_file", call(path="src/cfg.ts", startLine=None, endLine=None))).output,
+        (await executor.execute("search_text", call(query="const key", glob=None, maxResults=5))).output,
+        (await executor.execute("edit_lines", edit("src/cfg.ts", anchor(2, "stale"), a(text, 2), "x"))).output,
+    ]
+    done = await executor.execute("edit_lines", edit("src/cfg.ts", a(text, 3), a(text, 3), "const b = 3;"))
+    assert done.ok
+    outputs.append(done.output)
+    assert all(key not in out and "sk-canary-anchor" not in out for out in outputs), outputs
+    assert f"{a(text, 2)}| const key = " in outputs[0]  # the anchor is of the real bytes; the text is redacted
