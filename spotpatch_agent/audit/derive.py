@@ -11,7 +11,7 @@ Records after ``job_end`` (a later ``apply``/``revert`` by the user, a ``suggest
 
 Per target (``targets``), for its offered source path and line (``job_start``):
 
-- ``read``: a successful ``read_file`` of that path;
+- ``read``: a successful ``read_file`` of that path (a tool declared ``audit_served``);
 - ``lineCovered``: the range one of those reads served includes the offered line;
 - ``readBeforeFirstWrite``: such a read has a smaller ``seq`` than the first successful write (true when
   it was read and nothing was written);
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spotpatch_agent.audit.records import WRITE_TOOLS
+from spotpatch_agent.audit.records import SERVING_TOOLS, WRITE_TOOLS
 
 #: Record types that come after ``job_end`` and only add to ``applies`` / ``suggestions``.
 AFTER_END_TYPES = frozenset({"apply", "revert", "suggestion"})
@@ -86,7 +86,7 @@ def derive_summary(
             if not record["ok"]:
                 code = record.get("errorCode", "UNKNOWN")
                 failed[code] = failed.get(code, 0) + 1
-            elif tool == "read_file" and "path" in record:
+            elif tool in SERVING_TOOLS and "path" in record:
                 reads.append(record)
             elif tool in WRITE_TOOLS and first_write is None:
                 first_write = {"seq": record["seq"], "tool": tool}

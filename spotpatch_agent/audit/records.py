@@ -10,6 +10,9 @@ engine's one redactor first, then :func:`scrub` (absolute paths shortened, secre
 then the cut (docs/design.md §3: redact before cutting). Paths go through the path policy's normalisation
 (:func:`spotpatch_agent.policy.paths.normalize_rel_path`); a path it refuses is recorded as
 ``pathRejected: true``, never raw.
+
+Which arguments of a tool call are recorded, and how, is the tool's declaration (``ToolDef.audit`` and
+``ToolDef.audit_served``, tools/base.py); this module names no tool.
 """
 
 from __future__ import annotations
@@ -18,10 +21,14 @@ import hashlib
 import json
 import re
 import unicodedata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spotpatch_agent.policy.paths import PathDenied, normalize_rel_path
 from spotpatch_agent.policy.redact import REDACTOR, SECRET_MARK, shorten_paths
+from spotpatch_agent.tools.registry import TOOL_DEFS
+
+if TYPE_CHECKING:
+    from spotpatch_agent.tools.base import AuditFact
 
 #: Longest ``query`` / ``glob`` kept, in characters (after redaction).
 MAX_QUERY_CHARS = 120
@@ -29,8 +36,10 @@ MAX_QUERY_CHARS = 120
 MAX_ID_CHARS = 64
 #: Most paths kept from one ``apply_patch`` call.
 MAX_PATCH_PATHS = 20
-#: Tools whose successful call writes a file (the ledger's "first write").
-WRITE_TOOLS = frozenset({"replace_text", "apply_patch"})
+#: Tools whose successful call writes a file through the path policy (the ledger's "first write").
+WRITE_TOOLS = frozenset(name for name, tool in TOOL_DEFS.items() if tool.kind == "write")
+#: Tools whose successful call records the lines and bytes it served (a "read" of the summary).
+SERVING_TOOLS = frozenset(name for name, tool in TOOL_DEFS.items() if tool.audit_served)
 
 # A token that looks like a credential (:func:`_secret_shaped`): 24+ characters of key alphabet, as one
 # path or name segment, or as a base64-like run with a few "/".
@@ -39,6 +48,7 @@ _SECRET_SHAPE = re.compile(r"[A-Za-z0-9_\-+/=]{24,}")
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _PATCH_HEADER = re.compile(r"^diff --git a/(\S+) b/(\S+)", re.MULTILINE)
 _SERVED = re.compile(r" \(lines (\d+)-(\d+) of \d+\)$")
+_ANCHOR_LINE = re.compile(r"\s*(\d{1,9})#")
 #: Characters never kept in a text, the categories the path policy refuses too: controls (terminal escapes,
 #: C1) and line breaks become a space; format characters (bidi overrides, zero-width characters that could
 #: split a key so that the redactor misses it) and lone surrogates are dropped.
@@ -121,44 +131,49 @@ def _text_facts(prefix: str, value: object) -> dict[str, Any]:
     return {f"{prefix}Chars": len(value), f"{prefix}Sha256": sha256_text(value)}
 
 
+def _patch_paths(patch: str) -> list[dict[str, Any]]:
+    paths: list[dict[str, Any]] = []
+    for match in _PATCH_HEADER.finditer(patch[: 4 * 1024 * 1024]):
+        entry = rel_path(match.group(2) if match.group(2) != "/dev/null" else match.group(1))
+        if entry not in paths:
+            paths.append(entry)
+        if len(paths) >= MAX_PATCH_PATHS:
+            break
+    return paths
+
+
+def _fact(key: str, fact: AuditFact, value: object) -> dict[str, Any]:
+    """The recorded facts of one argument ``key`` (camelCase) as its declaration says (``AuditFact``)."""
+    if fact == "path":
+        return rel_path(value)
+    if fact == "int":
+        return {key: line} if (line := _line(value)) is not None else {}
+    if fact in ("pattern", "id"):
+        limit = MAX_QUERY_CHARS if fact == "pattern" else MAX_ID_CHARS
+        return {key: scrub(value, limit)} if isinstance(value, str) else {}
+    if fact == "text":
+        return _text_facts(key, value)
+    if fact == "patch":
+        out = _text_facts(key, value)
+        if isinstance(value, str):
+            out["paths"] = _patch_paths(value)
+        return out
+    # "anchor": the line number only (a ``12#KT`` anchor's hash says something of the line's content)
+    match = _ANCHOR_LINE.match(value) if isinstance(value, str) else None
+    return {key.removesuffix("Anchor") + "Line": int(match.group(1))} if match else {}
+
+
 def call_fields(name: str, arguments_json: str) -> dict[str, Any]:
-    """The whitelisted facts of one call's arguments (docs/design.md §13). Only these keys are ever read:
-    ``path``, ``startLine``, ``endLine``, ``glob``, ``query``, ``maxResults``, ``oldText``/``newText``
-    (as char counts and SHA-256), ``patch`` (char count, SHA-256 and the paths of its headers) and
-    ``checkId``. Unknown tools keep none of their arguments."""
+    """The whitelisted facts of one call's arguments (docs/design.md §13): only the arguments the tool's
+    declaration lists (``ToolDef.audit``), each recorded as its :data:`AuditFact` says, in that order.
+    Unknown tools keep none of their arguments."""
+    tool = TOOL_DEFS.get(name)
+    if tool is None:
+        return {}
     args = _arguments(arguments_json)
     out: dict[str, Any] = {}
-    if name == "read_file":
-        out.update(rel_path(args.get("path")))
-        for key in ("startLine", "endLine"):
-            if (line := _line(args.get(key))) is not None:
-                out[key] = line
-    elif name in ("list_files", "search_text"):
-        if isinstance(args.get("glob"), str):
-            out["glob"] = scrub(args["glob"], MAX_QUERY_CHARS)
-        if name == "search_text" and isinstance(args.get("query"), str):
-            out["query"] = scrub(args["query"], MAX_QUERY_CHARS)
-        if (limit := _line(args.get("maxResults"))) is not None:
-            out["maxResults"] = limit
-    elif name == "replace_text":
-        out.update(rel_path(args.get("path")))
-        out.update(_text_facts("oldText", args.get("oldText")))
-        out.update(_text_facts("newText", args.get("newText")))
-    elif name == "apply_patch":
-        patch = args.get("patch")
-        out.update(_text_facts("patch", patch))
-        if isinstance(patch, str):
-            paths: list[dict[str, Any]] = []
-            for match in _PATCH_HEADER.finditer(patch[: 4 * 1024 * 1024]):
-                entry = rel_path(match.group(2) if match.group(2) != "/dev/null" else match.group(1))
-                if entry not in paths:
-                    paths.append(entry)
-                if len(paths) >= MAX_PATCH_PATHS:
-                    break
-            out["paths"] = paths
-    elif name == "run_check":
-        if isinstance(args.get("checkId"), str):
-            out["checkId"] = scrub(args["checkId"], MAX_ID_CHARS)
+    for key, fact in tool.audit:
+        out.update(_fact(key, fact, args.get(key)))
     return out
 
 
@@ -188,7 +203,7 @@ def tool_call_record(
             record["errorCode"] = scrub(code, MAX_ID_CHARS)
         record["retryable"] = retryable
     record["durationMs"] = duration_ms
-    if ok and tool == "read_file":
+    if ok and tool in SERVING_TOOLS:
         served = served_lines(output)
         if served is not None:
             record["servedLines"] = served

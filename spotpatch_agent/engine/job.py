@@ -25,8 +25,7 @@ from spotpatch_agent.engine.events import MAX_MESSAGE_CHARS, JobEventLog, error_
 from spotpatch_agent.engine.locations import check_tags, lines_reader
 from spotpatch_agent.engine.loop import LoopBudget, LoopStats, run_loop
 from spotpatch_agent.engine.pictures import drop_pictures, picture_note, target_pictures
-from spotpatch_agent.engine.prompt import SYSTEM_PROMPT, agent_task
-from spotpatch_agent.engine.states import job_tools  # defined there: a light import
+from spotpatch_agent.engine.prompt import agent_task, system_prompt
 from spotpatch_agent.errors import JobFailure, SpotPatchError
 from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
 from spotpatch_agent.protocol.errors import ErrorCode
@@ -45,7 +44,7 @@ from spotpatch_agent.protocol.models import (
 )
 from spotpatch_agent.provider.base import ProviderAdapter
 from spotpatch_agent.tools.executor import ToolExecutor
-from spotpatch_agent.tools.registry import tool_specs
+from spotpatch_agent.tools.registry import offered_tools, tool_specs
 from spotpatch_agent.worktree.create import create_worktree
 from spotpatch_agent.worktree.placement import Worktree
 from spotpatch_agent.worktree.pool import WorktreePool
@@ -375,9 +374,10 @@ def _job_checks(job: Job) -> tuple[CheckConfig, ...]:
 
 def _make_executor(job: Job, worktree: Worktree) -> ToolExecutor:
     checks = _job_checks(job)
-    tools = job_tools(has_checks=bool(checks))
+    tools = offered_tools(has_checks=bool(checks), edit_format=job.model.edit_format)
     return ToolExecutor(worktree.path, job.limits, tools=tools, checks=checks, sandbox=job.sandbox,
-                        project_root=job.root, focus=target_lines(job.params.annotation))
+                        project_root=job.root, focus=target_lines(job.params.annotation),
+                        edit_format=job.model.edit_format)
 
 
 def target_lines(annotation: SpotAnnotation) -> dict[str, tuple[int, ...]]:
@@ -415,12 +415,14 @@ async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor)
     log.debug("job %s: project context of %d file(s) built in %.1f ms", job.job_id, len(context.files),
              context.build_ms)
     task = agent_task(job.params.annotation, max_turns=budget.max_turns, max_tool_calls=budget.max_tool_calls,
-                      trusted_auto=job.params.apply_mode == "trusted-auto", context=context, tag_checks=tag_checks)
+                      trusted_auto=job.params.apply_mode == "trusted-auto", context=context, tag_checks=tag_checks,
+                      edit_format=job.model.edit_format)
     images = target_pictures(job.params.annotation) if job.vision else ()
     if images:
         task += picture_note(job.params.annotation)
     await run_loop(
-        adapter=adapter, model=job.model.model, system=SYSTEM_PROMPT, task=task, tools=tool_specs(executor.tool_names),
+        adapter=adapter, model=job.model.model, system=system_prompt(job.model.edit_format), task=task,
+        tools=tool_specs(executor.tool_names, edit_format=job.model.edit_format),
         executor=executor, budget=budget, events=job.events, stats=job.stats,
         tool_calling_known=job.tool_calling_known, ledger=job.ledger, images=images,
     )

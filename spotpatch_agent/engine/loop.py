@@ -30,8 +30,10 @@ there (``text_limit``); in turn 1 that, plain text and an answer cut at the outp
 with ``LIMIT_EXCEEDED`` naming which limit. A :class:`TurnRestart` (the adapter asks a turn again after a
 server-side error in its stream) voids what the turn had streamed.
 
-``run_check`` is a bounded process that may write: it is not read-only, so it runs alone in event order,
-under the check timeout (not ``toolTimeoutSec``).
+What kind of call runs how is each tool's declaration (:class:`~spotpatch_agent.tools.base.ToolDef`), never
+a name here: ``kind == "read"`` calls run concurrently, every other call alone in event order; a
+``deadline == "check"`` tool (``run_check``, a bounded process that may write) runs under the check timeout
+(not ``toolTimeoutSec``); the stuck-call guard tells the model the tool's ``retry_hint``.
 """
 
 from __future__ import annotations
@@ -71,9 +73,8 @@ from spotpatch_agent.tools.executor import ToolExecutor
 if TYPE_CHECKING:
     from spotpatch_agent.audit import JobLedger
 
-READ_ONLY_TOOLS = frozenset({"list_files", "search_text", "read_file"})
 MAX_TURN_TEXT = 16 * 1024
-#: Extra seconds the loop's deadline of a ``run_check`` call allows beyond the longest check timeout.
+#: Extra seconds the loop's deadline of a check-deadline call allows beyond the longest check timeout.
 _CHECK_GRACE_SEC = 20
 #: The name a call with an unusable name (empty, or not ``[A-Za-z0-9_-]{1,64}``) is echoed under in the next
 #: request: it was never run and its result says why, but OpenAI answers 400 to an empty or malformed name.
@@ -250,11 +251,16 @@ async def _execute_turn(
     """Consecutive read-only calls run concurrently; each write runs alone, in event order. After each
     group the retry-once rule is applied in event order, before any later call of the turn runs."""
     results: list[ToolResult | None] = [None] * len(calls)
+
+    def read_only(call: ToolCallEvent) -> bool:
+        tool = executor.declared(call.name)
+        return tool is not None and tool.kind == "read"
+
     i = 0
     while i < len(calls):
         j = i
-        if calls[i].name in READ_ONLY_TOOLS:
-            while j < len(calls) and calls[j].name in READ_ONLY_TOOLS:
+        if read_only(calls[i]):
+            while j < len(calls) and read_only(calls[j]):
                 j += 1
         else:
             j = i + 1
@@ -291,7 +297,8 @@ async def _execute_call(
     if key in stats.results:
         return stats.results[key]
     stuck_key = (call.name, _canonical(call.arguments_json), executor.version)
-    repeated = _repeat_of_failed_call(turn, call, stuck_key, budget, stats)  # raises past the bound: never started
+    # raises past the bound: never started
+    repeated = _repeat_of_failed_call(turn, call, stuck_key, budget, stats, executor)
     events.emit("activity", phase="started", tool=call.name, tool_call_id=call.id, turn=turn)
     started = time.perf_counter()
     if repeated is not None:
@@ -301,8 +308,10 @@ async def _execute_call(
         result = ToolResult(ok=False, output=guidance, code=ToolErrorCode.TOOL_ARGUMENTS_INVALID.value,
                             retryable=True, path=None, wrote=False)
     else:
-        # run_check has its own timeout inside; this deadline only backs it (and the executor's) up.
-        deadline = budget.check_timeout_sec + _CHECK_GRACE_SEC if call.name == "run_check" else budget.tool_timeout_sec
+        # A check tool has its own timeout inside; this deadline only backs it (and the executor's) up.
+        tool = executor.declared(call.name)
+        deadline = (budget.check_timeout_sec + _CHECK_GRACE_SEC if tool is not None and tool.deadline == "check"
+                    else budget.tool_timeout_sec)
         try:
             with anyio.fail_after(deadline):
                 result = await executor.execute(call.name, call.arguments_json)
@@ -326,15 +335,8 @@ async def _execute_call(
     return result
 
 
-#: What to do instead of repeating a failed call, per tool (the stuck-call guard's result).
-_INSTEAD = {
-    "replace_text": ("read_file the lines around the change (a range) and copy oldText exactly from that output, "
-                     "without the line-number prefixes; the page's text may differ from the source (e.g. "
-                     "\"$19.5\" on the page is \"${price}\" in the code). Or use apply_patch."),
-    "apply_patch": "read_file the lines the patch touches and rebuild the patch from the file's current text.",
-    "read_file": "use a path returned by list_files or search_text, or another range.",
-    "run_check": "change the code to fix what the check reported before running it again.",
-}
+#: What to do instead of repeating a failed call of a tool this job does not offer (an offered tool's own
+#: ``retry_hint`` otherwise).
 _INSTEAD_DEFAULT = "change the arguments or take another approach."
 
 
@@ -348,6 +350,7 @@ def _canonical(arguments_json: str) -> str:
 
 def _repeat_of_failed_call(
     turn: int, call: ToolCallEvent, key: tuple[str, str, int], budget: LoopBudget, stats: LoopStats,
+    executor: ToolExecutor,
 ) -> ToolResult | None:
     """The stuck-call guard of the module docstring: None when the call may run; else the result that
     answers a repeat without running it. Raises ``JobFailure(LIMIT_EXCEEDED)`` past the bound."""
@@ -363,7 +366,8 @@ def _repeat_of_failed_call(
             "unchanged) and did not change its approach after being told; the job stops instead of using up "
             "its turns (maxRepeatedFailedCalls). Try again with a more specific instruction or another model, "
             "or copy the prompt instead."))
-    instead = _INSTEAD.get(call.name, _INSTEAD_DEFAULT)
+    tool = executor.declared(call.name)
+    instead = tool.retry_hint if tool is not None else _INSTEAD_DEFAULT
     output = (f"Not run: you already made this exact {name} call (same arguments) in turn {failed_turn} and it "
               "failed; nothing has changed since, so it would fail the same way. Do not repeat it. "
               f"Instead: {instead}")

@@ -22,6 +22,7 @@ from spotpatch_agent.protocol.models import PromptRenderResult, PromptTarget, Pr
 if TYPE_CHECKING:  # not imported at run time: the service imports this module at cold start
     from spotpatch_agent.context.build import PromptContext
     from spotpatch_agent.context.excerpt import LocationCheck
+    from spotpatch_agent.protocol.config import EditFormat
 
 SYSTEM_PROMPT = """\
 You are SpotPatch, a careful front-end coding agent. You edit the source code of the user's project in an \
@@ -41,6 +42,25 @@ prefixes) and occurring exactly once; include surrounding text to make it unique
 - Never ask for, reveal or guess credentials, and never try to reach outside the project.
 - When every target is done, reply with a short summary per target (no code blocks), without calling tools.
 """
+
+#: The editing rule of :data:`SYSTEM_PROMPT`, and the one that replaces it under ``editFormat: "anchors"``.
+_REPLACE_RULE = """\
+- To edit, call replace_text with oldText copied exactly from the file (without read_file's line-number \
+prefixes) and occurring exactly once; include surrounding text to make it unique.
+"""
+_ANCHORS_RULE = """\
+- To edit, call edit_lines with the anchors (like 12#KT) of the first and last line to replace, exactly as \
+read_file or search_text showed them, and the complete new text of those lines. If an anchor is refused as \
+stale, use the current anchors the answer shows.
+"""
+
+
+def system_prompt(edit_format: EditFormat) -> str:
+    """The system prompt of a job whose model profile has ``edit_format`` (docs/design.md §6, "Edit formats"):
+    :data:`SYSTEM_PROMPT`, with the editing rule of ``edit_lines`` under ``anchors``."""
+    if edit_format == "anchors":
+        return SYSTEM_PROMPT.replace(_REPLACE_RULE, _ANCHORS_RULE)
+    return SYSTEM_PROMPT
 
 
 #: A component or tag name shown as it is; anything else (newlines, backticks, spaces…) is page data that
@@ -136,15 +156,19 @@ TRUSTED_AUTO_GUIDANCE = (
 
 
 def agent_task(annotation: SpotAnnotation, *, max_turns: int, max_tool_calls: int, trusted_auto: bool = False,
-               context: PromptContext | None = None, tag_checks: Mapping[int, TagCheck] | None = None) -> str:
+               context: PromptContext | None = None, tag_checks: Mapping[int, TagCheck] | None = None,
+               edit_format: EditFormat = "replace") -> str:
     """The first user message of a job: the v1 prompt (the same text ``prompt/render`` gives for the same
     ``context`` and ``tag_checks``), then the same-directory samples, the budget and (in ``trusted-auto``)
-    the fast-path guidance: the agent's working rules."""
+    the fast-path guidance: the agent's working rules (naming ``edit_lines`` under ``edit_format`` anchors)."""
     samples = context.conventions.samples if context is not None else ""
+    guidance = TRUSTED_AUTO_GUIDANCE
+    if edit_format == "anchors":
+        guidance = guidance.replace("one replace_text.", "one edit_lines.")
     return (
         render_prompt(annotation, context, tag_checks).text
         + (f"\n{samples}\n" if samples else "")
         + f"\nBudget: at most {max_turns} turns and {max_tool_calls} tool calls in total. "
         "Your first reply must call a tool.\n"
-        + (TRUSTED_AUTO_GUIDANCE if trusted_auto else "")
+        + (guidance if trusted_auto else "")
     )

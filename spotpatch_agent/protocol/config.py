@@ -30,6 +30,12 @@ DEFAULT_MAX_OUTPUT_TOKENS = 8192
 #: Largest ``maxOutputTokens`` a model profile may give.
 MAX_OUTPUT_TOKENS_CAP = 262_144
 
+#: How the model edits files (docs/design.md §6, "Edit formats"): ``replace`` offers ``replace_text`` and
+#: ``apply_patch``; ``anchors`` shows every line of ``read_file``/``search_text`` with a ``12#KT`` anchor and
+#: offers ``edit_lines`` (a line range named by two anchors) instead of ``replace_text``, and ``apply_patch``.
+EditFormat = Literal["replace", "anchors"]
+EDIT_FORMATS: tuple[EditFormat, ...] = ("replace", "anchors")
+
 
 class ModelProfile(InModel):
     id: str = Field(pattern=_ID.pattern)
@@ -43,6 +49,8 @@ class ModelProfile(InModel):
     #: accepted it, each job's first message carries the targets' pictures. JSON ``true`` only; without the
     #: probe's proof no image is sent (``provider/probe``'s ``vision`` says why).
     vision: StrictBool = False
+    #: The edit format the model gets (:data:`EditFormat`); absent: ``replace``.
+    edit_format: EditFormat = "replace"
 
     @property
     def output_cap(self) -> int | None:

@@ -46,7 +46,7 @@ from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.policy.paths import BOM, PathDenied, load_allowed
 from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
 from spotpatch_agent.tools._fs import write_atomic
-from spotpatch_agent.tools.base import ToolArgs, ToolDef, ToolResult, arguments_guidance
+from spotpatch_agent.tools.base import ALL_EDIT_FORMATS, ToolArgs, ToolDef, ToolResult, arguments_guidance
 from spotpatch_agent.tools.context import WorktreeContext
 from spotpatch_agent.tools.patch_parse import (
     FilePatch,
@@ -375,5 +375,10 @@ def _summary(parsed: ParsedPatch) -> str:
     return "\n".join(lines)
 
 
-APPLY_PATCH = ToolDef(name="apply_patch", description=DESCRIPTION, args=ApplyPatchArgs, handler=apply_patch,
-                      writes=True)
+APPLY_PATCH = ToolDef(
+    name="apply_patch", description=DESCRIPTION, args=ApplyPatchArgs, handler=apply_patch, kind="write",
+    deadline="tool", audit=(("patch", "patch"),), audit_served=False,
+    retry_hint="read_file the lines the patch touches and rebuild the patch from the file's current text.",
+    offer="always",
+    edit_formats=ALL_EDIT_FORMATS, descriptions={},
+)

@@ -6,7 +6,10 @@
   ``type: object``, ``additionalProperties: false``, every property in ``required``, optional ones
   nullable via ``"type": [T, "null"]``, no ``default``/``title``.
 - :class:`ToolResult` — what one tool call returns to the engine (text for the model + UI facts).
-- :class:`ToolDef` — one registered tool: name, description, argument model, handler, write flag.
+- :class:`ToolDef` — one registered tool, declared once: name, description, argument model, handler, and
+  everything the engine derives from it (how it runs, its deadline, what the audit ledger records of its
+  arguments, the hint a repeated failed call gets, when a job offers it). Nothing outside a tool's own
+  module names it for these (tests/tools/test_tooldef.py).
 
 Retryable results ("tell the model") are :class:`ToolResult` with ``ok=False``; terminal failures ("abort
 the job") are raised as :class:`~spotpatch_agent.errors.JobFailure` by the handlers.
@@ -14,14 +17,15 @@ the job") are raised as :class:`~spotpatch_agent.errors.JobFailure` by the handl
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from spotpatch_agent.errors import JobFailure
+from spotpatch_agent.protocol.config import EDIT_FORMATS, EditFormat
 from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
 
 if TYPE_CHECKING:
@@ -81,17 +85,69 @@ class ToolResult:
 
 Handler = Callable[["WorktreeContext", Any], Awaitable[ToolResult]]
 
+#: How a tool runs (docs/design.md §5, §6): ``read`` has no side effect, and consecutive read calls of one turn
+#: run concurrently under the shared gate; ``write`` changes files only through the path policy, runs alone in
+#: event order and bumps the worktree version (its first successful call is the ledger's "first write");
+#: ``process`` runs a trusted process that may change anything (``run_check``): it runs alone, from then on
+#: the listing checks every file on disk, and the tree is scanned before and after it (worktree/scan.py).
+ToolKind = Literal["read", "write", "process"]
 
-@dataclass(frozen=True)
+#: The deadline of one call: ``tool`` is ``toolTimeoutSec``; ``check`` is the job's longest check timeout
+#: plus a grace (the tool enforces the check timeout itself; the deadline only backs it up).
+DeadlineKind = Literal["tool", "check"]
+
+#: How the audit ledger records one argument (audit/records.py, docs/design.md §13), under the argument's
+#: own camelCase name unless said otherwise: ``path`` normalised by the path policy (``pathRejected`` when
+#: refused); ``int`` a non-negative integer; ``pattern`` a redacted text cut to 120 characters; ``id`` a
+#: redacted text cut to 64 characters; ``text`` only its length and SHA-256 (``<name>Chars``,
+#: ``<name>Sha256``); ``patch`` like ``text`` plus the paths of its ``diff --git`` headers (``paths``);
+#: ``anchor`` only the line number of a ``12#KT`` anchor, as ``startLine``/``endLine`` for
+#: ``startAnchor``/``endAnchor``. An argument not listed is never recorded.
+AuditFact = Literal["path", "int", "pattern", "id", "text", "patch", "anchor"]
+
+#: Every edit format (``ToolDef.edit_formats`` of a tool offered whatever the format).
+ALL_EDIT_FORMATS: frozenset[EditFormat] = frozenset(EDIT_FORMATS)
+
+#: When a job offers a tool: ``always``, or ``with_checks`` (only when the job has a check to run).
+OfferRule = Literal["always", "with_checks"]
+
+
+@dataclass(frozen=True, kw_only=True)
 class ToolDef:
-    """One tool: ``name``, model-facing ``description``, ``args`` model, async ``handler(ctx, args)``,
-    and ``writes`` (True for tools with side effects: run serially, bump the worktree version)."""
+    """One tool, declared once; the loop, the executor, the audit ledger and the job's tool list read it.
+
+    ``name``: the wire name. ``description``: what the model reads. ``args``: the argument model.
+    ``handler(ctx, args)``: the async implementation. ``kind``: :data:`ToolKind`. ``deadline``:
+    :data:`DeadlineKind`. ``audit``: the arguments the ledger records, in record order, each with its
+    :data:`AuditFact`. ``audit_served``: a successful call records the lines it served and the SHA-256 of
+    the bytes it served them from (``servedLines``, ``contentSha256``) and counts as a read of its path
+    in the ledger's summary. ``retry_hint``: what to do instead, told to a model that repeats a failed call
+    (engine/loop.py, the stuck-call guard). ``offer``: :data:`OfferRule`. ``edit_formats``: the model
+    profile's ``editFormat`` values under which a job offers it. ``descriptions``: the model-facing
+    description under an edit format where it differs from ``description`` (e.g. how lines are shown).
+    """
 
     name: str
     description: str
     args: type[ToolArgs]
     handler: Handler
-    writes: bool
+    kind: ToolKind
+    deadline: DeadlineKind
+    audit: tuple[tuple[str, AuditFact], ...]
+    audit_served: bool
+    retry_hint: str
+    offer: OfferRule
+    edit_formats: frozenset[EditFormat]
+    descriptions: Mapping[EditFormat, str] = field(hash=False)
+
+    def description_for(self, edit_format: EditFormat) -> str:
+        """The description the model reads under ``edit_format``."""
+        return self.descriptions.get(edit_format, self.description)
+
+    @property
+    def writes(self) -> bool:
+        """Whether a call may change the worktree (it then runs alone, under the exclusive gate)."""
+        return self.kind != "read"
 
 
 # ---------------------------------------------------------------- strict schema

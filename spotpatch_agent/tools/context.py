@@ -35,6 +35,7 @@ from spotpatch_agent.policy.paths import (
     load_allowed,
     normalize_rel_path,
 )
+from spotpatch_agent.protocol.config import EditFormat
 from spotpatch_agent.protocol.models import CheckConfig, Limits
 from spotpatch_agent.tools._git import GitOutput, run_git
 from spotpatch_agent.tools.fingerprint import paths_digest, status_digest
@@ -97,6 +98,9 @@ class WorktreeContext:
         self.checks: tuple[CheckConfig, ...] = ()
         self.check_sandbox: Literal["required", "warn"] = "required"
         self.project_root: Path | None = None
+        #: Set by the executor from the model profile: ``anchors`` makes ``read_file`` and ``search_text`` show
+        #: each line with its anchor (tools/anchors.py).
+        self.edit_format: EditFormat = "replace"
         self._version = 0
         self._listing: Listing | None = None
         self._reads: dict[str, TextFile | None] = {}

@@ -22,6 +22,7 @@ import anyio
 from pydantic import ValidationError
 
 from spotpatch_agent.errors import GitError, JobFailure
+from spotpatch_agent.protocol.config import EditFormat
 from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
 from spotpatch_agent.protocol.models import CheckConfig, Limits
 from spotpatch_agent.tools.base import (
@@ -36,7 +37,7 @@ from spotpatch_agent.worktree.scan import after_check, before_check, left_behind
 
 #: Arguments text beyond two editable files plus this slack (bytes) is an oversized input (terminal).
 _ARGUMENTS_SLACK_BYTES = 64 * 1024
-#: Seconds the outer deadline of ``run_check`` allows beyond the longest check timeout.
+#: Seconds the outer deadline of a ``check``-deadline tool allows beyond the longest check timeout.
 _CHECK_GRACE_SEC = 10
 
 
@@ -95,22 +96,25 @@ class ToolExecutor:
     ``sandbox`` the trusted config's policy for them and ``project_root`` the user's checkout the confined
     check must not see (``ctx.check_sandbox``, ``ctx.project_root``: checks/runner.py).
     ``focus``: the targets' offered lines per relative path (``read_file`` without a range starts near them).
+    ``edit_format``: the model profile's ``editFormat`` (``anchors``: reads and searches show line anchors).
     """
 
     def __init__(self, root: Path, limits: Limits, *, tools: Iterable[str] | None = None,
                  checks: Sequence[CheckConfig] = (), sandbox: Literal["required", "warn"] = "required",
-                 project_root: Path | None = None, focus: dict[str, tuple[int, ...]] | None = None) -> None:
+                 project_root: Path | None = None, focus: dict[str, tuple[int, ...]] | None = None,
+                 edit_format: EditFormat = "replace") -> None:
         names = list(TOOL_DEFS) if tools is None else list(tools)
         self._tools: dict[str, ToolDef] = {name: TOOL_DEFS[name] for name in names}
         self._ctx = WorktreeContext(Path(root), limits, focus=focus)
         self._ctx.checks = tuple(checks)
         self._ctx.check_sandbox = sandbox
         self._ctx.project_root = project_root
+        self._ctx.edit_format = edit_format
         self._gate = _Gate()
-        # run_check enforces its own (longer) check timeout; this outer deadline only backs it up.
+        # A check tool enforces its own (longer) check timeout; this outer deadline only backs it up.
         check_deadline = max((c.timeout_sec or limits.get("checkTimeoutSec") for c in checks),
                              default=limits.get("checkTimeoutSec")) + _CHECK_GRACE_SEC
-        self._deadlines = {"run_check": check_deadline}
+        self._deadlines: dict[str, float] = {"tool": limits.get("toolTimeoutSec"), "check": check_deadline}
         self._check_wrote: dict[str, bool] = {}  # checkId → its latest run changed the worktree
         self._any_check_wrote = False  # some run_check of this job changed the worktree (sticky)
 
@@ -118,6 +122,10 @@ class ToolExecutor:
     def tool_names(self) -> tuple[str, ...]:
         """The tools offered in this job, in offer order (the ``tools`` given at construction)."""
         return tuple(self._tools)
+
+    def declared(self, name: str) -> ToolDef | None:
+        """The declaration of ``name`` when this job offers it, else None (an unknown tool)."""
+        return self._tools.get(name)
 
     @property
     def context(self) -> WorktreeContext:
@@ -168,7 +176,7 @@ class ToolExecutor:
         """The worktree fingerprint (:meth:`WorktreeContext.fingerprint`). Raises ``GitError``, ``OSError``."""
         return await self._ctx.fingerprint()
 
-    async def _run_check_watched(self, tool: ToolDef, args: Any) -> ToolResult:
+    async def _run_watched(self, tool: ToolDef, args: Any) -> ToolResult:
         # The tree is scanned before every host git command that follows a check (issue 25, worktree/scan.py):
         # what the check left that git must not meet (a .git, a FIFO, a new oversized file) is removed first,
         # also when the check was cancelled, and the model is told.
@@ -210,16 +218,16 @@ class ToolExecutor:
         if isinstance(args_or_problem, ToolResult):
             return args_or_problem
         try:
-            with anyio.fail_after(self._deadlines.get(name, limits.get("toolTimeoutSec"))):
+            with anyio.fail_after(self._deadlines[tool.deadline]):
                 async with self._gate.hold(write=tool.writes):
                     if not tool.writes:
                         return await tool.handler(self._ctx, args_or_problem)
                     # Tell the listing how the worktree may have changed. A check runs arbitrary trusted
                     # commands (symlinks, big files, index changes): from then on every listed file is
                     # checked on disk. A write tool changes files only through the path policy.
-                    if name == "run_check":
+                    if tool.kind == "process":
                         self._ctx.mark_external_change()
-                        return await self._run_check_watched(tool, args_or_problem)
+                        return await self._run_watched(tool, args_or_problem)
                     self._ctx.mark_own_write()
                     try:
                         return await tool.handler(self._ctx, args_or_problem)

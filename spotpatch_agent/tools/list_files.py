@@ -12,6 +12,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from spotpatch_agent.tools.base import (
+    ALL_EDIT_FORMATS,
     OUTPUT_MAX_CHARS,
     ToolArgs,
     ToolDef,
@@ -61,4 +62,9 @@ async def list_files(ctx: WorktreeContext, args: ListFilesArgs) -> ToolResult:
     return ToolResult.success("\n".join([header, *shown]))
 
 
-LIST_FILES = ToolDef(name="list_files", description=DESCRIPTION, args=ListFilesArgs, handler=list_files, writes=False)
+LIST_FILES = ToolDef(
+    name="list_files", description=DESCRIPTION, args=ListFilesArgs, handler=list_files, kind="read", deadline="tool",
+    audit=(("glob", "pattern"), ("maxResults", "int")), audit_served=False,
+    retry_hint="change the arguments or take another approach.", offer="always",
+    edit_formats=ALL_EDIT_FORMATS, descriptions={},
+)

@@ -10,6 +10,9 @@ line text. Output::
         3| export function App() {
     [lines 4-120 not shown: read them in one call with startLine 4 and endLine 120]
 
+Under the ``anchors`` edit format each row carries the line's anchor instead (``   12#KT| text``,
+tools/anchors.py), which ``edit_lines`` takes.
+
 The continuation hint always names a range (up to ``readMaxLines`` lines), never a single line: a model
 that follows it reads the rest in as few calls as possible. A file a target of the job points into (its
 "offered" lines, :attr:`~spotpatch_agent.tools.context.WorktreeContext.focus`) read without a range returns
@@ -29,13 +32,27 @@ from pydantic import Field
 
 from spotpatch_agent.policy.redact import REDACTOR
 from spotpatch_agent.protocol.errors import ToolErrorCode
-from spotpatch_agent.tools.base import PATH_DENIED_MESSAGE, ToolArgs, ToolDef, ToolResult, arguments_guidance
+from spotpatch_agent.tools.anchors import line_hash
+from spotpatch_agent.tools.base import (
+    ALL_EDIT_FORMATS,
+    PATH_DENIED_MESSAGE,
+    ToolArgs,
+    ToolDef,
+    ToolResult,
+    arguments_guidance,
+)
 from spotpatch_agent.tools.context import TextFile, WorktreeContext
 
 DESCRIPTION = (
     "Read a range of lines of one allowed text file, line-numbered as '   12| text'. "
     "The number prefix is not part of the file: never copy it into replace_text. "
     "Use paths from list_files or search_text. Read-only."
+)
+#: The description under the ``anchors`` edit format.
+DESCRIPTION_ANCHORS = (
+    "Read a range of lines of one allowed text file. Each line is shown as '   12#KT| text': '12#KT' is the "
+    "line's anchor (line number, '#', a 2-character hash of the line), the text after '| ' is the line. "
+    "Pass anchors to edit_lines exactly as shown. Use paths from list_files or search_text. Read-only."
 )
 
 
@@ -58,10 +75,12 @@ def default_start(total: int, offered: tuple[int, ...], max_lines: int) -> int:
     return max(1, min(inside) - min(FOCUS_CONTEXT_ABOVE, max_lines // 4))
 
 
-def render(file: TextFile, start: int, end: int | None, *, max_lines: int, max_bytes: int) -> str:
+def render(file: TextFile, start: int, end: int | None, *, max_lines: int, max_bytes: int,
+           anchors: bool = False) -> str:
     """The line-numbered window ``start..end`` of ``file``, bounded by ``max_lines`` lines and ``max_bytes``
     bytes (UTF-8) of line text; a single line longer than ``max_bytes`` is cut and marked. Lines left out
-    after the window get a hint naming the next range to read in one call."""
+    after the window get a hint naming the next range to read in one call. ``anchors``: each row shows the
+    line's anchor (``12#KT``, of the line's real bytes) instead of its bare number."""
     total = len(file.lines)
     if total == 0:
         return f"{file.rel} (empty file)"
@@ -80,7 +99,8 @@ def render(file: TextFile, start: int, end: int | None, *, max_lines: int, max_b
                 break
             text = text.encode("utf-8")[: max_bytes - 1].decode("utf-8", errors="ignore")
             cut_note = f"[line {number} is longer than {max_bytes} bytes and was cut]"
-        rows.append(f"{str(number).rjust(width)}| {text}")
+        mark = f"#{line_hash(file.lines[number - 1])}" if anchors else ""
+        rows.append(f"{str(number).rjust(width)}{mark}| {text}")
         used += size
         if cut_note:
             break
@@ -113,7 +133,8 @@ async def read_file(ctx: WorktreeContext, args: ReadFileArgs) -> ToolResult:
     start = args.start_line
     if start is None and args.end_line is None:
         start = default_start(len(file.lines), ctx.focus.get(file.rel, ()), max_lines)
-    text = render(file, start or 1, args.end_line, max_lines=max_lines, max_bytes=ctx.limits.get("readMaxBytes"))
+    text = render(file, start or 1, args.end_line, max_lines=max_lines, max_bytes=ctx.limits.get("readMaxBytes"),
+                  anchors=ctx.edit_format == "anchors")
     if start is not None and start > 1 and args.start_line is None:  # centred on a target's offered line
         above = max(1, start - max_lines)
         text += (f"\n[lines 1-{start - 1} not shown (the read starts near the target's line): read them with "
@@ -123,4 +144,9 @@ async def read_file(ctx: WorktreeContext, args: ReadFileArgs) -> ToolResult:
     return result
 
 
-READ_FILE = ToolDef(name="read_file", description=DESCRIPTION, args=ReadFileArgs, handler=read_file, writes=False)
+READ_FILE = ToolDef(
+    name="read_file", description=DESCRIPTION, args=ReadFileArgs, handler=read_file, kind="read", deadline="tool",
+    audit=(("path", "path"), ("startLine", "int"), ("endLine", "int")), audit_served=True,
+    retry_hint="use a path returned by list_files or search_text, or another range.", offer="always",
+    edit_formats=ALL_EDIT_FORMATS, descriptions={"anchors": DESCRIPTION_ANCHORS},
+)

@@ -26,10 +26,6 @@ Outcomes, in the order they are decided:
 
 from __future__ import annotations
 
-from collections import Counter
-from pathlib import Path
-
-import anyio
 from pydantic import Field
 
 from spotpatch_agent.errors import JobFailure
@@ -40,11 +36,10 @@ from spotpatch_agent.policy.paths import (
     load_allowed,
     normalize_rel_path,
 )
-from spotpatch_agent.policy.redact import redact_cut
 from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
-from spotpatch_agent.tools._fs import write_atomic
 from spotpatch_agent.tools.base import ToolArgs, ToolDef, ToolResult, arguments_guidance
 from spotpatch_agent.tools.context import TextFile, WorktreeContext, display_lines
+from spotpatch_agent.tools.file_write import write_checked
 from spotpatch_agent.tools.read_file import render
 
 DESCRIPTION = (
@@ -158,7 +153,7 @@ async def replace_text(ctx: WorktreeContext, args: ReplaceTextArgs) -> ToolResul
 
     first_line = body.count(b"\n", 0, pos) + 1
     last_line = first_line + new_b.count(b"\n") - (1 if new_b.endswith(b"\n") else 0)
-    problems = await _write_checked(ctx, allowed.rel, data, new_data, crlf=b"\r\n" in body)
+    problems = await write_checked(ctx, allowed.rel, data, new_data, crlf=b"\r\n" in body, tool="replace_text")
     if problems:
         listed = "\n".join(f"  {p}" for p in problems[:_MAX_LISTED])
         return ToolResult.rejected(
@@ -178,94 +173,12 @@ async def replace_text(ctx: WorktreeContext, args: ReplaceTextArgs) -> ToolResul
     return ToolResult.success(f"{summary}\n{shown}".rstrip(), path=rel, wrote=True)
 
 
-async def _write_checked(ctx: WorktreeContext, rel: str, original: bytes, new: bytes, *, crlf: bool) -> list[str]:
-    """Write ``new`` over ``original`` and run the whitespace check; returns new problems ([] = kept).
-
-    On problems or on any exception after the write, the original bytes are restored (shielded from
-    cancellation). Raises terminal ``JobFailure(INTERNAL)`` when the file changed under us, restoring
-    fails, or the fingerprint after restoring differs from the one before the call.
-    """
-    config = await _whitespace_config(ctx) if crlf else ()
-    before_fp = await ctx.write_fingerprint([rel])
-    before = await _whitespace_problems(ctx, rel, config)
-    path = _recheck(ctx, rel, original)
-    ctx.note_written([rel])
-    try:
-        write_atomic(path, new)
-    except OSError:
-        raise JobFailure(ErrorCode.INTERNAL, f"replace_text could not write {rel}") from None
-    finally:
-        ctx.bump()
-    try:
-        after = await _whitespace_problems(ctx, rel, config)
-    except BaseException:
-        with anyio.CancelScope(shield=True):
-            _restore(ctx, rel, path, original)
-        raise
-    added = Counter(key for key, _ in after) - Counter(key for key, _ in before)
-    if not added:
-        return []
-    _restore(ctx, rel, path, original)
-    if await ctx.write_fingerprint([rel]) != before_fp:
-        raise JobFailure(ErrorCode.INTERNAL, f"replace_text: the worktree changed while undoing the edit of {rel}")
-    problems: list[str] = []
-    for (message, text), number in after:
-        if added[(message, text)] > 0:
-            added[(message, text)] -= 1
-            shown = f" {redact_cut(text, 200, ellipsis='')!r}" if text else ""
-            problems.append(f"line {number}: {message}{shown}")
-    return problems
-
-
-def _recheck(ctx: WorktreeContext, rel: str, original: bytes) -> Path:
-    """Re-read the file through the policy; it must still hold ``original`` (docs/design.md §6)."""
-    try:
-        current = load_allowed(ctx.root, rel, for_write=True, max_bytes=ctx.limits.get("editableFileMaxBytes"))
-    except PathDenied:
-        raise JobFailure(ErrorCode.INTERNAL, f"replace_text: {rel} changed before it could be written") from None
-    if current.data != original:
-        raise JobFailure(ErrorCode.INTERNAL, f"replace_text: {rel} changed before it could be written")
-    return current.path
-
-
-def _restore(ctx: WorktreeContext, rel: str, path: Path, original: bytes) -> None:
-    try:
-        write_atomic(path, original)
-    except OSError:
-        raise JobFailure(ErrorCode.INTERNAL, f"replace_text could not restore {rel}") from None
-    finally:
-        ctx.bump()
-
-
-async def _whitespace_config(ctx: WorktreeContext) -> tuple[str, ...]:
-    """For a CRLF file, add ``cr-at-eol`` to the repository's ``core.whitespace`` (else every line fails)."""
-    out = await ctx.git("config", "--get", "core.whitespace", ok_codes=(0, 1), max_bytes=4096)
-    current = out.stdout.decode("utf-8", errors="replace").strip()
-    return (f"core.whitespace={current + ',' if current else ''}cr-at-eol",)
-
-
-_Problem = tuple[tuple[str, str], int]
-
-
-async def _whitespace_problems(ctx: WorktreeContext, rel: str, config: tuple[str, ...]) -> list[_Problem]:
-    """``git diff --check -- <rel>`` problems as ``((message, added line text), line number)``; the key
-    leaves out the line number, so a problem present before and after an edit compares equal."""
-    out = await ctx.diff_check(rel, config)
-    lines = out.stdout.decode("utf-8", errors="replace").split("\n")
-    prefix = f"{rel}:"
-    problems: list[_Problem] = []
-    for index, line in enumerate(lines):
-        if not line.startswith(prefix):
-            continue
-        number, _, message = line[len(prefix) :].partition(": ")
-        if not number.isdigit():
-            continue
-        following = lines[index + 1] if index + 1 < len(lines) else ""
-        text = following[1:] if following.startswith("+") else ""
-        problems.append(((message.strip(), text), int(number)))
-    return problems
-
-
 REPLACE_TEXT = ToolDef(
-    name="replace_text", description=DESCRIPTION, args=ReplaceTextArgs, handler=replace_text, writes=True
+    name="replace_text", description=DESCRIPTION, args=ReplaceTextArgs, handler=replace_text, kind="write",
+    deadline="tool", audit=(("path", "path"), ("oldText", "text"), ("newText", "text")), audit_served=False,
+    retry_hint=("read_file the lines around the change (a range) and copy oldText exactly from that output, "
+                "without the line-number prefixes; the page's text may differ from the source (e.g. "
+                "\"$19.5\" on the page is \"${price}\" in the code). Or use apply_patch."),
+    offer="always",
+    edit_formats=frozenset({"replace"}), descriptions={},
 )

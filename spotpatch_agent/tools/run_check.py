@@ -25,7 +25,7 @@ from spotpatch_agent.checks.runner import CheckRun, check_timeout, run_check_pro
 from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
 from spotpatch_agent.protocol.models import CheckConfig
-from spotpatch_agent.tools.base import ToolArgs, ToolDef, ToolResult, arguments_guidance
+from spotpatch_agent.tools.base import ALL_EDIT_FORMATS, ToolArgs, ToolDef, ToolResult, arguments_guidance
 
 if TYPE_CHECKING:
     from spotpatch_agent.tools.context import WorktreeContext
@@ -76,5 +76,12 @@ RUN_CHECK = ToolDef(
     ),
     args=RunCheckArgs,
     handler=_run_check,
-    writes=True,
+    kind="process",
+    deadline="check",
+    audit=(("checkId", "id"),),
+    audit_served=False,
+    retry_hint="change the code to fix what the check reported before running it again.",
+    offer="with_checks",
+    edit_formats=ALL_EDIT_FORMATS,
+    descriptions={},
 )

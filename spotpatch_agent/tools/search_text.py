@@ -5,7 +5,8 @@ the query is one argv element after ``-e`` (never a shell word, never a regex, a
 binary files are skipped, ignored files are not searched. Hits are kept only in files of the allowed listing
 (so never in protected, symlinked or oversized files; decided for the hit files alone,
 :meth:`WorktreeContext.allowed_among`) and matching the optional glob. Output: a header,
-then ``path:line: text`` per hit (text redacted, then cut to 200 characters), at most
+then ``path:line: text`` per hit (text redacted, then cut to 200 characters; under the ``anchors`` edit format
+``path:12#KT: text``, the line's anchor of tools/anchors.py), at most
 ``min(maxResults, searchMaxResults)`` hits and :data:`~spotpatch_agent.tools.base.OUTPUT_MAX_CHARS` characters.
 """
 
@@ -20,7 +21,9 @@ from pydantic import Field
 from spotpatch_agent.policy.paths import is_text
 from spotpatch_agent.policy.redact import redact_cut
 from spotpatch_agent.protocol.errors import ToolErrorCode
+from spotpatch_agent.tools.anchors import line_hash
 from spotpatch_agent.tools.base import (
+    ALL_EDIT_FORMATS,
     OUTPUT_MAX_CHARS,
     ToolArgs,
     ToolDef,
@@ -35,10 +38,17 @@ DESCRIPTION = (
     "Search allowed project files for an exact, case-sensitive text (not a regex), one line at most. "
     "Returns 'path:line: text' hits. Optional glob filters paths like list_files. Read-only."
 )
+#: The description under the ``anchors`` edit format.
+DESCRIPTION_ANCHORS = (
+    "Search allowed project files for an exact, case-sensitive text (not a regex), one line at most. "
+    "Returns 'path:12#KT: text' hits, where '12#KT' is the line's anchor for edit_lines. Optional glob "
+    "filters paths like list_files. Read-only."
+)
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # never wait on a FIFO swapped in (it then fails the fstat check)
 
+_BOM = "\ufeff"
 #: Longest line text shown per hit, in characters.
 HIT_TEXT_MAX_CHARS = 200
 _RAW_OUTPUT_MAX_BYTES = 8 * 1024 * 1024
@@ -162,8 +172,10 @@ def _readable(root: str, rel: str, max_bytes: int) -> bool:
         os.close(fd)
 
 
-def _select(root: str, hits: list[tuple[str, int, str]], cap: int, max_bytes: int) -> tuple[list[str], bool]:
-    """The hit lines to show (at most ``cap`` and OUTPUT_MAX_CHARS), and whether more hits were left out."""
+def _select(root: str, hits: list[tuple[str, int, str]], cap: int, max_bytes: int,
+            anchors: bool = False) -> tuple[list[str], bool]:
+    """The hit lines to show (at most ``cap`` and OUTPUT_MAX_CHARS), and whether more hits were left out.
+    ``anchors``: each hit names its line by anchor (of the whole line, before redaction and cut)."""
     shown: list[str] = []
     size = 0
     readable: dict[str, bool] = {}
@@ -172,7 +184,8 @@ def _select(root: str, hits: list[tuple[str, int, str]], cap: int, max_bytes: in
             readable[path] = _readable(root, path, max_bytes)
         if not readable[path]:
             continue
-        entry = f"{path}:{line}: {_shorten(text)}"
+        where = f"{line}#{line_hash(text.removeprefix(_BOM) if line == 1 else text)}" if anchors else str(line)
+        entry = f"{path}:{where}: {_shorten(text)}"
         if len(shown) >= cap or size + len(entry) + 1 > OUTPUT_MAX_CHARS:
             return shown, True
         shown.append(entry)
@@ -206,7 +219,8 @@ async def search_text(ctx: WorktreeContext, args: SearchTextArgs) -> ToolResult:
     cap = min(args.max_results, ctx.limits.get("searchMaxResults"))
     hits = [hit for hit in parsed if hit[0] in allowed]
     max_bytes = ctx.limits.get("editableFileMaxBytes")
-    shown, more_hits = await anyio.to_thread.run_sync(_select, os.fspath(ctx.root), hits, cap, max_bytes)
+    shown, more_hits = await anyio.to_thread.run_sync(_select, os.fspath(ctx.root), hits, cap, max_bytes,
+                                                      ctx.edit_format == "anchors")
     more = out.truncated or more_hits
     if not shown:
         header = "No matches in allowed files." if not more else "No complete matches could be shown."
@@ -218,5 +232,8 @@ async def search_text(ctx: WorktreeContext, args: SearchTextArgs) -> ToolResult:
 
 
 SEARCH_TEXT = ToolDef(
-    name="search_text", description=DESCRIPTION, args=SearchTextArgs, handler=search_text, writes=False
+    name="search_text", description=DESCRIPTION, args=SearchTextArgs, handler=search_text, kind="read",
+    deadline="tool", audit=(("glob", "pattern"), ("query", "pattern"), ("maxResults", "int")), audit_served=False,
+    retry_hint="change the arguments or take another approach.", offer="always",
+    edit_formats=ALL_EDIT_FORMATS, descriptions={"anchors": DESCRIPTION_ANCHORS},
 )

@@ -26,7 +26,7 @@ from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import CheckConfig, Limits
 from spotpatch_agent.tools import ToolExecutor
-from spotpatch_agent.tools import replace_text as replace_text_module
+from spotpatch_agent.tools import file_write as write_module  # replace_text's checked write
 from tests.conftest import make_repo
 from tests.tools.conftest import call
 from tests.tools.test_apply_patch import update
@@ -191,7 +191,7 @@ async def test_a_change_during_the_call_that_survives_the_undo_is_terminal(
     # back but keeps the mode, so the worktree differs from before the call (git sees the mode).
     root = make_repo(tmp_path / "repo", FILES)
     executor = executor_with(root)
-    real = replace_text_module._whitespace_problems
+    real = write_module._whitespace_problems
     calls = []
 
     async def meddling(ctx, rel, config):
@@ -200,7 +200,7 @@ async def test_a_change_during_the_call_that_survives_the_undo_is_terminal(
             writer.do("chmod src/a.ts 755")
         return await real(ctx, rel, config)
 
-    monkeypatch.setattr(replace_text_module, "_whitespace_problems", meddling)
+    monkeypatch.setattr(write_module, "_whitespace_problems", meddling)
     with pytest.raises(JobFailure) as info:
         await whitespace_rejection(executor)
     assert info.value.code is ErrorCode.INTERNAL
@@ -213,7 +213,7 @@ async def test_a_change_that_the_undo_overwrites_stays_retryable(
 ) -> None:
     root = make_repo(tmp_path / "repo", FILES)
     executor = executor_with(root)
-    real = replace_text_module._whitespace_problems
+    real = write_module._whitespace_problems
     calls = []
 
     async def meddling(ctx, rel, config):
@@ -222,6 +222,6 @@ async def test_a_change_that_the_undo_overwrites_stays_retryable(
             writer.do("write src/a.ts value = 1   \n")  # same as the edit: the undo writes the original back
         return await real(ctx, rel, config)
 
-    monkeypatch.setattr(replace_text_module, "_whitespace_problems", meddling)
+    monkeypatch.setattr(write_module, "_whitespace_problems", meddling)
     assert await whitespace_rejection(executor) == (False, "PATCH_REJECTED", True)
     assert (root / "src/a.ts").read_text() == "value = 1\n"

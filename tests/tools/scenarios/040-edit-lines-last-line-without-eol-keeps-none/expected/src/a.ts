@@ -1,0 +1,2 @@
+const a = 2;
+export default a;
