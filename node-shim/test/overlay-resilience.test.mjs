@@ -112,8 +112,8 @@ test("a suggestion survives a reload: the draft is shown again without asking th
 
   await page.reload();
   await page.getByRole("button", { name: "Save", exact: true }).waitFor();
-  const launcher = page.getByRole("button", { name: "SpotPatch", exact: true });
-  if (!(await panel.isVisible().catch(() => false))) await launcher.click();
+  // The tab was showing a job: the panel comes back by itself (the launcher stays hidden meanwhile).
+  await panel.waitFor({ timeout: 15_000 });
   await box.getByText("Draft: nothing was changed", { exact: false }).waitFor({ timeout: 15_000 });
   assert.equal(await box.innerText(), before, "the same draft, checks and citations");
   assert.equal(calls.length, 1, "job/suggest was not asked again");
