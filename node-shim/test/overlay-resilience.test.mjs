@@ -9,7 +9,10 @@ import { test } from "node:test";
 
 import { TOUCHED, bytesOf, openDemo, openPanel, panelOf, recordCalls, snap, submitDemoJob, waitFor } from "./overlay-flow-helpers.mjs";
 import { drag } from "./overlay-picker-helpers.mjs";
-import { git, pageSession } from "./support.mjs";
+import { REPO, git, pageSession } from "./support.mjs";
+
+/** Set SPOTPATCH_UPDATE_SCREENSHOTS=1 to rewrite docs/overlay-config-problems.png from the first test. */
+const UPDATE_DOCS_SHOT = process.env.SPOTPATCH_UPDATE_SCREENSHOTS === "1";
 
 const BROKEN_CONFIG = { providers: [{ id: "openai", displayName: "OpenAI", api: "chat" }], limits: { maxTurns: "nine" }, bogus: 1 };
 const writeConfig = (root, value) =>
@@ -40,6 +43,7 @@ test("a config typo: the app runs, Vite's log lists every problem once, the pane
   assert.equal(await panel.getByRole("button", { name: "Submit" }).count(), 0, "no composer while SpotPatch is off");
   assert.equal(await panel.getByRole("button", { name: "Pick elements" }).count(), 0);
   await snap(page, "config-problem");
+  if (UPDATE_DOCS_SHOT) await page.screenshot({ path: path.join(REPO, "docs", "overlay-config-problems.png") });
 
   // Fixed: the dev server restarts (the watcher), the page reloads, the composer is back.
   writeConfig(project.root, { limits: { maxTargets: 5 } });
@@ -134,6 +138,7 @@ test("an area target sends its rectangle, the viewport size and the located elem
   const to = [right.x + right.width / 2, Math.max(left.y + left.height, right.y + right.height) - 2];
   await panel.getByRole("button", { name: "Select an area" }).click();
   await drag(page, from, to);
+  await snap(page, "area-target");
   await panel.getByRole("textbox", { name: "Instruction for target 1" }).fill("Align these two.");
   await panel.getByRole("button", { name: "Submit" }).click();
   await waitFor(() => creates.length === 1, { what: "job/create" });
