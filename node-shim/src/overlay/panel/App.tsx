@@ -10,7 +10,9 @@ import { Composer, SubmitArea, WaitingTargets } from "./Composer.js";
 import type { Controller } from "./controller.js";
 import { ConfigProblem } from "./ConfigProblem.js";
 import { ConsentDialog } from "./Dialog.js";
+import { PlacementLive, PlacementMenu, Pill, Separator, usePlacement } from "./Dock.js";
 import { JobActions, JobPanel } from "./Job.js";
+import { PlacementStore } from "./placement.js";
 import { ACTIVE } from "./state.js";
 
 export function App({ ctl }: { ctl: Controller }) {
@@ -20,6 +22,10 @@ export function App({ ctl }: { ctl: Controller }) {
   const heading = useRef<HTMLHeadingElement>(null);
   const panel = useRef<HTMLElement>(null);
   const lastFocus = useRef<HTMLElement | null>(null);
+  // Docked right / left / bottom, resized, or collapsed to the pill; off the picked elements (Dock.tsx).
+  const [placement] = useState(() => new PlacementStore(ctl.options.projectKey));
+  const wide = !!state.job && !ACTIVE.has(state.job.snapshot.status) && !!state.job.diff?.diff;
+  const layout = usePlacement(ctl, placement, wide);
   useEffect(() => {
     if (state.open && ctl.focusRequest?.kind === "panel") {
       ctl.focusRequest = null;
@@ -40,6 +46,15 @@ export function App({ ctl }: { ctl: Controller }) {
     if (next instanceof HTMLTextAreaElement) next.setSelectionRange(next.value.length, next.value.length);
   });
   if (!state.open) return null;
+  const live = <PlacementLive store={placement} lang={state.lang} />;
+  if (layout.collapsed)
+    return (
+      <>
+        <Pill ctl={ctl} store={placement} layout={layout} />
+        {live}
+        {state.consent && <ConsentDialog ctl={ctl} />}
+      </>
+    );
   return (
     <>
       <aside
@@ -52,7 +67,9 @@ export function App({ ctl }: { ctl: Controller }) {
         aria-labelledby="sp-title"
         lang={state.lang}
         dir="ltr"
-        data-wide={state.job && !ACTIVE.has(state.job.snapshot.status) && state.job.diff?.diff ? "" : undefined}
+        data-wide={wide ? "" : undefined}
+        data-dock={layout.dock}
+        style={layout.dock === "bottom" ? { height: `${layout.size}px` } : { width: `${layout.size}px` }}
         onKeyDown={(e) => {
           // Esc closes (drafts are kept), except while an input method is composing: there it cancels the
           // composition only.
@@ -81,6 +98,7 @@ export function App({ ctl }: { ctl: Controller }) {
               ))}
             </select>
           </label>
+          <PlacementMenu ctl={ctl} store={placement} layout={layout} />
           <button
             type="button"
             class="sp-icon"
@@ -138,7 +156,9 @@ export function App({ ctl }: { ctl: Controller }) {
             </div>
           )
         )}
+        <Separator ctl={ctl} store={placement} layout={layout} />
       </aside>
+      {live}
       {state.consent && <ConsentDialog ctl={ctl} />}
     </>
   );
