@@ -77,7 +77,8 @@ export type ServerErrorCode =
   | "ENGINE_FAILED"
   | "ENGINE_ERROR"
   | "SERVER_CLOSING"
-  | "VITE_UNSUPPORTED";
+  | "VITE_UNSUPPORTED"
+  | "CONFIG_INVALID";
 
 /** The JSON body of every refused or failed call: `{"error": SpotPatchErrorBody}`. */
 export interface SpotPatchErrorBody {

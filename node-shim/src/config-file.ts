@@ -14,8 +14,10 @@
 import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 
+import type { ErrorObject } from "ajv";
+
 import type { TrustedConfig } from "./protocol.generated.js";
-import { describeErrors, validatorFor } from "./schema.js";
+import { validatorFor } from "./schema.js";
 
 export const CONFIG_FILE = "spotpatch.config.json";
 export const TRUSTED_KEYS = ["providers", "checks", "limits", "modes", "sandbox", "suggestions", "audit"] as const;
@@ -23,31 +25,31 @@ const PLUGIN_ONLY_KEYS = ["command", "python", "allowRemoteAccess", "overlay"];
 
 /**
  * The trusted config of `<projectRoot>/spotpatch.config.json` (without `$schema`), or undefined when
- * the file does not exist. Throws an `Error` naming the file and every bad key when it is not valid.
+ * the file does not exist. Throws a `ConfigFileError` naming the file and every bad key when it is not valid.
  */
 export function readConfigFile(projectRoot: string): TrustedConfig | undefined {
   const file = path.join(projectRoot, CONFIG_FILE);
   let bytes: Buffer;
   try {
     // A FIFO would block the dev server's start for good; a folder says EISDIR anyway.
-    if (!statSync(file).isFile()) throw invalid("is not a regular file");
+    if (!statSync(file).isFile()) throw invalid("is not a regular file", [], "make it a regular file, or remove it.");
     bytes = readFileSync(file);
   } catch (error) {
     if (!(error as NodeJS.ErrnoException).code) throw error;
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw invalid(`cannot be read (${(error as NodeJS.ErrnoException).code ?? "read error"})`);
+    throw invalid(`cannot be read (${(error as NodeJS.ErrnoException).code ?? "read error"})`, [], "make it readable by the user running Vite.");
   }
   let text: string;
   try {
     text = new TextDecoder("utf-8", { fatal: true }).decode(bytes); // no silent U+FFFD: `run` refuses such a file too
   } catch {
-    throw invalid("is not UTF-8 text");
+    throw invalid("is not UTF-8 text", [], JSON_FIX);
   }
   let value: unknown;
   try {
     value = JSON.parse(text.startsWith("\uFEFF") ? text.slice(1) : text); // a BOM is allowed, as by `run`
   } catch (error) {
-    throw invalid(`is not valid JSON: ${jsonProblem((error as Error).message)}`);
+    throw invalid(`is not valid JSON: ${jsonProblem((error as Error).message)}`, [], JSON_FIX);
   }
   return checkConfigFile(value);
 }
@@ -61,28 +63,82 @@ export function jsonProblem(message: string): string {
   return message.replace(/,\s*(?:\.\.\.)?"[\s\S]*"(?:\.\.\.)?\s+is not valid JSON$/, "").slice(0, 200);
 }
 
-/** The trusted config in a parsed config file (its `$schema` dropped); throws naming each bad key. */
+/**
+ * The trusted config in a parsed config file (its `$schema` dropped). Throws a `ConfigFileError` whose
+ * `problems` list every bad key (`providers.0.baseUrl: is required`, the location in the file as
+ * `spotpatch-agent doctor` spells it, never a value).
+ */
 export function checkConfigFile(value: unknown): TrustedConfig {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw invalid("must be a JSON object");
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw invalid("must be a JSON object", [], KEYS_FIX);
   const problems: string[] = [];
   const { $schema, ...rest } = value as Record<string, unknown>;
-  if ($schema !== undefined && $schema !== null && typeof $schema !== "string") problems.push(`"$schema" must be a string (a path or URL of the schema)`);
+  if ($schema !== undefined && $schema !== null && typeof $schema !== "string") problems.push(`$schema: must be a string (a path or URL of the schema)`);
   for (const key of Object.keys(rest)) {
     if ((TRUSTED_KEYS as readonly string[]).includes(key)) continue;
     problems.push(
       PLUGIN_ONLY_KEYS.includes(key)
-        ? `"${key}" is a Vite plugin option: give it in spotpatch({ ${key}: … }) in your Vite config, not in the file`
-        : `unknown key "${key.slice(0, 40)}" (allowed: ${TRUSTED_KEYS.join(", ")}, $schema)`,
+        ? `${key}: is a Vite plugin option: give it in spotpatch({ ${key}: … }) in your Vite config, not in the file`
+        : `${shownKey(key)}: unknown key (allowed: ${TRUSTED_KEYS.join(", ")}, $schema)`,
     );
   }
-  if (!problems.length) {
-    const validate = validatorFor("TrustedConfig");
-    // The whole file, `$schema` included: the engine (`run`) checks its length too.
-    if (!validate(value)) problems.push(...describeErrors(validate.errors ?? []).map((p) => `key ${p.replace(/^\(params\)/, "(top level)")}`));
+  // Every problem at once (as `spotpatch-agent doctor` lists them): the known keys are checked even when an
+  // unknown one was found. `$schema` is checked as a string here when it is one: the engine checks its length too.
+  const known = Object.fromEntries(Object.entries(rest).filter(([key]) => (TRUSTED_KEYS as readonly string[]).includes(key)));
+  const validate = validatorFor("TrustedConfig");
+  if (!validate(typeof $schema === "string" ? { $schema, ...known } : known)) problems.push(...configProblems(validate.errors ?? []));
+  if (problems.length) {
+    const count = problems.length === 1 ? "1 error" : `${problems.length} errors`;
+    throw invalid(`is not a valid SpotPatch config (${count})`, problems, KEYS_FIX);
   }
-  if (problems.length) throw invalid(`is not a valid SpotPatch config: ${problems.join("; ")}`);
   return rest;
 }
+
+/** At most this many problems are listed (a file pasted from elsewhere can have hundreds). */
+export const MAX_PROBLEMS = 30;
+const KEYS_FIX = "fix the keys listed (docs/configuration.md; unknown keys are errors).";
+const JSON_FIX = "fix the file: valid JSON in UTF-8 (an editor using the file's \"$schema\" shows where).";
+
+/**
+ * Ajv's errors as `location: what is wrong` lines, the location dotted as `spotpatch-agent doctor` spells it
+ * (`providers.0.baseUrl`), never a value: a missing key is named at its own location, an unknown key too;
+ * a union's branch errors collapse into the union's one line.
+ */
+function configProblems(errors: readonly ErrorObject[]): string[] {
+  const unions = new Set(errors.filter((e) => e.keyword === "anyOf" || e.keyword === "oneOf").map((e) => e.instancePath));
+  const out: string[] = [];
+  for (const error of errors) {
+    const params = error.params as { missingProperty?: unknown; additionalProperty?: unknown };
+    let where = dotted(error.instancePath);
+    let what = error.message ?? error.keyword;
+    if (error.keyword === "required") {
+      where = join(where, shownKey(String(params.missingProperty)));
+      what = "is required";
+    } else if (error.keyword === "additionalProperties") {
+      where = join(where, shownKey(String(params.additionalProperty)));
+      what = "unknown key (not allowed here)";
+    } else if (unions.has(error.instancePath) && error.keyword !== "anyOf" && error.keyword !== "oneOf") {
+      continue; // a branch of a union: the union's own line says it
+    } else if (error.keyword === "anyOf" || error.keyword === "oneOf") {
+      // An optional value (`T | null`): the branch that is not `null` says what is wrong.
+      const branch = errors.find((e) => e.instancePath === error.instancePath && e !== error && e.message && e.message !== "must be null");
+      what = branch?.message ?? "has the wrong type or value";
+    }
+    const line = `${where || "(top level)"}: ${what}`;
+    if (!out.includes(line)) out.push(line);
+  }
+  return out.slice(0, MAX_PROBLEMS);
+}
+
+const dotted = (pointer: string): string =>
+  pointer
+    .split("/")
+    .slice(1)
+    .map((part) => shownKey(part.replace(/~1/g, "/").replace(/~0/g, "~")))
+    .join(".");
+const join = (where: string, key: string): string => (where ? `${where}.${key}` : key);
+/** A key of the file as shown: at most 40 characters, control characters dropped. */
+// eslint-disable-next-line no-control-regex
+const shownKey = (key: string): string => key.replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, "").slice(0, 40);
 
 /** The config the engine gets: `fromFile`'s top-level keys, each replaced by `fromOptions`' value when given. */
 export function mergeConfig(fromOptions: TrustedConfig, fromFile: TrustedConfig | undefined): TrustedConfig {
@@ -94,6 +150,44 @@ export function mergeConfig(fromOptions: TrustedConfig, fromFile: TrustedConfig 
   return merged;
 }
 
-function invalid(what: string): Error {
-  return new Error(`vite-plugin-spotpatch: ${CONFIG_FILE} (at the project root) ${what}.`);
+/**
+ * `spotpatch.config.json` cannot be used: `reason` completes "spotpatch.config.json …" (`is not a valid
+ * SpotPatch config (3 errors)`), `problems` are its lines (`providers.0.baseUrl: is required`; empty for a file
+ * that is not JSON), `fix` says what to do; the message joins them in one line. Nothing of the file's text.
+ */
+export class ConfigFileError extends Error {
+  readonly reason: string;
+  readonly problems: readonly string[];
+  readonly fix: string;
+
+  constructor(reason: string, problems: readonly string[], fix: string) {
+    super(`vite-plugin-spotpatch: ${CONFIG_FILE} (at the project root) ${reason}${problems.length ? `: ${problems.join("; ")}` : ""}.`);
+    this.name = "ConfigFileError";
+    this.reason = reason;
+    this.problems = problems;
+    this.fix = fix;
+  }
+}
+
+function invalid(reason: string, problems: readonly string[] = [], fix = JSON_FIX): ConfigFileError {
+  return new ConfigFileError(reason, problems, fix);
+}
+
+/**
+ * The Vite log's block for a file that cannot be used (one `logger.error` call): the reason, every
+ * problem on its own line, the fix (the words of `spotpatch-agent doctor`'s config item), then `after`
+ * (what happens now). Nothing of the file's text, no absolute path.
+ */
+export function configProblemBlock(error: ConfigFileError, after: string): string {
+  return [
+    `[spotpatch] ${CONFIG_FILE} (at the project root) ${error.reason}${error.problems.length ? ":" : "."}`,
+    ...error.problems.map((problem) => `  - ${problem}`),
+    `  fix: ${error.fix} \`spotpatch-agent doctor\` checks the file.`,
+    `  ${after}`,
+  ].join("\n");
+}
+
+/** What the overlay shows instead of the composer while the file cannot be used (OverlayOptions.configProblem). */
+export function configProblemForPage(error: ConfigFileError): { reason: string; problems: string[]; fix: string } {
+  return { reason: `${CONFIG_FILE} ${error.reason}`, problems: [...error.problems], fix: error.fix };
 }

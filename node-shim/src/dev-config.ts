@@ -5,8 +5,9 @@
  *   `venv/` at Vite's root and at the project root) out of Vite's file watcher, added to the user's
  *   `server.watch.ignored` (Vite concatenates the lists), never replacing it;
  * - `watchConfigFile`: `spotpatch.config.json` is watched; a valid change restarts the dev server the
- *   way Vite does for its own config (`server.restart()`), after the jobs the engine is working on; an
- *   invalid one is said in the log in the words of a failed start and changes nothing;
+ *   way Vite does for its own config (`server.restart()`), after the jobs the engine is working on and
+ *   after the jobs the user has not closed yet (a review awaiting Apply is never dropped); an invalid one
+ *   is said in the log in one block listing every problem and changes nothing;
  * - `missingKeyWarnings`: one line per configured provider whose key variable is unset (its name, never
  *   a value), for the Vite log at start.
  */
@@ -16,7 +17,7 @@ import path from "node:path";
 
 import type { UserConfig, ViteDevServer } from "vite";
 
-import { CONFIG_FILE, mergeConfig, readConfigFile } from "./config-file.js";
+import { CONFIG_FILE, ConfigFileError, configProblemBlock, mergeConfig, readConfigFile } from "./config-file.js";
 import type { EngineLogger } from "./engine.js";
 import { VENV_DIRS } from "./engine-locate.js";
 import type { TrustedConfig } from "./protocol.generated.js";
@@ -62,8 +63,8 @@ export interface ConfigWatch {
   projectRoot: string;
   /** The trusted keys given as plugin options (they win over the file's, src/config-file.ts). */
   options: TrustedConfig;
-  /** The trusted config this dev-server instance's engine gets. */
-  current: TrustedConfig;
+  /** The trusted config this dev-server instance's engine gets; undefined while the file is invalid (SpotPatch off). */
+  current: TrustedConfig | undefined;
   supervisor: EngineSupervisor;
   logger: EngineLogger;
 }
@@ -120,9 +121,21 @@ export function watchConfigFile(server: ViteDevServer, watch: ConfigWatch): () =
     try {
       next = mergeConfig(watch.options, readConfigFile(watch.projectRoot));
     } catch (error) {
-      // The message of a failed start; the running instance (and its engine) stays as it was.
-      logger.error((error as Error).message);
-      logger.warn(`[spotpatch] ${CONFIG_FILE} changed: not restarting (the file is invalid, see above); the previous configuration stays in use until it is fixed.`);
+      if (!(error instanceof ConfigFileError)) throw error;
+      // The block of a start with this file; the running instance (and its engine) stays as it was.
+      const off = watch.current === undefined;
+      logger.error(
+        configProblemBlock(
+          error,
+          off
+            ? "SpotPatch stays off until the file is fixed; the app runs without it."
+            : "The previous configuration stays in use until the file is fixed.",
+        ),
+      );
+      logger.warn(
+        `[spotpatch] ${CONFIG_FILE} changed: not restarting (the file is invalid, see above); ` +
+          (off ? "SpotPatch stays off until it is fixed." : "the previous configuration stays in use until it is fixed."),
+      );
       return;
     }
     if (JSON.stringify(next) === JSON.stringify(watch.current)) {
@@ -138,13 +151,19 @@ export function watchConfigFile(server: ViteDevServer, watch: ConfigWatch): () =
       return;
     }
     await idle; // a page request being answered (not cut off by the restart)
+    // A review awaiting Apply (or an applied job that can still be reverted) lives only in the engine: the
+    // restart waits until the user has closed it, and the file is read again then (issue 26).
     const { held } = supervisor.jobsAtRisk();
-    logger.info(
-      `[spotpatch] ${CONFIG_FILE} changed: restarting` +
-        (held.length
-          ? ` (the engine drops job ${held.join(", ")}: a diff awaiting review is lost; an applied change stays in your files, revert it with git)`
-          : ""),
-    );
+    if (held.length) {
+      logger.info(
+        `[spotpatch] ${CONFIG_FILE} changed: restarting once job ${held.join(", ")} is closed in the panel ` +
+          "(Apply or Cancel, then Done; the review stays until then). Restart Vite to apply the new configuration now (the review is then lost).",
+      );
+      await supervisor.whenSettled();
+      again = true;
+      return;
+    }
+    logger.info(`[spotpatch] ${CONFIG_FILE} changed: restarting`);
     const before = server.config;
     stopped = true; // this instance is being replaced: its watcher closes with it
     await server.restart();

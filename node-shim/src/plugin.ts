@@ -26,7 +26,7 @@ import path from "node:path";
 
 import { version as importedViteVersion, type Plugin, type ResolvedConfig, type ViteDevServer } from "vite";
 
-import { mergeConfig, readConfigFile } from "./config-file.js";
+import { ConfigFileError, configProblemBlock, configProblemForPage, mergeConfig, readConfigFile } from "./config-file.js";
 import { missingKeyWarnings, venvWatchIgnore, watchConfigFile } from "./dev-config.js";
 import { locateEngine } from "./engine-locate.js";
 import { createEndpoints, type Endpoints } from "./http.js";
@@ -63,8 +63,22 @@ class DevInstance {
   stopWatching: (() => void) | undefined;
   private closing: Promise<void> | undefined;
 
-  constructor(config: ResolvedConfig, options: ResolvedOptions, projectRoot: string, trusted: ResolvedOptions["config"]) {
-    this.overlay = options.overlay && { ...options.overlay, projectKey: projectKey(projectRoot) };
+  /** Set when spotpatch.config.json cannot be used: SpotPatch is off, every endpoint says why, the panel lists it. */
+  readonly problem: ConfigFileError | undefined;
+
+  constructor(
+    config: ResolvedConfig,
+    options: ResolvedOptions,
+    projectRoot: string,
+    trusted: ResolvedOptions["config"],
+    problem?: ConfigFileError,
+  ) {
+    this.problem = problem;
+    this.overlay = options.overlay && {
+      ...options.overlay,
+      projectKey: projectKey(projectRoot),
+      ...(problem ? { configProblem: configProblemForPage(problem) } : {}),
+    };
     this.policy = accessPolicy(config.server, options.allowRemoteAccess);
     const { commandSource } = options;
     const given = commandSource === "default" ? undefined : { command: options.command, source: commandSource };
@@ -76,7 +90,9 @@ class DevInstance {
       logger: config.logger,
       clientVersion: PACKAGE_VERSION,
     });
-    this.endpoints = createEndpoints({ token: this.token, policy: this.policy, supervisor: this.supervisor });
+    this.endpoints = problem
+      ? { middleware: configRefusal(problem), close: () => undefined }
+      : createEndpoints({ token: this.token, policy: this.policy, supervisor: this.supervisor });
   }
 
   /** Idempotent: ends the event streams and stops the engine. */
@@ -98,6 +114,7 @@ class DevInstance {
 export function spotpatchServer(options: ResolvedOptions, locateRoot: { root?: string }): Plugin {
   const projectRoots = new WeakMap<ResolvedConfig, string>();
   const trustedConfigs = new WeakMap<ResolvedConfig, ResolvedOptions["config"]>();
+  const configProblems = new WeakMap<ResolvedConfig, ConfigFileError>();
   const instances = new WeakMap<ResolvedConfig, DevInstance>();
   let latest: DevInstance | undefined;
   let viteRefusal: string | undefined; // set when the running Vite is one SpotPatch must not run on
@@ -127,8 +144,11 @@ export function spotpatchServer(options: ResolvedOptions, locateRoot: { root?: s
         const root = gitTopLevel(config.root);
         projectRoots.set(config, root);
         locateRoot.root = root;
-        // spotpatch.config.json under the options (docs/node-shim.md "One configuration"); an invalid file fails the start.
-        trustedConfigs.set(config, mergeConfig(options.config, readConfigFile(root)));
+        // spotpatch.config.json under the options (docs/node-shim.md "One configuration"). An invalid file
+        // never stops the dev server: SpotPatch is off and says why (configureServer), the app runs.
+        const read = readTrusted(options.config, root);
+        if (read instanceof ConfigFileError) configProblems.set(config, read);
+        else trustedConfigs.set(config, read);
       },
     },
 
@@ -141,8 +161,14 @@ export function spotpatchServer(options: ResolvedOptions, locateRoot: { root?: s
         return; // no token, no engine
       }
       const root = projectRoots.get(config) ?? gitTopLevel(config.root);
-      const trusted = trustedConfigs.get(config) ?? mergeConfig(options.config, readConfigFile(root));
-      const instance = new DevInstance(config, options, root, trusted);
+      let problem = configProblems.get(config);
+      let trusted = trustedConfigs.get(config);
+      if (!trusted && !problem) {
+        const read = readTrusted(options.config, root);
+        if (read instanceof ConfigFileError) problem = read;
+        else trusted = read;
+      }
+      const instance = new DevInstance(config, options, root, trusted ?? options.config, problem);
       instances.set(config, instance);
       latest = instance;
       server.middlewares.use(instance.endpoints.middleware);
@@ -152,11 +178,16 @@ export function spotpatchServer(options: ResolvedOptions, locateRoot: { root?: s
       instance.stopWatching = watchConfigFile(server, {
         projectRoot: root,
         options: options.config,
-        current: trusted,
+        current: problem ? undefined : trusted,
         supervisor: instance.supervisor,
         logger: config.logger,
       });
-      if (instance.policy.exposure && !instance.policy.allowRemoteAccess) {
+      if (problem) {
+        // One block listing every problem, as `spotpatch-agent doctor` does; the engine is never started.
+        config.logger.error(
+          configProblemBlock(problem, "SpotPatch is off until the file is fixed; the app runs without it. Saving the file restarts the dev server."),
+        );
+      } else if (instance.policy.exposure && !instance.policy.allowRemoteAccess) {
         config.logger.warn(
           `[spotpatch] SpotPatch is off: ${instance.policy.exposure}. Serve on localhost, or opt in with spotpatch({ allowRemoteAccess: true }).`,
         );
@@ -165,7 +196,7 @@ export function spotpatchServer(options: ResolvedOptions, locateRoot: { root?: s
         // missing engine is said at start, in the words the page will show.
         instance.supervisor.checkEngine(); // logs the problem, if any, once
         // A provider without its key variable: said now, naming the variable (never a value), not only on the page.
-        for (const line of missingKeyWarnings(trusted)) config.logger.warn(line);
+        for (const line of missingKeyWarnings(trusted ?? options.config)) config.logger.warn(line);
       }
     },
 
@@ -207,6 +238,22 @@ export function spotpatchServer(options: ResolvedOptions, locateRoot: { root?: s
       await instanceOf(this)?.close();
     },
   };
+}
+
+/** The trusted config of the options over `<root>/spotpatch.config.json`, or why the file cannot be used. */
+function readTrusted(fromOptions: ResolvedOptions["config"], root: string): ResolvedOptions["config"] | ConfigFileError {
+  try {
+    return mergeConfig(fromOptions, readConfigFile(root));
+  } catch (error) {
+    if (error instanceof ConfigFileError) return error;
+    throw error;
+  }
+}
+
+/** Answers every `/__spotpatch/` request with `503 CONFIG_INVALID` (the file's problems); passes the rest on. */
+function configRefusal(problem: ConfigFileError): Endpoints["middleware"] {
+  const message = `SpotPatch is off: ${problem.message.replace(/^vite-plugin-spotpatch: /, "")} Fix the file and save it.`;
+  return refusedEndpoints(message, "CONFIG_INVALID");
 }
 
 /** `dist/client.js` plus one line creating this instance's client. The token appears nowhere else. */

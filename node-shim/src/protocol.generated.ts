@@ -73,6 +73,50 @@ export interface ActivityEvent {
   turn: number;
 }
 /**
+ * A located element (``data-spotpatch-loc``) overlapping an area target's rectangle: its source location,
+ * tag name and border box (page coordinates, CSS px).
+ */
+export interface AreaElement {
+  rect: Rect;
+  source: SourceLocation;
+  tagName: string;
+}
+export interface Rect {
+  height: number;
+  width: number;
+  x: number;
+  y: number;
+}
+export interface SourceLocation {
+  column?: number;
+  component?: string | null;
+  file: string;
+  line: number;
+}
+/**
+ * An area target's rectangle as the user dragged it: ``rect`` in page coordinates (CSS px of the top
+ * document, scroll included), the viewport's size then, and the located elements overlapping it, largest
+ * overlap first (at most :data:`MAX_AREA_ELEMENTS`).
+ */
+export interface AreaInfo {
+  /**
+   * @maxItems 8
+   */
+  elements?:
+    | []
+    | [AreaElement]
+    | [AreaElement, AreaElement]
+    | [AreaElement, AreaElement, AreaElement]
+    | [AreaElement, AreaElement, AreaElement, AreaElement]
+    | [AreaElement, AreaElement, AreaElement, AreaElement, AreaElement]
+    | [AreaElement, AreaElement, AreaElement, AreaElement, AreaElement, AreaElement]
+    | [AreaElement, AreaElement, AreaElement, AreaElement, AreaElement, AreaElement, AreaElement]
+    | [AreaElement, AreaElement, AreaElement, AreaElement, AreaElement, AreaElement, AreaElement, AreaElement];
+  rect: Rect;
+  viewportHeight: number;
+  viewportWidth: number;
+}
+/**
  * An Apply (``apply``) or Revert (``revert``): the job's status after it, files, conflicting paths.
  */
 export interface AuditApplyRecord {
@@ -445,12 +489,6 @@ export interface ElementInfo {
   tagName: string;
   text?: string;
 }
-export interface Rect {
-  height: number;
-  width: number;
-  x: number;
-  y: number;
-}
 export interface EmptyParams {}
 /**
  * The job failed with this error; a ``status: failed`` event follows.
@@ -630,6 +668,7 @@ export interface SpotAnnotation {
     | [Target, Target, Target, Target, Target, Target, Target, Target];
 }
 export interface Target {
+  area?: AreaInfo | null;
   element?: ElementInfo | null;
   image?: TargetImage | null;
   index: number;
@@ -654,12 +693,6 @@ export interface Target {
 export interface TargetImage {
   data: string;
   mediaType: "image/png" | "image/webp";
-}
-export interface SourceLocation {
-  column?: number;
-  component?: string | null;
-  file: string;
-  line: number;
 }
 /**
  * Where an enclosing component instance is used: ``component`` is the used component's name (when

@@ -98,14 +98,17 @@ function checkPaths(params: unknown): string[] {
     problems.push("/annotation/pageUrl: must be a path on this page's origin (\"/…\"), not a URL");
   }
   const targets = Array.isArray(annotation.targets) ? annotation.targets : [];
-  targets.forEach((target: { source?: { file?: unknown } | null }, i) => {
+  const RULE = "must be a project-relative path (no leading /, drive letter, URL scheme, backslash or '..' segment)";
+  targets.forEach((target: { source?: { file?: unknown } | null; area?: { elements?: unknown } | null }, i) => {
     const file = target?.source?.file;
-    if (typeof file === "string" && !isRelativeSourcePath(file)) {
-      problems.push(
-        `/annotation/targets/${i}/source/file: must be a project-relative path ` +
-          "(no leading /, drive letter, URL scheme, backslash or '..' segment)",
-      );
-    }
+    if (typeof file === "string" && !isRelativeSourcePath(file)) problems.push(`/annotation/targets/${i}/source/file: ${RULE}`);
+    const elements = Array.isArray(target?.area?.elements) ? (target.area.elements as { source?: { file?: unknown } }[]) : [];
+    elements.forEach((element, j) => {
+      const inner = element?.source?.file;
+      if (typeof inner === "string" && !isRelativeSourcePath(inner)) {
+        problems.push(`/annotation/targets/${i}/area/elements/${j}/source/file: ${RULE}`);
+      }
+    });
   });
   return problems;
 }

@@ -69,6 +69,8 @@ export class EngineSupervisor {
   private readonly listeners = new Set<Listener>();
   /** Resolved (and emptied) when no job is working and no request is being answered, or on close. */
   private idleWaiters: (() => void)[] = [];
+  /** Resolved (and emptied) when no job is working or held and no request is being answered, or on close. */
+  private settledWaiters: (() => void)[] = [];
   /** Page requests being forwarded now. */
   private inFlight = 0;
 
@@ -152,11 +154,32 @@ export class EngineSupervisor {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
+  /**
+   * Resolves once no job is working or held (awaiting review, applied) and no page request is being
+   * answered, or when the supervisor closes: the moment a restart costs nothing at all. A held job ends
+   * only by the user (Apply then Done, Revert, Cancel, New edit: `job/close`), so this can wait long.
+   */
+  whenSettled(): Promise<void> {
+    if (this.settled()) return Promise.resolve();
+    return new Promise((resolve) => this.settledWaiters.push(resolve));
+  }
+
   private idle(): boolean {
     return this.closed || (this.inFlight === 0 && this.jobsAtRisk().working.length === 0);
   }
 
+  private settled(): boolean {
+    if (this.closed) return true;
+    const { working, held } = this.jobsAtRisk();
+    return this.inFlight === 0 && working.length === 0 && held.length === 0;
+  }
+
   private wakeIdleWaiters(): void {
+    if (this.settledWaiters.length && this.settled()) {
+      const settled = this.settledWaiters;
+      this.settledWaiters = [];
+      for (const resolve of settled) resolve();
+    }
     if (!this.idleWaiters.length || !this.idle()) return;
     const waiters = this.idleWaiters;
     this.idleWaiters = [];

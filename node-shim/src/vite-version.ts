@@ -61,13 +61,13 @@ export function refusedClientSource(message: string): string {
 
 type Next = (error?: unknown) => void;
 
-/** Answers every `/__spotpatch/` request with `503 VITE_UNSUPPORTED` and `message`; passes the rest on. */
-export function refusedEndpoints(message: string) {
+/** Answers every `/__spotpatch/` request with `503 <code>` (default `VITE_UNSUPPORTED`) and `message`; passes the rest on. */
+export function refusedEndpoints(message: string, code = "VITE_UNSUPPORTED") {
   return (req: IncomingMessage, res: ServerResponse, next: Next): void => {
     const path = (req.url ?? "/").split("?")[0]!;
     if (!path.startsWith("/__spotpatch/") && path !== "/__spotpatch") return next();
     for (const name of res.getHeaderNames()) if (name.startsWith("access-control-")) res.removeHeader(name);
     res.writeHead(503, { "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", "Content-Type": "application/json; charset=utf-8" });
-    res.end(JSON.stringify({ error: { code: "VITE_UNSUPPORTED", message, retryable: false } }));
+    res.end(JSON.stringify({ error: { code, message, retryable: false } }));
   };
 }

@@ -15,7 +15,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 
 import { TRUSTED_KEYS, checkConfigFile, mergeConfig, readConfigFile } from "../dist/config-file.js";
 import { CONFIG_SCHEMA_PATH } from "../scripts/gen-protocol.mjs";
-import { AGENT, TOUCHED, git, makeDemoProject, pageSession, providerConfig, startDevServer, startProvider } from "./support.mjs";
+import { AGENT, TOUCHED, git, makeDemoProject, pageSession, providerConfig, rawPost, startDevServer, startProvider } from "./support.mjs";
 
 const SCHEMA_LINE = "./node_modules/vite-plugin-spotpatch/spotpatch.config.schema.json";
 
@@ -49,11 +49,11 @@ test("the override rule: options win key by key over the file (top-level keys, n
 test("the file: $schema is dropped; bad keys are named with the file, plugin-only keys say where they belong", () => {
   assert.deepEqual(checkConfigFile({ $schema: SCHEMA_LINE, sandbox: "warn" }), { sandbox: "warn" });
   const fails = (value, pattern) => assert.throws(() => checkConfigFile(value), (e) => pattern.test(e.message) && /^vite-plugin-spotpatch: spotpatch\.config\.json \(at the project root\)/.test(e.message));
-  fails({ command: ".venv/bin/spotpatch-agent" }, /"command" is a Vite plugin option: give it in spotpatch\(\{ command: … \}\)/);
-  fails({ provider: [] }, new RegExp(`unknown key "provider" \\(allowed: ${TRUSTED_KEYS.join(", ")}, \\$schema\\)`));
-  fails({ limits: { maxTurnz: 3 } }, /key \/limits: must NOT have additional properties \(maxTurnz\)/);
-  fails({ providers: [{ id: "x" }] }, /key \/providers\/0: must have required property 'displayName'/);
-  fails({ $schema: 3 }, /"\$schema" must be a string/);
+  fails({ command: ".venv/bin/spotpatch-agent" }, /command: is a Vite plugin option: give it in spotpatch\(\{ command: … \}\)/);
+  fails({ provider: [] }, new RegExp(`provider: unknown key \\(allowed: ${TRUSTED_KEYS.join(", ")}, \\$schema\\)`));
+  fails({ limits: { maxTurnz: 3 } }, /limits\.maxTurnz: unknown key \(not allowed here\)/);
+  fails({ providers: [{ id: "x" }] }, /providers\.0\.displayName: is required/);
+  fails({ $schema: 3 }, /\$schema: must be a string/);
   fails([], /must be a JSON object/);
 });
 
@@ -89,14 +89,25 @@ test("dev server: the file's providers serve the page; a providers option replac
   assert.equal((await client2.session()).limits.maxTargets, 3, "the file's other keys stay");
 });
 
-test("dev server: an invalid spotpatch.config.json fails the start with the file and the key", async (t) => {
-  const project = projectWithConfig(t, { providers: [{ id: "openai", displayName: "OpenAI", api: "chat" }] });
-  await assert.rejects(
-    startDevServer(t, project),
-    /spotpatch\.config\.json \(at the project root\) is not a valid SpotPatch config: key \/providers\/0: must have required property 'baseUrl'/,
-  );
+test("dev server: an invalid spotpatch.config.json never stops the start: one block lists every problem, every endpoint says CONFIG_INVALID", async (t) => {
+  const project = projectWithConfig(t, { providers: [{ id: "openai", displayName: "OpenAI", api: "chat" }], limits: { maxTurns: "nine" }, bogus: 1 });
+  const { url, logger } = await startDevServer(t, project);
+  assert.equal((await fetch(`${url}/`)).status, 200, "the app is served");
+  const block = logger.lines.find((l) => l.level === "error" && l.msg.includes("is not a valid SpotPatch config"))?.msg ?? "";
+  for (const line of ["bogus: unknown key", "limits.maxTurns: must be integer", "providers.0.baseUrl: is required", "providers.0.models: is required", "providers.0.apiKeyEnv: is required"]) {
+    assert.ok(block.includes(`  - ${line}`), `${line} in:\n${block}`);
+  }
+  assert.match(block, /^\[spotpatch\] spotpatch\.config\.json \(at the project root\) is not a valid SpotPatch config \(5 errors\):\n/);
+  assert.match(block, /fix: fix the keys listed \(docs\/configuration\.md; unknown keys are errors\)\. `spotpatch-agent doctor` checks the file\.\n {2}SpotPatch is off until the file is fixed/);
+  const { token } = await pageSession(url);
+  const refused = await rawPost(url, "rpc/session/get", {}, { token });
+  assert.equal(refused.status, 503);
+  assert.equal(refused.body.error.code, "CONFIG_INVALID");
+  assert.match(refused.body.error.message, /^SpotPatch is off: spotpatch\.config\.json \(at the project root\) is not a valid SpotPatch config \(5 errors\): /);
+
   writeFileSync(path.join(project.root, "spotpatch.config.json"), "{ providers: [] }");
-  await assert.rejects(startDevServer(t, project), /spotpatch\.config\.json \(at the project root\) is not valid JSON/);
+  const second = await startDevServer(t, project);
+  assert.match(second.logger.text(), /spotpatch\.config\.json \(at the project root\) is not valid JSON: .*\n {2}fix: fix the file: valid JSON in UTF-8/);
 });
 
 test("spotpatch-agent run reads the same file (with its $schema line): the file's provider makes the job", async (t) => {
@@ -137,7 +148,7 @@ test("the file: a JSON error never quotes the text (a pasted key, a link to anot
   writeFileSync(file, `\uFEFF${JSON.stringify({ $schema: SCHEMA_LINE, sandbox: "warn" })}`);
   assert.deepEqual(readConfigFile(dir), { sandbox: "warn" }, "a BOM is skipped, as spotpatch-agent run does");
   assert.deepEqual(checkConfigFile({ $schema: null, sandbox: "warn" }), { sandbox: "warn" }, "the engine accepts a null $schema");
-  assert.throws(() => checkConfigFile({ $schema: "x".repeat(2049) }), /key \/\$schema: must NOT have more than 2048 characters/);
+  assert.throws(() => checkConfigFile({ $schema: "x".repeat(2049) }), /\$schema: must NOT have more than 2048 characters/);
   writeFileSync(file, Buffer.concat([Buffer.from('{"providers": [{"id": "caf'), Buffer.from([0xe9]), Buffer.from('"}]}')]));
   readFails(/spotpatch\.config\.json \(at the project root\) is not UTF-8 text\.$/); // Latin-1: refused as run refuses it, not read as U+FFFD
   rmSync(file);

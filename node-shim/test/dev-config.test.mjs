@@ -71,7 +71,7 @@ test("spotpatch.config.json edited while Vite runs: one log line, a restart, the
   const error = logger.lines.find((l) => l.level === "error" && l.msg.includes("is not a valid SpotPatch config"));
   assert.match(
     error?.msg ?? "",
-    /^vite-plugin-spotpatch: spotpatch\.config\.json \(at the project root\) is not a valid SpotPatch config: key \/providers\/0: must have required property 'baseUrl'/,
+    /^\[spotpatch\] spotpatch\.config\.json \(at the project root\) is not a valid SpotPatch config \(3 errors\):\n {2}- providers\.0\.baseUrl: is required\n/,
   );
   writeConfig(project, "{ not json");
   await waitFor(() => count(logger, /not restarting/) === 2, { what: "the second invalid-file line" });

@@ -103,9 +103,15 @@ test("(j) a text selection and an area drag each become the right targets", asyn
   assert.match(await panel.getByRole("group", { name: "Target 3" }).innerText(), /Canvas tote bag/);
   assert.match(await panel.getByRole("group", { name: "Target 4" }).innerText(), /Enamel mug/);
 
-  // Area over empty page space (nothing located inside): one region target.
+  // Area over empty page space (nothing located inside): one region target. The space is below the list and
+  // must not be under the panel (which may dock at the bottom, off the picked elements, while picking).
   await panel.getByRole("button", { name: "Select an area" }).click();
-  await drag(page, [40, 620], [240, 740]);
+  const listBottom = (await page.locator("ul.items").boundingBox()).y + (await page.locator("ul.items").boundingBox()).height;
+  const empty = [[40, Math.ceil(listBottom) + 16], [240, Math.ceil(listBottom) + 136]];
+  const pb = await panel.boundingBox();
+  const covered = !(empty[1][0] <= pb.x || empty[0][0] >= pb.x + pb.width || empty[1][1] <= pb.y || empty[0][1] >= pb.y + pb.height);
+  assert.ok(!covered, `the empty area ${JSON.stringify(empty)} is under the panel ${JSON.stringify(pb)}`);
+  await drag(page, ...empty);
   const card5 = panel.getByRole("group", { name: "Target 5" });
   await card5.waitFor();
   assert.match(await card5.innerText(), /Area 200 × 120 px/);

@@ -80,9 +80,12 @@ def _target_block(t: Target, location: LocationCheck | None = None, tag_check: T
             where += f" (component {_name(t.source.component)})"
         if location is not None and not location.ok:
             where = f"{quote(where)}, which could not be found: {location.reason}"
-        lines.append(f"Source: {escape_bidi(where)}")
+        if t.area is not None:  # the element enclosing a dragged area: its located elements say more (below)
+            lines.append(f"Source of the element enclosing the area: {escape_bidi(where)}")
+        else:
+            lines.append(f"Source: {escape_bidi(where)}")
         check = source_check_line(tag_check)  # exact, or marked approximate (engine/locations.py)
-        if check and (location is None or location.ok):
+        if check and (location is None or location.ok) and t.area is None:
             lines.append(check)
     elif t.element is not None:
         lines.append("Source: unknown (find it from the element below)")
@@ -93,6 +96,7 @@ def _target_block(t: Target, location: LocationCheck | None = None, tag_check: T
             lines.append(f"Element text (data): {quote(el.text)}")
         if el.attributes:
             lines.append(f"Element attributes (data): {quote(el.attributes)}")
+    lines.extend(_area_lines(t))
     lines.extend(usage_chain_lines(t))
     if location is not None and location.ok and location.excerpt:
         lines.append("Source excerpt (the file as it is now, numbered like read_file; data):")
@@ -103,6 +107,31 @@ def _target_block(t: Target, location: LocationCheck | None = None, tag_check: T
     elif location is not None and location.ok and location.withheld:
         lines.append("Source excerpt: not shown (it would show the whole file; read it with read_file).")
     return "\n".join(lines)
+
+
+def _area_lines(t: Target) -> list[str]:
+    """An area target's rectangle and the located elements overlapping it (issue 26): where to look, since
+    the target's own source is only the enclosing element's."""
+    area = t.area
+    if area is None:
+        return []
+    r = area.rect
+    head = (f"Area: a rectangle the user dragged at x {r.x:.0f}, y {r.y:.0f}, {r.width:.0f}×{r.height:.0f} CSS px "
+            f"(page coordinates; viewport {area.viewport_width:.0f}×{area.viewport_height:.0f}). "
+            "The instruction is about what it covers.")
+    lines = [head]
+    if area.elements:
+        lines.append("Located elements overlapping the area (largest overlap first; their sources are where to look):")
+        for el in area.elements:
+            where = f"{el.source.file}:{el.source.line}:{el.source.column}"
+            if el.source.component:
+                where += f" (component {_name(el.source.component)})"
+            b = el.rect
+            lines.append(f"- <{_name(el.tag_name)}> at {escape_bidi(where)}, box {b.width:.0f}×{b.height:.0f} "
+                         f"at x {b.x:.0f}, y {b.y:.0f}")
+    else:
+        lines.append("No located element overlaps the area: find the code from the element and text below.")
+    return lines
 
 
 def _head(annotation: SpotAnnotation) -> str:

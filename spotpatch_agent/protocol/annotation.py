@@ -15,8 +15,8 @@ from spotpatch_agent.protocol.base import InModel
 from spotpatch_agent.protocol.limits import LIMITS
 
 __all__ = [
-    "MAX_IMAGE_BYTES", "MAX_JOB_IMAGE_BYTES", "ElementInfo", "Rect", "SourceLocation", "SpotAnnotation", "Target",
-    "TargetImage", "UsageSite",
+    "MAX_IMAGE_BYTES", "MAX_JOB_IMAGE_BYTES", "AreaElement", "AreaInfo", "ElementInfo", "Rect", "SourceLocation",
+    "SpotAnnotation", "Target", "TargetImage", "UsageSite",
 ]
 
 #: Largest picture of one target, in decoded bytes (issue 26: "images to vision models").
@@ -104,6 +104,30 @@ class TargetImage(InModel):
         if not raw.startswith(_MAGIC[self.media_type]) or (self.media_type == "image/webp" and raw[8:12] != b"WEBP"):
             raise ValueError(f"image.data is not a {self.media_type.removeprefix('image/').upper()} image")
         return self
+# ---- Area targets (issue 26): the dragged rectangle and the located elements inside it ------------------
+
+#: Located elements an area target carries at most (the page sends the largest).
+MAX_AREA_ELEMENTS = 8
+
+
+class AreaElement(InModel):
+    """A located element (``data-spotpatch-loc``) overlapping an area target's rectangle: its source location,
+    tag name and border box (page coordinates, CSS px)."""
+
+    source: SourceLocation
+    tag_name: str = Field(min_length=1, max_length=64)
+    rect: Rect
+
+
+class AreaInfo(InModel):
+    """An area target's rectangle as the user dragged it: ``rect`` in page coordinates (CSS px of the top
+    document, scroll included), the viewport's size then, and the located elements overlapping it, largest
+    overlap first (at most :data:`MAX_AREA_ELEMENTS`)."""
+
+    rect: Rect
+    viewport_width: float = Field(ge=0, le=100_000)
+    viewport_height: float = Field(ge=0, le=100_000)
+    elements: list[AreaElement] = Field(default_factory=list, max_length=MAX_AREA_ELEMENTS)
 
 
 class Target(InModel):
@@ -118,6 +142,9 @@ class Target(InModel):
     #: The picked element's picture (PNG or WebP, base64), sent to the model only when its profile's vision is
     #: proven by the probe; at most :data:`MAX_IMAGE_BYTES` decoded, :data:`MAX_JOB_IMAGE_BYTES` per annotation.
     image: TargetImage | None = None
+    #: An area target (a dragged rectangle holding no whole located element): the rectangle and the located
+    #: elements overlapping it. Absent for an element or text target.
+    area: AreaInfo | None = None
 
     @model_validator(mode="after")
     def _image_bound(self) -> Target:

@@ -277,6 +277,11 @@ const en = {
   "recovered.rolled-back": "An Apply was rolled back: {paths} hold their earlier content.",
   "recovered.completed": "A Revert was completed: {paths}.",
   "recovered.needs-attention": "Check by hand: {paths} (SpotPatch left them untouched).",
+
+  "configProblem.title": "SpotPatch is off: its configuration file cannot be used",
+  "configProblem.reason": "{reason}.",
+  "configProblem.fix": "Fix: {fix} `spotpatch-agent doctor` checks the file.",
+  "configProblem.after": "Your app runs without SpotPatch. Save the fixed file: the dev server restarts and SpotPatch comes back.",
 };
 
 export type MessageKey = keyof typeof en;
@@ -540,6 +545,11 @@ const zh: Record<MessageKey, string> = {
   "recovered.rolled-back": "一次应用已回滚：{paths} 恢复为之前的内容。",
   "recovered.completed": "一次撤销已完成：{paths}。",
   "recovered.needs-attention": "请手动检查：{paths}（SpotPatch 没有改动它们）。",
+
+  "configProblem.title": "SpotPatch 已关闭：它的配置文件无法使用",
+  "configProblem.reason": "{reason}。",
+  "configProblem.fix": "修正方法：{fix} `spotpatch-agent doctor` 可检查该文件。",
+  "configProblem.after": "你的应用在没有 SpotPatch 的情况下照常运行。保存修正后的文件：开发服务器会重启，SpotPatch 随之恢复。",
 };
 
 const CATALOG: Record<Lang, Record<MessageKey, string>> = { en, "zh-CN": zh };

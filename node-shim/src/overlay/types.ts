@@ -11,6 +11,12 @@ export interface OverlayOptions {
   launcher: "bottom-right" | "bottom-left" | "top-right" | "top-left" | false;
   /** Short hash of the project root: the storage keys are per project (never the path). */
   projectKey: string;
+  /**
+   * Set when `spotpatch.config.json` cannot be used (docs/node-shim.md "One configuration"): SpotPatch is
+   * off, and the panel lists these problems instead of the composer. `reason` completes the file's name,
+   * `problems` are `location: what is wrong` lines (never a value), `fix` says what to do.
+   */
+  configProblem?: { reason: string; problems: string[]; fix: string };
 }
 
 export interface OverlayHandle {

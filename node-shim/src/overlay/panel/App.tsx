@@ -8,6 +8,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { LANGS, type Lang } from "../i18n.js";
 import { Composer, SubmitArea, WaitingTargets } from "./Composer.js";
 import type { Controller } from "./controller.js";
+import { ConfigProblem } from "./ConfigProblem.js";
 import { ConsentDialog } from "./Dialog.js";
 import { PlacementLive, PlacementMenu, Pill, Separator, usePlacement } from "./Dock.js";
 import { JobActions, JobPanel } from "./Job.js";
@@ -132,7 +133,9 @@ export function App({ ctl }: { ctl: Controller }) {
               </button>
             </div>
           )}
-          {state.job ? (
+          {ctl.options.configProblem ? (
+            <ConfigProblem ctl={ctl} />
+          ) : state.job ? (
             <>
               <JobPanel ctl={ctl} />
               {state.drafts.length > 0 && <WaitingTargets ctl={ctl} />}
@@ -141,7 +144,7 @@ export function App({ ctl }: { ctl: Controller }) {
             <Composer ctl={ctl} />
           )}
         </div>
-        {state.job ? (
+        {ctl.options.configProblem ? null : state.job ? (
           <div class="sp-foot">
             <JobActions ctl={ctl} />
           </div>

@@ -74,6 +74,8 @@ export class Controller extends JobFlow {
   }
 
   private async load(): Promise<void> {
+    // spotpatch.config.json cannot be used: SpotPatch is off (every endpoint says so); the panel lists why.
+    if (this.options.configProblem) return this.set({ loading: false });
     this.set({ loading: true });
     let session: SessionInfo;
     try {

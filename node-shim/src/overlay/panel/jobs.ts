@@ -5,7 +5,7 @@
  * puts its input back in the composer).
  */
 import type { SpotPatchClient } from "../../client.js";
-import type { JobEventNotification, JobSnapshot } from "../../protocol.generated.js";
+import type { JobEventNotification, JobSnapshot, SuggestionResult } from "../../protocol.generated.js";
 import { Evidence } from "../visual/evidence.js";
 import { ACTIVE, RUNNING, buildAnnotation, storableTarget, type Draft, type JobInput, type JobView } from "./state.js";
 import { Store, errorParts } from "./store.js";
@@ -15,6 +15,8 @@ interface StoredJob {
   jobId: string;
   input: JobInput | null;
   lastSeq: number;
+  /** The suggestion lane's draft once asked (`job/suggest` asks the model once: a reload must not lose it). */
+  suggestion?: SuggestionResult | null;
 }
 
 const RETRY_MS = 1000;
@@ -160,6 +162,7 @@ export abstract class JobFlow extends Store {
       targets: job.input.targets.map((entry) => ({ ...entry, target: storableTarget(entry.target) })),
     };
     const stored: StoredJob = { jobId: job.jobId, input, lastSeq: job.snapshot.lastSeq };
+    if (job.suggestion) stored.suggestion = job.suggestion;
     this.write("job", JSON.stringify(stored));
   }
 
@@ -196,7 +199,7 @@ export abstract class JobFlow extends Store {
       return;
     }
     if (snapshot) {
-      await this.adopt(snapshot, stored.input);
+      await this.adopt(snapshot, stored.input, stored.suggestion ?? null);
       return;
     }
     // Unknown to this engine (it restarted): the dev server replays the lost job's failure events.
@@ -219,7 +222,7 @@ export abstract class JobFlow extends Store {
   }
 
   /** Show `snapshot` (a job of this project) with its past events, then follow it. */
-  protected async adopt(snapshot: JobSnapshot, input: JobInput | null): Promise<void> {
+  protected async adopt(snapshot: JobSnapshot, input: JobInput | null, suggestion: SuggestionResult | null = null): Promise<void> {
     if (!this.state.open) this.open(false);
     const past = await this.client.jobEvents(snapshot.jobId, 0).then(
       (r) => r.events,
@@ -237,6 +240,7 @@ export abstract class JobFlow extends Store {
       busy: false,
       startedAt: Date.parse(snapshot.createdAt) || Date.now(),
       endedAt: ACTIVE.has(snapshot.status) ? null : Date.parse(snapshot.updatedAt) || Date.now(),
+      ...(suggestion ? { suggestion } : {}),
     };
     this.set({ job: view });
     this.persistJob();
@@ -420,7 +424,10 @@ export abstract class JobFlow extends Store {
     this.setJob({ suggesting: true, suggestionError: null });
     try {
       const suggestion = await this.client.suggest(job.jobId);
-      if (this.state.job?.jobId === job.jobId) this.setJob({ suggesting: false, suggestion });
+      if (this.state.job?.jobId === job.jobId) {
+        this.setJob({ suggesting: false, suggestion });
+        this.persistJob(); // kept across a reload of this tab
+      }
     } catch (error) {
       if (this.state.job?.jobId === job.jobId) this.setJob({ suggesting: false, suggestionError: errorParts(error) });
     }

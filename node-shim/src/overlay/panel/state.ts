@@ -151,6 +151,20 @@ export function buildAnnotation(
     if (entry.target.source && isProjectPath(entry.target.source.file)) target.source = cleanSource(entry.target.source);
     const chain = cleanChain(entry.target.usageChain ?? []);
     if (chain.length > 0) target.usageChain = chain as NonNullable<Target["usageChain"]>;
+    const area = entry.target.area;
+    if (area) {
+      // The dragged rectangle and the located elements in it (issue 26); project-relative paths only, as above.
+      const elements = (area.elements ?? [])
+        .filter((e) => isProjectPath(e.source.file))
+        .slice(0, 8)
+        .map((e) => ({ source: cleanSource(e.source), tagName: e.tagName.slice(0, 64), rect: e.rect }));
+      target.area = {
+        rect: area.rect,
+        viewportWidth: area.viewportWidth,
+        viewportHeight: area.viewportHeight,
+        elements: elements as NonNullable<NonNullable<Target["area"]>["elements"]>,
+      };
+    }
     return target;
   });
   return {

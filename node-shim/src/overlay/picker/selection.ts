@@ -4,6 +4,7 @@
  */
 import { LOC_ATTRIBUTE, type Box, elementAt, isOverlay, localName, parentEl, queryAll, safe, viewportRect } from "./dom.js";
 import { MAX_TEXT, describeElement, documentRect, nearestLocated, selectorOf } from "./describe.js";
+import type { AreaElement, AreaInfo } from "../../protocol.generated.js";
 import type { PickedTarget } from "./types.js";
 
 /**
@@ -74,6 +75,12 @@ export function regionTarget(r: Box): PickedTarget {
   return {
     element: null,
     region,
+    area: {
+      rect: region,
+      viewportWidth: Math.round(window.innerWidth),
+      viewportHeight: Math.round(window.innerHeight),
+      elements: areaElements(r),
+    },
     info: {
       tagName: "region",
       selector: holder ? selectorOf(holder) : null,
@@ -85,6 +92,48 @@ export function regionTarget(r: Box): PickedTarget {
     ...(located ? { sourceFrom: "ancestor" as const } : {}),
     label: { tag: "region", ...(located ? { location: `${located.loc.file}:${located.loc.line}` } : {}) },
   };
+}
+
+/** Located elements an area target carries at most (AreaInfo.elements), and how many are looked at. */
+const MAX_AREA_ELEMENTS = 8;
+const MAX_AREA_SCAN = 5000;
+
+/**
+ * The located elements (`data-spotpatch-loc`) overlapping the rectangle `r` (top viewport coordinates), not
+ * holding it whole (those enclose the area), largest overlap first: at most 8, each with its location, tag
+ * name and border box in page coordinates. At most 5,000 located elements are looked at.
+ */
+export function areaElements(r: Box, doc: Document = document): NonNullable<AreaInfo["elements"]> {
+  const found: { overlap: number; el: Element; box: Box }[] = [];
+  let scanned = 0;
+  for (const el of queryAll(doc, `[${LOC_ATTRIBUTE}]`)) {
+    if (++scanned > MAX_AREA_SCAN) break;
+    if (isOverlay(el)) continue;
+    const b = viewportRect(el);
+    const w = Math.min(r.x + r.width, b.x + b.width) - Math.max(r.x, b.x);
+    const h = Math.min(r.y + r.height, b.y + b.height) - Math.max(r.y, b.y);
+    if (w <= 0 || h <= 0) continue;
+    if (b.x <= r.x && b.y <= r.y && b.x + b.width >= r.x + r.width && b.y + b.height >= r.y + r.height) continue;
+    found.push({ overlap: w * h, el, box: b });
+  }
+  found.sort((a, b) => b.overlap - a.overlap);
+  const out: AreaElement[] = [];
+  for (const { el, box } of found) {
+    if (out.length >= MAX_AREA_ELEMENTS) break;
+    const located = nearestLocated(el);
+    if (!located?.own) continue;
+    out.push({
+      source: located.loc,
+      tagName: (localName(el) || "element").slice(0, 64),
+      rect: {
+        x: Math.round(box.x + window.scrollX),
+        y: Math.round(box.y + window.scrollY),
+        width: Math.round(box.width),
+        height: Math.round(box.height),
+      },
+    });
+  }
+  return out as NonNullable<AreaInfo["elements"]>;
 }
 
 /** The text of `holder`'s text nodes whose element lies (partly) inside `r`: ≤ 2,000 nodes, ≤ 500 chars. */

@@ -1,11 +1,14 @@
 /** The picker's public types (docs/node-shim.md "Picking"; the contract PANEL codes against). */
-import type { ElementInfo, SourceLocation, UsageSite } from "../../protocol.generated.js";
+import type { AreaInfo, ElementInfo, SourceLocation, UsageSite } from "../../protocol.generated.js";
 
 export interface PickedTarget {
   /** The live element; null for a region target. */
   element: Element | null;
   /** Document coordinates (CSS px of the top page) of a region target; region targets only. */
   region?: { x: number; y: number; width: number; height: number };
+  /** A region target's rectangle (page coordinates), the viewport's size and the located elements overlapping
+   * it (≤ 8, largest overlap first): sent as the target's `area` (issue 26). */
+  area?: AreaInfo;
   /** The selected text of a text target, ≤ 500 characters. */
   quote?: string;
   /** tagName, selector (@medv/finder), text ≤ 500, allowed attributes, rect (document coordinates). */
