@@ -330,6 +330,17 @@ export function SubmitArea({ ctl }: { ctl: Controller }) {
   );
 }
 
+/** The footer when no engine answers: Copy prompt only (the page builds the prompt itself). */
+export function CopyOnly({ ctl }: { ctl: Controller }) {
+  return (
+    <div class="sp-row">
+      <button type="button" class="sp-btn" disabled={!ctl.state.drafts.length} onClick={() => void ctl.copyPrompt()}>
+        {ctl.t("action.copyPrompt")}
+      </button>
+    </div>
+  );
+}
+
 function Health({ ctl }: { ctl: Controller }) {
   const { state, t } = ctl;
   const health = state.health;

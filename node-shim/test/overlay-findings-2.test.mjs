@@ -1,0 +1,138 @@
+// Issue 26's remaining overlay findings (6, 8, 9, 10, 11, 13, 14), one browser test each (real `vite dev`,
+// real engine, Debian chromium): what a new user met, measured in the page — boxes, focus, the clipboard —
+// never by reading our own source. The first round is overlay-findings.test.mjs.
+import assert from "node:assert/strict";
+import path from "node:path";
+import { test } from "node:test";
+
+import { axeScan, seriousViolations } from "./browser-support.mjs";
+import { PYTHON } from "./support.mjs";
+import {
+  PRICE_INSTRUCTION,
+  SAVE_INSTRUCTION,
+  bytesOf,
+  focusedName,
+  openDemo,
+  openPanel,
+  panelOf,
+  pickSaveAndPrice,
+  snap,
+  submitDemoJob,
+} from "./overlay-flow-helpers.mjs";
+
+const clipboard = (page) => page.evaluate(() => navigator.clipboard.readText());
+
+test("finding 6: the review offers one set of actions: Apply and Back to edit (no Cancel beside them)", async (t) => {
+  const { page, project } = await openDemo(t);
+  const original = bytesOf(project);
+  await submitDemoJob(page);
+  const panel = panelOf(page);
+  await panel.getByRole("button", { name: "Apply" }).waitFor({ timeout: 30_000 });
+  const actions = panel.getByRole("group", { name: "Job" });
+  assert.deepEqual(await actions.getByRole("button").allInnerTexts(), ["Apply", "Back to edit"]);
+  await snap(page, "findings2-6-review-actions");
+  // Back to edit discards the change (nothing applied) and loses nothing: the targets and instructions return.
+  await panel.getByRole("button", { name: "Back to edit" }).click();
+  assert.equal(await panel.getByRole("textbox", { name: "Instruction for target 1" }).inputValue(), SAVE_INSTRUCTION);
+  assert.equal(await panel.getByRole("textbox", { name: "Instruction for target 2" }).inputValue(), PRICE_INSTRUCTION);
+  assert.deepEqual(bytesOf(project), original, "nothing was applied");
+  assert.deepEqual(page.errors, []);
+});
+
+/** The error text's visible occurrences in the panel (closed details and hidden text do not count). */
+const visibleCount = (panel, text) => panel.evaluate((el, s) => el.innerText.split(s).length - 1, text);
+
+test("finding 10: a failed job shows its error once and offers Copy prompt of its targets", async (t) => {
+  const failing = { id: "lint", name: "Lint", command: PYTHON, args: ["-c", "import sys; print('3 problems'); sys.exit(1)"] };
+  const { page } = await openDemo(t, { options: { checks: [failing] } });
+  await submitDemoJob(page);
+  const panel = panelOf(page);
+  const alert = panel.getByRole("alert").filter({ hasText: /The job failed\. What the engine reported:/ });
+  await alert.waitFor({ timeout: 30_000 });
+  const error = (await alert.locator("p.sp-code").innerText()).trim();
+  assert.match(error, /^CHECK_FAILED: /);
+  assert.equal(await visibleCount(panel, error.slice("CHECK_FAILED: ".length)), 1, "the error message once");
+  await panel.getByRole("button", { name: "Copy prompt" }).click();
+  await panel.getByText("The prompt for 2 target(s) is on the clipboard.").waitFor();
+  const text = await clipboard(page);
+  assert.ok(text.includes(SAVE_INSTRUCTION) && text.includes(PRICE_INSTRUCTION), "both instructions are in the prompt");
+  await snap(page, "findings2-10-failed");
+  const serious = seriousViolations(await axeScan(page));
+  assert.deepEqual(serious, [], `axe: ${JSON.stringify(serious, null, 1)}`);
+});
+
+test("finding 10: without AI, Copy prompt of the targets", async (t) => {
+  const { page } = await openDemo(t, { script: null, options: { providers: [] } });
+  await openPanel(page);
+  await pickSaveAndPrice(page);
+  const panel = panelOf(page);
+  await panel.getByRole("textbox", { name: "Instruction for target 1" }).fill(SAVE_INSTRUCTION);
+  await panel.getByRole("button", { name: "Copy prompt" }).click();
+  await panel.getByText("The prompt for 2 target(s) is on the clipboard.").waitFor();
+  assert.ok((await clipboard(page)).includes(SAVE_INSTRUCTION));
+});
+
+test("finding 10: with no engine at all (its command fails to start), Copy prompt of the targets still works", async (t) => {
+  const { page, project } = await openDemo(t, { script: null, options: { command: [path.join("/nonexistent", "spotpatch-agent"), "serve"] } });
+  await page.getByRole("button", { name: "SpotPatch", exact: true }).click();
+  const panel = panelOf(page);
+  await panel.getByText(/^The engine is not available\./).waitFor({ timeout: 15_000 });
+  await pickSaveAndPrice(page);
+  await panel.getByRole("textbox", { name: "Instruction for target 1" }).fill(SAVE_INSTRUCTION);
+  await panel.getByRole("textbox", { name: "Instruction for target 2" }).fill(PRICE_INSTRUCTION);
+  await panel.getByRole("button", { name: "Copy prompt" }).click();
+  await panel.getByText(/^The prompt for 2 target\(s\) is on the clipboard, built in the page: the engine is not available/).waitFor();
+  const text = await clipboard(page);
+  assert.match(text, /## Target 1: <button> in src\/components\/ProductCard\.tsx:\d+/);
+  assert.ok(text.includes(`Instruction: ${SAVE_INSTRUCTION}`) && text.includes(`Instruction: ${PRICE_INSTRUCTION}`));
+  assert.ok(!text.includes(project.root), "no absolute path in the prompt");
+  await snap(page, "findings2-10-no-engine");
+  await panel.getByRole("combobox").first().selectOption("zh-CN");
+  await panel.getByRole("button", { name: "复制提示词" }).click();
+  await panel.getByText(/引擎不可用，提示词在页面中生成/).waitFor();
+});
+
+test("finding 11: New edit asks inside the panel: focus on Keep, Esc keeps, nothing lands on Revert", async (t) => {
+  const { page, project } = await openDemo(t);
+  let dialogs = 0;
+  page.on("dialog", (d) => {
+    dialogs += 1;
+    void d.dismiss();
+  });
+  await submitDemoJob(page);
+  const panel = panelOf(page);
+  await panel.getByRole("button", { name: "Apply" }).click({ timeout: 30_000 });
+  const newEdit = panel.getByRole("button", { name: "New edit" });
+  await newEdit.waitFor({ timeout: 30_000 });
+  const applied = bytesOf(project);
+  await newEdit.focus();
+  await page.keyboard.press("Enter");
+  const question = panel.locator("[data-sp-confirm]");
+  await question.waitFor();
+  assert.match(await question.innerText(), /Start a new edit\? The 2 target\(s\) and instructions of this job are dropped/);
+  assert.equal(await focusedName(page), "button:Keep them", "the safe choice has the focus");
+  assert.equal(await panel.getByRole("button", { name: "Revert" }).count(), 0, "no Revert inside the question");
+  await snap(page, "findings2-11-new-edit-confirm");
+  // Esc keeps (and the panel stays open); the focus comes back to New edit, never to Revert.
+  await page.keyboard.press("Escape");
+  await question.waitFor({ state: "detached" });
+  assert.equal(await panel.count(), 1, "the panel is still open");
+  assert.equal(await focusedName(page), "button:New edit");
+  // Enter on the question's default keeps too; Space twice does not revert.
+  await page.keyboard.press("Enter");
+  await question.waitFor();
+  await page.keyboard.press(" ");
+  await question.waitFor({ state: "detached" });
+  await page.keyboard.press(" ");
+  await question.waitFor();
+  await page.keyboard.press("Escape");
+  assert.deepEqual(bytesOf(project), applied, "nothing reverted");
+  // Drop: the composer, empty.
+  await newEdit.click();
+  await panel.getByRole("button", { name: "Drop them and start a new edit" }).click();
+  await panel.getByRole("button", { name: "Submit" }).waitFor();
+  assert.equal(await panel.getByRole("textbox", { name: /^Instruction for target/ }).count(), 0);
+  assert.equal(dialogs, 0, "no window.confirm");
+  await panel.getByRole("combobox").first().selectOption("zh-CN");
+  assert.deepEqual(page.errors, []);
+});
