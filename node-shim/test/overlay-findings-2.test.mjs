@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import path from "node:path";
 import { test } from "node:test";
 
-import { axeScan, seriousViolations } from "./browser-support.mjs";
+import { HOST, axeScan, seriousViolations } from "./browser-support.mjs";
 import { PYTHON } from "./support.mjs";
 import {
   PRICE_INSTRUCTION,
@@ -19,6 +19,14 @@ import {
   snap,
   submitDemoJob,
 } from "./overlay-flow-helpers.mjs";
+
+
+/** In the page: whether the element's box lies inside the panel body's visible part (scrolled into view). */
+const inBodyView = (el) => {
+  const body = el.closest(".sp-body").getBoundingClientRect();
+  const box = el.getBoundingClientRect();
+  return box.height > 0 && box.top >= body.top - 1 && box.bottom <= body.bottom + 1;
+};
 
 const clipboard = (page) => page.evaluate(() => navigator.clipboard.readText());
 
@@ -36,6 +44,49 @@ test("finding 6: the review offers one set of actions: Apply and Back to edit (n
   assert.equal(await panel.getByRole("textbox", { name: "Instruction for target 1" }).inputValue(), SAVE_INSTRUCTION);
   assert.equal(await panel.getByRole("textbox", { name: "Instruction for target 2" }).inputValue(), PRICE_INSTRUCTION);
   assert.deepEqual(bytesOf(project), original, "nothing was applied");
+  assert.deepEqual(page.errors, []);
+});
+
+test("finding 9: the live timeline follows the newest row; scrolled up it stays, and “Newest ↓” brings it back", async (t) => {
+  const { page } = await openDemo(t, { script: "slow-demo" });
+  await page.setViewportSize({ width: 1280, height: 420 });
+  await submitDemoJob(page);
+  const panel = panelOf(page);
+  const body = panel.locator(".sp-body");
+  const rows = panel.locator("ol.sp-timeline li");
+  await panel.getByRole("status").filter({ hasText: "The model is working" }).waitFor();
+  // Following: each new row is in view as it arrives.
+  let seen = await rows.count();
+  for (let i = 0; i < 2; i += 1) {
+    await page.waitForFunction(
+      ([host, n]) => document.querySelector(host).shadowRoot.querySelectorAll("ol.sp-timeline li").length > n,
+      [HOST, seen],
+      { timeout: 20_000 },
+    );
+    await page.waitForTimeout(150);
+    seen = await rows.count();
+    assert.equal(await rows.last().evaluate(inBodyView), true, `row ${seen} (the newest) is in view`);
+  }
+  // Scrolled up: new rows do not move the view; the affordance shows.
+  await body.evaluate((el) => el.scrollTo(0, 0));
+  await page.waitForFunction(
+    ([host, n]) => document.querySelector(host).shadowRoot.querySelectorAll("ol.sp-timeline li").length > n,
+    [HOST, await rows.count()],
+    { timeout: 20_000 },
+  );
+  await page.waitForTimeout(150);
+  assert.equal(await body.evaluate((el) => el.scrollTop), 0, "the view stays where the user put it");
+  const newest = panel.getByRole("button", { name: "Newest ↓" });
+  await newest.waitFor();
+  assert.equal(await newest.evaluate(inBodyView), true, "the button is in view");
+  await snap(page, "findings2-9-newest");
+  await newest.click();
+  await page.waitForTimeout(150);
+  assert.equal(await rows.last().evaluate(inBodyView), true, "the newest row is back in view");
+  assert.equal(await newest.count(), 0, "following again: no button");
+  await panel.getByRole("combobox").first().selectOption("zh-CN");
+  await panel.getByRole("combobox").first().selectOption("en");
+  await panel.getByRole("button", { name: "Apply" }).waitFor({ timeout: 60_000 });
   assert.deepEqual(page.errors, []);
 });
 

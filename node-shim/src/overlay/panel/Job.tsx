@@ -228,23 +228,42 @@ function Timeline({ ctl, events, open }: { ctl: Controller; events: JobEventNoti
   // The timeline flows in the panel's body (no box of its own): the newest row is kept in view while the
   // user has not scrolled up, and never while they type (a waiting target's box) (issue 26).
   const pinned = useRef(true);
+  // Scrolled up while rows arrive: a "Newest ↓" button brings the newest row back (and follows again).
+  const [away, setAway] = useState(false);
+  const toNewest = () => {
+    const last = list.current?.lastElementChild;
+    const body = list.current?.closest<HTMLElement>(".sp-body");
+    if (!last || !body) return;
+    const below = last.getBoundingClientRect().bottom - body.getBoundingClientRect().bottom;
+    if (below > 0) body.scrollTop += below + 4;
+  };
   useEffect(() => {
     const body = list.current?.closest<HTMLElement>(".sp-body");
     if (!body) return;
+    // The user's intent, not the position: a scroll event can land after rows were added (then the end
+    // moved away without the user), so only a scroll up unpins and only reaching the end pins again.
+    let lastTop = body.scrollTop;
     const onScroll = () => {
-      pinned.current = body.scrollTop + body.clientHeight >= body.scrollHeight - 24;
+      if (body.scrollTop < lastTop - 2) pinned.current = false;
+      if (body.scrollTop + body.clientHeight >= body.scrollHeight - 24) pinned.current = true;
+      lastTop = body.scrollTop;
+      if (pinned.current) setAway(false);
     };
     body.addEventListener("scroll", onScroll);
     return () => body.removeEventListener("scroll", onScroll);
   }, []);
   useEffect(() => {
-    const last = list.current?.lastElementChild;
-    const body = list.current?.closest<HTMLElement>(".sp-body");
     const typing = (list.current?.getRootNode() as ShadowRoot | undefined)?.activeElement?.matches("textarea, input, select");
-    if (!open || !pinned.current || !last || !body || typing) return;
-    const below = last.getBoundingClientRect().bottom - body.getBoundingClientRect().bottom;
-    if (below > 0) body.scrollTop += below + 4;
-  }, [items.length, open]);
+    if (!open) return;
+    if (!pinned.current || typing) {
+      const last = list.current?.lastElementChild;
+      const body = list.current?.closest<HTMLElement>(".sp-body");
+      const below = !!last && !!body && last.getBoundingClientRect().top > body.getBoundingClientRect().bottom - 8;
+      if (below !== away) setAway(below);
+      return;
+    }
+    toNewest();
+  }); // after every render: a row can also grow in place (a tool call's outcome replaces its start)
   return (
     <details class="sp-col" open={open}>
       <summary id="sp-timeline-h">
@@ -257,6 +276,19 @@ function Timeline({ ctl, events, open }: { ctl: Controller; events: JobEventNoti
           ))}
         </ol>
       </div>
+      {open && away && (
+        <button
+          type="button"
+          class="sp-btn sp-newest"
+          onClick={() => {
+            pinned.current = true;
+            setAway(false);
+            toNewest();
+          }}
+        >
+          {t("job.newest")}
+        </button>
+      )}
     </details>
   );
 }
