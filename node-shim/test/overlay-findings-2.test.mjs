@@ -28,6 +28,16 @@ const inBodyView = (el) => {
   return box.height > 0 && box.top >= body.top - 1 && box.bottom <= body.bottom + 1;
 };
 
+/** Pick five targets (Shift+click four, click the fifth): the panel's body scrolls. */
+async function pickFive(page) {
+  await page.getByRole("button", { name: "Pick elements" }).click();
+  const items = page.locator("ul.items li");
+  for (const el of [page.getByRole("button", { name: "Save", exact: true }), page.locator("span.price"), items.nth(0), items.nth(1)])
+    await el.click({ modifiers: ["Shift"] });
+  await items.nth(2).click();
+  await panelOf(page).getByRole("textbox", { name: "Instruction for target 5" }).waitFor();
+}
+
 const clipboard = (page) => page.evaluate(() => navigator.clipboard.readText());
 
 test("finding 6: the review offers one set of actions: Apply and Back to edit (no Cancel beside them)", async (t) => {
@@ -44,6 +54,28 @@ test("finding 6: the review offers one set of actions: Apply and Back to edit (n
   assert.equal(await panel.getByRole("textbox", { name: "Instruction for target 1" }).inputValue(), SAVE_INSTRUCTION);
   assert.equal(await panel.getByRole("textbox", { name: "Instruction for target 2" }).inputValue(), PRICE_INSTRUCTION);
   assert.deepEqual(bytesOf(project), original, "nothing was applied");
+  assert.deepEqual(page.errors, []);
+});
+
+test("finding 8: the “Target this text” button appears in view in a scrolled panel", async (t) => {
+  const { page } = await openDemo(t);
+  await openPanel(page);
+  await pickFive(page);
+  const panel = panelOf(page);
+  await panel.locator(".sp-body").evaluate((el) => el.scrollTo(0, el.scrollHeight));
+  // Select the page's heading text (as a mouse drag would).
+  await page.evaluate(() => {
+    const h1 = document.querySelector("h1");
+    const range = document.createRange();
+    range.selectNodeContents(h1);
+    document.getSelection().removeAllRanges();
+    document.getSelection().addRange(range);
+  });
+  const button = panel.getByRole("button", { name: "Target this text" });
+  await button.waitFor();
+  await page.waitForTimeout(300);
+  assert.equal(await button.evaluate(inBodyView), true, "the button is in view");
+  await snap(page, "findings2-8-target-text-in-view");
   assert.deepEqual(page.errors, []);
 });
 
