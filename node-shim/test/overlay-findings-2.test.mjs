@@ -219,3 +219,42 @@ test("finding 11: New edit asks inside the panel: focus on Keep, Esc keeps, noth
   await panel.getByRole("combobox").first().selectOption("zh-CN");
   assert.deepEqual(page.errors, []);
 });
+
+test("finding 13: the pick hint speaks to pointer and keyboard (no “centre of the page”); the focused title has no field ring", async (t) => {
+  const { page } = await openDemo(t);
+  // An empty centre: the keyboard start falls back to the first located element, and says so.
+  await page.addStyleTag({ content: "main { position: absolute; top: 0; left: 0; width: 200px; }" });
+  // Opened from the keyboard: the launcher has the focus, Enter.
+  await page.getByRole("button", { name: "SpotPatch", exact: true }).focus();
+  await page.keyboard.press("Enter");
+  const panel = panelOf(page);
+  await panel.waitFor();
+  const title = panel.getByRole("heading", { name: "SpotPatch" });
+  await page.waitForTimeout(200);
+  assert.equal(await focusedName(page), "h2:SpotPatch", "opened from the keyboard: the title has the focus");
+  const ring = await title.evaluate((el) => {
+    const s = getComputedStyle(el);
+    return { outline: s.outlineStyle, border: s.borderStyle, decoration: s.textDecorationLine, visible: el.matches(":focus-visible") };
+  });
+  assert.equal(ring.visible, true);
+  assert.equal(ring.outline, "none", "no ring around the title (a field's look)");
+  assert.equal(ring.border, "none");
+  assert.equal(ring.decoration, "underline", "the focus is still visible");
+  await snap(page, "findings2-13-title-focus");
+  // A mouse user clicks Pick elements.
+  await page.getByRole("button", { name: "Pick elements" }).click();
+  const hint = await page.waitForFunction(
+    (host) => {
+      const text = [...document.querySelector(host).shadowRoot.querySelectorAll("*")]
+        .map((el) => (el.children.length === 0 ? el.textContent : ""))
+        .find((s) => /arrows/.test(s) && /Hover to highlight/.test(s));
+      return text ?? false;
+    },
+    HOST,
+    { timeout: 5_000 },
+  );
+  const text = await hint.jsonValue();
+  assert.doesNotMatch(text, /centre|center/i);
+  assert.match(text, /With the keyboard, the arrows move from the outlined element/);
+  await snap(page, "findings2-13-pick-hint");
+});

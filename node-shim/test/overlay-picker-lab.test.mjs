@@ -683,7 +683,7 @@ test("keyboard start on an empty viewport centre: never <html>/<body>; the first
   await page.keyboard.press("p");
   await waitLabel(page, "button · src/Lab.tsx:10");
   const hint = await page.evaluate(() => document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-picker="picker-hint"]').textContent);
-  assert.match(hint, /started on the first element with a source location/);
+  assert.match(hint, /the arrows move from the outlined element \(the first with a source location\)/);
   await page.keyboard.press("Enter");
   await waitPicks(page, 1);
   assert.deepEqual((await picks(page))[0].ids, ["counter"]);

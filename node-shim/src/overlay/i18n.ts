@@ -45,8 +45,10 @@ const en = {
   "pick.shortcut": "Shortcut {shortcut} picks; Alt+click picks one element directly.",
   "pick.label.unknown": "source unknown",
   "pick.frozen": "frozen",
-  "pick.start.located": "Nothing at the centre of the page: started on the first element with a source location.",
-  "pick.start.focusable": "Nothing at the centre of the page: started on the first focusable element.",
+  "pick.start.located":
+    "With the keyboard, the arrows move from the outlined element (the first with a source location).",
+  "pick.start.focusable":
+    "With the keyboard, the arrows move from the outlined element (the first focusable one).",
   "pick.toolbar": "Picking tools",
   "pick.status.picking": "Pick mode is on.",
   "pick.status.area": "Drag over an area of the page.",
@@ -302,8 +304,8 @@ const zh: Record<MessageKey, string> = {
   "pick.shortcut": "快捷键 {shortcut} 进入选取；Alt+单击直接选取一个元素。",
   "pick.label.unknown": "源码位置未知",
   "pick.frozen": "已冻结",
-  "pick.start.located": "页面中央没有元素：已从第一个带源码位置的元素开始。",
-  "pick.start.focusable": "页面中央没有元素：已从第一个可聚焦的元素开始。",
+  "pick.start.located": "使用键盘时，方向键从已框出的元素（第一个带源码位置的元素）开始移动。",
+  "pick.start.focusable": "使用键盘时，方向键从已框出的元素（第一个可聚焦的元素）开始移动。",
   "pick.toolbar": "选取工具",
   "pick.status.picking": "选取模式已开启。",
   "pick.status.area": "在页面上拖出一个区域。",
