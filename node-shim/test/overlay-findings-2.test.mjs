@@ -20,7 +20,6 @@ import {
   submitDemoJob,
 } from "./overlay-flow-helpers.mjs";
 
-
 /** In the page: whether the element's box lies inside the panel body's visible part (scrolled into view). */
 const inBodyView = (el) => {
   const body = el.closest(".sp-body").getBoundingClientRect();
@@ -257,4 +256,31 @@ test("finding 13: the pick hint speaks to pointer and keyboard (no “centre of 
   assert.doesNotMatch(text, /centre|center/i);
   assert.match(text, /With the keyboard, the arrows move from the outlined element/);
   await snap(page, "findings2-13-pick-hint");
+});
+
+test("finding 14: numbered badges never cover the text of what they mark", async (t) => {
+  const { page } = await openDemo(t);
+  await openPanel(page);
+  await pickFive(page);
+  await page.waitForTimeout(300);
+  const overlaps = await page.evaluate((host) => {
+    const root = document.querySelector(host).shadowRoot;
+    const targets = [document.querySelector("button.btn"), document.querySelector("span.price"), ...document.querySelectorAll("ul.items li")].slice(0, 5);
+    const textRects = (el) => {
+      const range = document.createRange();
+      range.selectNodeContents(el);
+      return [...range.getClientRects()].filter((r) => r.width > 0);
+    };
+    const hit = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+    return targets.map((el, i) => {
+      const badge = root.querySelector(`[data-spotpatch-badge="${i + 1}"]`) ?? document.querySelector(`[data-spotpatch-badge="${i + 1}"]`);
+      if (!badge) return { n: i + 1, missing: true };
+      const b = badge.getBoundingClientRect();
+      return { n: i + 1, shown: b.width > 0, covers: textRects(el).some((r) => hit(b, r)) };
+    });
+  }, HOST);
+  assert.equal(overlaps.length, 5);
+  for (const o of overlaps) assert.deepEqual(o, { n: o.n, shown: true, covers: false }, JSON.stringify(overlaps));
+  await snap(page, "findings2-14-badges");
+  assert.deepEqual(page.errors, []);
 });
