@@ -18,6 +18,7 @@ import {
   pickSaveAndPrice,
   snap,
   submitDemoJob,
+  waitFor,
 } from "./overlay-flow-helpers.mjs";
 
 /** In the page: whether the element's box lies inside the panel body's visible part (scrolled into view). */
@@ -36,6 +37,9 @@ async function pickFive(page) {
   await items.nth(2).click();
   await panelOf(page).getByRole("textbox", { name: "Instruction for target 5" }).waitFor();
 }
+
+/** Wait until the keyboard focus is on `name` (focusedName's form); the focus moves after a render. */
+const focusOn = (page, name) => waitFor(async () => (await focusedName(page)) === name, { timeoutMs: 3_000, what: `the focus on ${name}` }).catch(async () => assert.equal(await focusedName(page), name));
 
 const clipboard = (page) => page.evaluate(() => navigator.clipboard.readText());
 
@@ -192,21 +196,24 @@ test("finding 11: New edit asks inside the panel: focus on Keep, Esc keeps, noth
   const question = panel.locator("[data-sp-confirm]");
   await question.waitFor();
   assert.match(await question.innerText(), /Start a new edit\? The 2 target\(s\) and instructions of this job are dropped/);
-  assert.equal(await focusedName(page), "button:Keep them", "the safe choice has the focus");
+  await focusOn(page, "button:Keep them"); // the safe choice has the focus
   assert.equal(await panel.getByRole("button", { name: "Revert" }).count(), 0, "no Revert inside the question");
   await snap(page, "findings2-11-new-edit-confirm");
   // Esc keeps (and the panel stays open); the focus comes back to New edit, never to Revert.
   await page.keyboard.press("Escape");
   await question.waitFor({ state: "detached" });
   assert.equal(await panel.count(), 1, "the panel is still open");
-  assert.equal(await focusedName(page), "button:New edit");
+  await focusOn(page, "button:New edit");
   // Enter on the question's default keeps too; Space twice does not revert.
   await page.keyboard.press("Enter");
   await question.waitFor();
+  await focusOn(page, "button:Keep them");
   await page.keyboard.press(" ");
   await question.waitFor({ state: "detached" });
+  await focusOn(page, "button:New edit");
   await page.keyboard.press(" ");
   await question.waitFor();
+  await focusOn(page, "button:Keep them");
   await page.keyboard.press("Escape");
   assert.deepEqual(bytesOf(project), applied, "nothing reverted");
   // Drop: the composer, empty.
