@@ -198,6 +198,8 @@ test("finding 11: New edit asks inside the panel: focus on Keep, Esc keeps, noth
   assert.match(await question.innerText(), /Start a new edit\? The 2 target\(s\) and instructions of this job are dropped/);
   await focusOn(page, "button:Keep them"); // the safe choice has the focus
   assert.equal(await panel.getByRole("button", { name: "Revert" }).count(), 0, "no Revert inside the question");
+  const serious = seriousViolations(await axeScan(page));
+  assert.deepEqual(serious, [], `axe: ${JSON.stringify(serious, null, 1)}`);
   await snap(page, "findings2-11-new-edit-confirm");
   // Esc keeps (and the panel stays open); the focus comes back to New edit, never to Revert.
   await page.keyboard.press("Escape");
