@@ -7,7 +7,7 @@ export const PANEL_CSS = `
 .sp-app { all: initial; display: contents; direction: ltr; unicode-bidi: isolate; }
 [data-sp-iso] { unicode-bidi: isolate; }
 .sp-app, .sp-app * { box-sizing: border-box; }
-.sp-panel, .sp-dialog {
+.sp-panel, .sp-dialog, .sp-pill {
   --sp-bg: #ffffff; --sp-fg: #111827; --sp-muted: #4b5563; --sp-border: #d1d5db; --sp-soft: #f3f4f6;
   --sp-accent: #4338ca; --sp-accent-fg: #ffffff; --sp-danger: #b91c1c; --sp-ok: #047857; --sp-warn: #92400e;
   --sp-warn-bg: #fef3c7; --sp-danger-bg: #fee2e2; --sp-ok-bg: #d1fae5; --sp-focus: #f59e0b;
@@ -16,7 +16,7 @@ export const PANEL_CSS = `
   color: var(--sp-fg); text-align: left; letter-spacing: normal; text-transform: none; white-space: normal;
 }
 @media (prefers-color-scheme: dark) {
-  .sp-panel, .sp-dialog {
+  .sp-panel, .sp-dialog, .sp-pill {
     --sp-bg: #111827; --sp-fg: #f3f4f6; --sp-muted: #d1d5db; --sp-border: #374151; --sp-soft: #1f2937;
     --sp-accent: #818cf8; --sp-accent-fg: #111827; --sp-danger: #fca5a5; --sp-ok: #6ee7b7; --sp-warn: #fcd34d;
     --sp-warn-bg: #3b2f0b; --sp-danger-bg: #3f1212; --sp-ok-bg: #063b2c; --sp-focus: #fbbf24;
@@ -30,6 +30,42 @@ export const PANEL_CSS = `
   transition: opacity .15s ease, transform .15s ease;
 }
 .sp-panel[data-wide] { width: min(720px, calc(100vw - 24px)); }
+/* Placement (panel/Dock.tsx): the width or height comes inline from the placement; the separator sits on the inner edge. */
+.sp-panel[data-dock="left"] { right: auto; left: 12px; }
+.sp-panel[data-dock="bottom"] { top: auto; left: 12px; right: 12px; width: auto !important; }
+.sp-sep { position: absolute; z-index: 3; touch-action: none; background: transparent; }
+.sp-panel[data-dock="right"] .sp-sep { left: 0; top: 0; bottom: 0; width: 8px; cursor: ew-resize; }
+.sp-panel[data-dock="left"] .sp-sep { right: 0; top: 0; bottom: 0; width: 8px; cursor: ew-resize; }
+.sp-panel[data-dock="bottom"] .sp-sep { left: 0; right: 0; top: 0; height: 8px; cursor: ns-resize; }
+.sp-sep:hover, .sp-sep:focus-visible { background: var(--sp-accent); opacity: .6; }
+.sp-sep:focus-visible { outline-offset: -3px; opacity: 1; }
+.sp-menu-wrap { position: relative; }
+.sp-menu-wrap > .sp-icon { display: inline-flex; align-items: center; min-height: 30px; }
+.sp-dock-icon { display: block; }
+.sp-menu { position: absolute; right: 0; top: calc(100% + 4px); z-index: 4; min-width: 220px; max-width: 300px; padding: 4px;
+  background: var(--sp-bg); border: 1px solid var(--sp-border); border-radius: 8px; box-shadow: 0 8px 24px rgba(0,0,0,.25); }
+.sp-panel:has(.sp-menu) { overflow: visible; } /* the open menu may reach past the panel (up from a bottom dock) */
+.sp-menu[data-up] { top: auto; bottom: calc(100% + 4px); }
+.sp-menu ul { list-style: none; margin: 0; padding: 0; }
+.sp-menu [role^="menuitem"] { display: flex; width: 100%; gap: 6px; align-items: center; padding: 6px 8px; border: none; border-radius: 6px;
+  background: none; cursor: pointer; text-align: start; min-height: 32px; }
+.sp-menu [role^="menuitem"]:hover, .sp-menu [role^="menuitem"]:focus { background: var(--sp-soft); }
+.sp-menu-check { display: inline-block; width: 1em; }
+.sp-menu-help { padding: 6px 8px 4px; border-top: 1px solid var(--sp-border); margin-top: 4px !important; font-size: 12px; }
+.sp-pill {
+  position: fixed; z-index: 2; display: inline-flex; align-items: center; gap: 8px; max-width: 260px; min-height: 40px; padding: 6px 14px;
+  border-radius: 999px; border: 1px solid var(--sp-border); background: var(--sp-bg); color: var(--sp-fg); cursor: pointer;
+  box-shadow: 0 6px 20px rgba(0,0,0,.3); font-weight: 600;
+}
+.sp-pill[data-corner="bottom-right"] { right: 12px; bottom: 12px; }
+.sp-pill[data-corner="bottom-left"] { left: 12px; bottom: 12px; }
+.sp-pill[data-corner="top-right"] { right: 12px; top: 12px; }
+.sp-pill[data-corner="top-left"] { left: 12px; top: 12px; }
+.sp-pill-status { font-weight: 400; color: var(--sp-muted); overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.sp-pill-dot { width: 10px; height: 10px; border-radius: 50%; background: var(--sp-muted); flex: none; }
+.sp-pill[data-tone="ok"] .sp-pill-dot { background: var(--sp-ok); }
+.sp-pill[data-tone="bad"] .sp-pill-dot { background: var(--sp-danger); }
+.sp-pill[data-tone="warn"] .sp-pill-dot { background: var(--sp-warn); }
 details > summary { cursor: pointer; font-weight: 600; font-size: 13px; }
 .sp-head { display: flex; align-items: center; gap: 8px; padding: 10px 12px; border-bottom: 1px solid var(--sp-border); }
 .sp-head h2 { font-size: 16px; margin: 0; flex: 1; font-weight: 700; }

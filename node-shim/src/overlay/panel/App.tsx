@@ -9,7 +9,9 @@ import { LANGS, type Lang } from "../i18n.js";
 import { Composer, CopyOnly, SubmitArea, WaitingTargets } from "./Composer.js";
 import type { Controller } from "./controller.js";
 import { ConsentDialog } from "./Dialog.js";
+import { PlacementLive, PlacementMenu, Pill, Separator, usePlacement } from "./Dock.js";
 import { JobActions, JobPanel } from "./Job.js";
+import { PlacementStore } from "./placement.js";
 import { ACTIVE } from "./state.js";
 
 export function App({ ctl }: { ctl: Controller }) {
@@ -19,6 +21,10 @@ export function App({ ctl }: { ctl: Controller }) {
   const heading = useRef<HTMLHeadingElement>(null);
   const panel = useRef<HTMLElement>(null);
   const lastFocus = useRef<HTMLElement | null>(null);
+  // Docked right / left / bottom, resized, or collapsed to the pill; off the picked elements (Dock.tsx).
+  const [placement] = useState(() => new PlacementStore(ctl.options.projectKey));
+  const wide = !!state.job && !ACTIVE.has(state.job.snapshot.status) && !!state.job.diff?.diff;
+  const layout = usePlacement(ctl, placement, wide);
   useEffect(() => {
     if (state.open && ctl.focusRequest?.kind === "panel") {
       ctl.focusRequest = null;
@@ -39,6 +45,15 @@ export function App({ ctl }: { ctl: Controller }) {
     if (next instanceof HTMLTextAreaElement) next.setSelectionRange(next.value.length, next.value.length);
   });
   if (!state.open) return null;
+  const live = <PlacementLive store={placement} lang={state.lang} />;
+  if (layout.collapsed)
+    return (
+      <>
+        <Pill ctl={ctl} store={placement} layout={layout} />
+        {live}
+        {state.consent && <ConsentDialog ctl={ctl} />}
+      </>
+    );
   return (
     <>
       <aside
@@ -51,7 +66,9 @@ export function App({ ctl }: { ctl: Controller }) {
         aria-labelledby="sp-title"
         lang={state.lang}
         dir="ltr"
-        data-wide={state.job && !ACTIVE.has(state.job.snapshot.status) && state.job.diff?.diff ? "" : undefined}
+        data-wide={wide ? "" : undefined}
+        data-dock={layout.dock}
+        style={layout.dock === "bottom" ? { height: `${layout.size}px` } : { width: `${layout.size}px` }}
         onKeyDown={(e) => {
           // Esc closes (drafts are kept), except while an input method is composing: there it cancels the
           // composition only.
@@ -80,6 +97,7 @@ export function App({ ctl }: { ctl: Controller }) {
               ))}
             </select>
           </label>
+          <PlacementMenu ctl={ctl} store={placement} layout={layout} />
           <button
             type="button"
             class="sp-icon"
@@ -135,7 +153,9 @@ export function App({ ctl }: { ctl: Controller }) {
             </div>
           )
         )}
+        <Separator ctl={ctl} store={placement} layout={layout} />
       </aside>
+      {live}
       {state.consent && <ConsentDialog ctl={ctl} />}
     </>
   );
