@@ -184,7 +184,7 @@ test("(h) hostile stylesheet and script payloads: the overlay works, shows text 
   assert.deepEqual(leak, []);
 
   // The overlay changed nothing in the page's layout or styles.
-  await panel.getByRole("button", { name: "Cancel" }).click();
+  await panel.getByRole("button", { name: "Back to edit" }).click();
   await panel.getByRole("button", { name: "Submit" }).waitFor();
   assert.deepEqual(await pageLayout(page), before);
   await panel.getByRole("button", { name: "Close panel" }).click();

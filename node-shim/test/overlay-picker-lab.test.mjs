@@ -608,7 +608,8 @@ test("badges cost nothing while nothing moves: no animation frame idle, one batc
   const title = await page.evaluate(() => Element.prototype.getBoundingClientRect.call(document.getElementById("title")).top);
   const shown = await badgeOf(page, 1);
   const y = Number(/, ([-\d.]+)px\)/.exec(shown.transform)[1]);
-  assert.ok(Math.abs(y - Math.max(0, title - 11)) < 1.5, `badge at its element again: ${y} vs ${title - 11}`);
+  // Next to its element's first line, or just above it (badges sit outside the box: issue 26).
+  assert.ok(y >= Math.max(0, title - 25) && y <= Math.max(0, title + 1), `badge at its element again: ${y} vs ${title}`);
   await page.close();
 });
 
@@ -639,7 +640,7 @@ test("a target replaced by a re-render (HMR) is re-found: same object, new sourc
   assert.equal(badge.display, "flex");
   const top = await page.evaluate(() => Element.prototype.getBoundingClientRect.call(document.getElementById("title")).top);
   const y = Number(/, ([-\d.]+)px\)/.exec(badge.transform)[1]);
-  assert.ok(Math.abs(y - Math.max(0, top - 11)) < 1.5, `badge on the new node: ${y} vs ${top - 11}`);
+  assert.ok(y >= Math.max(0, top - 25) && y <= Math.max(0, top + 1), `badge on the new node: ${y} vs ${top}`);
   // Really gone (no node of that tag and file any more): onDetached once, after the re-find window.
   await page.evaluate(() => document.getElementById("title").remove());
   await page.waitForFunction(() => window.__detached.length === 1);
@@ -683,7 +684,7 @@ test("keyboard start on an empty viewport centre: never <html>/<body>; the first
   await page.keyboard.press("p");
   await waitLabel(page, "button · src/Lab.tsx:10");
   const hint = await page.evaluate(() => document.querySelector("spotpatch-overlay").shadowRoot.querySelector('[data-spotpatch-picker="picker-hint"]').textContent);
-  assert.match(hint, /started on the first element with a source location/);
+  assert.match(hint, /the arrows move from the outlined element \(the first with a source location\)/);
   await page.keyboard.press("Enter");
   await waitPicks(page, 1);
   assert.deepEqual((await picks(page))[0].ids, ["counter"]);

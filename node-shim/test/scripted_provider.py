@@ -4,6 +4,8 @@ Usage: python scripted_provider.py SCRIPT. Prints the base URL on stdout, then s
 reaches EOF. SCRIPT is one of:
   demo        — the demo conversation (spotpatch_agent.demo.script.demo_turns)
   stall-demo  — a first turn that stalls forever, then the demo conversation
+  slow-demo   — the demo conversation, each streamed chunk 0.25 s after the one before (a job that takes
+                seconds, its timeline growing while the page watches)
   hostile     — HTML/script payloads in the model's text, a diff line and a new file's name (the overlay's
                 hostile test: each payload calls __pwn(n) if it ever runs)
   plain       — test/apps/plain: the Save button's background in style.css becomes blue (#2563eb)
@@ -113,6 +115,7 @@ def suggest_turns() -> list[dict]:
 SCRIPTS = {
     "demo": lambda: demo_turns(),
     "stall-demo": lambda: [{"stall": True}, *demo_turns()],
+    "slow-demo": lambda: demo_turns(),
     "hostile": hostile_turns,
     "suggest": suggest_turns,
     "remove-save": lambda: edit_turns(
@@ -124,7 +127,7 @@ SCRIPTS = {
 
 def main() -> int:
     script = SCRIPTS[sys.argv[1]]()
-    with ScriptedProviderServer(script) as server:
+    with ScriptedProviderServer(script, chunk_delay=0.25 if sys.argv[1] == "slow-demo" else 0.0) as server:
         print(server.base_url, flush=True)
         done = threading.Event()
 

@@ -54,6 +54,8 @@ const en = {
   "action.targetText": "Target this text",
   "action.remove": "Remove target {n}",
   "action.newEdit": "New edit",
+  "action.keepTargets": "Keep them",
+  "action.dropTargets": "Drop them and start a new edit",
   "action.dismiss": "Dismiss",
   "action.clearAll": "Remove all targets",
 
@@ -62,8 +64,10 @@ const en = {
   "pick.shortcut": "Shortcut {shortcut} picks; Alt+click picks one element directly.",
   "pick.label.unknown": "source unknown",
   "pick.frozen": "frozen",
-  "pick.start.located": "Nothing at the centre of the page: started on the first element with a source location.",
-  "pick.start.focusable": "Nothing at the centre of the page: started on the first focusable element.",
+  "pick.start.located":
+    "With the keyboard, the arrows move from the outlined element (the first with a source location).",
+  "pick.start.focusable":
+    "With the keyboard, the arrows move from the outlined element (the first focusable one).",
   "pick.toolbar": "Picking tools",
   "pick.status.picking": "Pick mode is on.",
   "pick.status.area": "Drag over an area of the page.",
@@ -87,6 +91,8 @@ const en = {
     "Asked the dev server to open {location} in your editor. Nothing opened, or the wrong editor? Vite launches the editor named by the LAUNCH_EDITOR environment variable (for example LAUNCH_EDITOR=code): set it where you start the dev server, then restart it.",
   "composer.openFailed": "The editor could not be opened: {message}",
   "composer.copied": "The prompt for {count} target(s) is on the clipboard.",
+  "composer.copiedLocal":
+    "The prompt for {count} target(s) is on the clipboard, built in the page: the engine is not available, so it has no source excerpts.",
   "composer.copyFailed": "Copying failed: {message}",
   "composer.copyWarnings": "Check the prompt: {list}.",
 
@@ -231,6 +237,9 @@ const en = {
   "visual.changedReverted": "{percent} % of the pixels still differ from the original.",
   "visual.original": "The element looks as it did before the job.",
   "job.closeWarning": "New edit closes this job: it can then no longer be reverted from the page.",
+  "job.newEditConfirm":
+    "Start a new edit? The {count} target(s) and instructions of this job are dropped (the applied change stays).",
+  "job.newest": "Newest ↓",
   "job.fellBack": "Not applied automatically; review it:",
   "job.lost": "The job is no longer known to the engine: {message}",
   "job.engineMessage": "Engine: {message}",
@@ -328,6 +337,8 @@ const zh: Record<MessageKey, string> = {
   "action.targetText": "以选中文字为目标",
   "action.remove": "移除目标 {n}",
   "action.newEdit": "新的修改",
+  "action.keepTargets": "保留",
+  "action.dropTargets": "丢弃并开始新的修改",
   "action.dismiss": "关闭",
   "action.clearAll": "移除全部目标",
 
@@ -335,8 +346,8 @@ const zh: Record<MessageKey, string> = {
   "pick.shortcut": "快捷键 {shortcut} 进入选取；Alt+单击直接选取一个元素。",
   "pick.label.unknown": "源码位置未知",
   "pick.frozen": "已冻结",
-  "pick.start.located": "页面中央没有元素：已从第一个带源码位置的元素开始。",
-  "pick.start.focusable": "页面中央没有元素：已从第一个可聚焦的元素开始。",
+  "pick.start.located": "使用键盘时，方向键从已框出的元素（第一个带源码位置的元素）开始移动。",
+  "pick.start.focusable": "使用键盘时，方向键从已框出的元素（第一个可聚焦的元素）开始移动。",
   "pick.toolbar": "选取工具",
   "pick.status.picking": "选取模式已开启。",
   "pick.status.area": "在页面上拖出一个区域。",
@@ -360,6 +371,7 @@ const zh: Record<MessageKey, string> = {
     "已请求开发服务器在编辑器中打开 {location}。没有打开，或打开了错误的编辑器？Vite 会启动环境变量 LAUNCH_EDITOR 指定的编辑器（例如 LAUNCH_EDITOR=code）：在启动开发服务器的环境中设置它，然后重启开发服务器。",
   "composer.openFailed": "无法打开编辑器：{message}",
   "composer.copied": "{count} 个目标的提示词已复制到剪贴板。",
+  "composer.copiedLocal": "{count} 个目标的提示词已复制到剪贴板（引擎不可用，提示词在页面中生成，不含源码片段）。",
   "composer.copyFailed": "复制失败：{message}",
   "composer.copyWarnings": "请检查提示词：{list}。",
 
@@ -500,6 +512,8 @@ const zh: Record<MessageKey, string> = {
   "visual.changedReverted": "仍有 {percent}% 的像素与原来不同。",
   "visual.original": "这个元素和任务之前一样。",
   "job.closeWarning": "“新的修改”会关闭此任务：之后无法再从页面撤销它。",
+  "job.newEditConfirm": "开始新的修改？此任务的 {count} 个目标及其说明将被丢弃（已应用的修改保留）。",
+  "job.newest": "最新 ↓",
   "job.fellBack": "没有自动应用；请审阅：",
   "job.lost": "引擎已不认识这个任务：{message}",
   "job.engineMessage": "引擎：{message}",

@@ -89,6 +89,11 @@ button, select, textarea, input { font: inherit; color: inherit; }
 .sp-link { background: none; border: none; padding: 0 2px; color: var(--sp-accent); text-decoration: underline; cursor: pointer; min-height: 0; }
 .sp-icon { background: none; border: 1px solid transparent; border-radius: 6px; padding: 2px 8px; cursor: pointer; font-size: 18px; line-height: 1; }
 :focus-visible { outline: 3px solid var(--sp-focus) !important; outline-offset: 2px; }
+/* A heading that takes the focus (the panel opened from the keyboard) is underlined, not ringed like a field. */
+.sp-panel h2[tabindex="-1"]:focus-visible, .sp-panel h3[tabindex="-1"]:focus-visible {
+  outline: none !important; text-decoration: underline 3px var(--sp-focus); text-underline-offset: 4px;
+}
+.sp-newest { position: sticky; bottom: 0; align-self: center; box-shadow: 0 2px 8px rgba(0,0,0,.25); }
 select, textarea, input[type="text"] {
   background: var(--sp-bg); border: 1px solid var(--sp-border); border-radius: 6px; padding: 6px 8px; max-width: 100%;
 }

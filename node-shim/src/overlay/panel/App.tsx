@@ -6,7 +6,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 
 import { LANGS, type Lang } from "../i18n.js";
-import { Composer, SubmitArea, WaitingTargets } from "./Composer.js";
+import { Composer, CopyOnly, SubmitArea, WaitingTargets } from "./Composer.js";
 import type { Controller } from "./controller.js";
 import { ConfigProblem } from "./ConfigProblem.js";
 import { ConsentDialog } from "./Dialog.js";
@@ -149,10 +149,10 @@ export function App({ ctl }: { ctl: Controller }) {
             <JobActions ctl={ctl} />
           </div>
         ) : (
-          !state.loading &&
-          !state.sessionError && (
+          !state.loading && (
             <div class="sp-foot">
-              <SubmitArea ctl={ctl} />
+              {/* No engine at all: Copy prompt still takes the targets elsewhere (issue 26). */}
+              {state.sessionError ? <CopyOnly ctl={ctl} /> : <SubmitArea ctl={ctl} />}
             </div>
           )
         )}

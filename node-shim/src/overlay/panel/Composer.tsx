@@ -63,6 +63,12 @@ export function WaitingTargets({ ctl }: { ctl: Controller }) {
 function PickBar({ ctl }: { ctl: Controller }) {
   const { state, t } = ctl;
   const full = state.drafts.length >= ctl.limits.maxTargets;
+  const targetText = useRef<HTMLButtonElement>(null);
+  const offered = state.hasSelection && !full;
+  useEffect(() => {
+    // Text just selected on the page: its button comes into view in a scrolled panel (issue 26).
+    if (offered) targetText.current?.scrollIntoView({ block: "nearest" });
+  }, [offered]);
   return (
     <div class="sp-col">
       <div class="sp-row" role="toolbar" aria-label={t("pick.toolbar")}>
@@ -87,9 +93,10 @@ function PickBar({ ctl }: { ctl: Controller }) {
         <button type="button" class="sp-btn" aria-pressed={state.paused} onClick={() => ctl.togglePause()}>
           {state.paused ? t("action.resume") : t("action.pause")}
         </button>
-        {state.hasSelection && !full && (
+        {offered && (
           // mousedown would clear the page's selection before the click: keep it
           <button
+            ref={targetText}
             type="button"
             class="sp-btn"
             onMouseDown={(e) => e.preventDefault()}
@@ -327,6 +334,17 @@ export function SubmitArea({ ctl }: { ctl: Controller }) {
         {ai && !blocked && needsConsent ? t("submit.needConsent") : ""}
       </p>
     </section>
+  );
+}
+
+/** The footer when no engine answers: Copy prompt only (the page builds the prompt itself). */
+export function CopyOnly({ ctl }: { ctl: Controller }) {
+  return (
+    <div class="sp-row">
+      <button type="button" class="sp-btn" disabled={!ctl.state.drafts.length} onClick={() => void ctl.copyPrompt()}>
+        {ctl.t("action.copyPrompt")}
+      </button>
+    </div>
   );
 }
 

@@ -1,14 +1,15 @@
 /**
  * A job on the page: live timeline (status, tool activity, bounded model messages, checks, elapsed time)
  * with Cancel; review (provider and model names, what the agent read per target, files with +/-, the full
- * diff, checks) with Apply,
- * Cancel and Back to edit; Revert after Apply; failures with their diagnostics, never shown as passed.
+ * diff, checks) with Apply and Back to edit (docs/node-shim.md "States"); Revert after Apply; failures with
+ * their diagnostics (the error once) and Copy prompt, never shown as passed.
  */
 import type { JSX } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 
 import type { AuditTargetSummary, CheckEvent, JobEventNotification, JobStatus } from "../../protocol.generated.js";
 import { hasKey } from "../i18n.js";
+import { NewEditConfirm } from "./Confirm.js";
 import type { Controller } from "./controller.js";
 import { withCode } from "./Composer.js";
 import { DiffView } from "./Diff.js";
@@ -62,7 +63,8 @@ export function JobPanel({ ctl }: { ctl: Controller }) {
       )}
       <p class="sp-muted">{t("job.mode", { mode: t(`submit.mode.${snapshot.applyMode}`) })}</p>
 
-      <Timeline ctl={ctl} events={job.events} open={active || status === "failed"} />
+      {/* Closed once the job failed: its error is shown once, in the note below (issue 26). */}
+      <Timeline ctl={ctl} events={job.events} open={active} />
 
       {job.actionError && <ActionError ctl={ctl} code={job.actionError.code} message={job.actionError.message} />}
 
@@ -123,49 +125,51 @@ export function JobActions({ ctl }: { ctl: Controller }) {
   const job = ctl.state.job!;
   const status = job.snapshot.status;
   const active = ACTIVE.has(status);
+  const [confirming, setConfirming] = useState(false);
+  const newEdit = useRef<HTMLButtonElement>(null);
+  const keep = useRef<HTMLButtonElement>(null);
+  const wasConfirming = useRef(false);
+  useEffect(() => {
+    // Into the question: the safe choice (keep) has the focus; out of it: back on New edit, never on Revert.
+    if (confirming) keep.current?.focus();
+    else if (wasConfirming.current) newEdit.current?.focus();
+    wasConfirming.current = confirming;
+  }, [confirming]);
+  if (confirming && status === "applied")
+    return <NewEditConfirm ctl={ctl} keep={keep} onKeep={() => setConfirming(false)} />;
+  const busy = job.busy ? "true" : undefined;
   return (
     <>
       <div class="sp-row" role="group" aria-label={t("job.heading")}>
         {RUNNING.has(status) && (
-          <button
-            key="cancel-run"
-            type="button"
-            class="sp-btn sp-danger"
-            aria-disabled={job.busy ? "true" : undefined}
-            onClick={() => void ctl.cancel()}
-          >
+          <button key="cancel-run" type="button" class="sp-btn sp-danger" aria-disabled={busy} onClick={() => void ctl.cancel()}>
             {t("action.cancel")}
           </button>
         )}
         {status === "awaiting-review" && (
-          <>
-            <button
-              key="apply"
-              type="button"
-              class="sp-btn sp-primary"
-              aria-disabled={job.busy ? "true" : undefined}
-              onKeyDown={ignoreRepeat}
-              onClick={() => void ctl.apply()}
-            >
-              {t("action.apply")}
-            </button>
-            <button
-              key="cancel-review"
-              type="button"
-              class="sp-btn"
-              aria-disabled={job.busy ? "true" : undefined}
-              onClick={() => void ctl.cancel()}
-            >
-              {t("action.cancel")}
-            </button>
-          </>
+          <button
+            key="apply"
+            type="button"
+            class="sp-btn sp-primary"
+            aria-disabled={busy}
+            onKeyDown={ignoreRepeat}
+            onClick={() => void ctl.apply()}
+          >
+            {t("action.apply")}
+          </button>
+        )}
+        {status === "awaiting-review" && !job.input && (
+          // Another tab's job: nothing to edit back here, so the one way out is Cancel (nothing is applied).
+          <button key="cancel-review" type="button" class="sp-btn" aria-disabled={busy} onClick={() => void ctl.cancel()}>
+            {t("action.cancel")}
+          </button>
         )}
         {status === "applied" && (
           <button
             key="revert"
             type="button"
             class="sp-btn sp-primary"
-            aria-disabled={job.busy ? "true" : undefined}
+            aria-disabled={busy}
             onKeyDown={ignoreRepeat}
             onClick={() => void ctl.revert()}
           >
@@ -173,23 +177,24 @@ export function JobActions({ ctl }: { ctl: Controller }) {
           </button>
         )}
         {(status === "awaiting-review" || status === "failed" || status === "cancelled") && job.input && (
-          <button
-            key="back"
-            type="button"
-            class="sp-btn"
-            aria-disabled={job.busy ? "true" : undefined}
-            onClick={() => void ctl.closeJob(true)}
-          >
+          <button key="back" type="button" class="sp-btn" aria-disabled={busy} onClick={() => void ctl.closeJob(true)}>
             {t("action.backToEdit")}
+          </button>
+        )}
+        {(status === "failed" || status === "cancelled") && job.input && (
+          // A failed job still leaves the user a way to take the targets elsewhere (issue 26).
+          <button key="copy" type="button" class="sp-btn" onClick={() => void ctl.copyPrompt()}>
+            {t("action.copyPrompt")}
           </button>
         )}
         {!active && status !== "awaiting-review" && (
           <button
             key="close"
+            ref={newEdit}
             type="button"
             class="sp-btn"
-            aria-disabled={job.busy ? "true" : undefined}
-            onClick={() => void ctl.closeJob(false)}
+            aria-disabled={busy}
+            onClick={() => (status === "applied" && job.input ? setConfirming(true) : void ctl.closeJob(false))}
             title={status === "applied" ? t("job.closeWarning") : undefined}
           >
             {status === "failed" || status === "cancelled" ? t("action.dismiss") : t("action.newEdit")}
@@ -223,23 +228,42 @@ function Timeline({ ctl, events, open }: { ctl: Controller; events: JobEventNoti
   // The timeline flows in the panel's body (no box of its own): the newest row is kept in view while the
   // user has not scrolled up, and never while they type (a waiting target's box) (issue 26).
   const pinned = useRef(true);
+  // Scrolled up while rows arrive: a "Newest ↓" button brings the newest row back (and follows again).
+  const [away, setAway] = useState(false);
+  const toNewest = () => {
+    const last = list.current?.lastElementChild;
+    const body = list.current?.closest<HTMLElement>(".sp-body");
+    if (!last || !body) return;
+    const below = last.getBoundingClientRect().bottom - body.getBoundingClientRect().bottom;
+    if (below > 0) body.scrollTop += below + 4;
+  };
   useEffect(() => {
     const body = list.current?.closest<HTMLElement>(".sp-body");
     if (!body) return;
+    // The user's intent, not the position: a scroll event can land after rows were added (then the end
+    // moved away without the user), so only a scroll up unpins and only reaching the end pins again.
+    let lastTop = body.scrollTop;
     const onScroll = () => {
-      pinned.current = body.scrollTop + body.clientHeight >= body.scrollHeight - 24;
+      if (body.scrollTop < lastTop - 2) pinned.current = false;
+      if (body.scrollTop + body.clientHeight >= body.scrollHeight - 24) pinned.current = true;
+      lastTop = body.scrollTop;
+      if (pinned.current) setAway(false);
     };
     body.addEventListener("scroll", onScroll);
     return () => body.removeEventListener("scroll", onScroll);
   }, []);
   useEffect(() => {
-    const last = list.current?.lastElementChild;
-    const body = list.current?.closest<HTMLElement>(".sp-body");
     const typing = (list.current?.getRootNode() as ShadowRoot | undefined)?.activeElement?.matches("textarea, input, select");
-    if (!open || !pinned.current || !last || !body || typing) return;
-    const below = last.getBoundingClientRect().bottom - body.getBoundingClientRect().bottom;
-    if (below > 0) body.scrollTop += below + 4;
-  }, [items.length, open]);
+    if (!open) return;
+    if (!pinned.current || typing) {
+      const last = list.current?.lastElementChild;
+      const body = list.current?.closest<HTMLElement>(".sp-body");
+      const below = !!last && !!body && last.getBoundingClientRect().top > body.getBoundingClientRect().bottom - 8;
+      if (below !== away) setAway(below);
+      return;
+    }
+    toNewest();
+  }); // after every render: a row can also grow in place (a tool call's outcome replaces its start)
   return (
     <details class="sp-col" open={open}>
       <summary id="sp-timeline-h">
@@ -252,6 +276,19 @@ function Timeline({ ctl, events, open }: { ctl: Controller; events: JobEventNoti
           ))}
         </ol>
       </div>
+      {open && away && (
+        <button
+          type="button"
+          class="sp-btn sp-newest"
+          onClick={() => {
+            pinned.current = true;
+            setAway(false);
+            toNewest();
+          }}
+        >
+          {t("job.newest")}
+        </button>
+      )}
     </details>
   );
 }

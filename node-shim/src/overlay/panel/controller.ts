@@ -13,8 +13,11 @@ import { translator, type Lang } from "../i18n.js";
 import { createBadges, createPicker, pauseAnimations, targetFromSelection } from "../picker/index.js";
 import type { Badges, PickedTarget, Picker } from "../picker/types.js";
 import { JobFlow } from "./jobs.js";
-import { DEFAULT_LIMITS, buildAnnotation, type Draft, type SessionInfo, type State } from "./state.js";
+import { DEFAULT_LIMITS, buildAnnotation, localPrompt, type Draft, type SessionInfo, type State } from "./state.js";
 import { errorParts } from "./store.js";
+
+/** Error codes meaning no engine answers (not started, stopped, crashed, or the dev server is gone). */
+const NO_ENGINE = new Set(["ENGINE_UNAVAILABLE", "ENGINE_STOPPED", "ENGINE_FAILED", "NETWORK"]);
 
 export class Controller extends JobFlow {
   private picker: Picker | undefined;
@@ -302,26 +305,33 @@ export class Controller extends JobFlow {
 
   // ---- without AI -------------------------------------------------------------------------------
 
+  /**
+   * The targets' prompt on the clipboard: the composer's cards, else the open job's (a failed job keeps a
+   * way to take them elsewhere). Without an engine the page builds a plain prompt itself (issue 26).
+   */
   async copyPrompt(): Promise<void> {
-    const drafts = this.state.drafts;
+    const drafts = this.state.drafts.length ? this.state.drafts : (this.state.job?.input?.targets ?? []);
     if (!drafts.length) {
       this.set({ notice: { tone: "error", text: this.t("composer.empty") } });
       return;
     }
     const targets = drafts.map((d) => ({ target: d.target, instruction: d.instruction.trim() || "(no instruction)" }));
+    const annotation = buildAnnotation(targets, this.limits.maxInstructionChars, location.pathname + location.search);
     try {
-      const { text, warnings = [] } = await this.client.renderPrompt(
-        buildAnnotation(targets, this.limits.maxInstructionChars, location.pathname + location.search),
-      );
-      await writeClipboard(text, this.layer);
-      const copied = this.t("composer.copied", { count: drafts.length });
+      const rendered = await this.client.renderPrompt(annotation).catch((error: unknown) => {
+        if (NO_ENGINE.has(errorParts(error).code)) return null;
+        throw error;
+      });
+      await writeClipboard(rendered?.text ?? localPrompt(annotation), this.layer);
+      const warnings = rendered?.warnings ?? [];
+      const copied = this.t(rendered ? "composer.copied" : "composer.copiedLocal", { count: drafts.length });
       // The engine's warnings (a source location it could not use) are the user's to see too (issue 26).
       // (Each message already names its target: "Target 1: …".)
       const list = warnings.map((w) => w.message.replace(/[.\s]+$/, "")).join("; ");
       this.set({
         notice: warnings.length
           ? { tone: "info", text: `${copied} ${this.t("composer.copyWarnings", { list })}` }
-          : { tone: "ok", text: copied },
+          : { tone: rendered ? "ok" : "info", text: copied },
       });
     } catch (error) {
       this.set({

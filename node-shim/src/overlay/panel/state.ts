@@ -174,6 +174,24 @@ export function buildAnnotation(
   };
 }
 
+/**
+ * The prompt the page builds itself when no engine answers `prompt/render` (issue 26): each target's
+ * instruction, element, source location and usage chain as plain text; no source excerpts (only the engine
+ * reads files).
+ */
+export function localPrompt(annotation: SpotAnnotation): string {
+  const lines = [`Change the web page at ${annotation.pageUrl ?? "/"} as follows.`, ""];
+  for (const target of annotation.targets) {
+    const el = target.element;
+    const where = target.source ? ` in ${target.source.file}:${target.source.line}` : "";
+    lines.push(`## Target ${target.index}: <${el?.tagName ?? "element"}>${where}`);
+    if (el?.text) lines.push(`Text: "${el.text.replace(/\s+/g, " ").trim().slice(0, 200)}"`);
+    for (const site of target.usageChain ?? []) lines.push(`Used at ${site.file}:${site.line}`);
+    lines.push(`Instruction: ${target.instruction}`, "");
+  }
+  return lines.join("\n");
+}
+
 function cleanSource(source: SourceLocation): SourceLocation {
   const out: SourceLocation = { file: source.file, line: source.line };
   if (source.column) out.column = source.column;

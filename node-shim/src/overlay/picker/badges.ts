@@ -125,8 +125,9 @@ export function createBadges(
       r = { x: t.region.x - scrollX, y: t.region.y - scrollY, width: t.region.width, height: t.region.height };
     } else return;
     const hidden = r.width === 0 && r.height === 0;
-    const x = Math.min(Math.max(r.x - SIZE / 2, 0), innerWidth - SIZE);
-    const y = Math.min(Math.max(r.y - SIZE / 2, 0), innerHeight - SIZE);
+    const [bx, by] = outside(r);
+    const x = Math.min(Math.max(bx, 0), innerWidth - SIZE);
+    const y = Math.min(Math.max(by, 0), innerHeight - SIZE);
     const key = hidden ? "hidden" : `${Math.round(x)},${Math.round(y)}`;
     if (key === e.last) return;
     e.last = key;
@@ -242,6 +243,17 @@ export function createBadges(
 /** The element that replaced a detached target's element, or null: the element now at the recorded
  * selector, else the only element with the same tag, own source file and text. It must have the same tag
  * and (when the target had a source) the same source file; never the overlay itself. */
+/**
+ * Where a badge goes: outside the element's box, so it never covers the element's own text (issue 26):
+ * left of its first line, which keeps it on the same line as what it marks (above or below, a badge reads
+ * as the neighbour's in a list); at the viewport's left edge, above the box, else below it.
+ */
+function outside(r: Box): [number, number] {
+  const gap = 2;
+  if (r.x >= SIZE + gap) return [r.x - SIZE - gap, r.y + (Math.min(r.height, SIZE) - SIZE) / 2];
+  return [r.x, r.y >= SIZE + gap ? r.y - SIZE - gap : r.y + r.height + gap];
+}
+
 function refind(t: PickedTarget): Element | null {
   const old = t.element;
   if (!old) return null;

@@ -79,8 +79,10 @@ export const HINT_KEYS: Record<string, string> = {
   "pick.status.area": "Drag over an area of the page.",
   "pick.label.unknown": "source unknown",
   "pick.frozen": "frozen",
-  "pick.start.located": "Nothing at the centre of the page: started on the first element with a source location.",
-  "pick.start.focusable": "Nothing at the centre of the page: started on the first focusable element.",
+  "pick.start.located":
+    "With the keyboard, the arrows move from the outlined element (the first with a source location).",
+  "pick.start.focusable":
+    "With the keyboard, the arrows move from the outlined element (the first focusable one).",
 };
 
 /** Events swallowed in pick mode (capture phase, window). Wheel and keys are not here. */

@@ -1,0 +1,42 @@
+/**
+ * The panel's own confirmations (never `window.confirm`): a question in the footer, the focus on the safe
+ * choice, Esc = the safe choice (issue 26, invariant 8: nothing here applies or reverts).
+ */
+import type { Ref } from "preact";
+
+import type { Controller } from "./controller.js";
+
+/**
+ * "New edit" drops the job's targets and instructions: asked inside the panel (not window.confirm), with
+ * the focus on Keep and Esc = keep. Nothing here applies or reverts (issue 26, invariant 8).
+ */
+export function NewEditConfirm({ ctl, keep, onKeep }: { ctl: Controller; keep: Ref<HTMLButtonElement>; onKeep: () => void }) {
+  const { t } = ctl;
+  const count = ctl.state.job?.input?.targets.length ?? 0;
+  return (
+    <div
+      class="sp-col"
+      role="group"
+      aria-labelledby="sp-confirm-q"
+      data-sp-confirm=""
+      onKeyDown={(e) => {
+        if (e.key !== "Escape" || e.isComposing || e.keyCode === 229) return;
+        e.preventDefault();
+        e.stopPropagation(); // Esc keeps: the panel stays open
+        onKeep();
+      }}
+    >
+      <p id="sp-confirm-q" role="status">
+        {t("job.newEditConfirm", { count })}
+      </p>
+      <div class="sp-row">
+        <button ref={keep} type="button" class="sp-btn sp-primary" onClick={onKeep}>
+          {t("action.keepTargets")}
+        </button>
+        <button type="button" class="sp-btn sp-danger" onClick={() => void ctl.closeJob(false)}>
+          {t("action.dropTargets")}
+        </button>
+      </div>
+    </div>
+  );
+}
