@@ -45,6 +45,7 @@ from spotpatch_agent.protocol.models import (
 )
 from spotpatch_agent.provider.base import ProviderAdapter
 from spotpatch_agent.tools.executor import ToolExecutor
+from spotpatch_agent.tools.hints import page_texts
 from spotpatch_agent.tools.registry import tool_specs
 from spotpatch_agent.worktree.create import create_worktree
 from spotpatch_agent.worktree.placement import Worktree
@@ -376,8 +377,10 @@ def _job_checks(job: Job) -> tuple[CheckConfig, ...]:
 def _make_executor(job: Job, worktree: Worktree) -> ToolExecutor:
     checks = _job_checks(job)
     tools = job_tools(has_checks=bool(checks))
-    return ToolExecutor(worktree.path, job.limits, tools=tools, checks=checks, sandbox=job.sandbox,
-                        project_root=job.root, focus=target_lines(job.params.annotation))
+    executor = ToolExecutor(worktree.path, job.limits, tools=tools, checks=checks, sandbox=job.sandbox,
+                            project_root=job.root, focus=target_lines(job.params.annotation))
+    executor.context.page_texts = page_texts(job.params.annotation.targets)  # replace_text's page-text hint
+    return executor
 
 
 def target_lines(annotation: SpotAnnotation) -> dict[str, tuple[int, ...]]:
