@@ -1,7 +1,8 @@
 """The demo job played as Qwen2.5-Coder-1.5B played it (issue 27, part 3), through the real engine service, the
 Chat adapter and a local scripted server: page text as ``oldText``, then a no-op edit, then single-line reads.
-Each answer tells the model what to do (the element's source line, the closest lines, a range to read), and a
-model that follows it finishes the job with the right diff. No key, absolute path or other file reaches it."""
+The first message says under the price that the page's "$19.5" is not in the source as written; each answer
+tells the model what to do (the element's source line, the closest lines, a range to read), and a model that
+follows it finishes the job with the right diff. No key, absolute path or other file's lines reach it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from spotpatch_agent.demo.runner import make_demo_project
 from spotpatch_agent.demo.script import DEMO_TARGETS, PRODUCT_CARD
+from spotpatch_agent.engine.prompt import PAGE_TEXT_NOT_IN_SOURCE
 from tests.engine._service_support import run_service_job
 
 KEY_ENV = "SPOTPATCH_RECOVER_TEST_KEY"
@@ -52,6 +54,11 @@ async def test_the_small_models_mistakes_are_answered_with_what_to_copy(tmp_path
         return [m for m in server.requests[request_no]["messages"] if m["role"] == "tool"][-1 - index]["content"]
 
     source_line = '   11|       <span className="price">${price}</span>'
+    first = next(m["content"] for m in server.requests[0]["messages"] if m["role"] == "user")
+    assert source_line in first  # the excerpt carries read_file's line numbers
+    save, price = first.split("## Target 2")
+    assert PAGE_TEXT_NOT_IN_SOURCE not in save  # "Save" is in the source as written
+    assert f'Element text (data): "$19.5"\n{PAGE_TEXT_NOT_IN_SOURCE}' in price
     page_text = answer(1)
     assert page_text.startswith("ERROR PATCH_REJECTED: oldText was not found in src/components/ProductCard.tsx")
     assert "Target 2's element shows \"$19.5\" on the page" in page_text
