@@ -555,6 +555,7 @@ export interface ProviderProfile {
   models: [ModelProfile, ...ModelProfile[]];
 }
 export interface ModelProfile {
+  constrainedToolCalls?: "auto" | "on" | "off";
   displayName: string;
   id: string;
   maxOutputTokens?: number | null;

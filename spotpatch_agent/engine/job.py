@@ -90,6 +90,8 @@ class Job:
     tool_calling_known: bool = False
     #: The probe proved this model profile's vision (issue 26): the first message carries the targets' pictures.
     vision: bool = False
+    #: Send ``tool_choice: "required"`` where a call is due (a llama.cpp server then forces a valid call: issue 27).
+    constrained_tool_calls: bool = False
     #: The project's warm worktree pool (worktree/pool.py): the job's worktree comes from it and goes back.
     pool: WorktreePool | None = None
     #: job/create's repository health, moments old: create_worktree skips its own first check (the
@@ -405,6 +407,7 @@ async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor)
         check_timeout_sec=max((c.timeout_sec or limits.get("checkTimeoutSec") for c in job.checks),
                               default=limits.get("checkTimeoutSec")),
         max_repeated_failed_calls=limits.get("maxRepeatedFailedCalls"), max_output_tokens=job.model.output_cap,
+        constrained_tool_calls=job.constrained_tool_calls,
     )
     tag_checks = await check_tags(lines_reader(executor.context), job.params.annotation.targets)
     # The project context, read through the tools' cache: a later read_file of these files reads nothing again.

@@ -30,6 +30,10 @@ there (``text_limit``); in turn 1 that, plain text and an answer cut at the outp
 with ``LIMIT_EXCEEDED`` naming which limit. A :class:`TurnRestart` (the adapter asks a turn again after a
 server-side error in its stream) voids what the turn had streamed.
 
+Constrained tool calls (``LoopBudget.constrained_tool_calls``, issue 27): turn 1 and a turn after a
+``TOOL_ARGUMENTS_INVALID`` answer ask ``tool_choice: "required"`` (a llama.cpp server then samples the call
+under its tool-schema grammar); every other turn asks ``"auto"``, so the model can end with its summary.
+
 ``run_check`` is a bounded process that may write: it is not read-only, so it runs alone in event order,
 under the check timeout (not ``toolTimeoutSec``).
 """
@@ -98,6 +102,9 @@ class LoopBudget:
     max_repeated_failed_calls: int = 1
     #: The output cap sent with every turn (None: none is sent).
     max_output_tokens: int | None = None
+    #: ``tool_choice: "required"`` on turn 1 and on a turn after a ``TOOL_ARGUMENTS_INVALID`` answer, else
+    #: ``"auto"`` (a llama.cpp server then samples the call under its tool-schema grammar: issue 27).
+    constrained_tool_calls: bool = False
 
 
 @dataclass
@@ -142,6 +149,7 @@ async def run_loop(
     """
     items: list[ConversationItem] = [UserMessage(task, images=images)]
     turn = 0
+    call_due = True  # turn 1 must call a tool; so must a turn that corrects invalid arguments
     while True:
         turn += 1
         if turn > budget.max_turns:
@@ -149,7 +157,8 @@ async def run_loop(
                              f"The model used all {budget.max_turns} turns without finishing.")
         stats.turns = turn
         request = TurnRequest(system=system, items=tuple(items), tools=tools, model=model,
-                              max_output_tokens=budget.max_output_tokens)
+                              max_output_tokens=budget.max_output_tokens,
+                              tool_choice="required" if budget.constrained_tool_calls and call_due else "auto")
         text, calls, stop_reason, replay = await _collect_turn(adapter, request)
         if turn > 1 and not stats.tool_round_trip_proven:
             stats.tool_round_trip_proven = True
@@ -182,6 +191,7 @@ async def run_loop(
         stats.tool_calls += len(calls)
         offered = frozenset(spec.name for spec in tools)
         results = await _execute_turn(turn, calls, executor, budget, events, stats, offered, ledger)
+        call_due = any(r.code == ToolErrorCode.TOOL_ARGUMENTS_INVALID.value for r in results)
         items.append(AssistantTurn(text=text, tool_calls=tuple(
             ToolCallRecord(id=c.id, name=_echo_name(c.name), arguments_json=c.arguments_json) for c in calls),
             replay=replay))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 import anyio
 
@@ -84,6 +84,15 @@ def list_providers(config: TrustedConfig) -> ProviderListResult:
     ])
 
 
+class JobProbeFacts(TypedDict):
+    """What a new job takes from this session's probes (:meth:`ProbeCache.job_facts`; ``engine.job.Job``'s fields)."""
+
+    capability_probed: bool
+    tool_calling_known: bool
+    vision: bool
+    constrained_tool_calls: bool
+
+
 class ProbeCache:
     """Proven tool calling for one engine session, per :func:`probe_key`: explicit probes that passed, a
     job's inline proof, and the explicit probes that found no tool calling (the suggestion lane's "probe
@@ -92,6 +101,8 @@ class ProbeCache:
     def __init__(self) -> None:
         self.results: dict[ProbeKey, ProbeResult] = {}
         self.failures: set[ProbeKey] = set()
+        #: The model profiles whose passed probe found a llama.cpp server (:meth:`constrained`).
+        self.llamacpp: set[ProbeKey] = set()
 
     def passed(self, provider: ProviderProfile, model: ModelProfile) -> bool:
         """Whether the explicit probe (``provider/probe``, not a job's inline proof) passed this session
@@ -108,6 +119,19 @@ class ProbeCache:
         explicit probe saw the provider accept an image part."""
         probe = self.results.get(probe_key(provider, model))
         return model.vision and probe is not None and probe.vision is True
+
+    def job_facts(self, provider: ProviderProfile, model: ModelProfile) -> JobProbeFacts:
+        """:meth:`passed`, :meth:`proven`, :meth:`vision` and :meth:`constrained`, as a new job's fields."""
+        return JobProbeFacts(capability_probed=self.passed(provider, model),
+                             tool_calling_known=self.proven(provider, model), vision=self.vision(provider, model),
+                             constrained_tool_calls=self.constrained(provider, model))
+
+    def constrained(self, provider: ProviderProfile, model: ModelProfile) -> bool:
+        """Whether this model profile's jobs send ``tool_choice: "required"`` where a call is due (issue 27):
+        ``constrainedToolCalls`` ``on``, or ``auto`` and this session's passed probe found a llama.cpp server."""
+        if model.constrained_tool_calls != "auto":
+            return model.constrained_tool_calls == "on"
+        return probe_key(provider, model) in self.llamacpp
 
     def failed(self, provider: ProviderProfile, model: ModelProfile) -> bool:
         """Whether this session's explicit probe found no tool calling for this model profile."""
@@ -166,6 +190,8 @@ class ProbeCache:
                              vision=outcome.vision)
         if result.ok:
             self.results[probe_key(provider, model)] = result
+            if outcome.server == "llama.cpp":
+                self.llamacpp.add(probe_key(provider, model))
         elif outcome.code == ErrorCode.MODEL_TOOL_CALL_UNSUPPORTED:
             self.failures.add(probe_key(provider, model))
         return result
