@@ -20,6 +20,7 @@ import bisect
 import difflib
 import json
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -178,6 +179,19 @@ def page_texts(targets: Sequence[Target]) -> tuple[PageText, ...]:
     return tuple(found)
 
 
+def _quote(text: str) -> str:
+    """Page text as a one-line JSON string in which every control, format (bidi controls, tag characters,
+    zero-width marks) and line or paragraph separator character is a ``\\uXXXX`` escape: page data that can
+    neither start a new line nor reorder or hide what is read (as ``context.quote`` does for the prompt)."""
+    out = []
+    for char in json.dumps(text, ensure_ascii=False):
+        if unicodedata.category(char)[0] == "C" or unicodedata.category(char) in ("Zl", "Zp"):
+            out.append(json.dumps(char)[1:-1])  # ensure_ascii escapes it (a surrogate pair above U+FFFF)
+        else:
+            out.append(char)
+    return "".join(out)
+
+
 def _shows(page: str, old: str) -> bool:
     """Whether ``old`` (normalized) is, contains, or nearly is the page text ``page`` (normalized)."""
     if not page or not old:
@@ -200,7 +214,7 @@ async def page_text_hint(ctx: WorktreeContext, old_text: str, file_text: str | N
             continue
         if file_text is not None and page.text.strip() in file_text:
             continue  # the page text is in the source as it is: not the confusion this hint is about
-        shown = json.dumps(redact_cut(_norm(page.text), 120), ensure_ascii=False)
+        shown = _quote(redact_cut(_norm(page.text), 120))
         head = (f"oldText looks like text the page shows, not source code: Target {page.index}'s element shows "
                 f"{shown} on the page, but the page renders it from code that can look different")
         source = None

@@ -181,3 +181,14 @@ async def test_narrow_reads_of_a_long_file_suggest_a_range(make_executor) -> Non
     await executor.execute("read_file", call(path="src/long.ts", startLine=500, endLine=500))
     result = await executor.execute("read_file", call(path="src/long.ts", startLine=501, endLine=502))
     assert "read a range in one call, e.g. startLine 461 and endLine 560" in result.output
+
+
+async def test_page_text_in_a_hint_carries_no_raw_bidi_or_invisible_character(make_executor) -> None:
+    _, executor = make_executor({CARD_PATH: CARD})
+    sneaky = "Pay\u202e now\U000e0041"  # an override and a tag character ("ASCII smuggling"), as a page may render
+    executor.context.page_texts = page_texts([Target.model_validate({
+        "index": 1, "instruction": "x", "source": {"file": CARD_PATH, "line": 12},
+        "element": {"tagName": "button", "text": sneaky}})])
+    result = await executor.execute("replace_text", replace(sneaky, "Pay now"))
+    assert "Target 1's element shows \"Pay\\u202e now\\udb40\\udc41\" on the page" in result.output
+    assert "\u202e" not in result.output and "\U000e0041" not in result.output
