@@ -90,8 +90,9 @@ class Job:
     tool_calling_known: bool = False
     #: The probe proved this model profile's vision (issue 26): the first message carries the targets' pictures.
     vision: bool = False
-    #: Send ``tool_choice: "required"`` where a call is due (a llama.cpp server then forces a valid call: issue 27).
-    constrained_tool_calls: bool = False
+    #: Send ``tool_choice: "required"`` where a call is due (a llama.cpp server then forces a valid call: issue 27);
+    #: None: once the job's stream shows a llama.cpp server (``LoopBudget.constrained_tool_calls``).
+    constrained_tool_calls: bool | None = False
     #: The project's warm worktree pool (worktree/pool.py): the job's worktree comes from it and goes back.
     pool: WorktreePool | None = None
     #: job/create's repository health, moments old: create_worktree skips its own first check (the

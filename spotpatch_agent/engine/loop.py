@@ -32,7 +32,9 @@ server-side error in its stream) voids what the turn had streamed.
 
 Constrained tool calls (``LoopBudget.constrained_tool_calls``, issue 27): turn 1 and a turn after a
 ``TOOL_ARGUMENTS_INVALID`` answer ask ``tool_choice: "required"`` (a llama.cpp server then samples the call
-under its tool-schema grammar); every other turn asks ``"auto"``, so the model can end with its summary.
+under its tool-schema grammar); every other turn asks ``"auto"``, so the model can end with its summary. With
+``None`` (the profile's ``auto`` before the session knew the server) that starts after a turn whose stream
+showed a llama.cpp server (``TurnEnd.server``, kept in ``LoopStats.server``).
 
 ``run_check`` is a bounded process that may write: it is not read-only, so it runs alone in event order,
 under the check timeout (not ``toolTimeoutSec``).
@@ -103,8 +105,9 @@ class LoopBudget:
     #: The output cap sent with every turn (None: none is sent).
     max_output_tokens: int | None = None
     #: ``tool_choice: "required"`` on turn 1 and on a turn after a ``TOOL_ARGUMENTS_INVALID`` answer, else
-    #: ``"auto"`` (a llama.cpp server then samples the call under its tool-schema grammar: issue 27).
-    constrained_tool_calls: bool = False
+    #: ``"auto"`` (a llama.cpp server then samples the call under its tool-schema grammar: issue 27). None:
+    #: from the turn after the stream showed a llama.cpp server (``TurnEnd.server``).
+    constrained_tool_calls: bool | None = False
 
 
 @dataclass
@@ -113,6 +116,8 @@ class LoopStats:
     tool_calls: int = 0
     #: Inline capability proof: a tool call was answered and the provider continued (docs/design.md §11).
     tool_round_trip_proven: bool = False
+    #: The server a turn's stream revealed (``TurnEnd.server``: ``"llama.cpp"``), else None.
+    server: str | None = None
     final_text: str = ""
     #: (turn, providerId) → result; the idempotency key of docs/design.md §5.
     results: dict[tuple[int, str], ToolResult] = field(default_factory=dict)
@@ -158,8 +163,8 @@ async def run_loop(
         stats.turns = turn
         request = TurnRequest(system=system, items=tuple(items), tools=tools, model=model,
                               max_output_tokens=budget.max_output_tokens,
-                              tool_choice="required" if budget.constrained_tool_calls and call_due else "auto")
-        text, calls, stop_reason, replay = await _collect_turn(adapter, request)
+                              tool_choice="required" if _constrained(budget, stats) and call_due else "auto")
+        text, calls, stop_reason, replay = await _collect_turn(adapter, request, stats)
         if turn > 1 and not stats.tool_round_trip_proven:
             stats.tool_round_trip_proven = True
         if text.strip():
@@ -220,8 +225,13 @@ def _first_turn_without_call(stop_reason: str | None, known: bool, cap: int | No
             "Choose a model with tool calling, or copy the prompt instead.")
 
 
+def _constrained(budget: LoopBudget, stats: LoopStats) -> bool:
+    """Whether a turn that must call a tool asks ``tool_choice: "required"`` (see LoopBudget)."""
+    return stats.server == "llama.cpp" if budget.constrained_tool_calls is None else budget.constrained_tool_calls
+
+
 async def _collect_turn(
-    adapter: ProviderAdapter, request: TurnRequest,
+    adapter: ProviderAdapter, request: TurnRequest, stats: LoopStats,
 ) -> tuple[str, list[ToolCallEvent], str | None, tuple[dict[str, Any], ...]]:
     parts: list[str] = []
     size = 0
@@ -250,6 +260,7 @@ async def _collect_turn(
                 # else: an exact duplicate stream event — the recorded call stands, nothing runs twice.
             elif isinstance(event, TurnEnd):
                 stop_reason, replay = event.stop_reason, event.replay
+                stats.server = event.server or stats.server
     return "".join(parts), calls, stop_reason, replay
 
 

@@ -90,7 +90,7 @@ class JobProbeFacts(TypedDict):
     capability_probed: bool
     tool_calling_known: bool
     vision: bool
-    constrained_tool_calls: bool
+    constrained_tool_calls: bool | None
 
 
 class ProbeCache:
@@ -126,12 +126,14 @@ class ProbeCache:
                              tool_calling_known=self.proven(provider, model), vision=self.vision(provider, model),
                              constrained_tool_calls=self.constrained(provider, model))
 
-    def constrained(self, provider: ProviderProfile, model: ModelProfile) -> bool:
+    def constrained(self, provider: ProviderProfile, model: ModelProfile) -> bool | None:
         """Whether this model profile's jobs send ``tool_choice: "required"`` where a call is due (issue 27):
-        ``constrainedToolCalls`` ``on``, or ``auto`` and this session's passed probe found a llama.cpp server."""
+        ``constrainedToolCalls`` ``on``, or ``auto`` and this session found a llama.cpp server (a passed probe's
+        model list, or an earlier job's stream); None (``auto``, not known yet): from the turn after the job's
+        own stream shows one."""
         if model.constrained_tool_calls != "auto":
             return model.constrained_tool_calls == "on"
-        return probe_key(provider, model) in self.llamacpp
+        return True if probe_key(provider, model) in self.llamacpp else None
 
     def failed(self, provider: ProviderProfile, model: ModelProfile) -> bool:
         """Whether this session's explicit probe found no tool calling for this model profile."""
@@ -141,6 +143,8 @@ class ProbeCache:
         """Inline proof (docs/design.md §11): a job whose first tool call was answered and continued proves tool
         calling for its model profile, so a later ``provider/probe`` answers from the cache."""
         key = probe_key(job.provider, job.model)
+        if job.stats.server == "llama.cpp":  # the next job's first turn is constrained too (``auto``)
+            self.llamacpp.add(key)
         if job.stats.tool_round_trip_proven and key not in self.results:
             self.results[key] = ProbeResult(
                 model_profile_id=job.model.id, ok=True, tool_calling=True, cached=False, duration_ms=0,

@@ -5,7 +5,9 @@ llama.cpp's ``llama-server`` (``--jinja``) turns the tool schemas into a grammar
 call) under ``tool_choice: "auto"``, from the first token under ``"required"``; it refuses a custom ``grammar``
 next to tools. So a job of a profile with constrained tool calls sends ``"required"`` where a call is due — turn
 1, and the turn after an answer ``TOOL_ARGUMENTS_INVALID`` — and ``"auto"`` elsewhere (the model must be able to
-end with text). ``auto`` (the default) means: when this session's probe found llama.cpp by its model list."""
+end with text). ``auto`` (the default) means: once this session knows the server is llama.cpp — from a passed
+probe's model list (``owned_by: "llamacpp"``) or from a stream's ``system_fingerprint`` (llama-server's build,
+``b0-unknown`` in the recorded stream), in which case it applies from the next turn and to later jobs."""
 
 from __future__ import annotations
 
@@ -16,13 +18,21 @@ import pytest
 
 from spotpatch_agent.engine.service import EngineService
 from spotpatch_agent.protocol.models import JobCreateParams, JobIdParams, ProviderProbeParams, TrustedConfig
+from spotpatch_agent.provider.base import TurnEnd
 from spotpatch_agent.provider.probe import list_models, listing_server
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from tests.conftest import make_repo
 
-from .conftest import CANARY_KEY
+from .apis import make_adapter
+from .conftest import CANARY_KEY, run_turn
 
 pytestmark = pytest.mark.anyio
+
+FIXTURES = Path(__file__).parent / "fixtures"
+#: A real llama-server stream (``system_fingerprint: "b0-unknown"``) calling the probe's ``report_ready``: in a
+#: job, a call to an undeclared tool (``TOOL_ARGUMENTS_INVALID``).
+LLAMACPP_CALL = {"raw": [(FIXTURES / "llamacpp/chat/llamacpp-qwen15b-tool-call.sse").read_bytes()]}
+OPENAI_CALL = {"raw": [(FIXTURES / "chat/openai-gpt4o-call-with-usage-chunk.sse").read_bytes()]}
 
 KEY_ENV = "SPOTPATCH_CONSTRAINED_TEST_KEY"
 FILES = {"src/App.tsx": 'export const App = () => <button className="a">Go</button>;\n', ".gitignore": "node_modules\n"}
@@ -127,3 +137,33 @@ def test_the_flag_is_in_the_config_model() -> None:
             for v in ("auto", "on", "off")] == ["auto", "on", "off"]
     with pytest.raises(ValueError, match="constrainedToolCalls"):
         TrustedConfig.model_validate(profile("always"))
+
+
+async def test_a_recorded_llamacpp_stream_names_its_server_and_openais_does_not() -> None:
+    with ScriptedProviderServer([LLAMACPP_CALL, OPENAI_CALL]) as server:
+        adapter = make_adapter("chat", server)
+        try:
+            llama, openai = await run_turn(adapter), await run_turn(adapter)
+        finally:
+            await adapter.aclose()
+    assert isinstance(llama[-1], TurnEnd) and llama[-1].server == "llama.cpp"
+    assert isinstance(openai[-1], TurnEnd) and openai[-1].server is None
+
+
+async def test_without_a_probe_the_stream_reveals_llamacpp_and_constrains_from_then_on(tmp_path, monkeypatch) -> None:
+    edit = {"toolCalls": [{"id": "w1", "name": "replace_text", "arguments": EDIT}]}
+    done = {"text": "Done.", "finishReason": "stop"}
+    with ScriptedProviderServer([LLAMACPP_CALL, edit, done, edit, done]) as server:
+        monkeypatch.setenv(KEY_ENV, CANARY_KEY)
+        service = EngineService(send_event=lambda _event: None)
+        async with service.running():
+            await service.configure(make_repo(tmp_path / "repo", FILES), config(server))
+            for _ in range(2):
+                snap = await service.job_create(JobCreateParams.model_validate(
+                    {"annotation": ANNOTATION, "modelProfileId": "m"}))
+                await service.wait_job(snap.job_id)
+                done_snap = await service.job_get(JobIdParams(job_id=snap.job_id))
+                assert done_snap.status == "awaiting-review", done_snap.error
+    # Job 1: turn 1 not known yet; its stream says llama.cpp and its call names an undeclared tool, so the
+    # correcting turn is required. Job 2 (same session): known from job 1, its first turn is required.
+    assert choices(server.requests) == ["auto", "required", "auto", "required", "auto"]
