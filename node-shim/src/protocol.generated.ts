@@ -593,7 +593,9 @@ export interface ProviderProfile {
   models: [ModelProfile, ...ModelProfile[]];
 }
 export interface ModelProfile {
+  constrainedToolCalls?: "auto" | "on" | "off";
   displayName: string;
+  editFormat?: "replace" | "anchors";
   id: string;
   maxOutputTokens?: number | null;
   model: string;

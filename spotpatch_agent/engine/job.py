@@ -44,6 +44,7 @@ from spotpatch_agent.protocol.models import (
 )
 from spotpatch_agent.provider.base import ProviderAdapter
 from spotpatch_agent.tools.executor import ToolExecutor
+from spotpatch_agent.tools.hints import page_texts
 from spotpatch_agent.tools.registry import offered_tools, tool_specs
 from spotpatch_agent.worktree.create import create_worktree
 from spotpatch_agent.worktree.placement import Worktree
@@ -88,6 +89,9 @@ class Job:
     tool_calling_known: bool = False
     #: The probe proved this model profile's vision (issue 26): the first message carries the targets' pictures.
     vision: bool = False
+    #: Send ``tool_choice: "required"`` where a call is due (a llama.cpp server then forces a valid call: issue 27);
+    #: None: once the job's stream shows a llama.cpp server (``LoopBudget.constrained_tool_calls``).
+    constrained_tool_calls: bool | None = False
     #: The project's warm worktree pool (worktree/pool.py): the job's worktree comes from it and goes back.
     pool: WorktreePool | None = None
     #: job/create's repository health, moments old: create_worktree skips its own first check (the
@@ -375,9 +379,11 @@ def _job_checks(job: Job) -> tuple[CheckConfig, ...]:
 def _make_executor(job: Job, worktree: Worktree) -> ToolExecutor:
     checks = _job_checks(job)
     tools = offered_tools(has_checks=bool(checks), edit_format=job.model.edit_format)
-    return ToolExecutor(worktree.path, job.limits, tools=tools, checks=checks, sandbox=job.sandbox,
-                        project_root=job.root, focus=target_lines(job.params.annotation),
-                        edit_format=job.model.edit_format)
+    executor = ToolExecutor(worktree.path, job.limits, tools=tools, checks=checks, sandbox=job.sandbox,
+                            project_root=job.root, focus=target_lines(job.params.annotation),
+                            edit_format=job.model.edit_format)
+    executor.context.page_texts = page_texts(job.params.annotation.targets)  # replace_text's page-text hint
+    return executor
 
 
 def target_lines(annotation: SpotAnnotation) -> dict[str, tuple[int, ...]]:
@@ -402,6 +408,7 @@ async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor)
         check_timeout_sec=max((c.timeout_sec or limits.get("checkTimeoutSec") for c in job.checks),
                               default=limits.get("checkTimeoutSec")),
         max_repeated_failed_calls=limits.get("maxRepeatedFailedCalls"), max_output_tokens=job.model.output_cap,
+        constrained_tool_calls=job.constrained_tool_calls,
     )
     tag_checks = await check_tags(lines_reader(executor.context), job.params.annotation.targets)
     # The project context, read through the tools' cache: a later read_file of these files reads nothing again.

@@ -34,6 +34,12 @@ What kind of call runs how is each tool's declaration (:class:`~spotpatch_agent.
 a name here: ``kind == "read"`` calls run concurrently, every other call alone in event order; a
 ``deadline == "check"`` tool (``run_check``, a bounded process that may write) runs under the check timeout
 (not ``toolTimeoutSec``); the stuck-call guard tells the model the tool's ``retry_hint``.
+
+Constrained tool calls (``LoopBudget.constrained_tool_calls``, issue 27): turn 1 and a turn after a
+``TOOL_ARGUMENTS_INVALID`` answer ask ``tool_choice: "required"`` (a llama.cpp server then samples the call
+under its tool-schema grammar); every other turn asks ``"auto"``, so the model can end with its summary. With
+``None`` (the profile's ``auto`` before the session knew the server) that starts after a turn whose stream
+showed a llama.cpp server (``TurnEnd.server``, kept in ``LoopStats.server``).
 """
 
 from __future__ import annotations
@@ -99,6 +105,10 @@ class LoopBudget:
     max_repeated_failed_calls: int = 1
     #: The output cap sent with every turn (None: none is sent).
     max_output_tokens: int | None = None
+    #: ``tool_choice: "required"`` on turn 1 and on a turn after a ``TOOL_ARGUMENTS_INVALID`` answer, else
+    #: ``"auto"`` (a llama.cpp server then samples the call under its tool-schema grammar: issue 27). None:
+    #: from the turn after the stream showed a llama.cpp server (``TurnEnd.server``).
+    constrained_tool_calls: bool | None = False
 
 
 @dataclass
@@ -107,6 +117,8 @@ class LoopStats:
     tool_calls: int = 0
     #: Inline capability proof: a tool call was answered and the provider continued (docs/design.md §11).
     tool_round_trip_proven: bool = False
+    #: The server a turn's stream revealed (``TurnEnd.server``: ``"llama.cpp"``), else None.
+    server: str | None = None
     final_text: str = ""
     #: (turn, providerId) → result; the idempotency key of docs/design.md §5.
     results: dict[tuple[int, str], ToolResult] = field(default_factory=dict)
@@ -143,6 +155,7 @@ async def run_loop(
     """
     items: list[ConversationItem] = [UserMessage(task, images=images)]
     turn = 0
+    call_due = True  # turn 1 must call a tool; so must a turn that corrects invalid arguments
     while True:
         turn += 1
         if turn > budget.max_turns:
@@ -150,8 +163,9 @@ async def run_loop(
                              f"The model used all {budget.max_turns} turns without finishing.")
         stats.turns = turn
         request = TurnRequest(system=system, items=tuple(items), tools=tools, model=model,
-                              max_output_tokens=budget.max_output_tokens)
-        text, calls, stop_reason, replay = await _collect_turn(adapter, request)
+                              max_output_tokens=budget.max_output_tokens,
+                              tool_choice="required" if _constrained(budget, stats) and call_due else "auto")
+        text, calls, stop_reason, replay = await _collect_turn(adapter, request, stats)
         if turn > 1 and not stats.tool_round_trip_proven:
             stats.tool_round_trip_proven = True
         if text.strip():
@@ -183,6 +197,7 @@ async def run_loop(
         stats.tool_calls += len(calls)
         offered = frozenset(spec.name for spec in tools)
         results = await _execute_turn(turn, calls, executor, budget, events, stats, offered, ledger)
+        call_due = any(r.code == ToolErrorCode.TOOL_ARGUMENTS_INVALID.value for r in results)
         items.append(AssistantTurn(text=text, tool_calls=tuple(
             ToolCallRecord(id=c.id, name=_echo_name(c.name), arguments_json=c.arguments_json) for c in calls),
             replay=replay))
@@ -211,8 +226,13 @@ def _first_turn_without_call(stop_reason: str | None, known: bool, cap: int | No
             "Choose a model with tool calling, or copy the prompt instead.")
 
 
+def _constrained(budget: LoopBudget, stats: LoopStats) -> bool:
+    """Whether a turn that must call a tool asks ``tool_choice: "required"`` (see LoopBudget)."""
+    return stats.server == "llama.cpp" if budget.constrained_tool_calls is None else budget.constrained_tool_calls
+
+
 async def _collect_turn(
-    adapter: ProviderAdapter, request: TurnRequest,
+    adapter: ProviderAdapter, request: TurnRequest, stats: LoopStats,
 ) -> tuple[str, list[ToolCallEvent], str | None, tuple[dict[str, Any], ...]]:
     parts: list[str] = []
     size = 0
@@ -241,6 +261,7 @@ async def _collect_turn(
                 # else: an exact duplicate stream event — the recorded call stands, nothing runs twice.
             elif isinstance(event, TurnEnd):
                 stop_reason, replay = event.stop_reason, event.replay
+                stats.server = event.server or stats.server
     return "".join(parts), calls, stop_reason, replay
 
 

@@ -72,7 +72,26 @@ def _name(value: str) -> str:
     return value if _PLAIN_NAME.match(value) else quote(value)
 
 
-def _target_block(t: Target, location: LocationCheck | None = None, tag_check: TagCheck | None = None) -> str:
+#: Said under a picked element's page text when that text is not in the source excerpt the prompt shows for it
+#: (issue 27: a small model used the page's "$19.5" as ``oldText`` where the source says ``${price}``).
+PAGE_TEXT_NOT_IN_SOURCE = ("Note: this page text is not in the source excerpt as written: the code renders it "
+                           "(from an expression, a variable or a format call). Copy oldText from the source "
+                           "excerpt, never from the page text.")
+
+
+def _page_text_note(t: Target, excerpt: str | None) -> str | None:
+    """:data:`PAGE_TEXT_NOT_IN_SOURCE` when the element's text (whitespace collapsed) is not in ``excerpt``."""
+    if t.element is None or excerpt is None:
+        return None
+    text = " ".join(t.element.text.split())
+    shown = " ".join(row.split("| ", 1)[-1] for row in excerpt.split("\n")[1:])
+    return PAGE_TEXT_NOT_IN_SOURCE if text and text not in " ".join(shown.split()) else None
+
+
+def _target_block(t: Target, location: LocationCheck | None = None, tag_check: TagCheck | None = None,
+                  excerpt: str | None = None) -> str:
+    """One target's block; ``excerpt``: the source excerpt showing its line (its own, or an earlier
+    target's it points to), for the page-text note."""
     lines = [f"## Target {t.index}", f"Instruction: {escape_bidi(t.instruction)}"]
     if t.source is not None:
         where = f"{t.source.file}:{t.source.line}:{t.source.column}"
@@ -94,6 +113,9 @@ def _target_block(t: Target, location: LocationCheck | None = None, tag_check: T
         lines.append(f"Element: <{_name(el.tag_name)}>" + (f" selector {quote(el.selector)}" if el.selector else ""))
         if el.text:
             lines.append(f"Element text (data): {quote(el.text)}")
+            note = _page_text_note(t, excerpt)
+            if note:
+                lines.append(note)
         if el.attributes:
             lines.append(f"Element attributes (data): {quote(el.attributes)}")
     lines.extend(_area_lines(t))
@@ -149,6 +171,16 @@ def _head(annotation: SpotAnnotation) -> str:
     )
 
 
+def _excerpt_for(locations: Mapping[int, LocationCheck], index: int) -> str | None:
+    """The excerpt the prompt shows for target ``index``'s line: its own, or the earlier target's it points to."""
+    check = locations.get(index)
+    if check is None or not check.ok:
+        return None
+    if check.excerpt is None and check.shown_in is not None:
+        check = locations.get(check.shown_in)
+    return check.excerpt if check is not None else None
+
+
 def render_prompt(annotation: SpotAnnotation, context: PromptContext | None = None,
                   tag_checks: Mapping[int, TagCheck] | None = None) -> PromptRenderResult:
     """The v1 prompt for ``annotation``: ``{text, targets:[{index, source}], warnings?}`` (docs/protocol.md,
@@ -160,7 +192,8 @@ def render_prompt(annotation: SpotAnnotation, context: PromptContext | None = No
     (``engine.locations.check_tags``) marks each location exact or approximate against the file now."""
     locations = context.locations if context is not None else {}
     checks = tag_checks or {}
-    blocks = [_target_block(t, locations.get(t.index), checks.get(t.index)) for t in annotation.targets]
+    blocks = [_target_block(t, locations.get(t.index), checks.get(t.index), _excerpt_for(locations, t.index))
+              for t in annotation.targets]
     text = _head(annotation) + "\n\n" + "\n\n".join(blocks) + "\n"
     if context is not None and context.conventions.summary:
         text += "\n" + context.conventions.summary + "\n"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 import anyio
 
@@ -84,6 +84,15 @@ def list_providers(config: TrustedConfig) -> ProviderListResult:
     ])
 
 
+class JobProbeFacts(TypedDict):
+    """What a new job takes from this session's probes (:meth:`ProbeCache.job_facts`; ``engine.job.Job``'s fields)."""
+
+    capability_probed: bool
+    tool_calling_known: bool
+    vision: bool
+    constrained_tool_calls: bool | None
+
+
 class ProbeCache:
     """Proven tool calling for one engine session, per :func:`probe_key`: explicit probes that passed, a
     job's inline proof, and the explicit probes that found no tool calling (the suggestion lane's "probe
@@ -92,6 +101,8 @@ class ProbeCache:
     def __init__(self) -> None:
         self.results: dict[ProbeKey, ProbeResult] = {}
         self.failures: set[ProbeKey] = set()
+        #: The model profiles whose passed probe found a llama.cpp server (:meth:`constrained`).
+        self.llamacpp: set[ProbeKey] = set()
 
     def passed(self, provider: ProviderProfile, model: ModelProfile) -> bool:
         """Whether the explicit probe (``provider/probe``, not a job's inline proof) passed this session
@@ -109,6 +120,21 @@ class ProbeCache:
         probe = self.results.get(probe_key(provider, model))
         return model.vision and probe is not None and probe.vision is True
 
+    def job_facts(self, provider: ProviderProfile, model: ModelProfile) -> JobProbeFacts:
+        """:meth:`passed`, :meth:`proven`, :meth:`vision` and :meth:`constrained`, as a new job's fields."""
+        return JobProbeFacts(capability_probed=self.passed(provider, model),
+                             tool_calling_known=self.proven(provider, model), vision=self.vision(provider, model),
+                             constrained_tool_calls=self.constrained(provider, model))
+
+    def constrained(self, provider: ProviderProfile, model: ModelProfile) -> bool | None:
+        """Whether this model profile's jobs send ``tool_choice: "required"`` where a call is due (issue 27):
+        ``constrainedToolCalls`` ``on``, or ``auto`` and this session found a llama.cpp server (a passed probe's
+        model list, or an earlier job's stream); None (``auto``, not known yet): from the turn after the job's
+        own stream shows one."""
+        if model.constrained_tool_calls != "auto":
+            return model.constrained_tool_calls == "on"
+        return True if probe_key(provider, model) in self.llamacpp else None
+
     def failed(self, provider: ProviderProfile, model: ModelProfile) -> bool:
         """Whether this session's explicit probe found no tool calling for this model profile."""
         return probe_key(provider, model) in self.failures
@@ -117,6 +143,8 @@ class ProbeCache:
         """Inline proof (docs/design.md §11): a job whose first tool call was answered and continued proves tool
         calling for its model profile, so a later ``provider/probe`` answers from the cache."""
         key = probe_key(job.provider, job.model)
+        if job.stats.server == "llama.cpp":  # the next job's first turn is constrained too (``auto``)
+            self.llamacpp.add(key)
         if job.stats.tool_round_trip_proven and key not in self.results:
             self.results[key] = ProbeResult(
                 model_profile_id=job.model.id, ok=True, tool_calling=True, cached=False, duration_ms=0,
@@ -166,6 +194,8 @@ class ProbeCache:
                              vision=outcome.vision)
         if result.ok:
             self.results[probe_key(provider, model)] = result
+            if outcome.server == "llama.cpp":
+                self.llamacpp.add(probe_key(provider, model))
         elif outcome.code == ErrorCode.MODEL_TOOL_CALL_UNSUPPORTED:
             self.failures.add(probe_key(provider, model))
         return result

@@ -368,10 +368,8 @@ class EngineService:
             ledger = JobLedger(job_id, persist_dir=self._audit_dir, keep=self._config.audit.keep)
             job = Job(job_id=job_id, ledger=ledger, params=params, root=root, head_oid=head, provider=provider,
                       model=model, limits=limits, events=JobEventLog(job_id, self._send_event),
-                      checks=tuple(self._config.checks), sandbox=self._config.sandbox,
-                      capability_probed=self._probes.passed(provider, model), pool=self._pool, health=health,
-                      tool_calling_known=self._probes.proven(provider, model),
-                      vision=self._probes.vision(provider, model))
+                      checks=tuple(self._config.checks), sandbox=self._config.sandbox, pool=self._pool, health=health,
+                      **self._probes.job_facts(provider, model))
             self._jobs[job_id] = job
             job.set_status("preparing")
         except BaseException:

@@ -51,6 +51,12 @@ class ModelProfile(InModel):
     vision: StrictBool = False
     #: The edit format the model gets (:data:`EditFormat`); absent: ``replace``.
     edit_format: EditFormat = "replace"
+    #: Constrained tool calls (issue 27): ``tool_choice: "required"`` on a job's first turn and on the turn after
+    #: a call with invalid arguments, so that a llama.cpp server (``--jinja``) samples the call under a grammar it
+    #: builds from the tool schemas and a small model can only write a valid call. ``auto``: only when this
+    #: session's probe found a llama.cpp server (its model list says ``owned_by: "llamacpp"``); ``on``: always
+    #: (another server that honours ``required``); ``off``: never.
+    constrained_tool_calls: Literal["auto", "on", "off"] = "auto"
 
     @property
     def output_cap(self) -> int | None:

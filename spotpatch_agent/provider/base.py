@@ -135,6 +135,9 @@ class TurnEnd:
     #: the Responses adapter's ``reasoning`` items that carry ``encrypted_content`` (``store: false`` keeps
     #: nothing server-side; an item without it would be a dangling ``rs_`` reference, so it is not kept).
     replay: tuple[dict[str, Any], ...] = ()
+    #: The server that answered, when its stream says so: ``"llama.cpp"`` (a Chat chunk's ``system_fingerprint``
+    #: is llama-server's build, ``b<number>-<commit>``), else None. Constrained tool calls use it (issue 27).
+    server: str | None = None
 
 
 ProviderEvent = TextDelta | ToolCallEvent | TurnRestart | TurnEnd

@@ -18,6 +18,7 @@ Every error message is sanitized: status code plus at most 300 characters of the
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,6 +125,10 @@ def _as_index(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+#: llama-server's ``system_fingerprint``: its build, ``b<number>-<commit>`` (``b0-unknown`` for a source build).
+LLAMACPP_BUILD = re.compile(r"b\d{1,9}-[0-9A-Za-z]{1,40}\Z")
+
+
 class ChatStreamAssembler:
     """Turns one turn's Chat Completions chunks into events (docs/design.md §11). Pure; one instance per turn.
 
@@ -147,6 +152,7 @@ class ChatStreamAssembler:
         self._current: _Slot | None = None
         self._finish_reason: str | None = None
         self._usage: dict[str, Any] | None = None
+        self._server: str | None = None
         #: ``data: [DONE]`` was seen; the caller stops reading.
         self.done = False
 
@@ -189,6 +195,9 @@ class ChatStreamAssembler:
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             self._usage = usage  # any chunk may carry it; the last one wins
+        fingerprint = chunk.get("system_fingerprint")
+        if isinstance(fingerprint, str) and LLAMACPP_BUILD.match(fingerprint):
+            self._server = "llama.cpp"
         choices = chunk.get("choices")
         if not isinstance(choices, list):
             return []  # {"type": "ping"} and other keep-alive objects
@@ -218,7 +227,7 @@ class ChatStreamAssembler:
         budget (:attr:`text_limited`) is ``text_limit``. A call of a turn cut at the output limit
         (``length``) whose arguments do not parse is invalid with "cut off at the output limit"."""
         if self.text_limited:
-            return [TurnEnd(stop_reason="text_limit", usage=self._usage)]
+            return [TurnEnd(stop_reason="text_limit", usage=self._usage, server=self._server)]
         if not self.done and self._finish_reason is None:
             message = "the provider's stream ended before the turn finished (no finish_reason, no [DONE]): truncated"
             raise ProviderError(ErrorCode.PROVIDER_PROTOCOL, message)
@@ -238,7 +247,7 @@ class ChatStreamAssembler:
         # turn keeps its reason (None: accepted as a final answer). ``tool_calls`` without a call stays as sent:
         # the engine fails it (PROVIDER_PROTOCOL) instead of taking it for an empty final answer.
         reason = "tool_calls" if self._finish_reason in ("stop", None) and events else self._finish_reason
-        events.append(TurnEnd(stop_reason=reason, usage=self._usage))
+        events.append(TurnEnd(stop_reason=reason, usage=self._usage, server=self._server))
         return events
 
     # -------------------------------------------------------- internals

@@ -91,6 +91,9 @@ class ModelListing:
 
     ids: tuple[str, ...] | None
     note: str
+    #: The server that answered, when the listing says so: ``"llama.cpp"`` (an item ``owned_by: "llamacpp"``,
+    #: what ``llama-server`` lists), else None.
+    server: str | None = None
 
     @property
     def models(self) -> tuple[str, ...] | None:
@@ -111,6 +114,8 @@ class ProbeOutcome:
     retryable: bool | None = None
     #: Images accepted (True), refused (False), or not asked (None): :func:`probe_vision`.
     vision: bool | None = None
+    #: The server the model listing revealed (:attr:`ModelListing.server`).
+    server: str | None = None
 
 
 # ---------------------------------------------------------------- step 1: list models
@@ -153,11 +158,24 @@ async def list_models(
         return ModelListing(None, "Model listing unsupported by this endpoint.")
     if not 200 <= status < 300:
         return ModelListing(None, f"Model listing failed (HTTP {status}); the tool round trip decides.")
-    ids = model_ids(loads(body))
+    payload = loads(body)
+    ids = model_ids(payload)
     if ids is None:
         return ModelListing(None, "The endpoint's model list has an unknown shape; the tool round trip decides.")
     kept = tuple(sanitize_excerpt(i, api_key)[:MAX_MODEL_ID] for i in ids[:MAX_READ])
-    return ModelListing(kept, f"The endpoint lists {len(kept)} model(s).")
+    server = listing_server(payload)
+    found = " (a llama.cpp server: tool calls will be constrained)" if server == "llama.cpp" else ""
+    return ModelListing(kept, f"The endpoint lists {len(kept)} model(s){found}.", server=server)
+
+
+def listing_server(payload: Any) -> str | None:
+    """``"llama.cpp"`` when a ``/models`` answer comes from ``llama-server`` (an item of ``data`` says
+    ``owned_by: "llamacpp"``), else None. Only the first :data:`MAX_READ` items are looked at."""
+    items = payload.get("data") if isinstance(payload, dict) else None
+    if isinstance(items, list) and any(isinstance(i, dict) and i.get("owned_by") == "llamacpp"
+                                       for i in items[:MAX_READ]):
+        return "llama.cpp"
+    return None
 
 
 def model_ids(payload: Any) -> list[str] | None:
@@ -316,7 +334,8 @@ async def run_probe(
                 outcome = replace(outcome, vision=accepted, message=f"{outcome.message} {said}")
     except TimeoutError:
         raise ProviderError(ErrorCode.PROVIDER_UNAVAILABLE, f"the probe took longer than {timeout:g} s") from None
-    return replace(outcome, message=f"{listing.note} {outcome.message}", models=listing.models)
+    return replace(outcome, message=f"{listing.note} {outcome.message}", models=listing.models,
+                   server=listing.server)
 
 
 # ---------------------------------------------------------------- helpers

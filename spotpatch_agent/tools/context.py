@@ -20,7 +20,7 @@ import stat
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 
@@ -41,6 +41,9 @@ from spotpatch_agent.tools._git import GitOutput, run_git
 from spotpatch_agent.tools.fingerprint import paths_digest, status_digest
 from spotpatch_agent.tools.git_index import GitIndex
 from spotpatch_agent.tools.listing import Listing, filter_listing, full_listing, index_listing
+
+if TYPE_CHECKING:
+    from spotpatch_agent.tools.hints import PageText
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +104,11 @@ class WorktreeContext:
         #: Set by the executor from the model profile: ``anchors`` makes ``read_file`` and ``search_text`` show
         #: each line with its anchor (tools/anchors.py).
         self.edit_format: EditFormat = "replace"
+        #: Set by the engine (engine/job.py): the picked elements' page text and located source lines, which
+        #: ``replace_text`` recognises when a model uses page text as ``oldText`` (tools/hints.py).
+        self.page_texts: tuple[PageText, ...] = ()
+        #: Narrow reads (a few lines) per relative path so far: ``read_file`` hints at a range from the second.
+        self.narrow_reads: dict[str, int] = {}
         self._version = 0
         self._listing: Listing | None = None
         self._reads: dict[str, TextFile | None] = {}

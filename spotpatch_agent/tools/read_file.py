@@ -19,6 +19,9 @@ that follows it reads the rest in as few calls as possible. A file a target of t
 the window around the offered line when that line lies past the default window: up to
 :data:`FOCUS_CONTEXT_ABOVE` lines above it, the rest below, with a hint for the lines above.
 
+A narrow read (at most :data:`NARROW_READ_LINES` lines of a longer file, an explicit range) is counted per
+file; the second one and every later one end with a hint to read the whole file, or a range, in one call.
+
 The BOM and each line's trailing CR are not shown. Any unusable path (missing, protected, outside, directory,
 symlink, binary, too big, git-ignored, unnormalizable) gives the one uniform retryable ``TOOL_PATH_DENIED``
 result :data:`~spotpatch_agent.tools.base.PATH_DENIED_MESSAGE`, with no hint of the reason (docs/design.md §6).
@@ -64,6 +67,10 @@ class ReadFileArgs(ToolArgs):
 
 #: Lines shown above a target's offered line when a range-less read of its file is centred on it.
 FOCUS_CONTEXT_ABOVE = 60
+#: A read of at most this many lines of a longer file is "narrow"; the second narrow read of a file and every
+#: later one end with a hint to read a range or the whole file in one call (issue 27: a small model read one
+#: line per turn until the turn limit).
+NARROW_READ_LINES = 3
 
 
 def default_start(total: int, offered: tuple[int, ...], max_lines: int) -> int:
@@ -119,6 +126,26 @@ def render(file: TextFile, start: int, end: int | None, *, max_lines: int, max_b
     return "\n".join(out)
 
 
+def narrow_read_hint(ctx: WorktreeContext, rel: str, first: int, last: int, total: int) -> str | None:
+    """Count a read of lines ``first..last`` of ``rel`` (``total`` lines) when it is narrow (at most
+    :data:`NARROW_READ_LINES` lines of a longer file) in ``ctx.narrow_reads``; from the file's second narrow
+    read on, a hint to read the whole file (when it fits in one read, ``readMaxLines``) or a range in one call."""
+    if last - first + 1 > NARROW_READ_LINES or total <= last - first + 1:
+        return None
+    count = ctx.narrow_reads.get(rel, 0) + 1
+    ctx.narrow_reads[rel] = count
+    if count < 2:
+        return None
+    max_lines = ctx.limits.get("readMaxLines")
+    if total <= max_lines:
+        advice = f"read the whole file in one call: startLine 1 and endLine {total}"
+    else:
+        low = max(1, first - 40)
+        advice = f"read a range in one call, e.g. startLine {low} and endLine {min(total, low + 99)}"
+    return (f"[This is narrow read {count} of {rel} (a few lines at a time; each read costs a turn). Instead, "
+            f"{advice}, and work from that output.]")
+
+
 async def read_file(ctx: WorktreeContext, args: ReadFileArgs) -> ToolResult:
     """Run ``read_file``. Never raises for a bad path: every denial is the same retryable result."""
     if args.start_line is not None and args.end_line is not None and args.end_line < args.start_line:
@@ -139,6 +166,10 @@ async def read_file(ctx: WorktreeContext, args: ReadFileArgs) -> ToolResult:
         above = max(1, start - max_lines)
         text += (f"\n[lines 1-{start - 1} not shown (the read starts near the target's line): read them with "
                  f"startLine {above} and endLine {start - 1}]")
+    if args.start_line is not None and args.end_line is not None and args.start_line <= len(file.lines):
+        hint = narrow_read_hint(ctx, file.rel, args.start_line, min(args.end_line, len(file.lines)), len(file.lines))
+        if hint:
+            text += "\n" + hint
     result = ToolResult.success(text, path=file.rel)
     result.content_sha256 = hashlib.sha256(file.data).hexdigest()  # the audit ledger's "bytes served"
     return result

@@ -7,14 +7,17 @@ converted to the file's, so no bare-LF line enters a CRLF file. Cannot create, d
 Outcomes, in the order they are decided:
 
 - retryable ``TOOL_ARGUMENTS_INVALID`` (nothing touched): empty ``oldText``, ``newText == oldText``,
-  NUL in ``newText``, text that is not valid Unicode.
+  NUL in ``newText``, text that is not valid Unicode. A no-op (``newText == oldText``) says why; when the
+  named file is an allowed, writable one that does not contain ``oldText``, the answer adds the hints of a miss.
 - terminal ``JobFailure(LIMIT_EXCEEDED)``: ``oldText``/``newText`` over ``editableFileMaxBytes`` bytes, or a
   result over it (oversized input).
 - terminal ``JobFailure(CHANGESET_REJECTED)``: the path is not an allowed, existing, writable file
   (unnormalizable, protected incl. ``.env.example``, git-ignored, symlink on the path, outside, not
   regular, missing, binary, too big) — docs/design.md §6 "path escapes, protected files … are terminal".
-- retryable ``PATCH_REJECTED`` (file unchanged): ``oldText`` occurs zero times, or more than once (the
-  answer names the lines), or ``newText`` would put a BOM at the start.
+- retryable ``PATCH_REJECTED`` (file unchanged): ``oldText`` occurs zero times (the answer shows the
+  closest lines of that file, numbered and redacted like ``read_file``, names copied line-number prefixes,
+  and, when ``oldText`` is a picked element's page text, that element's source line: tools/hints.py), or
+  more than once (the answer names the lines), or ``newText`` would put a BOM at the start.
 - the write: fingerprint the file (:meth:`WorktreeContext.write_fingerprint`), re-read and compare the original
   bytes (changed → terminal
   ``JobFailure(INTERNAL)``), write through a same-directory temp file and ``os.replace``; then
@@ -26,6 +29,7 @@ Outcomes, in the order they are decided:
 
 from __future__ import annotations
 
+import anyio
 from pydantic import Field
 
 from spotpatch_agent.errors import JobFailure
@@ -40,6 +44,7 @@ from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
 from spotpatch_agent.tools.base import ToolArgs, ToolDef, ToolResult, arguments_guidance
 from spotpatch_agent.tools.context import TextFile, WorktreeContext, display_lines
 from spotpatch_agent.tools.file_write import write_checked
+from spotpatch_agent.tools.hints import nearest_lines_text, page_text_hint, prefix_hint
 from spotpatch_agent.tools.read_file import render
 
 DESCRIPTION = (
@@ -101,7 +106,7 @@ async def replace_text(ctx: WorktreeContext, args: ReplaceTextArgs) -> ToolResul
     if not args.old_text:
         return _invalid("oldText must not be empty.")
     if args.old_text == args.new_text:
-        return _invalid("newText must differ from oldText.")
+        return await _no_op(ctx, args)
     if "\0" in args.new_text:
         return _invalid("newText must not contain NUL characters.")
 
@@ -122,11 +127,13 @@ async def replace_text(ctx: WorktreeContext, args: ReplaceTextArgs) -> ToolResul
     old_b, new_b = _eol_bytes(body, args.old_text), _eol_bytes(body, args.new_text)
     found = _positions(body, old_b)
     if not found:
+        file = TextFile(rel=rel, data=data, lines=display_lines(data))
+        hints = await _miss_hints(ctx, file, args.old_text)
         return ToolResult.rejected(
             ToolErrorCode.PATCH_REJECTED,
             f"oldText was not found in {rel}; nothing was changed. Copy the exact current text from a fresh "
             "read_file or search_text result, without the line-number prefixes ('   12| '), keeping "
-            "indentation and whitespace exactly.",
+            "indentation and whitespace exactly." + "".join(f"\n{h}" for h in hints),
             path=rel,
         )
     if len(found) > 1:
@@ -171,6 +178,43 @@ async def replace_text(ctx: WorktreeContext, args: ReplaceTextArgs) -> ToolResul
     else:
         summary = f"Removed 1 occurrence from {rel} at line {first_line}."
     return ToolResult.success(f"{summary}\n{shown}".rstrip(), path=rel, wrote=True)
+
+
+async def _miss_hints(ctx: WorktreeContext, file: TextFile, old_text: str) -> list[str]:
+    """What a model needs to fix an ``oldText`` that ``file`` does not contain (tools/hints.py): the
+    line-number prefixes it copied, the page text it used and where that element's source is, and the
+    closest lines of ``file`` (the allowed file the call named, numbered and redacted)."""
+    hints = [h for h in (prefix_hint(old_text),) if h]
+    page = await page_text_hint(ctx, old_text, file.data.decode("utf-8", errors="replace"))
+    if page:
+        hints.append(page)
+    near = await anyio.to_thread.run_sync(nearest_lines_text, file, old_text)
+    if near:
+        hints.append(near)
+    elif not page:
+        hints.append(f"No line of {file.rel} comes close to it: read_file a range of {file.rel} around the "
+                         "code you want to change (or search_text a short, distinctive part of it) first.")
+    return hints
+
+
+async def _no_op(ctx: WorktreeContext, args: ReplaceTextArgs) -> ToolResult:
+    """The answer to ``newText == oldText`` (retryable ``TOOL_ARGUMENTS_INVALID``: nothing to do): why, and,
+    when the named file is readable and writable by name, whether ``oldText`` is there at all with the
+    hints of a miss (the page text, the closest lines)."""
+    problem = ("newText is identical to oldText, so this edit would change nothing; nothing was changed. newText "
+               "must be the text as it should read after the change. Check the target's instruction again: it may "
+               "ask to change something else than this text (a class name, an attribute, a style, how a value is "
+               "formatted).")
+    out = arguments_guidance(REPLACE_TEXT, [problem])
+    try:
+        rel = normalize_rel_path(args.path)
+    except PathDenied:
+        return ToolResult.rejected(ToolErrorCode.TOOL_ARGUMENTS_INVALID, out)
+    file = None if is_protected(rel, for_write=True) else await ctx.read_text(rel)
+    if file is None or _eol_bytes(file.data, args.old_text) in file.data:  # a denied path: nothing about it
+        return ToolResult.rejected(ToolErrorCode.TOOL_ARGUMENTS_INVALID, out)
+    hints = [f"Besides, oldText does not occur in {file.rel}.", *await _miss_hints(ctx, file, args.old_text)]
+    return ToolResult.rejected(ToolErrorCode.TOOL_ARGUMENTS_INVALID, "\n".join([out, *hints]))
 
 
 REPLACE_TEXT = ToolDef(

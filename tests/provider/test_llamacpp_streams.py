@@ -67,7 +67,7 @@ async def test_a_real_llamacpp_tool_call_and_a_responses_text_answer_parse(serve
     [want] = EXPECTED[TOOL_CALL]["toolCalls"]
     assert (call.id, call.name, json.loads(call.arguments_json), call.invalid) == (
         want["id"], want["name"], want["arguments"], None)
-    assert call_events[-1] == TurnEnd("tool_calls", EXPECTED[TOOL_CALL]["usage"])
+    assert call_events[-1] == TurnEnd("tool_calls", EXPECTED[TOOL_CALL]["usage"], server="llama.cpp")
     assert "".join(e.text for e in text_events if isinstance(e, TextDelta)) == EXPECTED[RESPONSES_TEXT]["text"]
     end = text_events[-1]
     assert isinstance(end, TurnEnd) and end.stop_reason == "stop"
