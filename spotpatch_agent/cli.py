@@ -96,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--port", type=_port, default=5173,
                       help="with --serve: the dev server's port on 127.0.0.1 (default 5173, the next free one "
                            "if taken; 0: any free port)")
+    from spotpatch_agent.eval.cli import add_eval_parser
+
+    add_eval_parser(sub)
     doctor = sub.add_parser("doctor", help="check the set-up (git, the engine, the project's health, the config, "
                                            "each provider's key variable and reachability) and print the fixes")
     doctor.add_argument("--project", type=Path, default=Path("."), help="the project's git top level (default: .)")
@@ -148,6 +151,10 @@ def main(argv: list[str] | None = None) -> int:
             from spotpatch_agent.run_cli import run_command
 
             return run_command(args)
+        if args.command == "eval":
+            from spotpatch_agent.eval.cli import eval_command
+
+            return eval_command(args)
         if args.command == "doctor":
             from spotpatch_agent.doctor import DEFAULT_PROBE_TIMEOUT, doctor_command
 

@@ -1,0 +1,84 @@
+"""``spotpatch-agent eval`` as a user runs it (a real process): the progress on stderr, the table on stdout,
+the JSON file, the exit codes, and the key — a canary — nowhere in any of them (invariant 3)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from spotpatch_agent.eval.cli import edit_format_supported
+from spotpatch_agent.eval.report import EVAL_JSON_SCHEMA
+from spotpatch_agent.eval.runner import EvalSettings, build_config
+from spotpatch_agent.protocol.config import ModelProfile
+from spotpatch_agent.provider.scripted import ScriptedProviderServer
+
+from .conftest import script, task
+
+CANARY = "sk-canary-eval-5Kq8RzT2wN7yB3xV"
+
+
+def _eval(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SPOTPATCH_MODEL")}
+    return subprocess.run([sys.executable, "-m", "spotpatch_agent", "eval", *args], env={**base, **(env or {})},
+                          cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_eval_runs_a_task_prints_progress_and_a_table_and_writes_json_without_the_key(tmp_path: Path):
+    one, two = task("react/save-primary"), task("react/price-decimals")
+    turns = [*script(one), *script(two)[:1], *script(two)[1:2]]  # the second job never finishes its edit turn
+    turns.append({"status": 500, "body": {"error": {"message": "boom " + CANARY}}})
+    with ScriptedProviderServer(turns) as server:
+        out = tmp_path / "eval.json"
+        done = _eval("--base-url", server.base_url, "--model", "scripted", "--tasks", "react/save-primary,"
+                     "react/price-decimals", "--json", str(out), "--no-typecheck", "--timeout", "60",
+                     env={"OPENAI_API_KEY": CANARY})
+    assert done.returncode == 1, done.stderr  # one task failed
+    assert "[  1/2] react/save-primary (run 1): PASS" in done.stderr
+    assert "[  2/2] react/price-decimals (run 1): FAIL (" in done.stderr
+    assert done.stdout.startswith("spotpatch-agent eval: model 'scripted' at 127.0.0.1:")
+    assert "pass rate: 1/2 (50.0%)" in done.stdout
+    document = json.loads(out.read_text("utf-8"))
+    jsonschema.validate(document, EVAL_JSON_SCHEMA)
+    assert [r["passed"] for r in document["results"]] == [True, False]
+    for text in (done.stdout, done.stderr, out.read_text("utf-8")):
+        assert CANARY not in text and CANARY[:12] not in text
+
+
+@pytest.mark.parametrize(("args", "env", "says"), [
+    (["--base-url", "http://127.0.0.1:9/v1", "--model", "m"], {}, "the key variable OPENAI_API_KEY is not set"),
+    (["--model", "m"], {"OPENAI_API_KEY": CANARY}, "give --base-url and --model"),
+    (["--base-url", "127.0.0.1:8080", "--model", "m"], {"OPENAI_API_KEY": CANARY},
+     "baseUrl must start with http:// or https://"),
+    (["--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--tasks", "angular/*"], {"OPENAI_API_KEY": CANARY},
+     "no task id matches 'angular/*'"),
+])
+def test_usage_errors_exit_2_and_say_why(args: list[str], env: dict[str, str], says: str):
+    done = _eval(*args, env=env)
+    assert done.returncode == 2 and says in done.stderr and CANARY not in done.stderr + done.stdout
+
+
+def test_list_prints_every_task_without_a_provider():
+    done = _eval("--list")
+    assert done.returncode == 0 and len(done.stdout.splitlines()) == 27
+    assert done.stdout.splitlines()[0].startswith("react/save-primary")
+
+
+def test_the_edit_format_is_passed_through_only_where_the_config_model_has_it():
+    settings = EvalSettings(base_url="http://127.0.0.1:9/v1", model="m", edit_format="anchors")
+    if "edit_format" in ModelProfile.model_fields:  # issue 27 part 2 landed: the flag reaches the profile
+        assert edit_format_supported("anchors") is None
+        assert build_config(settings, settings.base_url, None).providers[0].models[0].edit_format == "anchors"
+    else:
+        assert "only --edit-format replace runs here" in (edit_format_supported("anchors") or "")
+        done = _eval("--base-url", settings.base_url, "--model", "m", "--edit-format", "anchors",
+                     env={"OPENAI_API_KEY": CANARY})
+        assert done.returncode == 2 and "editFormat" in done.stderr
+    assert edit_format_supported("replace") is None
+    plain = EvalSettings(base_url="http://127.0.0.1:9/v1", model="m")
+    assert "editFormat" not in build_config(plain, plain.base_url, None).dump()["providers"][0]["models"][0]

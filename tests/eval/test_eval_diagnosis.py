@@ -1,0 +1,51 @@
+"""Failures carry the engine's diagnosis (issue 27 part 1): a provider that breaks mid-stream is the
+provider's fault; the recorded real llama.cpp streams (tests/provider/fixtures/llamacpp/) are diagnosed as
+the engine reports them — a text answer instead of a call is the model's, an in-stream server error the
+provider's, and a real llama.cpp call to an unknown tool is a failed call the job survives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from spotpatch_agent.eval.runner import EvalSettings
+
+from .conftest import run_one, script, task
+
+FIXTURES = Path(__file__).resolve().parent.parent / "provider" / "fixtures" / "llamacpp" / "chat"
+
+
+def raw(name: str) -> dict:
+    return {"raw": [(FIXTURES / name).read_bytes()]}
+
+
+def test_a_stream_that_ends_mid_turn_is_diagnosed_as_the_provider(settings: EvalSettings):
+    one = task("react/save-primary")
+    read, edit, _ = script(one)
+    broken = {**edit, "endAfterChunks": 3}
+    row = run_one(one, settings, [read, broken, broken, broken])
+    assert (row["status"], row["errorCode"], row["diagnosis"]) == ("failed", "PROVIDER_PROTOCOL", "provider")
+    assert "ended before the turn finished" in row["message"]
+    assert row["changedFiles"] == [] and not row["passed"]
+
+
+def test_recorded_llamacpp_text_instead_of_a_call_is_diagnosed_as_the_model(settings: EvalSettings):
+    one = task("vue/price-decimals")
+    row = run_one(one, settings, [raw("llamacpp-qwen05b-text-instead-of-call.sse")])
+    assert (row["errorCode"], row["diagnosis"]) == ("MODEL_TOOL_CALL_UNSUPPORTED", "model")
+    assert "cut off at the output limit" in row["message"]
+    assert row["tokensIn"] == 177 and row["tokensOut"] == 400  # llama.cpp's usage chunk, read through the meter
+
+
+def test_recorded_llamacpp_server_error_after_a_call_is_diagnosed_as_the_provider(settings: EvalSettings):
+    one = task("svelte/heading-text")
+    row = run_one(one, settings, [raw("llamacpp-qwen15b-server-error-after-call.sse")] * 3)
+    assert (row["errorCode"], row["diagnosis"]) == ("PROVIDER_UNAVAILABLE", "provider")
+    assert "does not match the expected peg-native format" in row["message"]
+    assert row["toolCalls"] == 0  # the call streamed before the error never ran
+
+
+def test_a_recorded_llamacpp_call_to_an_unknown_tool_is_a_failed_call_the_job_survives(settings: EvalSettings):
+    one = task("react/save-primary")
+    row = run_one(one, settings, [raw("llamacpp-qwen15b-tool-call.sse"), *script(one)])
+    assert row["passed"] and row["failedCalls"] == {"TOOL_ARGUMENTS_INVALID": 1}
+    assert row["turns"] == 4 and row["tokensIn"] == 184 + 300
