@@ -31,8 +31,8 @@ def _eval(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None
 
 def test_eval_runs_a_task_prints_progress_and_a_table_and_writes_json_without_the_key(tmp_path: Path):
     one, two = task("react/save-primary"), task("react/price-decimals")
-    turns = [*script(one), *script(two)[:1], *script(two)[1:2]]  # the second job never finishes its edit turn
-    turns.append({"status": 500, "body": {"error": {"message": "boom " + CANARY}}})
+    # The second job's provider fails after its edit, every retry quoting the key in its error message.
+    turns = [*script(one), *script(two)[:2], *[{"status": 500, "body": {"error": {"message": "boom " + CANARY}}}] * 5]
     with ScriptedProviderServer(turns) as server:
         out = tmp_path / "eval.json"
         done = _eval("--base-url", server.base_url, "--model", "scripted", "--tasks", "react/save-primary,"
@@ -46,6 +46,9 @@ def test_eval_runs_a_task_prints_progress_and_a_table_and_writes_json_without_th
     document = json.loads(out.read_text("utf-8"))
     jsonschema.validate(document, EVAL_JSON_SCHEMA)
     assert [r["passed"] for r in document["results"]] == [True, False]
+    failed = document["results"][1]
+    assert (failed["diagnosis"], failed["errorCode"]) == ("provider", "PROVIDER_UNAVAILABLE")
+    assert "boom [REDACTED]" in failed["message"] and "boom [REDACTED]" in done.stdout
     for text in (done.stdout, done.stderr, out.read_text("utf-8")):
         assert CANARY not in text and CANARY[:12] not in text
 

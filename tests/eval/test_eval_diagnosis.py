@@ -5,9 +5,12 @@ provider's, and a real llama.cpp call to an unknown tool is a failed call the jo
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from spotpatch_agent.eval.runner import EvalSettings
+import pytest
+
+from spotpatch_agent.eval.runner import EvalSettings, diagnose
 
 from .conftest import run_one, script, task
 
@@ -49,3 +52,30 @@ def test_a_recorded_llamacpp_call_to_an_unknown_tool_is_a_failed_call_the_job_su
     row = run_one(one, settings, [raw("llamacpp-qwen15b-tool-call.sse"), *script(one)])
     assert row["passed"] and row["failedCalls"] == {"TOOL_ARGUMENTS_INVALID": 1}
     assert row["turns"] == 4 and row["tokensIn"] == 184 + 300
+
+
+def test_a_provider_that_stalls_past_the_eval_timeout_is_cancelled_and_diagnosed_as_timeout(settings: EvalSettings):
+    one = task("react/list-reorder")
+    row = run_one(one, replace(settings, timeout=2), [{"stall": True}])
+    assert (row["timedOut"], row["status"], row["diagnosis"]) == (True, "cancelled", "timeout")
+    assert row["changedFiles"] == [] and row["wallMs"] >= 2000
+
+
+def test_the_oracle_passes_over_the_responses_api_too(settings: EvalSettings):
+    one = task("svelte/three-files")
+    row = run_one(one, replace(settings, api="responses"), script)
+    assert row["passed"] and row["tokensIn"] == 300 and row["tokensOut"] == 60  # Responses usage, translated
+
+
+@pytest.mark.parametrize(("status", "code", "reasons", "timed_out", "want"), [
+    ("awaiting-review", None, [], False, "pass"),
+    ("awaiting-review", None, ["src/App.tsx: should contain …"], False, "model"),
+    ("failed", "LIMIT_EXCEEDED", [], False, "model"),
+    ("failed", "CHANGESET_REJECTED", [], False, "model"),
+    ("failed", "PROVIDER_AUTH", [], False, "provider"),
+    ("failed", "INTERNAL", [], False, "engine"),
+    ("awaiting-review", "APPLY_CONFLICT", [], False, "engine"),
+    ("cancelled", "CANCELLED", [], True, "timeout"),
+])
+def test_diagnosis_by_status_code_and_judge(status, code, reasons, timed_out, want):
+    assert diagnose(status, code, reasons, timed_out) == want
