@@ -116,10 +116,16 @@ def eval_command(args: argparse.Namespace) -> int:
     if not key_is_set(settings):
         return _usage(f"the key variable {settings.key_env} is not set (for a local server that needs no key, "
                       f"set it to any value)")
-    rows = run_suite(tasks, settings, lambda _task, _run: nullcontext(settings.base_url), out=sys.stderr)
-    document = eval_document(settings, [t.id for t in tasks], rows)
+    rows: list[dict[str, Any]] = []
+    complete = True
+    try:
+        run_suite(tasks, settings, lambda _task, _run: nullcontext(settings.base_url), out=sys.stderr, rows=rows)
+    except KeyboardInterrupt:  # Ctrl-C: the running job was cancelled and its temp copy removed; keep the rest
+        complete = False
+        print("\nspotpatch-agent eval: interrupted; the table holds the runs that finished.", file=sys.stderr)
+    document = eval_document(settings, [t.id for t in tasks], rows, complete=complete)
     sys.stdout.write(format_table(document))
     if args.json is not None:
         args.json.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", "utf-8")
         print(f"JSON written to {args.json}", file=sys.stderr)
-    return EXIT_OK if all(r["passed"] for r in rows) else EXIT_FAILED
+    return EXIT_OK if complete and all(r["passed"] for r in rows) else EXIT_FAILED

@@ -72,10 +72,11 @@ EVAL_JSON_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "spotpatch-agent eval --json",
     "type": "object",
-    "required": ["schema", "version", "settings", "summary", "results"],
+    "required": ["schema", "version", "complete", "settings", "summary", "results"],
     "properties": {
         "schema": {"const": SCHEMA_NAME},
         "version": {"const": SCHEMA_VERSION},
+        "complete": {"type": "boolean"},
         "settings": {
             "type": "object",
             "required": ["host", "model", "api", "editFormat", "runs", "tasks", "timeoutSec", "typecheck"],
@@ -128,13 +129,15 @@ def host_of(base_url: str) -> str:
     return f"{host}:{parts.port}" if parts.port else host
 
 
-def eval_document(settings: EvalSettings, task_ids: list[str], rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The ``--json`` document (:data:`EVAL_JSON_SCHEMA`)."""
+def eval_document(settings: EvalSettings, task_ids: list[str], rows: list[dict[str, Any]], *,
+                  complete: bool = True) -> dict[str, Any]:
+    """The ``--json`` document (:data:`EVAL_JSON_SCHEMA`); ``complete`` is false when the run was interrupted
+    and ``results`` holds only the runs that finished."""
     def grouped(key: str) -> dict[str, Any]:
         return {value: totals([r for r in rows if r[key] == value]) for value in dict.fromkeys(r[key] for r in rows)}
 
     return {
-        "schema": SCHEMA_NAME, "version": SCHEMA_VERSION,
+        "schema": SCHEMA_NAME, "version": SCHEMA_VERSION, "complete": complete,
         "settings": {"host": host_of(settings.base_url), "model": settings.model, "api": settings.api,
                      "editFormat": settings.edit_format, "runs": settings.runs, "tasks": task_ids,
                      "timeoutSec": settings.timeout, "typecheck": settings.typecheck},
@@ -177,7 +180,10 @@ def format_table(document: dict[str, Any]) -> str:
     widths = [max(len(row[i]) for row in (HEADER, *body, total)) for i in range(len(HEADER))]
     rule = "-" * (sum(widths) + 2 * (len(widths) - 1))
     s = document["settings"]
-    lines = [f"spotpatch-agent eval: model {s['model']!r} at {s['host']} ({s['api']}, edit format {s['editFormat']})",
+    head = f"spotpatch-agent eval: model {s['model']!r} at {s['host']} ({s['api']}, edit format {s['editFormat']})"
+    if not document["complete"]:
+        head += f" — INTERRUPTED: {len(rows)} of {len(s['tasks']) * s['runs']} runs finished"
+    lines = [head,
              _line(HEADER, widths), rule, *(_line(row, widths) for row in body), rule, _line(total, widths), ""]
     diag = ", ".join(f"{d} {t['diagnoses'][d]}" for d in DIAGNOSES if t["diagnoses"].get(d))
     lines.append(f"pass rate: {t['passed']}/{t['runs']} ({t['passRate'] * 100:.1f}%)" + (f" — {diag}" if diag else ""))

@@ -275,11 +275,15 @@ def run_task(task: Task, run: int, settings: EvalSettings, base_url: str, typech
     return row
 
 
-def run_suite(tasks: list[Task], settings: EvalSettings, endpoint: EndpointFor, *,
-              out: TextIO = sys.stderr) -> list[dict[str, Any]]:
-    """Every task ``settings.runs`` times, in order, with a progress line per task on ``out``; the rows."""
-    rows: list[dict[str, Any]] = []
-    typechecks = TypecheckCache(enabled=settings.typecheck)
+def run_suite(tasks: list[Task], settings: EvalSettings, endpoint: EndpointFor, *, out: TextIO = sys.stderr,
+              rows: list[dict[str, Any]] | None = None,
+              typechecks: TypecheckCache | None = None) -> list[dict[str, Any]]:
+    """Every task ``settings.runs`` times, in order, with a progress line per task on ``out``; the rows,
+    appended to ``rows`` as each run ends (so a caller interrupted by Ctrl-C still holds the finished ones).
+    ``typechecks`` may be shared between suites (each app's baseline typecheck then runs once)."""
+    rows = [] if rows is None else rows
+    if typechecks is None or typechecks.enabled != settings.typecheck:
+        typechecks = TypecheckCache(enabled=settings.typecheck)
     total = len(tasks) * settings.runs
     live = out.isatty()
     for run in range(1, settings.runs + 1):

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from spotpatch_agent.eval.runner import EvalSettings, run_suite
+from spotpatch_agent.eval.runner import EvalSettings, TypecheckCache, run_suite
 from spotpatch_agent.eval.tasks import Task, select_tasks
 
 from .oracle import script, scripted
@@ -27,10 +27,15 @@ def task(task_id: str) -> Task:
     return one
 
 
+#: Shared by the tests that run the apps' typecheck: each app's baseline check runs once per session.
+TYPECHECKS = TypecheckCache()
+
+
 def run_one(one: Task, settings: EvalSettings, turns: list[Any] | Callable[[Task], list[Any]]) -> dict[str, Any]:
     """One run of ``one`` with a scripted provider playing ``turns``; the result row."""
     played = turns(one) if callable(turns) else turns
-    [row] = run_suite([one], settings, lambda _t, _r: scripted(played))
+    [row] = run_suite([one], settings, lambda _t, _r: scripted(played),
+                      typechecks=TYPECHECKS if settings.typecheck else None)
     return row
 
 

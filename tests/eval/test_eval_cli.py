@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jsonschema
@@ -85,3 +87,36 @@ def test_the_edit_format_is_passed_through_only_where_the_config_model_has_it():
     assert edit_format_supported("replace") is None
     plain = EvalSettings(base_url="http://127.0.0.1:9/v1", model="m")
     assert "editFormat" not in build_config(plain, plain.base_url, None).dump()["providers"][0]["models"][0]
+
+
+def test_ctrl_c_keeps_the_finished_runs_in_the_table_and_json_and_leaves_no_temp_project(tmp_path: Path):
+    one = task("vue/save-primary")
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    out = tmp_path / "eval.json"
+    base = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SPOTPATCH_MODEL")}
+    with ScriptedProviderServer([*script(one), {"stall": True}]) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "spotpatch_agent", "eval", "--base-url", server.base_url, "--model", "scripted",
+             "--tasks", "vue/save-primary,vue/price-decimals", "--json", str(out), "--no-typecheck"],
+            env={**base, "OPENAI_API_KEY": CANARY, "TMPDIR": str(temp)}, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        try:
+            assert proc.stderr is not None
+            first = proc.stderr.readline()
+            assert "[  1/2] vue/save-primary (run 1): PASS" in first
+            deadline = time.monotonic() + 30
+            while len(server.requests) < 4 and time.monotonic() < deadline:  # the second job is waiting on the stall
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGINT)
+            stdout, stderr = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 1, stderr
+    assert "interrupted" in stderr
+    assert "INTERRUPTED: 1 of 2 runs finished" in stdout and "pass rate: 1/1" in stdout
+    document = json.loads(out.read_text("utf-8"))
+    jsonschema.validate(document, EVAL_JSON_SCHEMA)
+    assert document["complete"] is False and [r["task"] for r in document["results"]] == ["vue/save-primary"]
+    assert not [p.name for p in temp.iterdir() if p.name.startswith("spotpatch-eval-")]

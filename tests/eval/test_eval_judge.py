@@ -9,10 +9,11 @@ from dataclasses import replace
 
 import pytest
 
-from spotpatch_agent.eval.runner import EvalSettings
+from spotpatch_agent.eval.runner import EvalSettings, TypecheckCache, run_suite
 from spotpatch_agent.eval.tasks import Edit
 
 from .conftest import run_one, script, task
+from .oracle import scripted
 
 
 def test_a_multi_target_job_that_does_only_one_target_fails_on_the_missing_one(settings: EvalSettings):
@@ -91,3 +92,13 @@ def test_a_prop_declared_but_not_passed_fails_the_typecheck_as_a_model_mistake(s
     assert (row["typecheck"], row["status"], row["errorCode"], row["diagnosis"]) == (
         "failed", "failed", "CHECK_FAILED", "model"), row
     assert row["reasons"] == ["the job's typecheck (or another required check) failed"]
+
+
+def test_without_a_sandbox_the_typecheck_is_unavailable_with_the_reason_never_a_silent_pass(
+        settings: EvalSettings, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("SPOTPATCH_SIMULATE_NO_SANDBOX", "1")
+    one = task("react/save-primary")
+    [row] = run_suite([one], _typecheck_settings(settings), lambda t, _r: scripted(script(t)),
+                      typechecks=TypecheckCache())  # a fresh cache: the sandbox is detected again
+    assert row["passed"] and row["typecheck"].startswith("unavailable: checks cannot be confined here (")
+    assert "never runs model-written code unconfined" in row["typecheck"]
