@@ -148,7 +148,8 @@ class TypecheckCache:
             with redirect_stdout(out):
                 setup = prepare_typecheck(project, Limits(), sandbox="required", packages=app.packages)
             self.checks[app.name] = setup.check
-            self.reasons[app.name] = " ".join(setup.message.split())[:300]
+            # The first line only: a failing baseline's check output (file paths of the temp copy) stays out.
+            self.reasons[app.name] = setup.message.splitlines()[0][:300] if setup.message else "no typecheck"
             return setup.check, None if setup.check else self.reasons[app.name]
         check = self.checks[app.name]
         if check is None:

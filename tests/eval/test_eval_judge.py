@@ -5,7 +5,9 @@ npm or the registry they are skipped *with the column's reason*, never passed si
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -102,3 +104,24 @@ def test_without_a_sandbox_the_typecheck_is_unavailable_with_the_reason_never_a_
                       typechecks=TypecheckCache())  # a fresh cache: the sandbox is detected again
     assert row["passed"] and row["typecheck"].startswith("unavailable: checks cannot be confined here (")
     assert "never runs model-written code unconfined" in row["typecheck"]
+
+
+def test_an_app_whose_typecheck_already_fails_marks_it_unavailable_in_one_line_without_paths(
+        settings: EvalSettings, tmp_path: Path):
+    one = task("react/save-primary")
+    broken = tmp_path / "broken-app"
+    shutil.copytree(one.app.directory, broken, ignore=shutil.ignore_patterns("node_modules"))
+    (broken / "src" / "App.tsx").write_text((broken / "src" / "App.tsx").read_text() + "\nconst n: number = 'x';\n")
+    app = replace(one.app, directory=broken)
+    [row] = run_suite([replace(one, app=app)], _typecheck_settings(settings), lambda t, _r: scripted(script(t)),
+                      typechecks=TypecheckCache())
+    _ran_or_npm_missing(row)
+    assert row["typecheck"].startswith("unavailable: typecheck check skipped: it already fails on the unchanged app")
+    shown = row["typecheck"]
+    assert "\n" not in shown and "TS2322" not in shown and "src/App.tsx" not in shown and str(tmp_path) not in shown
+    assert row["passed"]  # the predicates held; the column says the typecheck did not run
+
+
+def _ran_or_npm_missing(row: dict) -> None:
+    if "npm" in row["typecheck"] or "cannot be confined" in row["typecheck"]:
+        pytest.skip(f"{row['task']}: typecheck {row['typecheck']}")
