@@ -86,7 +86,8 @@ def test_the_edit_format_is_passed_through_only_where_the_config_model_has_it():
         assert done.returncode == 2 and "editFormat" in done.stderr
     assert edit_format_supported("replace") is None
     plain = EvalSettings(base_url="http://127.0.0.1:9/v1", model="m")
-    assert "editFormat" not in build_config(plain, plain.base_url, None).dump()["providers"][0]["models"][0]
+    assert build_config(plain, plain.base_url, None).dump()["providers"][0]["models"][0].get("editFormat",
+                                                                                           "replace") == "replace"
 
 
 def test_ctrl_c_keeps_the_finished_runs_in_the_table_and_json_and_leaves_no_temp_project(tmp_path: Path):
