@@ -268,12 +268,28 @@ def run_task(task: Task, run: int, settings: EvalSettings, base_url: str, typech
                              before))
         if settings.keep:
             row["keptAt"] = str(project)
+    except Exception as exc:  # noqa: BLE001 - the set-up or the engine broke: this run is an engine failure, the suite goes on
+        row.update(_broken(exc))
     finally:
         if not settings.keep:
             shutil.rmtree(tmp, ignore_errors=True)
     row["diagnosis"] = diagnose(row["status"], row["errorCode"], row["reasons"], row["timedOut"])
     row["passed"] = row["diagnosis"] == "pass"
     return row
+
+
+def _broken(exc: Exception) -> dict[str, Any]:
+    """The row fields of a run the eval itself could not carry out (a git or copy failure, an engine bug):
+    ``INTERNAL`` with the exception's type and its first line (an ``OSError``: its reason, never its path),
+    cut and redacted like any engine message."""
+    from spotpatch_agent.policy.redact import redact_cut
+
+    # An OSError's str() names the absolute path: its reason alone (invariant 3).
+    first = (exc.strerror or "") if isinstance(exc, OSError) else (str(exc).splitlines() or [""])[0]
+    return {"status": "not-run", "errorCode": "INTERNAL", "message": redact_cut(f"{type(exc).__name__}: {first}", 300),
+            "reasons": [], "turns": 0, "toolCalls": 0, "failedCalls": {}, "timedOut": False, "wallMs": 0,
+            "modelMs": 0, "engineMs": 0, "requests": 0, "tokensIn": None, "tokensOut": None, "changedFiles": [],
+            "typecheck": "not run"}
 
 
 def run_suite(tasks: list[Task], settings: EvalSettings, endpoint: EndpointFor, *, out: TextIO = sys.stderr,

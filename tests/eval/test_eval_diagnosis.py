@@ -5,14 +5,18 @@ provider's, and a real llama.cpp call to an unknown tool is a failed call the jo
 
 from __future__ import annotations
 
+import io
 from dataclasses import replace
 from pathlib import Path
 
+import jsonschema
 import pytest
 
-from spotpatch_agent.eval.runner import EvalSettings, diagnose
+from spotpatch_agent.eval.report import EVAL_JSON_SCHEMA, eval_document
+from spotpatch_agent.eval.runner import EvalSettings, diagnose, run_suite
 
 from .conftest import run_one, script, task
+from .oracle import scripted
 
 FIXTURES = Path(__file__).resolve().parent.parent / "provider" / "fixtures" / "llamacpp" / "chat"
 
@@ -79,3 +83,14 @@ def test_the_oracle_passes_over_the_responses_api_too(settings: EvalSettings):
 ])
 def test_diagnosis_by_status_code_and_judge(status, code, reasons, timed_out, want):
     assert diagnose(status, code, reasons, timed_out) == want
+
+
+def test_a_run_the_eval_cannot_set_up_is_an_engine_failure_and_the_suite_goes_on(settings: EvalSettings,
+                                                                                 tmp_path: Path):
+    good = task("react/save-primary")
+    gone = replace(good, id="react/gone", app=replace(good.app, directory=tmp_path / "no-such-app"))
+    rows = run_suite([gone, good], settings, lambda t, _r: scripted(script(t)), out=io.StringIO())
+    assert (rows[0]["diagnosis"], rows[0]["errorCode"], rows[0]["status"]) == ("engine", "INTERNAL", "not-run")
+    assert rows[0]["message"] == "FileNotFoundError: No such file or directory"  # the reason, not the path
+    assert rows[1]["passed"]
+    jsonschema.validate(eval_document(settings, ["react/gone", good.id], rows), EVAL_JSON_SCHEMA)
