@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -37,9 +38,12 @@ def test_eval_runs_a_task_prints_progress_and_a_table_and_writes_json_without_th
     turns = [*script(one), *script(two)[:2], *[{"status": 500, "body": {"error": {"message": "boom " + CANARY}}}] * 5]
     with ScriptedProviderServer(turns) as server:
         out = tmp_path / "eval.json"
+        temp = tmp_path / "tmp"
+        temp.mkdir()
         done = _eval("--base-url", server.base_url, "--model", "scripted", "--tasks", "react/save-primary,"
                      "react/price-decimals", "--json", str(out), "--no-typecheck", "--timeout", "60",
-                     env={"OPENAI_API_KEY": CANARY})
+                     env={"OPENAI_API_KEY": CANARY, "TMPDIR": str(temp)})
+    assert list(temp.iterdir()) == []  # every temp project removed
     assert done.returncode == 1, done.stderr  # one task failed
     assert "[  1/2] react/save-primary (run 1): PASS" in done.stderr
     assert "[  2/2] react/price-decimals (run 1): FAIL (" in done.stderr
@@ -121,3 +125,20 @@ def test_ctrl_c_keeps_the_finished_runs_in_the_table_and_json_and_leaves_no_temp
     jsonschema.validate(document, EVAL_JSON_SCHEMA)
     assert document["complete"] is False and [r["task"] for r in document["results"]] == ["vue/save-primary"]
     assert not [p.name for p in temp.iterdir() if p.name.startswith("spotpatch-eval-")]
+
+
+def test_keep_leaves_each_temp_project_with_the_applied_result_and_says_where(settings, tmp_path: Path):
+    from dataclasses import replace
+
+    from spotpatch_agent.eval.runner import run_suite
+
+    from .oracle import scripted
+
+    one = task("svelte/add-element")
+    [row] = run_suite([one], replace(settings, keep=True), lambda t, _r: scripted(script(t)))
+    kept = Path(row["keptAt"])
+    try:
+        assert row["passed"] and kept.name == "svelte" and (kept / ".git").is_dir()
+        assert ">Remove</button>" in (kept / one.app.card).read_text("utf-8")
+    finally:
+        shutil.rmtree(kept.parent, ignore_errors=True)
