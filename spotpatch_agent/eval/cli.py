@@ -98,6 +98,8 @@ def eval_command(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.base_url or not args.model:
         return _usage("give --base-url and --model (or set OPENAI_BASE_URL and SPOTPATCH_MODEL)")
+    if args.json is not None and not args.json.resolve().parent.is_dir():
+        return _usage(f"--json {args.json.name}: its folder does not exist")
     why = edit_format_supported(args.edit_format)
     if why is not None:
         return _usage(why)
@@ -126,6 +128,11 @@ def eval_command(args: argparse.Namespace) -> int:
     document = eval_document(settings, [t.id for t in tasks], rows, complete=complete)
     sys.stdout.write(format_table(document))
     if args.json is not None:
-        args.json.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", "utf-8")
+        try:
+            args.json.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", "utf-8")
+        except OSError as exc:
+            print(f"spotpatch-agent eval: the JSON could not be written ({exc.strerror}); the table above holds "
+                  "the results", file=sys.stderr)
+            return EXIT_FAILED
         print(f"JSON written to {args.json}", file=sys.stderr)
     return EXIT_OK if complete and all(r["passed"] for r in rows) else EXIT_FAILED

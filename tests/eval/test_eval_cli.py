@@ -62,6 +62,8 @@ def test_eval_runs_a_task_prints_progress_and_a_table_and_writes_json_without_th
 @pytest.mark.parametrize(("args", "env", "says"), [
     (["--base-url", "http://127.0.0.1:9/v1", "--model", "m"], {}, "the key variable OPENAI_API_KEY is not set"),
     (["--model", "m"], {"OPENAI_API_KEY": CANARY}, "give --base-url and --model"),
+    (["--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--json", "no-such-dir/out.json"],
+     {"OPENAI_API_KEY": CANARY}, "--json out.json: its folder does not exist"),
     (["--base-url", "127.0.0.1:8080", "--model", "m"], {"OPENAI_API_KEY": CANARY},
      "baseUrl must start with http:// or https://"),
     (["--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--tasks", "angular/*"], {"OPENAI_API_KEY": CANARY},
