@@ -1,11 +1,12 @@
-"""Entry points: ``spotpatch-agent serve | run | apply | revert | demo | doctor | checks suggest | audit | schema``
-(docs/design.md §1, §3).
+"""Entry points: ``spotpatch-agent serve | run | apply | revert | demo | eval | doctor | checks suggest | audit |
+schema`` (docs/design.md §1, §3).
 
 ``serve`` speaks the protocol on stdin/stdout; fd 1 is reserved for frames before anything else runs, so
 a stray ``print``, a C-level write or a child process can only reach stderr. ``run`` drives one job from
 the terminal and saves its diff for review; ``apply`` / ``revert`` write exactly that reviewed diff, or undo it
 (review_cli.py); ``demo`` runs a real job on the bundled demo app (offline with a scripted provider);
 ``demo --serve`` serves that app with ``vite dev``, the plugin and the page overlay until Ctrl-C.
+``eval`` measures a model on a fixed task suite through the real engine (spotpatch_agent/eval, docs/eval.md).
 ``checks suggest`` prints a proposed checks config (never runs or writes anything). What ``run``, ``demo``
 and ``checks suggest`` print passes through :func:`~spotpatch_agent.terminal.inert` (control characters shown).
 ``audit`` lists or shows the persisted audit ledgers (spotpatch_agent/audit/show.py).
@@ -96,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--port", type=_port, default=5173,
                       help="with --serve: the dev server's port on 127.0.0.1 (default 5173, the next free one "
                            "if taken; 0: any free port)")
+    from spotpatch_agent.eval.cli import add_eval_parser
+
+    add_eval_parser(sub)
     doctor = sub.add_parser("doctor", help="check the set-up (git, the engine, the project's health, the config, "
                                            "each provider's key variable and reachability) and print the fixes")
     doctor.add_argument("--project", type=Path, default=Path("."), help="the project's git top level (default: .)")
@@ -148,6 +152,10 @@ def main(argv: list[str] | None = None) -> int:
             from spotpatch_agent.run_cli import run_command
 
             return run_command(args)
+        if args.command == "eval":
+            from spotpatch_agent.eval.cli import eval_command
+
+            return eval_command(args)
         if args.command == "doctor":
             from spotpatch_agent.doctor import DEFAULT_PROBE_TIMEOUT, doctor_command
 

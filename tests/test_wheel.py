@@ -51,5 +51,10 @@ def test_wheel_holds_the_package_the_demo_app_and_the_console_script(tmp_path: P
                           text=True).stdout.split()
     assert "spotpatch_agent/demo/app/.gitignore" in demo and "spotpatch_agent/demo/app/package.json" in demo
     assert set(demo) - names == set(), "every file of the demo app (dotfiles included) is in the wheel"
+    apps = subprocess.run(["git", "ls-files", "spotpatch_agent/eval/apps"], cwd=REPO, check=True, capture_output=True,
+                          text=True).stdout.split()
+    wanted = {f"spotpatch_agent/eval/apps/{a}/{f}" for a in ("vue", "svelte") for f in (".gitignore", "package.json")}
+    assert wanted <= set(apps)
+    assert set(apps) - names == set(), "every file of the eval's Vue and Svelte apps (`eval`) is in the wheel"
     assert "[console_scripts]\nspotpatch-agent = spotpatch_agent.cli:main" in scripts
     assert not any(n.startswith(("tests/", "node-shim/")) for n in names), "neither tests nor the plugin"

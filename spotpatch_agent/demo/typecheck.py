@@ -58,10 +58,10 @@ def cache_root() -> Path:
     return Path(base) / "spotpatch" / "demo-node_modules"
 
 
-def cache_key() -> str:
-    """``typescript-5.9.3-<hash of every pinned package>``."""
-    digest = hashlib.sha256("\n".join(DEMO_NODE_PACKAGES).encode()).hexdigest()[:12]
-    return f"{DEMO_NODE_PACKAGES[0].replace('@', '-')}-{digest}"
+def cache_key(packages: tuple[str, ...] = DEMO_NODE_PACKAGES) -> str:
+    """``typescript-5.9.3-<hash of every pinned package>`` (the first package names the entry)."""
+    digest = hashlib.sha256("\n".join(packages).encode()).hexdigest()[:12]
+    return f"{packages[0].replace('@', '-')}-{digest}"
 
 
 def _npm_env() -> dict[str, str]:
@@ -70,7 +70,7 @@ def _npm_env() -> dict[str, str]:
             if not _CREDENTIAL.search(k) or k.lower().startswith("npm_config_")}
 
 
-def _install(npm: str, entry: Path) -> str | None:
+def _install(npm: str, entry: Path, packages: tuple[str, ...] = DEMO_NODE_PACKAGES) -> str | None:
     """Install the pinned packages into the cache ``entry`` (atomic: a staging dir renamed at the end).
     Returns None on success, else a one-line reason."""
     entry.parent.mkdir(parents=True, exist_ok=True)
@@ -82,7 +82,7 @@ def _install(npm: str, entry: Path) -> str | None:
                 [npm, "install", "--no-audit", "--no-fund", "--no-save", "--no-package-lock", "--ignore-scripts",
                  "--prefer-offline", "--fetch-retries=1", "--fetch-retry-mintimeout=2000",
                  "--fetch-retry-maxtimeout=5000", "--fetch-timeout=30000", "--loglevel=error",
-                 "--prefix", str(staging), *DEMO_NODE_PACKAGES],
+                 "--prefix", str(staging), *packages],
                 cwd=staging, env=_npm_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True,
                 errors="replace", timeout=INSTALL_TIMEOUT_SEC, check=False,
             )
@@ -92,7 +92,7 @@ def _install(npm: str, entry: Path) -> str | None:
             return f"npm could not be started ({exc.strerror})"
         if done.returncode != 0 or not (staging / "node_modules" / "typescript" / "bin" / "tsc").is_file():
             return "npm install failed" + _npm_error(done.stderr or done.stdout)
-        (staging / COMPLETE).write_text("\n".join(DEMO_NODE_PACKAGES) + "\n", "utf-8")
+        (staging / COMPLETE).write_text("\n".join(packages) + "\n", "utf-8")
         try:
             staging.rename(entry)
         except OSError:
@@ -111,19 +111,19 @@ def _npm_error(text: str) -> str:
     return (f" ({code.group(1)})" if code else "") + (f": {redact_cut(detail, 200, ellipsis='')}" if detail else "")
 
 
-def install_node_modules(project: Path) -> str | None:
-    """Copy the cached packages into ``project/node_modules`` (installing them first when needed).
+def install_node_modules(project: Path, packages: tuple[str, ...] = DEMO_NODE_PACKAGES) -> str | None:
+    """Copy the cached ``packages`` into ``project/node_modules`` (installing them first when needed).
     Returns None on success, else why the typecheck is skipped."""
-    entry = cache_root() / cache_key()
+    entry = cache_root() / cache_key(packages)
     if not (entry / COMPLETE).is_file():
         npm = shutil.which("npm")
         if os.environ.get(OFFLINE_ENV) == "1":
             return f"{OFFLINE_ENV}=1 and TypeScript is not cached yet"
         if npm is None:
             return "npm is not on PATH (install Node.js to see the check)"
-        print(f"Installing {', '.join(DEMO_NODE_PACKAGES)} with npm (once; cached in {_home_relative(entry)})…",
+        print(f"Installing {', '.join(packages)} with npm (once; cached in {_home_relative(entry)})…",
               flush=True)
-        reason = _install(npm, entry)
+        reason = _install(npm, entry, packages)
         if reason is not None:
             return reason
     shutil.copytree(entry / "node_modules", project / "node_modules", symlinks=True, dirs_exist_ok=True)
@@ -137,14 +137,15 @@ def _home_relative(path: Path) -> str:
         return str(path)
 
 
-def prepare_typecheck(project: Path, limits: Limits, *, sandbox: str = "required") -> TypecheckSetup:
+def prepare_typecheck(project: Path, limits: Limits, *, sandbox: str = "required",
+                      packages: tuple[str, ...] = DEMO_NODE_PACKAGES) -> TypecheckSetup:
     """Install TypeScript into the demo ``project`` and prove the check passes on the unchanged app (run
     like the job runs it: confined, or unconfined when ``sandbox`` is ``warn`` and no sandbox exists).
     Never raises for npm, the registry, TypeScript or a missing sandbox: a problem becomes a skip with its reason."""
     if shutil.which("npm") is None:
         return TypecheckSetup(None, "typecheck check skipped: npm is not on PATH (install Node.js to see it).")
     try:
-        reason = install_node_modules(project)
+        reason = install_node_modules(project, packages)
     except OSError as exc:
         reason = f"the TypeScript cache could not be used ({exc.strerror})"
     if reason is not None:
@@ -159,7 +160,7 @@ def prepare_typecheck(project: Path, limits: Limits, *, sandbox: str = "required
     if not baseline.ok:
         return TypecheckSetup(None, f"typecheck check skipped: it already fails on the unchanged app "
                                     f"({baseline.outcome()}):\n{baseline.output}", baseline)
-    version = DEMO_NODE_PACKAGES[0].rsplit("@", 1)[1]
+    version = packages[0].rsplit("@", 1)[1]
     how = "confined" if baseline.sandbox == "confined" else "UNCONFINED"
     return TypecheckSetup(check, f"typecheck check: {' '.join([check.command, *check.args])} (TypeScript {version}); "
                                  f"passes on the unchanged app in {baseline.duration_ms} ms ({how}).", baseline)
