@@ -19,6 +19,7 @@ import { describeElement, nearestLocated, boundedText } from "./describe.js";
 import {
   LOC_ATTRIBUTE,
   connected,
+  hitAt,
   isOverlay,
   localName,
   openShadow,
@@ -125,9 +126,7 @@ export function createBadges(
       r = { x: t.region.x - scrollX, y: t.region.y - scrollY, width: t.region.width, height: t.region.height };
     } else return;
     const hidden = r.width === 0 && r.height === 0;
-    const [bx, by] = outside(r);
-    const x = Math.min(Math.max(bx, 0), innerWidth - SIZE);
-    const y = Math.min(Math.max(by, 0), innerHeight - SIZE);
+    const [x, y] = hidden ? [0, 0] : place(r, t.element && ownerDoc(t.element) === document ? t.element : null);
     const key = hidden ? "hidden" : `${Math.round(x)},${Math.round(y)}`;
     if (key === e.last) return;
     e.last = key;
@@ -246,12 +245,61 @@ export function createBadges(
 /**
  * Where a badge goes: outside the element's box, so it never covers the element's own text (issue 26):
  * left of its first line, which keeps it on the same line as what it marks (above or below, a badge reads
- * as the neighbour's in a list); at the viewport's left edge, above the box, else below it.
+ * as the neighbour's in a list) unless that covers a neighbour's text; then above the box, else below it.
  */
-function outside(r: Box): [number, number] {
+function place(r: Box, element: Element | null): [number, number] {
   const gap = 2;
-  if (r.x >= SIZE + gap) return [r.x - SIZE - gap, r.y + (Math.min(r.height, SIZE) - SIZE) / 2];
-  return [r.x, r.y >= SIZE + gap ? r.y - SIZE - gap : r.y + r.height + gap];
+  const left: [number, number] = [r.x - SIZE - gap, r.y + (Math.min(r.height, SIZE) - SIZE) / 2];
+  const above: [number, number] = [r.x, r.y - SIZE - gap];
+  const below: [number, number] = [r.x, r.y + r.height + gap];
+  const first = clampSpot(r.x >= SIZE + gap ? left : above);
+  if (!element) return first;
+  const spots = (r.x >= SIZE + gap ? [left, above, below] : [above, below]).map(clampSpot);
+  // A spot outside the box can still cover a neighbour's text (the word just before an inline element):
+  // take the first spot where no other element's text is, else the first (issue 26, finding 14).
+  return spots.find((s) => !coversText(s, element)) ?? first;
+}
+
+function clampSpot([x, y]: [number, number]): [number, number] {
+  return [Math.min(Math.max(x, 0), innerWidth - SIZE), Math.min(Math.max(y, 0), innerHeight - SIZE)];
+}
+
+/** Whether a badge at `spot` would cover anything of the page but empty space of `element`'s ancestors:
+ * another element (a sibling's text, an image) or an ancestor's own text there. One hit test per spot,
+ * only when a badge moves; never for elements inside frames (their hit test is the frame's). */
+function coversText(spot: [number, number], element: Element): boolean {
+  return safe(() => coversTextAt(spot, element), false);
+}
+
+function coversTextAt([x, y]: [number, number], element: Element): boolean {
+  const box = { left: x, top: y, right: x + SIZE, bottom: y + SIZE };
+  // The centre and four points just inside the corners: a word can end under one edge of the badge.
+  const points: [number, number][] = [[x + SIZE / 2, y + SIZE / 2], [x + 2, y + 2], [x + SIZE - 2, y + 2],
+    [x + 2, y + SIZE - 2], [x + SIZE - 2, y + SIZE - 2]];
+  const checked = new Set<Element>();
+  for (const [px, py] of points) {
+    const hit = hitAt(px, py);
+    if (!hit || checked.has(hit)) continue;
+    checked.add(hit);
+    if (!hit.contains(element)) return true;
+    if (ownTextMeets(hit, box)) return true;
+  }
+  return false;
+}
+
+/** Whether one of `el`'s own text nodes (not its children's) has a line box meeting `box`. */
+function ownTextMeets(el: Element, box: { left: number; top: number; right: number; bottom: number }): boolean {
+  let seen = 0;
+  for (const node of Array.from(el.childNodes)) {
+    if (node.nodeType !== 3 || !node.textContent?.trim()) continue;
+    if (++seen > 32) return false;
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    for (const t of Array.from(range.getClientRects())) {
+      if (t.left < box.right && box.left < t.right && t.top < box.bottom && box.top < t.bottom) return true;
+    }
+  }
+  return false;
 }
 
 function refind(t: PickedTarget): Element | null {

@@ -18,6 +18,7 @@ const native = {
   getRect: EP.getBoundingClientRect,
   querySelectorAll: EP.querySelectorAll,
   docElementFromPoint: DP.elementFromPoint,
+  docElementsFromPoint: DP.elementsFromPoint,
   getRootNode: NP.getRootNode,
   localName: Object.getOwnPropertyDescriptor(EP, "localName")?.get,
   parentElement: Object.getOwnPropertyDescriptor(NP, "parentElement")?.get,
@@ -29,6 +30,14 @@ const native = {
   isConnected: Object.getOwnPropertyDescriptor(NP, "isConnected")?.get,
   ownerDocument: Object.getOwnPropertyDescriptor(NP, "ownerDocument")?.get,
 };
+
+/** The top document's topmost page element at viewport point (x, y), under the overlay's own (badges
+ * included), through the native hit test (a page's override is never called), or null. */
+export function hitAt(x: number, y: number): Element | null {
+  const all = safe(() => native.docElementsFromPoint.call(document, x, y), [] as Element[]);
+  for (const el of all) if (!isOverlay(el)) return el;
+  return null;
+}
 
 /** `fn()`, or `fallback` when it throws (a hostile override, a detached node, a cross-origin frame). */
 export function safe<T>(fn: () => T, fallback: T): T {
