@@ -7,6 +7,7 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
+import { HOST } from "./browser-support.mjs";
 import { TOUCHED, bytesOf, openDemo, openPanel, panelOf, recordCalls, snap, submitDemoJob, waitFor } from "./overlay-flow-helpers.mjs";
 import { drag } from "./overlay-picker-helpers.mjs";
 import { REPO, git, pageSession } from "./support.mjs";
@@ -91,6 +92,8 @@ test("a config edit with a review pending: the dev server does not restart until
 
   // Closed by the user: now the restart happens (the file is read again).
   await panel.getByRole("button", { name: "New edit" }).click();
+  // New edit asks first (issue 26 finding 11): the job closes only when the user drops its targets.
+  await panel.getByRole("button", { name: "Drop them and start a new edit" }).click();
   await waitFor(() => logger.lines.some((l) => RESTARTING.test(l.msg)), { what: "the restart after the job was closed", timeoutMs: 30_000 });
   // The new instance serves (a new token): the restart is over before the test closes the server.
   await waitFor(async () => {
@@ -139,6 +142,27 @@ test("an area target sends its rectangle, the viewport size and the located elem
   await panel.getByRole("button", { name: "Select an area" }).click();
   await drag(page, from, to);
   await snap(page, "area-target");
+  // The card says what is sent: the rectangle's size and the located elements inside it, not `<region>`.
+  const card = panel.getByRole("group", { name: "Target 1" });
+  const w = Math.round(to[0] - from[0]);
+  await card.getByText(new RegExp(`^Area (${w - 1}|${w}|${w + 1}) × \\d+ px$`)).waitFor();
+  const listed = await card.locator("[data-area-elements] li").allTextContents();
+  assert.ok(listed.includes(`<button> ${TOUCHED}:12`) && listed.includes(`<span> ${TOUCHED}:11`), JSON.stringify(listed));
+  // Its badge covers no text of the page (the area starts in the middle of the price).
+  const covered = await page.evaluate((host) => {
+    const root = document.querySelector(host).shadowRoot;
+    const b = (root.querySelector('[data-spotpatch-badge="1"]') ?? document.querySelector('[data-spotpatch-badge="1"]')).getBoundingClientRect();
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    const hits = [];
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      if (!n.textContent.trim()) continue;
+      const range = document.createRange();
+      range.selectNodeContents(n);
+      for (const r of range.getClientRects()) if (r.width > 0 && r.left < b.right && b.left < r.right && r.top < b.bottom && b.top < r.bottom) hits.push(n.textContent);
+    }
+    return hits;
+  }, HOST);
+  assert.deepEqual(covered, []);
   await panel.getByRole("textbox", { name: "Instruction for target 1" }).fill("Align these two.");
   await panel.getByRole("button", { name: "Submit" }).click();
   await waitFor(() => creates.length === 1, { what: "job/create" });

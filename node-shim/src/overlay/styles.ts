@@ -114,6 +114,7 @@ label { cursor: pointer; }
 .sp-num { display: inline-flex; align-items: center; justify-content: center; min-width: 22px; height: 22px; border-radius: 11px;
   background: var(--sp-accent); color: var(--sp-accent-fg); font-weight: 700; font-size: 12px; padding: 0 6px; }
 .sp-card-title { flex: 1; font-weight: 600; overflow-wrap: anywhere; }
+.sp-area-list { margin: 2px 0 0; padding-left: 16px; }
 .sp-code { font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; overflow-wrap: anywhere; }
 .sp-note code, .sp-health-detail code { font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; overflow-wrap: anywhere; }
 .sp-quote { border-left: 3px solid var(--sp-accent); padding-left: 8px; white-space: pre-wrap; overflow-wrap: anywhere; }

@@ -136,6 +136,7 @@ function Card({ ctl, draft, n }: { ctl: Controller; draft: Draft; n: number }) {
   const { tag, component, text, attrs } = summary(draft);
   const source = draft.target.source;
   const region = draft.target.region;
+  const area = draft.target.area;
   useEffect(() => {
     const request = ctl.focusRequest;
     if (request?.kind === "instruction" && request.key === draft.key) {
@@ -156,8 +157,11 @@ function Card({ ctl, draft, n }: { ctl: Controller; draft: Draft; n: number }) {
             {t("composer.target", { n })}
           </span>
           <span class="sp-card-title sp-code">
-            {region && !draft.target.element && !source
-              ? t("composer.region", { width: Math.round(region.width), height: Math.round(region.height) })
+            {area || (region && !draft.target.element && !source)
+              ? t("composer.region", {
+                  width: Math.round((area?.rect ?? region)?.width ?? 0),
+                  height: Math.round((area?.rect ?? region)?.height ?? 0),
+                })
               : (
                 <>
                   &lt;<Iso>{tag}</Iso>&gt;{component && <> · <Iso>{component}</Iso></>}
@@ -207,6 +211,18 @@ function Card({ ctl, draft, n }: { ctl: Controller; draft: Draft; n: number }) {
           </div>
         ) : (
           <p class="sp-muted">{t("composer.sourceUnknown")}</p>
+        )}
+        {area && area.elements && area.elements.length > 0 && (
+          <div class="sp-code sp-muted" data-area-elements="">
+            {t("composer.areaInside")}
+            <ul class="sp-area-list">
+              {area.elements.map((e, i) => (
+                <li key={i}>
+                  &lt;<Iso>{e.tagName}</Iso>&gt; <Iso>{e.source.file}</Iso>:{e.source.line}
+                </li>
+              ))}
+            </ul>
+          </div>
         )}
         {draft.target.usageChain && draft.target.usageChain.length > 0 && (
           <p class="sp-code sp-muted" data-usage-chain="">

@@ -126,7 +126,7 @@ export function createBadges(
       r = { x: t.region.x - scrollX, y: t.region.y - scrollY, width: t.region.width, height: t.region.height };
     } else return;
     const hidden = r.width === 0 && r.height === 0;
-    const [x, y] = hidden ? [0, 0] : place(r, t.element && ownerDoc(t.element) === document ? t.element : null);
+    const [x, y] = hidden ? [0, 0] : place(r, t.element ? (ownerDoc(t.element) === document ? t.element : null) : "region");
     const key = hidden ? "hidden" : `${Math.round(x)},${Math.round(y)}`;
     if (key === e.last) return;
     e.last = key;
@@ -247,7 +247,9 @@ export function createBadges(
  * left of its first line, which keeps it on the same line as what it marks (above or below, a badge reads
  * as the neighbour's in a list) unless that covers a neighbour's text; then above the box, else below it.
  */
-function place(r: Box, element: Element | null): [number, number] {
+/** `element`: the picked element in the top document, `"region"` for an area (only text counts there), null
+ * for an element inside a frame (no hit test). */
+function place(r: Box, element: Element | "region" | null): [number, number] {
   const gap = 2;
   const left: [number, number] = [r.x - SIZE - gap, r.y + (Math.min(r.height, SIZE) - SIZE) / 2];
   const above: [number, number] = [r.x, r.y - SIZE - gap];
@@ -267,11 +269,11 @@ function clampSpot([x, y]: [number, number]): [number, number] {
 /** Whether a badge at `spot` would cover anything of the page but empty space of `element`'s ancestors:
  * another element (a sibling's text, an image) or an ancestor's own text there. One hit test per spot,
  * only when a badge moves; never for elements inside frames (their hit test is the frame's). */
-function coversText(spot: [number, number], element: Element): boolean {
+function coversText(spot: [number, number], element: Element | "region"): boolean {
   return safe(() => coversTextAt(spot, element), false);
 }
 
-function coversTextAt([x, y]: [number, number], element: Element): boolean {
+function coversTextAt([x, y]: [number, number], element: Element | "region"): boolean {
   const box = { left: x, top: y, right: x + SIZE, bottom: y + SIZE };
   // The centre and four points just inside the corners: a word can end under one edge of the badge.
   const points: [number, number][] = [[x + SIZE / 2, y + SIZE / 2], [x + 2, y + 2], [x + SIZE - 2, y + 2],
@@ -281,7 +283,7 @@ function coversTextAt([x, y]: [number, number], element: Element): boolean {
     const hit = hitAt(px, py);
     if (!hit || checked.has(hit)) continue;
     checked.add(hit);
-    if (!hit.contains(element)) return true;
+    if (element !== "region" && !hit.contains(element)) return true;
     if (ownTextMeets(hit, box)) return true;
   }
   return false;
