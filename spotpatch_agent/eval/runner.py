@@ -307,15 +307,22 @@ def run_suite(tasks: list[Task], settings: EvalSettings, endpoint: EndpointFor, 
         for task in tasks:
             i = len(rows) + 1
             if live:
-                print(f"\r[{i:>3}/{total}] {task.id} (run {run}) …", end="", file=out, flush=True)
+                _progress(out, f"\r[{i:>3}/{total}] {task.id} (run {run}) …")
             with endpoint(task, run) as base_url:
                 row = run_task(task, run, settings, base_url, typechecks, out=out)
             rows.append(row)
             code = f": {row['errorCode']}" if row["errorCode"] else ""
             verdict = "PASS" if row["passed"] else f"FAIL ({row['diagnosis']}{code})"
-            print(f"{chr(13) if live else ''}[{i:>3}/{total}] {task.id} (run {run}): {verdict}, "
-                  f"{row['wallMs'] / 1000:.1f} s", file=out, flush=True)
+            _progress(out, f"{chr(13) if live else ''}[{i:>3}/{total}] {task.id} (run {run}): {verdict}, "
+                           f"{row['wallMs'] / 1000:.1f} s\n")
     return rows
+
+
+def _progress(out: TextIO, text: str) -> None:
+    """One progress write on ``out`` (stderr unless a test passes its own stream; never stdout, which
+    holds only the table)."""
+    out.write(text)
+    out.flush()
 
 
 def key_is_set(settings: EvalSettings) -> bool:
