@@ -12,21 +12,16 @@ import {
   SAVE_INSTRUCTION,
   bytesOf,
   focusedName,
+  inBodyView,
   openDemo,
   openPanel,
   panelOf,
   pickSaveAndPrice,
   snap,
   submitDemoJob,
+  textUnderBadge,
   waitFor,
 } from "./overlay-flow-helpers.mjs";
-
-/** In the page: whether the element's box lies inside the panel body's visible part (scrolled into view). */
-const inBodyView = (el) => {
-  const body = el.closest(".sp-body").getBoundingClientRect();
-  const box = el.getBoundingClientRect();
-  return box.height > 0 && box.top >= body.top - 1 && box.bottom <= body.bottom + 1;
-};
 
 /** Pick five targets (Shift+click four, click the fifth): the panel's body scrolls. */
 async function pickFive(page) {
@@ -285,19 +280,12 @@ test("finding 14: numbered badges never cover the text of what they mark", async
       const badge = root.querySelector(`[data-spotpatch-badge="${i + 1}"]`) ?? document.querySelector(`[data-spotpatch-badge="${i + 1}"]`);
       if (!badge) return { n: i + 1, missing: true };
       const b = badge.getBoundingClientRect();
-      // Any text of the page, not only the element's own: a badge left of an inline element must not
-      // cover the word before it ("Cotton T-shirt" before the price, the price before Save).
-      const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-      const pageText = [];
-      for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-        if (!n.textContent.trim()) continue;
-        const range = document.createRange();
-        range.selectNodeContents(n);
-        pageText.push(...[...range.getClientRects()].filter((r) => r.width > 0));
-      }
-      return { n: i + 1, shown: b.width > 0, covers: textRects(el).some((r) => hit(b, r)), coversPageText: pageText.some((r) => hit(b, r)) };
+      return { n: i + 1, shown: b.width > 0, covers: textRects(el).some((r) => hit(b, r)) };
     });
   }, HOST);
+  // Any text of the page, not only the element's own: a badge left of an inline element must not
+  // cover the word before it ("Cotton T-shirt" before the price, the price before Save).
+  for (const o of overlaps) if (!o.missing) o.coversPageText = (await textUnderBadge(page, o.n)).length > 0;
   assert.equal(overlaps.length, 5);
   for (const o of overlaps) assert.deepEqual(o, { n: o.n, shown: true, covers: false, coversPageText: false }, JSON.stringify(overlaps));
   await snap(page, "findings2-14-badges");

@@ -10,6 +10,7 @@ import { HOST, axeScan, seriousViolations } from "./browser-support.mjs";
 import {
   PRICE_INSTRUCTION,
   SAVE_INSTRUCTION,
+  inBodyView,
   openDemo,
   openPanel,
   panelOf,
@@ -223,13 +224,6 @@ test("finding 7: with local changes needing consent, Submit is disabled with its
   assert.equal(await submit.getAttribute("aria-describedby"), null);
   assert.deepEqual(page.errors, []);
 });
-
-/** In the page: whether the element's box lies inside the panel body's visible part (scrolled into view). */
-const inBodyView = (el) => {
-  const body = el.closest(".sp-body").getBoundingClientRect();
-  const box = el.getBoundingClientRect();
-  return box.height > 0 && box.top >= body.top - 1 && box.bottom <= body.bottom + 1;
-};
 
 test("finding 8: Submit with an empty instruction in a scrolled panel: the empty box takes the focus, is aria-invalid and says why in view", async (t) => {
   const { page } = await openDemo(t);

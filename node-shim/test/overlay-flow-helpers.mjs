@@ -92,3 +92,32 @@ export async function submitDemoJob(page) {
   await page.getByRole("textbox", { name: "Instruction for target 2" }).fill(PRICE_INSTRUCTION);
   await panelOf(page).getByRole("button", { name: "Submit" }).click();
 }
+
+/** In the page: whether the element's box lies inside the panel body's visible part (scrolled into view). */
+export const inBodyView = (el) => {
+  const body = el.closest(".sp-body").getBoundingClientRect();
+  const box = el.getBoundingClientRect();
+  return box.height > 0 && box.top >= body.top - 1 && box.bottom <= body.bottom + 1;
+};
+
+/** The page's texts (not the overlay's) that badge `n` covers, measured by line boxes; null without that badge. */
+export function textUnderBadge(page, n) {
+  return page.evaluate(
+    ([host, n]) => {
+      const root = document.querySelector(host).shadowRoot;
+      const badge = root.querySelector(`[data-spotpatch-badge="${n}"]`) ?? document.querySelector(`[data-spotpatch-badge="${n}"]`);
+      if (!badge) return null;
+      const b = badge.getBoundingClientRect();
+      const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+      const hits = [];
+      for (let t = walker.nextNode(); t; t = walker.nextNode()) {
+        if (!t.textContent.trim()) continue;
+        const range = document.createRange();
+        range.selectNodeContents(t);
+        for (const r of range.getClientRects()) if (r.width > 0 && r.left < b.right && b.left < r.right && r.top < b.bottom && b.top < r.bottom) hits.push(t.textContent);
+      }
+      return hits;
+    },
+    [HOST, n],
+  );
+}

@@ -7,8 +7,7 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
-import { HOST } from "./browser-support.mjs";
-import { TOUCHED, bytesOf, openDemo, openPanel, panelOf, recordCalls, snap, submitDemoJob, waitFor } from "./overlay-flow-helpers.mjs";
+import { TOUCHED, bytesOf, openDemo, openPanel, panelOf, recordCalls, snap, submitDemoJob, textUnderBadge, waitFor } from "./overlay-flow-helpers.mjs";
 import { drag } from "./overlay-picker-helpers.mjs";
 import { REPO, git, pageSession } from "./support.mjs";
 
@@ -149,19 +148,7 @@ test("an area target sends its rectangle, the viewport size and the located elem
   const listed = await card.locator("[data-area-elements] li").allTextContents();
   assert.ok(listed.includes(`<button> ${TOUCHED}:12`) && listed.includes(`<span> ${TOUCHED}:11`), JSON.stringify(listed));
   // Its badge covers no text of the page (the area starts in the middle of the price).
-  const covered = await page.evaluate((host) => {
-    const root = document.querySelector(host).shadowRoot;
-    const b = (root.querySelector('[data-spotpatch-badge="1"]') ?? document.querySelector('[data-spotpatch-badge="1"]')).getBoundingClientRect();
-    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-    const hits = [];
-    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-      if (!n.textContent.trim()) continue;
-      const range = document.createRange();
-      range.selectNodeContents(n);
-      for (const r of range.getClientRects()) if (r.width > 0 && r.left < b.right && b.left < r.right && r.top < b.bottom && b.top < r.bottom) hits.push(n.textContent);
-    }
-    return hits;
-  }, HOST);
+  const covered = await textUnderBadge(page, 1);
   assert.deepEqual(covered, []);
   await panel.getByRole("textbox", { name: "Instruction for target 1" }).fill("Align these two.");
   await panel.getByRole("button", { name: "Submit" }).click();
