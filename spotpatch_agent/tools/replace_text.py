@@ -37,13 +37,12 @@ from spotpatch_agent.policy.paths import (
     BOM,
     PathDenied,
     is_protected,
-    load_allowed,
     normalize_rel_path,
 )
 from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
 from spotpatch_agent.tools.base import ToolArgs, ToolDef, ToolResult, arguments_guidance
 from spotpatch_agent.tools.context import TextFile, WorktreeContext, display_lines
-from spotpatch_agent.tools.file_write import write_checked
+from spotpatch_agent.tools.file_write import load_writable, write_checked
 from spotpatch_agent.tools.hints import nearest_lines_text, page_text_hint, prefix_hint
 from spotpatch_agent.tools.read_file import render
 
@@ -85,11 +84,6 @@ def _positions(haystack: bytes, needle: bytes) -> list[int]:
     return found
 
 
-def _terminal_path(rel: str | None) -> JobFailure:
-    where = f" {rel}" if rel else ""
-    return JobFailure(ErrorCode.CHANGESET_REJECTED, f"replace_text refused: the path{where} is not an allowed file")
-
-
 def _invalid(problem: str) -> ToolResult:
     return ToolResult.rejected(ToolErrorCode.TOOL_ARGUMENTS_INVALID, arguments_guidance(REPLACE_TEXT, [problem]))
 
@@ -110,18 +104,8 @@ async def replace_text(ctx: WorktreeContext, args: ReplaceTextArgs) -> ToolResul
     if "\0" in args.new_text:
         return _invalid("newText must not contain NUL characters.")
 
-    try:
-        rel = normalize_rel_path(args.path)
-    except PathDenied:
-        raise _terminal_path(None) from None
-    if is_protected(rel, for_write=True) or await ctx.ignored(rel):
-        raise _terminal_path(rel)
-    try:
-        allowed = load_allowed(ctx.root, rel, for_write=True, max_bytes=max_bytes)
-    except PathDenied:
-        raise _terminal_path(rel) from None
-
-    data = allowed.data
+    allowed = await load_writable(ctx, args.path, tool="replace_text")
+    rel, data = allowed.rel, allowed.data
     bom = BOM if data.startswith(BOM) else b""
     body = data[len(bom) :]
     old_b, new_b = _eol_bytes(body, args.old_text), _eol_bytes(body, args.new_text)
