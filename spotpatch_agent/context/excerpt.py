@@ -74,13 +74,16 @@ def excerpt_window(line: int, total: int, already: set[int]) -> tuple[int, int] 
     return first, last
 
 
-def excerpt_of(file: TextFile, line: int, first: int | None = None, last: int | None = None) -> str:
+def excerpt_of(file: TextFile, line: int, first: int | None = None, last: int | None = None, *,
+               anchors: bool = False) -> str:
     """``read_file``'s rendering of the lines around ``line`` (header and numbered rows, no read hints),
-    or of ``first``..``last`` when given (:func:`excerpt_window`)."""
+    or of ``first``..``last`` when given (:func:`excerpt_window`). ``anchors``: the rows carry the lines'
+    anchors (``12#KT``) as ``read_file`` shows them under the ``anchors`` edit format, so a first
+    ``edit_lines`` needs no read."""
     start = max(1, line - EXCERPT_BEFORE) if first is None else first
     end = line + EXCERPT_AFTER if last is None else last
     text = render(file, start, end, max_lines=EXCERPT_BEFORE + EXCERPT_AFTER + 1,
-                  max_bytes=EXCERPT_MAX_BYTES)
+                  max_bytes=EXCERPT_MAX_BYTES, anchors=anchors)
     rows = text.split("\n")
     # Keep the header and the numbered rows; the continuation hints are for the tool, not for a reader.
     return "\n".join([rows[0], *(r for r in rows[1:] if not r.startswith("["))])
@@ -151,7 +154,7 @@ async def check_locations(ctx: WorktreeContext, targets: list[Target]) -> dict[i
             if window is None:
                 checks[index] = LocationCheck(index, True, rel=rel, sha256=digest, withheld=True)
                 continue
-            excerpt = excerpt_of(file, line, *window)
+            excerpt = excerpt_of(file, line, *window, anchors=ctx.edit_format == "anchors")
             m = _HEADER.search(excerpt.split("\n", 1)[0])
             if m:
                 shown[index] = (rel, int(m.group(1)), int(m.group(2)))

