@@ -91,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--keep", action="store_true", help="keep the temporary demo project")
     demo.add_argument("--api", choices=("chat", "responses"), default="chat",
                       help="the provider API: OpenAI-compatible Chat Completions (default) or Responses")
+    demo.add_argument("--edit-format", choices=("replace", "anchors"), default=None,
+                      help="with a model: the model profile's editFormat (default: the profile's own default; "
+                           "docs/local-models.md)")
     demo.add_argument("--serve", action="store_true",
                       help="instead, serve the demo app with `vite dev`, the plugin and the page overlay until Ctrl-C "
                            "(needs Node ≥ 20 and this repository's node-shim/)")
@@ -161,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
 
             return doctor_command(args.project, args.config, probe=not args.no_probe, as_json=args.json,
                                   timeout=args.probe_timeout or DEFAULT_PROBE_TIMEOUT)
+        if args.serve and args.edit_format is not None:
+            parser.error("--edit-format does not apply to demo --serve (set editFormat in spotpatch.config.json)")
         if args.serve:
             if args.keep:
                 parser.error("--keep does not apply to demo --serve (its temp project is removed on exit)")
@@ -169,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
             return serve_demo(port=args.port)
         from spotpatch_agent.demo.runner import run_demo
 
-        return run_demo(keep=args.keep, api=args.api)
+        return run_demo(keep=args.keep, api=args.api, edit_format=args.edit_format)
 
 
 def suggest_checks_command(root: Path) -> int:

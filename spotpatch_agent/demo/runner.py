@@ -68,8 +68,11 @@ MAX_OUTPUT_ENV = "SPOTPATCH_MAX_OUTPUT_TOKENS"
 
 
 def _config(base_url: str, key_env: str, model: str, check: CheckConfig | None = None, *, api: str = "chat",
-            max_output_tokens: int | None = None, sandbox: str = "required") -> TrustedConfig:
+            max_output_tokens: int | None = None, sandbox: str = "required",
+            edit_format: str | None = None) -> TrustedConfig:
     profile: dict[str, Any] = {"id": "demo-model", "model": model, "displayName": model}
+    if edit_format is not None:
+        profile["editFormat"] = edit_format
     if max_output_tokens is not None:
         profile["maxOutputTokens"] = max_output_tokens
     return TrustedConfig.model_validate({"providers": [{
@@ -108,7 +111,7 @@ def _show(path: Path, title: str) -> None:
             print(f"{n:>4}| {line}")
 
 
-def run_demo(*, keep: bool = False, api: str = "chat") -> int:
+def run_demo(*, keep: bool = False, api: str = "chat", edit_format: str | None = None) -> int:
     from spotpatch_agent.demo.typecheck import prepare_typecheck
     from spotpatch_agent.provider.scripted import ScriptedProviderServer
 
@@ -127,6 +130,10 @@ def run_demo(*, keep: bool = False, api: str = "chat") -> int:
         except ValueError as exc:
             print(f"SpotPatch demo: {exc}.", file=sys.stderr)
             return 2
+        if scripted and edit_format is not None:
+            print("SpotPatch demo: --edit-format needs a model (OPENAI_API_KEY): the scripted conversation edits "
+                  "with replace_text.", file=sys.stderr)
+            return 2
         if scripted:
             print("SpotPatch demo — NO MODEL IS INVOLVED: OPENAI_API_KEY is not set, so a scripted local provider on\n"
                   "127.0.0.1 plays a fixed tool-calling conversation through the real engine (worktree, tools, "
@@ -137,7 +144,8 @@ def run_demo(*, keep: bool = False, api: str = "chat") -> int:
         else:
             host = base.split("//", 1)[-1].split("/", 1)[0]
             print(f"SpotPatch demo — using model {model!r} at {host} "
-                  f"(OpenAI-compatible {API_NAMES[api]}, --api {api}).")
+                  f"(OpenAI-compatible {API_NAMES[api]}, --api {api}"
+                  f"{', edit format ' + edit_format if edit_format else ''}).")
         kept = " (kept at " + str(project) + ")" if keep else ""
         print(f"Demo project: a fresh git copy of the bundled Vite + React app{kept}.")
         for t in DEMO_TARGETS:
@@ -156,7 +164,7 @@ def run_demo(*, keep: bool = False, api: str = "chat") -> int:
                              sandbox=sandbox or "required")
         else:
             config = _config(base, "OPENAI_API_KEY", model, check, api=api, max_output_tokens=cap,
-                             sandbox=sandbox or "required")
+                             sandbox=sandbox or "required", edit_format=edit_format)
         _show(project / TOUCHED, "before")
         code = anyio.run(_drive, project, config, original, scripted, "scripted provider" if scripted else "model")
         took = f" ({time.monotonic() - started:.1f} s)"

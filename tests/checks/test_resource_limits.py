@@ -4,7 +4,8 @@ A fork bomb, a memory balloon, a disk fill (private temp and worktree), endless 
 CPU spin — each inside a real confined check (bubblewrap, the engine's cgroup) with small configured limits —
 is stopped by its limit, and the check's result names the limit and its value. While the fork bomb and the
 balloon run, a second activity of this machine (a thread timing 10 ms sleeps) never waits a second and
-answers within 100 ms (p99; on a machine already busy, no worse than its own baseline: assert_responsive). A normal TypeScript check still passes under the default limits.
+answers within 100 ms (p99; on a machine already busy, no worse than its own baseline: assert_responsive).
+A normal TypeScript check still passes under the default limits.
 
 Safety on a shared machine: every hostile check has small limits and a short ``timeoutSec``; the fork bomb and
 the balloons run only where a cgroup bounds them (as root ``RLIMIT_NPROC`` does not bind).

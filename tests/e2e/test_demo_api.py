@@ -40,3 +40,24 @@ def test_demo_against_an_openai_compatible_server_sends_that_api_with_the_cap(ap
 def test_demo_rejects_a_cap_that_is_not_a_number() -> None:
     res = cli("demo", env={"SPOTPATCH_MAX_OUTPUT_TOKENS": "lots"})
     assert res.returncode == 2 and "SPOTPATCH_MAX_OUTPUT_TOKENS must be a whole number" in res.stderr
+
+
+def test_demo_edit_format_anchors_offers_edit_lines_to_the_model() -> None:
+    """``--edit-format anchors`` (issue 27, how the real-model demo is measured per format): the model is
+    offered ``edit_lines`` instead of ``replace_text``, and the excerpt is anchored. The scripted turns edit
+    with ``replace_text``, so this job fails, explicitly."""
+    with ScriptedProviderServer(demo_turns(), models=("local-model",)) as server:
+        res = cli("demo", "--edit-format", "anchors", env={
+            "OPENAI_API_KEY": "local", "OPENAI_BASE_URL": server.base_url, "SPOTPATCH_MODEL": "local-model"})
+    assert "edit format anchors" in res.stdout
+    first = server.requests[0]
+    names = {t["function"]["name"] for t in first["tools"]}
+    assert "edit_lines" in names and "replace_text" not in names
+    user = next(m["content"] for m in first["messages"] if m["role"] == "user")
+    assert "   12#" in user  # the excerpt carries anchors
+    assert res.returncode == 1 and "Demo FAILED" in res.stdout
+
+
+def test_demo_edit_format_needs_a_model() -> None:
+    res = cli("demo", "--edit-format", "anchors", env={"OPENAI_API_KEY": ""})
+    assert res.returncode == 2 and "--edit-format needs a model" in res.stderr
