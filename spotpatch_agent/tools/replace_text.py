@@ -6,9 +6,13 @@ converted to the file's, so no bare-LF line enters a CRLF file. Cannot create, d
 
 Outcomes, in the order they are decided:
 
-- retryable ``TOOL_ARGUMENTS_INVALID`` (nothing touched): empty ``oldText``, ``newText == oldText``,
-  NUL in ``newText``, text that is not valid Unicode. A no-op (``newText == oldText``) says why; when the
-  named file is an allowed, writable one that does not contain ``oldText``, the answer adds the hints of a miss.
+- retryable ``TOOL_ARGUMENTS_INVALID`` (nothing touched): empty ``oldText``, NUL in ``newText``, text that
+  is not valid Unicode.
+- retryable ``PATCH_REJECTED`` (nothing touched): a no-op (``newText == oldText``), as ``edit_lines`` refuses
+  one: the arguments are well formed, the edit is what is wrong, so it does not use up the one correction
+  of invalid arguments (weak models send ``Save`` → ``Save``; the repeated-failed-call limit still ends a
+  loop of them). The answer says why; when the named file is an allowed, writable one that does not contain
+  ``oldText``, it adds the hints of a miss.
 - terminal ``JobFailure(LIMIT_EXCEEDED)``: ``oldText``/``newText`` over ``editableFileMaxBytes`` bytes, or a
   result over it (oversized input).
 - terminal ``JobFailure(CHANGESET_REJECTED)``: the path is not an allowed, existing, writable file
@@ -182,23 +186,22 @@ async def _miss_hints(ctx: WorktreeContext, file: TextFile, old_text: str) -> li
 
 
 async def _no_op(ctx: WorktreeContext, args: ReplaceTextArgs) -> ToolResult:
-    """The answer to ``newText == oldText`` (retryable ``TOOL_ARGUMENTS_INVALID``: nothing to do): why, and,
+    """The answer to ``newText == oldText`` (retryable ``PATCH_REJECTED``: nothing to do): why, and,
     when the named file is readable and writable by name, whether ``oldText`` is there at all with the
     hints of a miss (the page text, the closest lines)."""
-    problem = ("newText is identical to oldText, so this edit would change nothing; nothing was changed. newText "
-               "must be the text as it should read after the change. Check the target's instruction again: it may "
-               "ask to change something else than this text (a class name, an attribute, a style, how a value is "
-               "formatted).")
-    out = arguments_guidance(REPLACE_TEXT, [problem])
+    out = ("newText is identical to oldText, so this edit would change nothing; nothing was changed. newText "
+           "must be the text as it should read after the change. Check the target's instruction again: it may "
+           "ask to change something else than this text (a class name, an attribute, a style, how a value is "
+           "formatted).")
     try:
         rel = normalize_rel_path(args.path)
     except PathDenied:
-        return ToolResult.rejected(ToolErrorCode.TOOL_ARGUMENTS_INVALID, out)
+        return ToolResult.rejected(ToolErrorCode.PATCH_REJECTED, out)
     file = None if is_protected(rel, for_write=True) else await ctx.read_text(rel)
     if file is None or _eol_bytes(file.data, args.old_text) in file.data:  # a denied path: nothing about it
-        return ToolResult.rejected(ToolErrorCode.TOOL_ARGUMENTS_INVALID, out)
+        return ToolResult.rejected(ToolErrorCode.PATCH_REJECTED, out)
     hints = [f"Besides, oldText does not occur in {file.rel}.", *await _miss_hints(ctx, file, args.old_text)]
-    return ToolResult.rejected(ToolErrorCode.TOOL_ARGUMENTS_INVALID, "\n".join([out, *hints]))
+    return ToolResult.rejected(ToolErrorCode.PATCH_REJECTED, "\n".join([out, *hints]))
 
 
 REPLACE_TEXT = ToolDef(

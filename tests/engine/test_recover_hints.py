@@ -64,7 +64,7 @@ async def test_the_small_models_mistakes_are_answered_with_what_to_copy(tmp_path
     assert "Target 2's element shows \"$19.5\" on the page" in page_text
     assert f"its source is at {PRODUCT_CARD}:11:\n{PRODUCT_CARD} (lines 11-11 of 15)\n{source_line}" in page_text
     no_op = answer(2)
-    assert no_op.startswith("ERROR TOOL_ARGUMENTS_INVALID: Invalid arguments for replace_text.")
+    assert no_op.startswith("ERROR PATCH_REJECTED: newText is identical to oldText")
     assert "newText is identical to oldText" in no_op and source_line in no_op
     assert "narrow read" not in answer(3)
     assert "This is narrow read 2 of src/components/ProductCard.tsx" in answer(4)

@@ -37,7 +37,6 @@ CASES = [
     ("empty query", "search_text", '{"query": "", "glob": null, "maxResults": 10}'),
     ("multiline query", "search_text", '{"query": "a\\nb", "glob": null, "maxResults": 10}'),
     ("empty oldText", "replace_text", call(path="src/a.ts", oldText="", newText="x")),
-    ("same text", "replace_text", call(path="src/a.ts", oldText="Save", newText="Save")),
     ("NUL in newText", "replace_text", call(path="src/a.ts", oldText="Save", newText="a\0b")),
     ("lone surrogate", "replace_text", '{"path": "src/a.ts", "oldText": "Save", "newText": "\\ud800"}'),
 ]
@@ -89,3 +88,13 @@ async def test_oversized_arguments_are_terminal(make_executor) -> None:
         await executor.execute("search_text", call(query="q" * 1001, glob=None, maxResults=5))
     assert info.value.code is ErrorCode.LIMIT_EXCEEDED
     assert (root / "src/a.ts").read_text() == ORIGINAL
+
+
+async def test_a_no_op_replace_is_a_rejected_edit_not_invalid_arguments(make_executor) -> None:
+    """``newText == oldText`` is well-formed arguments for a wrong edit: retryable ``PATCH_REJECTED`` (as
+    edit_lines refuses a no-op), so it does not use up the one correction of invalid arguments."""
+    root, executor = make_executor({"src/a.ts": ORIGINAL})
+    result = await executor.execute("replace_text", call(path="src/a.ts", oldText="Save", newText="Save"))
+    assert (result.ok, result.code, result.retryable, result.wrote) == (False, "PATCH_REJECTED", True, False)
+    assert result.output.startswith("newText is identical to oldText, so this edit would change nothing")
+    assert (root / "src/a.ts").read_text() == ORIGINAL and executor.version == 0
