@@ -9,7 +9,7 @@ import path from "node:path";
 import { test } from "node:test";
 
 import { axeScan, seriousViolations } from "./browser-support.mjs";
-import { openDemo, openPanel, panelOf, recordCalls, snap } from "./overlay-flow-helpers.mjs";
+import { inBodyView, openDemo, openPanel, panelOf, recordCalls, snap } from "./overlay-flow-helpers.mjs";
 import { REPO } from "./support.mjs";
 
 /** Set SPOTPATCH_UPDATE_SCREENSHOTS=1 to rewrite docs/overlay-before-after.png from the first test. */
@@ -66,9 +66,15 @@ test("before | after: a colour change shows both pictures and a non-empty pixel 
   assert.ok(image.data.length > 100 && image.data.length * 0.75 <= 256 * 1024, "a bounded base64 picture");
   await snap(page, "visual-review");
 
+  // A user docks the review at the bottom (a short body) and scrolls it to the end to read the diff: the
+  // pictures appear above that point, and must be brought into view.
+  await panel.getByRole("button", { name: "Panel position" }).click();
+  await page.getByRole("menuitemradio", { name: "Dock bottom" }).click();
+  await panel.locator(".sp-body").evaluate((body) => body.scrollTo(0, body.scrollHeight));
   await panel.getByRole("button", { name: "Apply", exact: true }).click();
   const figure = panel.locator('section[data-phase="applied"] figure[data-visual="1"]');
   await figure.locator('img[data-shot="diff"]').waitFor({ timeout: 30_000 });
+  assert.ok(await panel.locator("#sp-visual-h").evaluate(inBodyView), "the before | after heading is in view after Apply");
   const before = await figure.locator('img[data-shot="before"]').evaluate(imageFacts);
   const after = await figure.locator('img[data-shot="after"]').evaluate(imageFacts);
   const diff = await figure.locator('img[data-shot="diff"]').evaluate(imageFacts);
@@ -88,9 +94,11 @@ test("before | after: a colour change shows both pictures and a non-empty pixel 
     await page.screenshot({ path: path.join(REPO, "docs", "overlay-before-after.png") });
   }
 
+  await panel.locator(".sp-body").evaluate((body) => body.scrollTo(0, body.scrollHeight));
   await panel.getByRole("button", { name: "Revert", exact: true }).click();
   const reverted = panel.locator('section[data-phase="reverted"] figure[data-visual="1"]');
   await reverted.locator('img[data-shot="after"]').waitFor({ timeout: 30_000 });
+  assert.ok(await panel.locator("#sp-visual-h").evaluate(inBodyView), "the pictures are in view after Revert");
   const again = await reverted.locator('img[data-shot="after"]').evaluate(imageFacts);
   assert.equal(again.blue, 0, "after Revert: the secondary button again");
   assert.equal(await reverted.locator("[data-percent]").getAttribute("data-percent"), "0", "no pixel differs from the original");

@@ -3,6 +3,8 @@
  * before | after | pixel difference per target after Apply (and after Revert: the original again).
  * The pictures come from visual/evidence.ts and never leave the page's memory.
  */
+import { useEffect, useRef } from "preact/hooks";
+
 import type { PickedTarget } from "../picker/types.js";
 import type { TargetVisual, VisualResult } from "../visual/evidence.js";
 import type { Controller } from "./controller.js";
@@ -21,12 +23,17 @@ export function Thumb({ ctl, target, n }: { ctl: Controller; target: PickedTarge
   return <img class="sp-thumb" src={shot.url} alt={ctl.t("visual.thumb", { n })} data-thumb={n} />;
 }
 
-/** Before | after | difference for each target of the job, once Apply (or Revert) updated the page. */
+/** Before | after | difference for each target of the job, once Apply (or Revert) updated the page. The block
+ * is brought into view once per phase: it appears above where a user reading the diff has scrolled to. */
 export function BeforeAfter({ ctl, visual }: { ctl: Controller; visual: VisualResult }) {
   const { t } = ctl;
   const applied = visual.phase === "applied";
+  const section = useRef<HTMLElement>(null);
+  useEffect(() => {
+    section.current?.scrollIntoView({ block: "start" });
+  }, [visual.phase]);
   return (
-    <section class="sp-col sp-visual" aria-labelledby="sp-visual-h" data-phase={visual.phase}>
+    <section ref={section} class="sp-col sp-visual" aria-labelledby="sp-visual-h" data-phase={visual.phase}>
       <h4 id="sp-visual-h" class="sp-visual-h">
         {t(applied ? "visual.heading" : "visual.headingReverted")}
       </h4>
