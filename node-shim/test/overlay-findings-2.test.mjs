@@ -140,6 +140,19 @@ test("finding 10: a failed job shows its error once and offers Copy prompt of it
   await snap(page, "findings2-10-failed");
   const serious = seriousViolations(await axeScan(page));
   assert.deepEqual(serious, [], `axe: ${JSON.stringify(serious, null, 1)}`);
+
+  // Dismiss drops the targets and instructions: asked first, like New edit (focus on Keep, Esc keeps).
+  const dismiss = panel.getByRole("group", { name: "Job" }).getByRole("button", { name: "Dismiss" });
+  await dismiss.click();
+  await panel.getByText(/^Dismiss this job\? Its 2 target\(s\) and instructions are dropped\./).waitFor();
+  await focusOn(page, "button:Keep them"); // the safe choice has the focus
+  await page.keyboard.press("Escape");
+  await dismiss.waitFor();
+  assert.equal(await panel.getByText(/^Dismiss this job\?/).count(), 0, "Esc keeps the job");
+  await dismiss.click();
+  await panel.getByRole("button", { name: "Drop them and start a new edit" }).click();
+  await panel.getByRole("button", { name: "Submit" }).waitFor();
+  assert.equal(await panel.getByRole("textbox", { name: "Instruction for target 1" }).count(), 0, "the targets are dropped");
 });
 
 test("finding 10: without AI, Copy prompt of the targets", async (t) => {

@@ -7,10 +7,21 @@ import type { Ref } from "preact";
 import type { Controller } from "./controller.js";
 
 /**
- * "New edit" drops the job's targets and instructions: asked inside the panel (not window.confirm), with
+ * "New edit" (and "Dismiss" of a failed job) drops the job's targets and instructions: asked inside the panel (not window.confirm), with
  * the focus on Keep and Esc = keep. Nothing here applies or reverts (issue 26, invariant 8).
  */
-export function NewEditConfirm({ ctl, keep, onKeep }: { ctl: Controller; keep: Ref<HTMLButtonElement>; onKeep: () => void }) {
+export function NewEditConfirm({
+  ctl,
+  keep,
+  onKeep,
+  question = "job.newEditConfirm",
+}: {
+  ctl: Controller;
+  keep: Ref<HTMLButtonElement>;
+  onKeep: () => void;
+  /** The question's i18n key: New edit after Apply, or Dismiss of a failed or cancelled job. */
+  question?: "job.newEditConfirm" | "job.dismissConfirm";
+}) {
   const { t } = ctl;
   const count = ctl.state.job?.input?.targets.length ?? 0;
   return (
@@ -27,7 +38,7 @@ export function NewEditConfirm({ ctl, keep, onKeep }: { ctl: Controller; keep: R
       }}
     >
       <p id="sp-confirm-q" role="status">
-        {t("job.newEditConfirm", { count })}
+        {t(question, { count })}
       </p>
       <div class="sp-row">
         <button ref={keep} type="button" class="sp-btn sp-primary" onClick={onKeep}>

@@ -135,8 +135,16 @@ export function JobActions({ ctl }: { ctl: Controller }) {
     else if (wasConfirming.current) newEdit.current?.focus();
     wasConfirming.current = confirming;
   }, [confirming]);
-  if (confirming && status === "applied")
-    return <NewEditConfirm ctl={ctl} keep={keep} onKeep={() => setConfirming(false)} />;
+  const closing = status === "failed" || status === "cancelled";
+  if (confirming && (status === "applied" || closing))
+    return (
+      <NewEditConfirm
+        ctl={ctl}
+        keep={keep}
+        onKeep={() => setConfirming(false)}
+        question={closing ? "job.dismissConfirm" : "job.newEditConfirm"}
+      />
+    );
   const busy = job.busy ? "true" : undefined;
   return (
     <>
@@ -194,7 +202,7 @@ export function JobActions({ ctl }: { ctl: Controller }) {
             type="button"
             class="sp-btn"
             aria-disabled={busy}
-            onClick={() => (status === "applied" && job.input ? setConfirming(true) : void ctl.closeJob(false))}
+            onClick={() => ((status === "applied" || closing) && job.input ? setConfirming(true) : void ctl.closeJob(false))}
             title={status === "applied" ? t("job.closeWarning") : undefined}
           >
             {status === "failed" || status === "cancelled" ? t("action.dismiss") : t("action.newEdit")}
