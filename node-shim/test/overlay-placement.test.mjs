@@ -10,6 +10,7 @@ import { test } from "node:test";
 
 import { HOST, axeScan, seriousViolations, shot } from "./browser-support.mjs";
 import {
+  inBodyView,
   PRICE_INSTRUCTION,
   SAVE_INSTRUCTION,
   focusedName,
@@ -259,6 +260,7 @@ test("keyboard only: the placement menu, Alt+Shift+D, the separator and the pill
   await page.getByText("Alt+Shift+D 切换面板位置").waitFor();
   await page.getByRole("menuitem", { name: "收起为小标签" }).click();
   await page.getByRole("button", { name: /面板已收起.*展开面板/ }).waitFor();
+  await focusIs(page, /^button:SpotPatch.*面板已收起/, "the pill has the focus after the menu collapsed the panel"); // then Enter
   await page.keyboard.press("Enter");
   await zh.getByRole("separator", { name: "调整面板大小" }).waitFor();
   assert.deepEqual(page.errors, []);
@@ -286,6 +288,8 @@ test("390×844: pick mode collapses the panel so the pointer picks; the review d
   assert.equal(box?.dock, "bottom", "the review docks at the bottom");
   assert.ok(box.height <= MOBILE.height * 0.4 + 1, `at most 40% of the height (got ${box.height})`);
   await assertUncovered(page, "review at 390×844");
+  // The review opens at its top (status and summary), not where the live timeline had scrolled the body to.
+  assert.ok(await panelOf(page).locator("#sp-job-h").evaluate(inBodyView), "the job's heading and status are in view");
   await docShot(page, "overlay-mobile");
   assert.deepEqual(page.errors, []);
 });

@@ -44,11 +44,18 @@ export function JobPanel({ ctl }: { ctl: Controller }) {
   const names = providerOfModel(ctl.state.providers, snapshot.modelProfileId);
   const checks = job.events.filter((e): e is CheckEvent => e.kind === "check");
   const fellBack = status === "awaiting-review" && snapshot.applyMode !== "review";
+  // A job that ends (review, failed, cancelled) opens at its top: the timeline had scrolled the body to its
+  // newest row, which left the status and the summary above the view (newcomer finding).
+  const top = useRef<HTMLHeadingElement>(null);
+  const ended = status === "awaiting-review" || status === "failed" || status === "cancelled";
+  useEffect(() => {
+    if (ended) top.current?.scrollIntoView({ block: "start" });
+  }, [ended]);
 
   return (
     <section class="sp-col" aria-labelledby="sp-job-h">
       <div class="sp-row">
-        <h3 id="sp-job-h" tabIndex={-1} style="margin:0">
+        <h3 ref={top} id="sp-job-h" tabIndex={-1} style="margin:0">
           {t("job.heading")}
         </h3>
         <span class="sp-status" data-tone={tone(status)} role="status">
