@@ -237,3 +237,43 @@ test("keyboard Submit to review, then the user's Apply: the focus is never moved
   await snap(page, "no-apply-5-after-apply");
   assert.deepEqual(page.errors, []);
 });
+
+test("a double-click never lands on what replaced the button: Apply's second click is not Revert, New edit's is not Drop", async (t) => {
+  const { page, project, baseline, panel } = await reviewPending(t);
+  // The system reports a double-click's second click with a click count of 2 (`detail`), wherever it lands.
+  const secondClick = async ({ x, y }) => {
+    await page.mouse.move(x, y);
+    await page.mouse.down({ clickCount: 2 });
+    await page.mouse.up({ clickCount: 2 });
+  };
+  const centre = async (locator) => {
+    const box = await locator.boundingBox();
+    return { x: box.x + box.width / 2, y: box.y + box.height / 2 };
+  };
+  const apply = await centre(panel.getByRole("button", { name: "Apply" }));
+  await page.mouse.click(apply.x, apply.y);
+  const revert = panel.getByRole("button", { name: "Revert" });
+  await revert.waitFor({ timeout: 30_000 });
+  const applied = bytesOf(project);
+  assert.notDeepEqual(applied, baseline.bytes, "the user's click applied");
+  const second = await centre(revert);
+  await secondClick(second);
+  await page.waitForTimeout(600);
+  assert.deepEqual(bytesOf(project), applied, "the second click of a double-click on Apply did not revert");
+  assert.equal(await revert.count(), 1, "Revert is still offered");
+
+  const newEdit = await centre(panel.getByRole("button", { name: "New edit" }));
+  await page.mouse.click(newEdit.x, newEdit.y);
+  const drop = panel.getByRole("button", { name: "Drop them and start a new edit" });
+  await drop.waitFor();
+  const dropAt = await centre(drop);
+  await secondClick(dropAt);
+  await page.waitForTimeout(400);
+  assert.equal(await drop.count(), 1, "the question is still asked: a double-click's second click is no answer");
+  await page.keyboard.press("Escape");
+  await revert.waitFor();
+  // A deliberate single click on Revert still works.
+  await revert.click();
+  await panel.getByText(/Reverted/).first().waitFor({ timeout: 30_000 });
+  assert.deepEqual(bytesOf(project), baseline.bytes, "Revert restored the original bytes");
+});

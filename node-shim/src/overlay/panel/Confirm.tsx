@@ -44,10 +44,23 @@ export function NewEditConfirm({
         <button ref={keep} type="button" class="sp-btn sp-primary" onClick={onKeep}>
           {t("action.keepTargets")}
         </button>
-        <button type="button" class="sp-btn sp-danger" onClick={() => void ctl.closeJob(false)}>
+        <button type="button" class="sp-btn sp-danger" onClick={singleClick(() => void ctl.closeJob(false))}>
           {t("action.dropTargets")}
         </button>
       </div>
     </div>
   );
+}
+
+/**
+ * Apply, Revert and "Drop them" act on a single click only: the second click of a double-click (the system's
+ * click count, `detail` 2 and up) is the user's habit, not a choice — and it lands on whatever replaced the
+ * button just clicked (Revert where Apply was, "Drop them" where New edit was). Keyboard activation has
+ * `detail` 0. Invariant 8: nothing the user did not ask for applies, reverts or drops.
+ */
+export function singleClick(act: () => void): (event: MouseEvent) => void {
+  return (event) => {
+    if (event.detail > 1) return;
+    act();
+  };
 }

@@ -9,7 +9,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 
 import type { AuditTargetSummary, CheckEvent, JobEventNotification, JobStatus } from "../../protocol.generated.js";
 import { hasKey } from "../i18n.js";
-import { NewEditConfirm } from "./Confirm.js";
+import { NewEditConfirm, singleClick } from "./Confirm.js";
 import type { Controller } from "./controller.js";
 import { withCode } from "./Composer.js";
 import { DiffView } from "./Diff.js";
@@ -168,7 +168,7 @@ export function JobActions({ ctl }: { ctl: Controller }) {
             class="sp-btn sp-primary"
             aria-disabled={busy}
             onKeyDown={ignoreRepeat}
-            onClick={() => void ctl.apply()}
+            onClick={singleClick(() => void ctl.apply())}
           >
             {t("action.apply")}
           </button>
@@ -186,7 +186,7 @@ export function JobActions({ ctl }: { ctl: Controller }) {
             class="sp-btn sp-primary"
             aria-disabled={busy}
             onKeyDown={ignoreRepeat}
-            onClick={() => void ctl.revert()}
+            onClick={singleClick(() => void ctl.revert())}
           >
             {t("action.revert")}
           </button>
@@ -209,7 +209,9 @@ export function JobActions({ ctl }: { ctl: Controller }) {
             type="button"
             class="sp-btn"
             aria-disabled={busy}
-            onClick={() => ((status === "applied" || closing) && job.input ? setConfirming(true) : void ctl.closeJob(false))}
+            onClick={singleClick(() =>
+              (status === "applied" || closing) && job.input ? setConfirming(true) : void ctl.closeJob(false),
+            )}
             title={status === "applied" ? t("job.closeWarning") : undefined}
           >
             {status === "failed" || status === "cancelled" ? t("action.dismiss") : t("action.newEdit")}
