@@ -87,8 +87,10 @@ export function checkConfigFile(value: unknown): TrustedConfig {
   const validate = validatorFor("TrustedConfig");
   if (!validate(typeof $schema === "string" ? { $schema, ...known } : known)) problems.push(...configProblems(validate.errors ?? []));
   if (problems.length) {
+    // The count is of every distinct problem; the list shows the first MAX_PROBLEMS of them.
     const count = problems.length === 1 ? "1 error" : `${problems.length} errors`;
-    throw invalid(`is not a valid SpotPatch config (${count})`, problems, KEYS_FIX);
+    const shown = problems.length > MAX_PROBLEMS ? `, the first ${MAX_PROBLEMS} listed` : "";
+    throw invalid(`is not a valid SpotPatch config (${count}${shown})`, problems.slice(0, MAX_PROBLEMS), KEYS_FIX);
   }
   return rest;
 }
@@ -104,8 +106,14 @@ const JSON_FIX = "fix the file: valid JSON in UTF-8 (an editor using the file's 
  * a union's branch errors collapse into the union's one line.
  */
 function configProblems(errors: readonly ErrorObject[]): string[] {
+  // Linear in the errors (a pasted file can yield tens of thousands): the unions and each union's first
+  // telling branch are indexed once, and the lines are deduplicated through a Set.
   const unions = new Set(errors.filter((e) => e.keyword === "anyOf" || e.keyword === "oneOf").map((e) => e.instancePath));
-  const out: string[] = [];
+  const branches = new Map<string, string>();
+  for (const e of errors)
+    if (unions.has(e.instancePath) && e.keyword !== "anyOf" && e.keyword !== "oneOf" && e.message && e.message !== "must be null" && !branches.has(e.instancePath))
+      branches.set(e.instancePath, e.message);
+  const out = new Set<string>();
   for (const error of errors) {
     const params = error.params as { missingProperty?: unknown; additionalProperty?: unknown };
     let where = dotted(error.instancePath);
@@ -120,13 +128,11 @@ function configProblems(errors: readonly ErrorObject[]): string[] {
       continue; // a branch of a union: the union's own line says it
     } else if (error.keyword === "anyOf" || error.keyword === "oneOf") {
       // An optional value (`T | null`): the branch that is not `null` says what is wrong.
-      const branch = errors.find((e) => e.instancePath === error.instancePath && e !== error && e.message && e.message !== "must be null");
-      what = branch?.message ?? "has the wrong type or value";
+      what = branches.get(error.instancePath) ?? "has the wrong type or value";
     }
-    const line = `${where || "(top level)"}: ${what}`;
-    if (!out.includes(line)) out.push(line);
+    out.add(`${where || "(top level)"}: ${what}`);
   }
-  return out.slice(0, MAX_PROBLEMS);
+  return [...out];
 }
 
 const dotted = (pointer: string): string =>
