@@ -157,7 +157,16 @@ export function JobActions({ ctl }: { ctl: Controller }) {
     <>
       <div class="sp-row" role="group" aria-label={t("job.heading")}>
         {RUNNING.has(status) && (
-          <button key="cancel-run" type="button" class="sp-btn sp-danger" aria-disabled={busy} onClick={() => void ctl.cancel()}>
+          // At the row's far end: Apply appears at its start when the review arrives, so a click aimed at Cancel
+          // while the job ends never lands on Apply (invariant 8).
+          <button
+            key="cancel-run"
+            type="button"
+            class="sp-btn sp-danger"
+            style="margin-inline-start:auto"
+            aria-disabled={busy}
+            onClick={() => void ctl.cancel()}
+          >
             {t("action.cancel")}
           </button>
         )}
