@@ -164,9 +164,9 @@ def main(argv: list[str] | None = None) -> int:
 
             return doctor_command(args.project, args.config, probe=not args.no_probe, as_json=args.json,
                                   timeout=args.probe_timeout or DEFAULT_PROBE_TIMEOUT)
-        if args.serve and args.edit_format is not None:
-            parser.error("--edit-format does not apply to demo --serve (set editFormat in spotpatch.config.json)")
         if args.serve:
+            if args.edit_format is not None:
+                parser.error("--edit-format does not apply to demo --serve (set editFormat in spotpatch.config.json)")
             if args.keep:
                 parser.error("--keep does not apply to demo --serve (its temp project is removed on exit)")
             from spotpatch_agent.demo.serve import serve_demo
