@@ -13,6 +13,7 @@ import {
   bytesOf,
   focusedName,
   openDemo,
+  openPanel,
   panelOf,
   pickSaveAndPrice,
   snap,
@@ -276,4 +277,51 @@ test("a double-click never lands on what replaced the button: Apply's second cli
   await revert.click();
   await panel.getByText(/Reverted/).first().waitFor({ timeout: 30_000 });
   assert.deepEqual(bytesOf(project), baseline.bytes, "Revert restored the original bytes");
+
+  // After Revert, New edit asks too (the targets and instructions would be dropped); Back to edit keeps them.
+  await panel.getByRole("button", { name: "New edit" }).click();
+  await panel.getByText(/Start a new edit\? The 2 target\(s\) .* are dropped\. Back to edit keeps them/).waitFor();
+  await page.keyboard.press("Escape");
+  await panel.getByRole("button", { name: "Back to edit" }).click();
+  const first = panel.getByRole("textbox", { name: "Instruction for target 1" });
+  await first.waitFor();
+  assert.notEqual(await first.inputValue(), "", "Back to edit after Revert brought the instructions back");
+  await panel.getByRole("textbox", { name: "Instruction for target 2" }).waitFor();
+});
+
+test("a click aimed at a running job's Cancel, landing as the review arrives, is never on Apply (docked right and bottom)", async (t) => {
+  for (const dock of ["right", "bottom"]) {
+    const { page, project } = await openDemo(t, { script: "slow-demo" });
+    const panel = panelOf(page);
+    const baseline = { status: git(project.root, "status", "--porcelain"), bytes: bytesOf(project) };
+    await openPanel(page);
+    if (dock === "bottom") {
+      await panel.getByRole("button", { name: "Panel position" }).click();
+      await page.getByRole("menuitemradio", { name: "Dock bottom" }).click();
+    }
+    await pickSaveAndPrice(page);
+    await panel.getByRole("textbox", { name: "Instruction for target 1" }).fill(SAVE_INSTRUCTION);
+    await panel.getByRole("textbox", { name: "Instruction for target 2" }).fill(PRICE_INSTRUCTION);
+    await panel.getByRole("button", { name: "Submit" }).click();
+    const cancel = panel.getByRole("button", { name: "Cancel" });
+    await cancel.waitFor({ timeout: 30_000 });
+    const box = await cancel.boundingBox();
+    await snap(page, `cancel-running-${dock}`);
+    const aim = { x: box.x + box.width / 2, y: box.y + box.height / 2 };
+    // The user rests the mouse on Cancel; the review replaces the footer under it.
+    await page.mouse.move(aim.x, aim.y);
+    await panel.getByRole("button", { name: "Apply" }).waitFor({ timeout: 60_000 });
+    const under = await page.evaluate(
+      ([px, py, host]) =>
+        document.querySelector(host).shadowRoot.elementFromPoint(px, py)?.closest("button")?.textContent.trim() ?? null,
+      [aim.x, aim.y, HOST],
+    );
+    await snap(page, `cancel-review-${dock}`);
+    assert.ok(under !== "Apply" && under !== "Revert", `docked ${dock}: ${under} took the place of Cancel`);
+    await page.mouse.down();
+    await page.mouse.up();
+    await page.waitForTimeout(1_500);
+    assert.deepEqual(bytesOf(project), baseline.bytes, `docked ${dock}: the click aimed at Cancel applied the change`);
+    assert.equal(git(project.root, "status", "--porcelain"), baseline.status, `docked ${dock}: the working tree changed`);
+  }
 });

@@ -240,6 +240,8 @@ const en = {
   "job.closeWarning": "New edit closes this job: it can then no longer be reverted from the page.",
   "job.newEditConfirm":
     "Start a new edit? The {count} target(s) and instructions of this job are dropped (the applied change stays).",
+  "job.revertedConfirm":
+    "Start a new edit? The {count} target(s) and instructions of this job are dropped. Back to edit keeps them for another try.",
   "job.dismissConfirm":
     "Dismiss this job? Its {count} target(s) and instructions are dropped. Back to edit keeps them for another try; Copy prompt takes them elsewhere.",
   "job.newest": "Newest ↓",
@@ -517,6 +519,7 @@ const zh: Record<MessageKey, string> = {
   "visual.original": "这个元素和任务之前一样。",
   "job.closeWarning": "“新的修改”会关闭此任务：之后无法再从页面撤销它。",
   "job.newEditConfirm": "开始新的修改？此任务的 {count} 个目标及其说明将被丢弃（已应用的修改保留）。",
+  "job.revertedConfirm": "开始新的修改？此任务的 {count} 个目标及其说明将被丢弃。“返回编辑”可保留它们再试一次。",
   "job.dismissConfirm": "关闭此任务？它的 {count} 个目标及其说明将被丢弃。“返回编辑”可保留它们再试一次；“复制提示词”可带到别处。",
   "job.newest": "最新 ↓",
   "job.fellBack": "没有自动应用；请审阅：",

@@ -75,6 +75,7 @@ details > summary { cursor: pointer; font-weight: 600; font-size: 13px; }
 .sp-panel p { margin: 0; }
 .sp-muted { color: var(--sp-muted); font-size: 13px; }
 .sp-row { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; }
+.sp-row.sp-grow { flex: 1 1 auto; }
 .sp-col { display: flex; flex-direction: column; gap: 6px; }
 button, select, textarea, input { font: inherit; color: inherit; }
 .sp-btn {

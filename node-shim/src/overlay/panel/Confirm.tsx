@@ -7,7 +7,7 @@ import type { Ref } from "preact";
 import type { Controller } from "./controller.js";
 
 /**
- * "New edit" (and "Dismiss" of a failed job) drops the job's targets and instructions: asked inside the panel (not window.confirm), with
+ * "New edit" (after Apply or Revert; "Dismiss" of a failed job) drops the job's targets and instructions: asked inside the panel (not window.confirm), with
  * the focus on Keep and Esc = keep. Nothing here applies or reverts (issue 26, invariant 8).
  */
 export function NewEditConfirm({
@@ -19,8 +19,8 @@ export function NewEditConfirm({
   ctl: Controller;
   keep: Ref<HTMLButtonElement>;
   onKeep: () => void;
-  /** The question's i18n key: New edit after Apply, or Dismiss of a failed or cancelled job. */
-  question?: "job.newEditConfirm" | "job.dismissConfirm";
+  /** The question's i18n key: New edit after Apply or after Revert, or Dismiss of a failed or cancelled job. */
+  question?: "job.newEditConfirm" | "job.revertedConfirm" | "job.dismissConfirm";
 }) {
   const { t } = ctl;
   const count = ctl.state.job?.input?.targets.length ?? 0;

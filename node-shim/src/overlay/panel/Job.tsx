@@ -143,19 +143,22 @@ export function JobActions({ ctl }: { ctl: Controller }) {
     wasConfirming.current = confirming;
   }, [confirming]);
   const closing = status === "failed" || status === "cancelled";
-  if (confirming && (status === "applied" || closing))
+  // Closing the job drops its targets and instructions: asked first whenever the job had them.
+  const asks = status === "applied" || status === "reverted" || closing;
+  if (confirming && asks)
     return (
       <NewEditConfirm
         ctl={ctl}
         keep={keep}
         onKeep={() => setConfirming(false)}
-        question={closing ? "job.dismissConfirm" : "job.newEditConfirm"}
+        question={closing ? "job.dismissConfirm" : status === "reverted" ? "job.revertedConfirm" : "job.newEditConfirm"}
       />
     );
   const busy = job.busy ? "true" : undefined;
   return (
     <>
-      <div class="sp-row" role="group" aria-label={t("job.heading")}>
+      {/* Grows to the footer's width, so "far end" below is the footer's far end in every dock. */}
+      <div class="sp-row sp-grow" role="group" aria-label={t("job.heading")}>
         {RUNNING.has(status) && (
           // At the row's far end: Apply appears at its start when the review arrives, so a click aimed at Cancel
           // while the job ends never lands on Apply (invariant 8).
@@ -200,7 +203,7 @@ export function JobActions({ ctl }: { ctl: Controller }) {
             {t("action.revert")}
           </button>
         )}
-        {(status === "awaiting-review" || status === "failed" || status === "cancelled") && job.input && (
+        {(status === "awaiting-review" || status === "reverted" || closing) && job.input && (
           <button key="back" type="button" class="sp-btn" aria-disabled={busy} onClick={() => void ctl.closeJob(true)}>
             {t("action.backToEdit")}
           </button>
@@ -219,7 +222,7 @@ export function JobActions({ ctl }: { ctl: Controller }) {
             class="sp-btn"
             aria-disabled={busy}
             onClick={singleClick(() =>
-              (status === "applied" || closing) && job.input ? setConfirming(true) : void ctl.closeJob(false),
+              asks && job.input ? setConfirming(true) : void ctl.closeJob(false),
             )}
             title={status === "applied" ? t("job.closeWarning") : undefined}
           >
