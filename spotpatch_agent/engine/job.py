@@ -213,7 +213,8 @@ async def run_job(job: Job, adapter: ProviderAdapter, *, apply: AutoApply | None
 
 #: Words of a ``LIMIT_EXCEEDED`` message → the limit it names (the ledger's ``limit`` record).
 #: Most specific first (the stuck-call message also says "turns").
-_LIMIT_WORDS = (("same failing", "maxRepeatedFailedCalls"), ("again after its one correction", "argumentCorrections"),
+_LIMIT_WORDS = (("same failing", "maxRepeatedFailedCalls"), ("without acting on its result", "maxRepeatedFailedCalls"),
+                ("again after its one correction", "argumentCorrections"),
                 ("turns without finishing", "maxTurns"), ("tool calls", "maxToolCalls"),
                 ("took longer than", "toolTimeoutSec"), ("exceeded toolTimeoutSec", "toolTimeoutSec"),
                 ("arguments", "argumentBytes"), ("output limit", "maxOutputTokens"), ("KiB of text", "turnTextBytes"))

@@ -23,6 +23,12 @@ result says so and what to do instead. That happens at most ``maxRepeatedFailedC
 further repeat ends the job with ``LIMIT_EXCEEDED`` and its own diagnosis. Calls with other arguments run
 as usual. ``TOOL_ARGUMENTS_INVALID`` is left to the retry-once rule above.
 
+Repeated reads (issue 27: a small model at temperature 0 sent the same ``search_text`` in 11 turns running): a
+read-only call that succeeded, sent again in a later turn with the same arguments and the worktree unchanged,
+would return the same result the model already has. It is not run again; its answer says so and what to do
+with the result instead. The same bound applies (``maxRepeatedFailedCalls`` repeats answered, one more ends
+the job with its own ``LIMIT_EXCEEDED`` diagnosis).
+
 How a turn ends (docs/architecture.md "Output caps and turn endings"): every request carries the model
 profile's output cap; a turn whose text passes the adapter's text budget before any tool call is cut off
 there (``text_limit``); in turn 1 that, plain text and an answer cut at the output limit (``length``) are
@@ -48,7 +54,7 @@ import json
 import re
 import time
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -127,6 +133,9 @@ class LoopStats:
     #: (tool name, canonical arguments, worktree version) of a failed call → (turn it failed in, its tool
     #: error code, [repeats answered since]) (the stuck-call guard).
     failed_calls: dict[tuple[str, str, int], tuple[int, str | None, list[int]]] = field(default_factory=dict)
+    #: (tool name, canonical arguments, worktree version) of a read-only call that succeeded → (turn it ran in,
+    #: [repeats answered since]) (repeated reads).
+    read_calls: dict[tuple[str, str, int], tuple[int, ToolResult, list[int]]] = field(default_factory=dict)
 
 
 async def run_loop(
@@ -319,7 +328,8 @@ async def _execute_call(
         return stats.results[key]
     stuck_key = (call.name, _canonical(call.arguments_json), executor.version)
     # raises past the bound: never started
-    repeated = _repeat_of_failed_call(turn, call, stuck_key, budget, stats, executor)
+    repeated = (_repeat_of_failed_call(turn, call, stuck_key, budget, stats, executor)
+                or _repeat_of_read(turn, call, stuck_key, budget, stats, executor))
     events.emit("activity", phase="started", tool=call.name, tool_call_id=call.id, turn=turn)
     started = time.perf_counter()
     if repeated is not None:
@@ -342,6 +352,8 @@ async def _execute_call(
     if (repeated is None and not result.ok and call.invalid is None
             and result.code != ToolErrorCode.TOOL_ARGUMENTS_INVALID.value):
         stats.failed_calls.setdefault(stuck_key, (turn, result.code, [0]))
+    if repeated is None and result.ok and _is_read(executor, call.name):
+        stats.read_calls.setdefault(stuck_key, (turn, result, [0]))
     stats.results[key] = result
     duration_ms = int((time.perf_counter() - started) * 1000)
     events.emit(
@@ -393,6 +405,41 @@ def _repeat_of_failed_call(
               "failed; nothing has changed since, so it would fail the same way. Do not repeat it. "
               f"Instead: {instead}")
     return ToolResult(ok=False, output=output, code=code, retryable=True)
+
+
+def _is_read(executor: ToolExecutor, name: str) -> bool:
+    tool = executor.declared(name)
+    return tool is not None and tool.kind == "read"
+
+
+#: What a model that repeats a read it already has is told to do instead.
+_ACT_ON_READ = ("act on it: edit the file with what it shows, look somewhere else, or, when every target is done, "
+                "reply with your summary without calling tools.")
+
+
+def _repeat_of_read(
+    turn: int, call: ToolCallEvent, key: tuple[str, str, int], budget: LoopBudget, stats: LoopStats,
+    executor: ToolExecutor,
+) -> ToolResult | None:
+    """Repeated reads (module docstring): None when the call may run; else the answer to a read-only call
+    that already succeeded with the same arguments on the same worktree in an earlier turn. Raises
+    ``JobFailure(LIMIT_EXCEEDED)`` past the bound."""
+    seen = stats.read_calls.get(key)
+    if seen is None or seen[0] >= turn or call.invalid is not None or not _is_read(executor, call.name):
+        return None
+    first_turn, first, repeats = seen
+    repeats[0] += 1
+    if repeats[0] > budget.max_repeated_failed_calls:
+        raise JobFailure(ErrorCode.LIMIT_EXCEEDED, (
+            f"The model sent the same {call.name} call {repeats[0] + 1} times (identical arguments, files "
+            "unchanged) without acting on its result; the job stops instead of using up its turns "
+            "(maxRepeatedFailedCalls). Try again with a more specific instruction or another model, or copy the "
+            "prompt instead."))
+    output = (f"Not run again: you already made this exact {call.name} call (same arguments) in turn {first_turn} "
+              "and no file has changed since, so its result above is still current. Do not repeat it; "
+              + _ACT_ON_READ)
+    # The same path and bytes as the first call (the audit ledger's "what the agent read"), not its output.
+    return replace(first, output=output)
 
 
 def _apply_retry_rule(turn: int, name: str, result: ToolResult, stats: LoopStats, offered: frozenset[str]) -> None:

@@ -166,9 +166,13 @@ async def test_a_hostile_model_reveals_nothing_and_changes_nothing_outside(world
     turns_a = []
     for t in range(0, len(hostile_a), 30):
         chunk = hostile_a[t:t + 30]
-        # a successful call of each tool name ends the turn: the model "corrects" within the rules
-        tail = [call(f"okr{t}", "read_file", ok_read), call(f"okl{t}", "list_files", {"glob": "**", "maxResults": 50}),
-                call(f"oks{t}", "search_text", {"query": "export", "glob": None, "maxResults": 5})]
+        # a successful call of each tool name ends the turn: the model "corrects" within the rules (each turn
+        # asks something new: an identical read in a later turn is answered without running, tests/engine/
+        # test_turn_endings.py)
+        n = t // 30
+        tail = [call(f"okr{t}", "read_file", {**ok_read, "startLine": 1, "endLine": 1 + n}),
+                call(f"okl{t}", "list_files", {"glob": "**", "maxResults": 50 + n}),
+                call(f"oks{t}", "search_text", {"query": "export", "glob": None, "maxResults": 5 + n})]
         turns_a.append({"toolCalls": chunk + tail})
     turns_a += [{"toolCalls": [call("w", "replace_text", EDIT)]}, {"text": "done", "finishReason": "stop"}]
     snap, diff, events, server = await run_job(world, turns_a, monkeypatch, run, len(hostile_a))

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from spotpatch_agent.engine.job import limit_name
 from spotpatch_agent.engine.service import EngineService
 from spotpatch_agent.protocol.models import DEFAULT_MAX_OUTPUT_TOKENS, JobCreateParams, JobIdParams, TrustedConfig
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
@@ -143,6 +144,44 @@ async def test_the_repeat_bound_is_a_limit(root, monkeypatch) -> None:
     snap, _, _, server, _ = await run_job(root, turns, monkeypatch, maxRepeatedFailedCalls=3)
     assert snap.status == "awaiting-review", snap.error  # three repeats told, then the model changed course
     assert all("Not run" in tool_output(server, i + 1, f"b{i}") for i in (1, 2, 3))
+
+
+@pytest.mark.anyio
+async def test_a_repeated_read_is_answered_without_running_then_stops_the_job(root, monkeypatch) -> None:
+    # Issue 27: Qwen2.5-Coder-1.5B at temperature 0 sent this search_text in 11 turns running.
+    search = {"query": "Go", "glob": "src/App.tsx", "maxResults": 1}
+    turns = [{"toolCalls": [call("s1", "search_text", search)]},
+             {"toolCalls": [call("s2", "search_text", search)]},              # repeat → told, not run
+             {"toolCalls": [call("r1", "read_file", READ_APP)]},               # another read runs
+             {"toolCalls": [call("s3", "search_text", search)]},              # repeat again → the job ends
+             DONE]
+    snap, diff, events, server, ledger = await run_job(root, turns, monkeypatch)
+    assert snap.status == "failed" and snap.error is not None and snap.error.code == "LIMIT_EXCEEDED"
+    assert "same search_text call 3 times" in snap.error.message
+    assert "without acting on its result" in snap.error.message and "maxRepeatedFailedCalls" in snap.error.message
+    assert limit_name(snap.error.message) == "maxRepeatedFailedCalls"  # the ledger's `limit` record
+    assert "src/App.tsx:1:" in tool_output(server, 1, "s1")
+    told = tool_output(server, 2, "s2")
+    assert told.startswith("Not run again: you already made this exact search_text call (same arguments) in turn 1")
+    assert "src/App.tsx:1:" not in told and "edit the file" in told
+    assert ">Go<" in tool_output(server, 3, "r1")
+    assert [f[:3] for f in finished(events)] == [("s1", "search_text", True), ("s2", "search_text", True),
+                                                ("r1", "read_file", True)]
+    assert len(server.requests) == 4 and diff.diff == ""
+
+
+@pytest.mark.anyio
+async def test_a_read_repeated_after_a_write_runs_again_and_a_told_model_can_go_on(root, monkeypatch) -> None:
+    turns = [{"toolCalls": [call("r1", "read_file", READ_APP)]},
+             {"toolCalls": [call("r2", "read_file", READ_APP)]},               # told: already read
+             {"toolCalls": [call("w", "replace_text", EDIT)]},
+             {"toolCalls": [call("r3", "read_file", READ_APP)]},               # the file changed: read again
+             DONE]
+    snap, diff, _, server, _ = await run_job(root, turns, monkeypatch)
+    assert snap.status == "awaiting-review", snap.error
+    assert tool_output(server, 2, "r2").startswith("Not run again")
+    assert ">Start<" in tool_output(server, 4, "r3")
+    assert ">Start<" in diff.diff
 
 
 # ---------------------------------------------------------------- part 4: an in-stream server error

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from spotpatch_agent.demo.script import PRODUCT_CARD, demo_turns
+from spotpatch_agent.demo.script import demo_turns
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from tests.e2e.test_methods import PROBE_TURNS
 from tests.e2e.test_serve_job import KEY_ENV, annotation, config_for, job_worktrees
@@ -42,11 +42,11 @@ SERVED_WITHIN = 3.0
 
 
 def filler_turn(i: int) -> dict:
-    """A turn with a ~11.7 KB message (3-byte UTF-8 characters) and one read_file call."""
+    """A turn with a ~11.7 KB message (3-byte UTF-8 characters) and one read-only call, different in each turn
+    (an identical read in a later turn would be answered without running and, repeated, end the job)."""
     text = f"turn {i}: " + ("価格テキスト確認中" * 433)[:3890]
     return {"text": text, "textChunks": 2,
-            "toolCalls": [{"id": f"read-{i}", "name": "read_file",
-                           "arguments": {"path": PRODUCT_CARD, "startLine": None, "endLine": None}}]}
+            "toolCalls": [{"id": f"read-{i}", "name": "list_files", "arguments": {"glob": "**", "maxResults": 1 + i}}]}
 
 
 def wait_until(predicate, timeout: float, what: str) -> float:
