@@ -217,12 +217,31 @@ TRUSTED_AUTO_GUIDANCE = (
 )
 
 
+def start_here(annotation: SpotAnnotation, context: PromptContext | None, edit_format: EditFormat = "replace") -> str:
+    """The task's closing line when excerpts show targets' source lines (issue 27: a 1.5B model given the lines
+    listed and searched files first): where the lines are, and to edit them directly. Empty without excerpts."""
+    locations = context.locations if context is not None else {}
+    shown = [t for t in annotation.targets
+             if t.source is not None and t.area is None and _excerpt_for(locations, t.index) is not None]
+    if not shown:
+        return ""
+    where = "; ".join(f"Target {t.index}: {escape_bidi(t.source.file)} line {t.source.line}"
+                      for t in shown if t.source is not None)
+    how = ("call edit_lines with the anchors shown there" if edit_format == "anchors" else
+           "call replace_text with oldText copied exactly from those lines (never from the page text)")
+    rest = ("" if len(shown) == len(annotation.targets)
+            else " Find the other targets' code with search_text or read_file first.")
+    return (f"Start here: the source lines of {where} are shown above. Edit them directly, one target at a "
+            f"time: {how}; no need to list or search files for them.{rest}\n")
+
+
 def agent_task(annotation: SpotAnnotation, *, max_turns: int, max_tool_calls: int, trusted_auto: bool = False,
                context: PromptContext | None = None, tag_checks: Mapping[int, TagCheck] | None = None,
                edit_format: EditFormat = "replace") -> str:
     """The first user message of a job: the v1 prompt (the same text ``prompt/render`` gives for the same
-    ``context`` and ``tag_checks``), then the same-directory samples, the budget and (in ``trusted-auto``)
-    the fast-path guidance: the agent's working rules (naming ``edit_lines`` under ``edit_format`` anchors)."""
+    ``context`` and ``tag_checks``), then the same-directory samples, the budget, (in ``trusted-auto``)
+    the fast-path guidance (naming ``edit_lines`` under ``edit_format`` anchors) and, last, where to start
+    (:func:`start_here`)."""
     samples = context.conventions.samples if context is not None else ""
     guidance = TRUSTED_AUTO_GUIDANCE
     if edit_format == "anchors":
@@ -233,4 +252,5 @@ def agent_task(annotation: SpotAnnotation, *, max_turns: int, max_tool_calls: in
         + f"\nBudget: at most {max_turns} turns and {max_tool_calls} tool calls in total. "
         "Your first reply must call a tool.\n"
         + (guidance if trusted_auto else "")
+        + start_here(annotation, context, edit_format)
     )

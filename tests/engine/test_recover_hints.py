@@ -59,6 +59,11 @@ async def test_the_small_models_mistakes_are_answered_with_what_to_copy(tmp_path
     save, price = first.split("## Target 2")
     assert PAGE_TEXT_NOT_IN_SOURCE not in save  # "Save" is in the source as written
     assert f'Element text (data): "$19.5"\n{PAGE_TEXT_NOT_IN_SOURCE}' in price
+    # The message ends with where to start (the 1.5B model listed and searched files first without it).
+    assert first.rstrip().endswith(
+        f"Start here: the source lines of Target 1: {PRODUCT_CARD} line 12; Target 2: {PRODUCT_CARD} line 11 are "
+        "shown above. Edit them directly, one target at a time: call replace_text with oldText copied exactly "
+        "from those lines (never from the page text); no need to list or search files for them.")
     page_text = answer(1)
     assert page_text.startswith("ERROR PATCH_REJECTED: oldText was not found in src/components/ProductCard.tsx")
     assert "Target 2's element shows \"$19.5\" on the page" in page_text
@@ -79,3 +84,24 @@ async def test_the_small_models_mistakes_are_answered_with_what_to_copy(tmp_path
             if message["role"] == "tool":
                 assert "ItemList" not in content and "Header" not in content  # no other file's lines
     assert "${price.toFixed(2)}" in diff.diff and "btn btn-primary" in diff.diff
+
+
+@pytest.mark.anyio
+async def test_start_here_names_edit_lines_under_anchors_and_only_targets_with_shown_lines(tmp_path: Path) -> None:
+    from spotpatch_agent.context.build import project_prompt_context
+    from spotpatch_agent.engine.prompt import start_here
+    from spotpatch_agent.protocol.models import Limits, SpotAnnotation
+
+    project = make_demo_project(tmp_path / "app")
+    unknown = {**DEMO_TARGETS[1], "source": None}
+    for targets, edit_format, expected in [
+        (DEMO_TARGETS, "anchors", "call edit_lines with the anchors shown there; no need to list or search"),
+        ([DEMO_TARGETS[0], unknown], "replace",
+         (f"Target 1: {PRODUCT_CARD} line 12 are shown above. Edit them directly, one target at a time: call "
+          "replace_text with oldText copied exactly from those lines (never from the page text); no need to list "
+          "or search files for them. Find the other targets' code with search_text or read_file first.\n")),
+    ]:
+        annotation = SpotAnnotation.model_validate({**ANNOTATION, "targets": targets})
+        context = await project_prompt_context(project, annotation, limits=Limits())
+        assert expected in start_here(annotation, context, edit_format)
+    assert start_here(SpotAnnotation.model_validate(ANNOTATION), None) == ""  # nothing shown: nothing said
