@@ -134,7 +134,7 @@ test("finding 10: a failed job shows its error once and offers Copy prompt of it
   assert.match(error, /^CHECK_FAILED: /);
   assert.equal(await visibleCount(panel, error.slice("CHECK_FAILED: ".length)), 1, "the error message once");
   await panel.getByRole("button", { name: "Copy prompt" }).click();
-  await panel.getByText("The prompt for 2 target(s) is on the clipboard.").waitFor();
+  await panel.getByText("The prompt for 2 targets is on the clipboard.").waitFor();
   const text = await clipboard(page);
   assert.ok(text.includes(SAVE_INSTRUCTION) && text.includes(PRICE_INSTRUCTION), "both instructions are in the prompt");
   await snap(page, "findings2-10-failed");
@@ -144,7 +144,7 @@ test("finding 10: a failed job shows its error once and offers Copy prompt of it
   // Dismiss drops the targets and instructions: asked first, like New edit (focus on Keep, Esc keeps).
   const dismiss = panel.getByRole("group", { name: "Job" }).getByRole("button", { name: "Dismiss" });
   await dismiss.click();
-  await panel.getByText(/^Dismiss this job\? Its 2 target\(s\) and instructions are dropped\./).waitFor();
+  await panel.getByText(/^Dismiss this job\? Its 2 targets and instructions are dropped\./).waitFor();
   await focusOn(page, "button:Keep them"); // the safe choice has the focus
   await page.keyboard.press("Escape");
   await dismiss.waitFor();
@@ -162,7 +162,7 @@ test("finding 10: without AI, Copy prompt of the targets", async (t) => {
   const panel = panelOf(page);
   await panel.getByRole("textbox", { name: "Instruction for target 1" }).fill(SAVE_INSTRUCTION);
   await panel.getByRole("button", { name: "Copy prompt" }).click();
-  await panel.getByText("The prompt for 2 target(s) is on the clipboard.").waitFor();
+  await panel.getByText("The prompt for 2 targets is on the clipboard.").waitFor();
   assert.ok((await clipboard(page)).includes(SAVE_INSTRUCTION));
 });
 
@@ -175,7 +175,7 @@ test("finding 10: with no engine at all (its command fails to start), Copy promp
   await panel.getByRole("textbox", { name: "Instruction for target 1" }).fill(SAVE_INSTRUCTION);
   await panel.getByRole("textbox", { name: "Instruction for target 2" }).fill(PRICE_INSTRUCTION);
   await panel.getByRole("button", { name: "Copy prompt" }).click();
-  await panel.getByText(/^The prompt for 2 target\(s\) is on the clipboard, built in the page: the engine is not available/).waitFor();
+  await panel.getByText(/^The prompt for 2 targets is on the clipboard, built in the page: the engine is not available/).waitFor();
   const text = await clipboard(page);
   assert.match(text, /## Target 1: <button> in src\/components\/ProductCard\.tsx:\d+/);
   assert.ok(text.includes(`Instruction: ${SAVE_INSTRUCTION}`) && text.includes(`Instruction: ${PRICE_INSTRUCTION}`));
@@ -203,7 +203,7 @@ test("finding 11: New edit asks inside the panel: focus on Keep, Esc keeps, noth
   await page.keyboard.press("Enter");
   const question = panel.locator("[data-sp-confirm]");
   await question.waitFor();
-  assert.match(await question.innerText(), /Start a new edit\? The 2 target\(s\) and instructions of this job are dropped/);
+  assert.match(await question.innerText(), /Start a new edit\? The 2 targets and instructions of this job are dropped/);
   await focusOn(page, "button:Keep them"); // the safe choice has the focus
   assert.equal(await panel.getByRole("button", { name: "Revert" }).count(), 0, "no Revert inside the question");
   const serious = seriousViolations(await axeScan(page));

@@ -271,7 +271,7 @@ test("finding 8: the Copy prompt and Open in editor confirmations appear in view
   await panel.getByRole("button", { name: "Copy prompt" }).click();
   const notice = panel.locator(".sp-body > .sp-note[role]").first();
   await notice.waitFor();
-  assert.match(await notice.innerText(), /The prompt for 5 target\(s\) is on the clipboard\./);
+  assert.match(await notice.innerText(), /The prompt for 5 targets is on the clipboard\./);
   assert.equal(await notice.evaluate(inBodyView), true, `the confirmation is in view: ${await notice.innerText()}`);
   await snap(page, "findings-8-copied-in-view");
   await panel.getByRole("button", { name: "Dismiss" }).first().click();
@@ -338,7 +338,7 @@ test("finding 16: Copy prompt shows the engine's prompt/render warnings (a sourc
   const notice = panel.locator(".sp-body > .sp-note[role]").first();
   await notice.waitFor();
   const text = await notice.innerText();
-  assert.match(text, /The prompt for 1 target\(s\) is on the clipboard\. Check the prompt: Target 1: .*line 9 is past the end/);
+  assert.match(text, /The prompt for 1 target is on the clipboard\. Check the prompt: Target 1: .*line 9 is past the end/);
   assert.doesNotMatch(text, /Target 1: Target 1/);
   await snap(page, "findings-16-prompt-warnings");
 });

@@ -25,7 +25,7 @@ test("(d) Cancel mid-job: the run stops, nothing is applied, Back to edit restor
   await panel.getByRole("status").filter({ hasText: "The model is working" }).waitFor();
   // Re-picking while it runs goes to the composer, never into the running job.
   await page.locator("ul.items li").first().click({ modifiers: ["Alt"] });
-  await panel.getByText("1 new target(s) wait in the composer for the next job.").waitFor();
+  await panel.getByText("1 new target waits in the composer for the next job.").waitFor();
   await panel.getByRole("status").filter({ hasText: "The model is working" }).waitFor();
   await snap(page, "d-1-running");
   await panel.getByRole("button", { name: "Cancel" }).click();

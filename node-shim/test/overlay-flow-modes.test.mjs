@@ -43,7 +43,7 @@ test("(b) AI off: Copy prompt puts the prompt on the clipboard, Open in editor a
   assert.deepEqual(opened, ["src/components/ProductCard.tsx:12:7", "src/components/ProductCard.tsx:11:7"]);
 
   await panel.getByRole("button", { name: "Copy prompt" }).click();
-  await panel.getByText("The prompt for 2 target(s) is on the clipboard.").waitFor();
+  await panel.getByText("The prompt for 2 targets is on the clipboard.").waitFor();
   const clipboard = await page.evaluate(() => navigator.clipboard.readText());
   assert.match(clipboard, /Source: src\/components\/ProductCard\.tsx:12:7/);
   assert.match(clipboard, /Source: src\/components\/ProductCard\.tsx:11:7/);

@@ -120,7 +120,7 @@ test('sandbox "warn" and no sandbox: the health area warns before Submit, the re
   assert.equal(await lint.getByText("sandboxed", { exact: true }).count(), 0);
   await panel
     .getByRole("note")
-    .filter({ hasText: "1 check(s) ran without the sandbox: as you, with your network, home directory and files" })
+    .filter({ hasText: "1 check ran without the sandbox: as you, with your network, home directory and files" })
     .waitFor();
   await (await timelineCheck(page, "Lint")).getByText("ran without the sandbox").waitFor();
   await lint.scrollIntoViewIfNeeded();

@@ -83,7 +83,8 @@ async function typeInstruction(page, project, baseline, step) {
 const altClick = (page, locator) => locator.click({ modifiers: ["Alt"], position: { x: 12, y: 8 } });
 
 /** The panel's line about targets waiting for the next job (the review stays as it is). */
-const waiting = (panel, count) => panel.getByText(`${count} new target(s) wait in the composer for the next job.`);
+const waiting = (panel, count) =>
+  panel.getByText(`${count} new ${count === 1 ? "target waits" : "targets wait"} in the composer for the next job.`);
 
 /** The demo app with a job ready for review (submitted with the mouse), the focus recorder on. */
 async function reviewPending(t) {
@@ -280,7 +281,7 @@ test("a double-click never lands on what replaced the button: Apply's second cli
 
   // After Revert, New edit asks too (the targets and instructions would be dropped); Back to edit keeps them.
   await panel.getByRole("button", { name: "New edit" }).click();
-  await panel.getByText(/Start a new edit\? The 2 target\(s\) .* are dropped\. Back to edit keeps them/).waitFor();
+  await panel.getByText(/Start a new edit\? The 2 targets and instructions .* are dropped\. Back to edit keeps them/).waitFor();
   await page.keyboard.press("Escape");
   await panel.getByRole("button", { name: "Back to edit" }).click();
   const first = panel.getByRole("textbox", { name: "Instruction for target 1" });

@@ -55,7 +55,7 @@ test("svelte-nested: the inner button's usage chain on the card and in the copy 
   await card.getByText(`Used at ${expected.map((s) => `<${s.component}> ${s.file}:${s.line}`).join(" ← ")}`).waitFor();
 
   await panel.getByRole("button", { name: "Copy prompt" }).click();
-  await panel.getByText("The prompt for 1 target(s) is on the clipboard.").waitFor();
+  await panel.getByText("The prompt for 1 target is on the clipboard.").waitFor();
   assert.deepEqual(renders[0].annotation.targets[0].usageChain, expected, "sent exactly, innermost first");
   assert.deepEqual(renders[0].annotation.targets[0].source, { ...own, component: "Button" });
   const clipboard = await page.evaluate(() => navigator.clipboard.readText());

@@ -64,7 +64,7 @@ for (const app of ["nested-react", "nested-preact"]) {
     await card.getByText(`Used at ${shown}`).waitFor();
 
     await panel.getByRole("button", { name: "Copy prompt" }).click();
-    await panel.getByText("The prompt for 1 target(s) is on the clipboard.").waitFor();
+    await panel.getByText("The prompt for 1 target is on the clipboard.").waitFor();
     assert.deepEqual(renders[0].annotation.targets[0].usageChain, expected, "sent exactly, innermost first");
     // React names the element's component from its fiber; Preact's name is in the chain only.
     const named = app === "nested-react" ? { component: "Button" } : {};

@@ -87,13 +87,13 @@ const en = {
   "composer.max": "At most {max} targets per job.",
   "composer.needInstruction": "Write an instruction for every target.",
   "composer.tooLong": "The instruction for target {n} is longer than {max} characters.",
-  "composer.waiting": "{count} new target(s) wait in the composer for the next job.",
+  "composer.waiting": "{count} new {count:target waits|targets wait} in the composer for the next job.",
   "composer.opened":
     "Asked the dev server to open {location} in your editor. Nothing opened, or the wrong editor? Vite launches the editor named by the LAUNCH_EDITOR environment variable (for example LAUNCH_EDITOR=code): set it where you start the dev server, then restart it.",
   "composer.openFailed": "The editor could not be opened: {message}",
-  "composer.copied": "The prompt for {count} target(s) is on the clipboard.",
+  "composer.copied": "The prompt for {count} {count:target|targets} is on the clipboard.",
   "composer.copiedLocal":
-    "The prompt for {count} target(s) is on the clipboard, built in the page: the engine is not available, so it has no source excerpts.",
+    "The prompt for {count} {count:target|targets} is on the clipboard, built in the page: the engine is not available, so it has no source excerpts.",
   "composer.copyFailed": "Copying failed: {message}",
   "composer.copyWarnings": "Check the prompt: {list}.",
 
@@ -239,11 +239,11 @@ const en = {
   "visual.original": "The element looks as it did before the job.",
   "job.closeWarning": "New edit closes this job: it can then no longer be reverted from the page.",
   "job.newEditConfirm":
-    "Start a new edit? The {count} target(s) and instructions of this job are dropped (the applied change stays).",
+    "Start a new edit? The {count} {count:target|targets} and instructions of this job are dropped (the applied change stays).",
   "job.revertedConfirm":
-    "Start a new edit? The {count} target(s) and instructions of this job are dropped. Back to edit keeps them for another try.",
+    "Start a new edit? The {count} {count:target|targets} and instructions of this job are dropped. Back to edit keeps them for another try.",
   "job.dismissConfirm":
-    "Dismiss this job? Its {count} target(s) and instructions are dropped. Back to edit keeps them for another try; Copy prompt takes them elsewhere.",
+    "Dismiss this job? Its {count} {count:target|targets} and instructions are dropped. Back to edit keeps them for another try; Copy prompt takes them elsewhere.",
   "job.newest": "Newest ↓",
   "job.fellBack": "Not applied automatically; review it:",
   "job.lost": "The job is no longer known to the engine: {message}",
@@ -276,7 +276,7 @@ const en = {
   "audit.lineMissed": "not the offered line {line}",
   "audit.changed": "not the bytes it was offered",
   "review.unconfined":
-    "{count} check(s) ran without the sandbox: as you, with your network, home directory and files, on code the model could change.",
+    "{count} {count:check|checks} ran without the sandbox: as you, with your network, home directory and files, on code the model could change.",
   "check.sandboxed": "sandboxed",
   "check.unconfined": "ran without the sandbox",
   "check.network": "ran with network access",
@@ -587,12 +587,21 @@ export function initialLang(
   return /^zh\b/i.test(language ?? "") ? "zh-CN" : "en";
 }
 
+/**
+ * `{name}` is the variable; `{name:one|other}` picks the word for that number in the language's plural rule
+ * (English "1 target", "2 targets"; Chinese has one form and does not use it).
+ */
 export function translator(lang: Lang): Translate {
   const table = CATALOG[lang];
+  const plural = new Intl.PluralRules(lang);
   return (key, vars) => {
     const text = table[key] ?? en[key] ?? key;
     return vars
-      ? text.replace(/\{(\w+)\}/g, (whole, name: string) => (name in vars ? String(vars[name]) : whole))
+      ? text.replace(/\{(\w+)(?::([^|{}]*)\|([^{}]*))?\}/g, (whole, name: string, one?: string, other?: string) => {
+          if (!(name in vars)) return whole;
+          if (one === undefined) return String(vars[name]);
+          return plural.select(Number(vars[name])) === "one" ? one : (other ?? "");
+        })
       : text;
   };
 }
