@@ -272,6 +272,7 @@ test("finding 13: the pick hint speaks to pointer and keyboard (no “centre of 
   const text = await hint.jsonValue();
   assert.doesNotMatch(text, /centre|center/i);
   assert.match(text, /With the keyboard, the arrows move from the outlined element/);
+  assert.match(text, /Enter picks it, Shift\+Enter picks and stays\./, "the keyboard hint says how to pick");
   await snap(page, "findings2-13-pick-hint");
 });
 

@@ -65,9 +65,9 @@ const en = {
   "pick.label.unknown": "source unknown",
   "pick.frozen": "frozen",
   "pick.start.located":
-    "With the keyboard, the arrows move from the outlined element (the first with a source location).",
+    "With the keyboard, the arrows move from the outlined element (the first with a source location); Enter picks it, Shift+Enter picks and stays.",
   "pick.start.focusable":
-    "With the keyboard, the arrows move from the outlined element (the first focusable one).",
+    "With the keyboard, the arrows move from the outlined element (the first focusable one); Enter picks it, Shift+Enter picks and stays.",
   "pick.toolbar": "Picking tools",
   "pick.status.picking": "Pick mode is on.",
   "pick.status.area": "Drag over an area of the page.",
@@ -351,8 +351,8 @@ const zh: Record<MessageKey, string> = {
   "pick.shortcut": "快捷键 {shortcut} 进入选取；Alt+单击直接选取一个元素。",
   "pick.label.unknown": "源码位置未知",
   "pick.frozen": "已冻结",
-  "pick.start.located": "使用键盘时，方向键从已框出的元素（第一个带源码位置的元素）开始移动。",
-  "pick.start.focusable": "使用键盘时，方向键从已框出的元素（第一个可聚焦的元素）开始移动。",
+  "pick.start.located": "使用键盘时，方向键从已框出的元素（第一个带源码位置的元素）开始移动；Enter 选取，Shift+Enter 选取并继续。",
+  "pick.start.focusable": "使用键盘时，方向键从已框出的元素（第一个可聚焦的元素）开始移动；Enter 选取，Shift+Enter 选取并继续。",
   "pick.toolbar": "选取工具",
   "pick.status.picking": "选取模式已开启。",
   "pick.status.area": "在页面上拖出一个区域。",
