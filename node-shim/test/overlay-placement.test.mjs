@@ -291,6 +291,14 @@ test("390×844: pick mode collapses the panel so the pointer picks; the review d
   // The review opens at its top (status and summary), not where the live timeline had scrolled the body to.
   assert.ok(await panelOf(page).locator("#sp-job-h").evaluate(inBodyView), "the job's heading and status are in view");
   await docShot(page, "overlay-mobile");
+  // The resize handle's range is the one it can reach: End stops at the share the small viewport allows.
+  const max = Number(await separator(page).getAttribute("aria-valuemax"));
+  assert.ok(max <= MOBILE.height * 0.4 + 1, `aria-valuemax ${max} is within the 40% the panel can take`);
+  await separator(page).focus();
+  await page.keyboard.press("End");
+  await page.waitForTimeout(200);
+  assert.equal(await valueNow(page), max, "End reaches aria-valuemax");
+  assert.ok((await panelBox(page)).height <= max + 1, "and the panel is that tall, no taller");
   assert.deepEqual(page.errors, []);
 });
 

@@ -81,9 +81,14 @@ export function parsePlacement(text: string | null): Placement {
 
 export const isSmall = (viewport: Viewport): boolean => viewport.width < SMALL_WIDTH;
 
-/** The largest size a dock may take on this viewport (px): width for left/right, height for bottom. */
+/**
+ * The largest size a dock may take on this viewport (px): width for left/right, height for bottom. On a small
+ * viewport the bottom dock stops at its share, so the page stays pickable; the resize handle's range says the same.
+ */
 export function maxSize(dock: Dock, viewport: Viewport): number {
-  return dock === "bottom" ? Math.max(MIN_HEIGHT, viewport.height - 2 * MARGIN) : Math.max(MIN_WIDTH, viewport.width - 2 * MARGIN);
+  if (dock !== "bottom") return Math.max(MIN_WIDTH, viewport.width - 2 * MARGIN);
+  const full = viewport.height - 2 * MARGIN;
+  return Math.max(MIN_HEIGHT, isSmall(viewport) ? Math.min(full, Math.round(viewport.height * BOTTOM_SHARE)) : full);
 }
 
 export function minSize(dock: Dock, viewport: Viewport): number {
@@ -96,9 +101,7 @@ export const clampSize = (dock: Dock, size: number, viewport: Viewport): number 
 /** The dock's size: the user's, else the default (wide for a review with a diff); a small viewport caps the bottom. */
 export function dockSize(placement: Placement, dock: Dock, viewport: Viewport, wide: boolean): number {
   if (dock === "bottom") {
-    const share = Math.round(viewport.height * BOTTOM_SHARE);
-    const height = placement.height ?? share;
-    return clampSize(dock, isSmall(viewport) ? Math.min(height, share) : height, viewport);
+    return clampSize(dock, placement.height ?? Math.round(viewport.height * BOTTOM_SHARE), viewport);
   }
   return clampSize(dock, placement.width ?? (wide ? WIDE_WIDTH : DEFAULT_WIDTH), viewport);
 }
