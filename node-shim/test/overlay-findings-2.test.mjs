@@ -137,12 +137,15 @@ test("finding 10: a failed job shows its error once and offers Copy prompt of it
   await panel.getByText("The prompt for 2 targets is on the clipboard.").waitFor();
   const text = await clipboard(page);
   assert.ok(text.includes(SAVE_INSTRUCTION) && text.includes(PRICE_INSTRUCTION), "both instructions are in the prompt");
+  // The notice's own Dismiss is named apart from the job's: one button is exactly "Dismiss".
+  assert.equal(await panel.getByRole("button", { name: "Dismiss", exact: true }).count(), 1);
+  assert.equal(await panel.getByRole("button", { name: "Dismiss this message", exact: true }).count(), 1);
   await snap(page, "findings2-10-failed");
   const serious = seriousViolations(await axeScan(page));
   assert.deepEqual(serious, [], `axe: ${JSON.stringify(serious, null, 1)}`);
 
   // Dismiss drops the targets and instructions: asked first, like New edit (focus on Keep, Esc keeps).
-  const dismiss = panel.getByRole("group", { name: "Job" }).getByRole("button", { name: "Dismiss" });
+  const dismiss = panel.getByRole("group", { name: "Job" }).getByRole("button", { name: "Dismiss", exact: true });
   await dismiss.click();
   await panel.getByText(/^Dismiss this job\? Its 2 targets and instructions are dropped\./).waitFor();
   await focusOn(page, "button:Keep them"); // the safe choice has the focus

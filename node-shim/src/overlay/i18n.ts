@@ -57,6 +57,7 @@ const en = {
   "action.keepTargets": "Keep them",
   "action.dropTargets": "Drop them and start a new edit",
   "action.dismiss": "Dismiss",
+  "action.dismissMessage": "Dismiss this message",
   "action.clearAll": "Remove all targets",
 
   "pick.hint":
@@ -345,6 +346,7 @@ const zh: Record<MessageKey, string> = {
   "action.keepTargets": "保留",
   "action.dropTargets": "丢弃并开始新的修改",
   "action.dismiss": "关闭",
+  "action.dismissMessage": "关闭此消息",
   "action.clearAll": "移除全部目标",
 
   "pick.hint": "悬停高亮，单击选取，Shift+单击继续添加，方向键选父/子元素，F 冻结，Esc 退出。",
