@@ -125,6 +125,10 @@ class ConfigFileError(Exception):
         self.lines = lines or []
 
 
+#: The largest config file read (1 MiB; a real one is a few KB); the Vite plugin has the same cap (config-file.ts).
+MAX_CONFIG_FILE_BYTES = 1 << 20
+
+
 def read_config_file(file: Path) -> TrustedConfig:
     """The ``TrustedConfig`` in ``file`` (UTF-8, a leading BOM allowed); raises :class:`ConfigFileError`
     for a file that is not a regular file (a folder, a FIFO) or cannot be read (no permission), is not JSON
@@ -134,6 +138,10 @@ def read_config_file(file: Path) -> TrustedConfig:
     if file.exists() and not file.is_file():  # a FIFO would block for good; a folder cannot be read
         raise ConfigFileError("is not a regular file")
     try:
+        size = file.stat().st_size
+        if size > MAX_CONFIG_FILE_BYTES:  # before parsing: validation time grows faster than the file
+            raise ConfigFileError(f"is {size} bytes, over the {MAX_CONFIG_FILE_BYTES} a config may have (a SpotPatch "
+                                  "config is a few kilobytes)")
         raw = json.loads(file.read_text("utf-8-sig"))
     except OSError as exc:  # its str() names the absolute path; the reason alone is enough
         raise ConfigFileError(f"cannot be read ({exc.strerror or type(exc).__name__})") from None

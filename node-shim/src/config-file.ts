@@ -32,7 +32,11 @@ export function readConfigFile(projectRoot: string): TrustedConfig | undefined {
   let bytes: Buffer;
   try {
     // A FIFO would block the dev server's start for good; a folder says EISDIR anyway.
-    if (!statSync(file).isFile()) throw invalid("is not a regular file", [], "make it a regular file, or remove it.");
+    const stat = statSync(file);
+    if (!stat.isFile()) throw invalid("is not a regular file", [], "make it a regular file, or remove it.");
+    // Read and checked before anything parses it: schema validation time grows faster than the file.
+    if (stat.size > MAX_CONFIG_FILE_BYTES)
+      throw invalid(`is ${stat.size} bytes, over the ${MAX_CONFIG_FILE_BYTES} a config may have`, [], SIZE_FIX);
     bytes = readFileSync(file);
   } catch (error) {
     if (!(error as NodeJS.ErrnoException).code) throw error;
@@ -97,6 +101,10 @@ export function checkConfigFile(value: unknown): TrustedConfig {
 
 /** At most this many problems are listed (a file pasted from elsewhere can have hundreds). */
 export const MAX_PROBLEMS = 30;
+
+/** The largest spotpatch.config.json read (1 MiB; a real one is a few KB), as `run` and `doctor` (run_cli.py). */
+export const MAX_CONFIG_FILE_BYTES = 1 << 20;
+const SIZE_FIX = "a SpotPatch config is a few kilobytes: keep the providers, checks and limits you use (docs/configuration.md).";
 const KEYS_FIX = "fix the keys listed (docs/configuration.md; unknown keys are errors).";
 const JSON_FIX = "fix the file: valid JSON in UTF-8 (an editor using the file's \"$schema\" shows where).";
 

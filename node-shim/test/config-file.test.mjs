@@ -176,4 +176,7 @@ test("the file: a JSON error never quotes the text (a pasted key, a link to anot
   rmSync(file);
   mkdirSync(file);
   readFails(/spotpatch\.config\.json \(at the project root\) is not a regular file\.$/);
+  rmSync(file, { recursive: true });
+  writeFileSync(file, "{}" + " ".repeat(1 << 20)); // refused before parsing, as run and doctor refuse it
+  readFails(/spotpatch\.config\.json \(at the project root\) is 1048578 bytes, over the 1048576 a config may have\.$/);
 });

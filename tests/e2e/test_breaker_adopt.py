@@ -40,11 +40,11 @@ def test_run_never_echoes_a_key_pasted_into_the_config_file(tmp_path: Path) -> N
     assert CANARY not in doctor.stdout + doctor.stderr
 
 
-@pytest.mark.parametrize("kind", ["folder", "fifo", "deeply-nested"])
+@pytest.mark.parametrize("kind", ["folder", "fifo", "deeply-nested", "oversized"])
 def test_an_unusable_config_file_is_a_usage_error_without_a_traceback(tmp_path: Path, kind: str) -> None:
-    """A folder or a FIFO (reading it would block for good) named spotpatch.config.json, or JSON nested deeper
-    than the parser's recursion: ``run`` exits 2 with one line naming the file (``--json``: the usage-error
-    object), ``doctor`` fails the config item."""
+    """A folder or a FIFO (reading it would block for good) named spotpatch.config.json, JSON nested deeper
+    than the parser's recursion, or a file over 1 MiB: ``run`` exits 2 with one line naming the file
+    (``--json``: the usage-error object), ``doctor`` fails the config item."""
     root = app(tmp_path)
     file = root / "spotpatch.config.json"
     if kind in ("folder", "fifo"):
@@ -53,6 +53,10 @@ def test_an_unusable_config_file_is_a_usage_error_without_a_traceback(tmp_path: 
         else:
             os.mkfifo(file)
         expected = "spotpatch.config.json is not a regular file"
+    elif kind == "oversized":  # refused before parsing (the Vite plugin has the same cap)
+        file.write_text("{}" + " " * (1 << 20))
+        expected = ("spotpatch.config.json is 1048578 bytes, over the 1048576 a config may have (a SpotPatch config "
+                    "is a few kilobytes)")
     else:
         file.write_text("[" * 100_000 + "]" * 100_000)
         expected = "spotpatch.config.json is not usable JSON: it is nested too deeply"
