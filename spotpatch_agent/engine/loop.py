@@ -391,20 +391,25 @@ def _repeat_of_failed_call(
     if seen is None or seen[0] >= turn or call.invalid is not None:
         return None
     failed_turn, code, repeats = seen
-    repeats[0] += 1
     name = call.name if _ECHOABLE_NAME.fullmatch(call.name) else "an undeclared tool"
-    if repeats[0] > budget.max_repeated_failed_calls:
-        raise JobFailure(ErrorCode.LIMIT_EXCEEDED, (
-            f"The model sent the same failing {name} call {repeats[0] + 1} times (identical arguments, files "
-            "unchanged) and did not change its approach after being told; the job stops instead of using up "
-            "its turns (maxRepeatedFailedCalls). Try again with a more specific instruction or another model, "
-            "or copy the prompt instead."))
+    _count_repeat(repeats, budget, f"failing {name}", "and did not change its approach after being told")
     tool = executor.declared(call.name)
     instead = tool.retry_hint if tool is not None else _INSTEAD_DEFAULT
     output = (f"Not run: you already made this exact {name} call (same arguments) in turn {failed_turn} and it "
               "failed; nothing has changed since, so it would fail the same way. Do not repeat it. "
               f"Instead: {instead}")
     return ToolResult(ok=False, output=output, code=code, retryable=True)
+
+
+def _count_repeat(repeats: list[int], budget: LoopBudget, what: str, why: str) -> None:
+    """One more repeat of a call answered without running it; past ``maxRepeatedFailedCalls`` the job ends
+    (``LIMIT_EXCEEDED``, the message naming ``what`` was repeated and ``why`` that is the end)."""
+    repeats[0] += 1
+    if repeats[0] > budget.max_repeated_failed_calls:
+        raise JobFailure(ErrorCode.LIMIT_EXCEEDED, (
+            f"The model sent the same {what} call {repeats[0] + 1} times (identical arguments, files unchanged) "
+            f"{why}; the job stops instead of using up its turns (maxRepeatedFailedCalls). Try again with a more "
+            "specific instruction or another model, or copy the prompt instead."))
 
 
 def _is_read(executor: ToolExecutor, name: str) -> bool:
@@ -428,13 +433,7 @@ def _repeat_of_read(
     if seen is None or seen[0] >= turn or call.invalid is not None or not _is_read(executor, call.name):
         return None
     first_turn, first, repeats = seen
-    repeats[0] += 1
-    if repeats[0] > budget.max_repeated_failed_calls:
-        raise JobFailure(ErrorCode.LIMIT_EXCEEDED, (
-            f"The model sent the same {call.name} call {repeats[0] + 1} times (identical arguments, files "
-            "unchanged) without acting on its result; the job stops instead of using up its turns "
-            "(maxRepeatedFailedCalls). Try again with a more specific instruction or another model, or copy the "
-            "prompt instead."))
+    _count_repeat(repeats, budget, call.name, "without acting on its result")
     output = (f"Not run again: you already made this exact {call.name} call (same arguments) in turn {first_turn} "
               "and no file has changed since, so its result above is still current. Do not repeat it; "
               + _ACT_ON_READ)
