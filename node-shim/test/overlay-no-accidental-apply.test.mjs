@@ -115,6 +115,25 @@ test("review pending, panel closed, Alt+click an element: its instruction box ha
   await altClick(page, items.nth(1));
   await waiting(panel, 2).waitFor();
   await typeInstruction(page, project, baseline, "second Alt+click");
+  // The page's numbers stay the review's: badge 1 marks the job's Target 1 (Save), 2 the price; the waiting
+  // list items are not numbered "1" and "2" beside a review that speaks of Target 1 and 2.
+  await page.waitForTimeout(200);
+  const marks = await page.evaluate((host) => {
+    const root = document.querySelector(host).shadowRoot;
+    const near = (n) => {
+      const badge = root.querySelector(`[data-spotpatch-badge="${n}"]`) ?? document.querySelector(`[data-spotpatch-badge="${n}"]`);
+      if (!badge || badge.getBoundingClientRect().width === 0) return null;
+      const b = badge.getBoundingClientRect();
+      const dist = (el) => {
+        const r = el.getBoundingClientRect();
+        return Math.hypot(Math.max(r.left - b.right, 0, b.left - r.right), Math.max(r.top - b.bottom, 0, b.top - r.bottom));
+      };
+      const els = { save: document.querySelector("button.btn"), price: document.querySelector("span.price"), item: document.querySelector("ul.items li") };
+      return Object.entries(els).sort((a, c) => dist(a[1]) - dist(c[1]))[0][0];
+    };
+    return { one: near(1), two: near(2), three: near(3) };
+  }, HOST);
+  assert.deepEqual(marks, { one: "save", two: "price", three: null });
   const serious = seriousViolations(await axeScan(page));
   assert.deepEqual(serious, [], `axe, review with waiting targets: ${JSON.stringify(serious, null, 1)}`);
   // zh-CN: the waiting targets' heading and cards in the panel's language.
