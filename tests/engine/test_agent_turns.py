@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from spotpatch_agent.engine.service import EngineService
-from spotpatch_agent.protocol.models import JobCreateParams, JobIdParams, TrustedConfig
+from spotpatch_agent.protocol.models import JobCreateParams, JobIdParams, JobSnapshot, TrustedConfig
 from spotpatch_agent.provider.agent import AgentJobEnded, AgentTurns
 from tests.conftest import make_repo
 
@@ -93,32 +93,31 @@ async def test_the_users_cancel_ends_the_agents_job_and_its_next_call_is_refused
     assert (root / "src/App.tsx").read_text() == APP
 
 
-@pytest.mark.anyio
-async def test_a_write_outside_the_allowed_files_ends_the_agents_job_as_it_ends_a_models(root, monkeypatch) -> None:
+async def job_ended_by(root: Path, monkeypatch: pytest.MonkeyPatch, name: str, arguments: str) -> JobSnapshot:
+    """A fresh agent job whose one call ``name(arguments)`` ends it: the job's final snapshot."""
     agent = AgentTurns("test-agent")
     service = EngineService(send_event=lambda event: None)
     async with service.running():
         job_id = await start(root, monkeypatch, service, agent)
         with pytest.raises(AgentJobEnded):
-            await agent.call_tool("replace_text", args(path="../outside.txt", oldText="a", newText="b"))
+            await agent.call_tool(name, arguments)
         await service.wait_job(job_id)
         snap = await service.job_get(JobIdParams(job_id=job_id))
-        assert snap.status == "failed" and snap.error is not None
-        assert snap.error.code == "CHANGESET_REJECTED", snap.error  # as for a model (docs/security.md)
-        assert not (root.parent / "outside.txt").exists()
     assert (root / "src/App.tsx").read_text() == APP
+    return snap
+
+
+@pytest.mark.anyio
+async def test_a_write_outside_the_allowed_files_ends_the_agents_job_as_it_ends_a_models(root, monkeypatch) -> None:
+    snap = await job_ended_by(root, monkeypatch, "replace_text", args(path="../outside.txt", oldText="a", newText="b"))
+    assert snap.status == "failed" and snap.error is not None
+    assert snap.error.code == "CHANGESET_REJECTED", snap.error  # as for a model (docs/security.md)
+    assert not (root.parent / "outside.txt").exists()
 
 
 @pytest.mark.anyio
 async def test_oversized_arguments_end_the_agents_job_at_the_models_limit(root, monkeypatch) -> None:
-    agent = AgentTurns("test-agent")
-    service = EngineService(send_event=lambda event: None)
-    async with service.running():
-        job_id = await start(root, monkeypatch, service, agent)
-        with pytest.raises(AgentJobEnded):
-            await agent.call_tool("replace_text", args(path="src/App.tsx", oldText=">Go<", newText="x" * (5 << 20)))
-        await service.wait_job(job_id)
-        snap = await service.job_get(JobIdParams(job_id=job_id))
-        assert snap.error is not None and snap.error.code == "LIMIT_EXCEEDED"
-        assert "over the size limit" in snap.error.message
-    assert (root / "src/App.tsx").read_text() == APP
+    oversized = args(path="src/App.tsx", oldText=">Go<", newText="x" * (5 << 20))
+    snap = await job_ended_by(root, monkeypatch, "replace_text", oversized)
+    assert snap.error is not None and snap.error.code == "LIMIT_EXCEEDED"
+    assert "over the size limit" in snap.error.message
