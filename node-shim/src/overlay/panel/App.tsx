@@ -10,13 +10,7 @@ import { Composer, CopyOnly, SubmitArea, WaitingTargets } from "./Composer.js";
 import type { Controller } from "./controller.js";
 import { ConfigProblem } from "./ConfigProblem.js";
 import { ConsentDialog } from "./Dialog.js";
-import {
-  PlacementLive,
-  PlacementMenu,
-  Pill,
-  Separator,
-  usePlacement,
-} from "./Dock.js";
+import { PlacementLive, PlacementMenu, Pill, Separator, usePlacement } from "./Dock.js";
 import { JobActions, JobPanel } from "./Job.js";
 import { PlacementStore } from "./placement.js";
 import { ACTIVE } from "./state.js";
@@ -29,13 +23,8 @@ export function App({ ctl }: { ctl: Controller }) {
   const panel = useRef<HTMLElement>(null);
   const lastFocus = useRef<HTMLElement | null>(null);
   // Docked right / left / bottom, resized, or collapsed to the pill; off the picked elements (Dock.tsx).
-  const [placement] = useState(
-    () => new PlacementStore(ctl.options.projectKey),
-  );
-  const wide =
-    !!state.job &&
-    !ACTIVE.has(state.job.snapshot.status) &&
-    !!state.job.diff?.diff;
+  const [placement] = useState(() => new PlacementStore(ctl.options.projectKey));
+  const wide = !!state.job && !ACTIVE.has(state.job.snapshot.status) && !!state.job.diff?.diff;
   const layout = usePlacement(ctl, placement, wide);
   useEffect(() => {
     if (state.open && ctl.focusRequest?.kind === "panel") {
@@ -48,20 +37,13 @@ export function App({ ctl }: { ctl: Controller }) {
     // Revert above all: a keystroke meant for an instruction must never reach them (issue 26, invariant 8).
     const root = panel.current?.getRootNode() as ShadowRoot | undefined;
     if (!root || state.consent) return;
-    if (
-      !lastFocus.current ||
-      lastFocus.current.isConnected ||
-      root.activeElement
-    )
-      return;
+    if (!lastFocus.current || lastFocus.current.isConnected || root.activeElement) return;
     // The user has since moved on to the page (a field of theirs has the focus): leave it there.
-    if (document.activeElement && document.activeElement !== document.body)
-      return;
+    if (document.activeElement && document.activeElement !== document.body) return;
     lastFocus.current = null;
     const next = panel.current && safeFocusTarget(panel.current);
     (next ?? heading.current)?.focus();
-    if (next instanceof HTMLTextAreaElement)
-      next.setSelectionRange(next.value.length, next.value.length);
+    if (next instanceof HTMLTextAreaElement) next.setSelectionRange(next.value.length, next.value.length);
   });
   if (!state.open) return null;
   const live = <PlacementLive store={placement} lang={state.lang} />;
@@ -87,21 +69,11 @@ export function App({ ctl }: { ctl: Controller }) {
         dir="ltr"
         data-wide={wide ? "" : undefined}
         data-dock={layout.dock}
-        style={
-          layout.dock === "bottom"
-            ? { height: `${layout.size}px` }
-            : { width: `${layout.size}px` }
-        }
+        style={layout.dock === "bottom" ? { height: `${layout.size}px` } : { width: `${layout.size}px` }}
         onKeyDown={(e) => {
           // Esc closes (drafts are kept), except while an input method is composing: there it cancels the
           // composition only.
-          if (
-            e.key !== "Escape" ||
-            e.isComposing ||
-            e.keyCode === 229 ||
-            state.picking
-          )
-            return;
+          if (e.key !== "Escape" || e.isComposing || e.keyCode === 229 || state.picking) return;
           e.preventDefault();
           // While the consent dialog is open, Esc anywhere in the panel means "no consent" (also in the
           // moment before focus has moved into the dialog).
@@ -149,9 +121,7 @@ export function App({ ctl }: { ctl: Controller }) {
               {t("panel.sessionError", { message: state.sessionError })}
             </p>
           )}
-          {state.loading && !state.sessionError && (
-            <p class="sp-muted">{t("panel.loading")}</p>
-          )}
+          {state.loading && !state.sessionError && <p class="sp-muted">{t("panel.loading")}</p>}
           {state.notice && (
             <div
               class={`sp-note sp-notice ${state.notice.tone === "error" ? "sp-error" : state.notice.tone === "ok" ? "sp-okbox" : ""}`}
@@ -159,12 +129,7 @@ export function App({ ctl }: { ctl: Controller }) {
             >
               <span>{state.notice.text}</span>{" "}
               {/* Named apart from a failed job's Dismiss, which may be in the footer at the same time. */}
-              <button
-                type="button"
-                class="sp-link"
-                aria-label={t("action.dismissMessage")}
-                onClick={() => ctl.setNotice(null)}
-              >
+              <button type="button" class="sp-link" aria-label={t("action.dismissMessage")} onClick={() => ctl.setNotice(null)}>
                 {t("action.dismiss")}
               </button>
             </div>
@@ -188,11 +153,7 @@ export function App({ ctl }: { ctl: Controller }) {
           !state.loading && (
             <div class="sp-foot">
               {/* No engine at all: Copy prompt still takes the targets elsewhere (issue 26). */}
-              {state.sessionError ? (
-                <CopyOnly ctl={ctl} />
-              ) : (
-                <SubmitArea ctl={ctl} />
-              )}
+              {state.sessionError ? <CopyOnly ctl={ctl} /> : <SubmitArea ctl={ctl} />}
             </div>
           )
         )}
@@ -210,12 +171,8 @@ export function App({ ctl }: { ctl: Controller }) {
  * button of the footer: Apply and Revert are reached only by the user (issue 26).
  */
 function safeFocusTarget(panel: HTMLElement): HTMLElement | null {
-  const boxes = panel.querySelectorAll<HTMLTextAreaElement>(
-    ".sp-body textarea[id^='sp-instr-']",
-  );
-  return (
-    boxes[boxes.length - 1] ?? panel.querySelector<HTMLElement>("#sp-job-h")
-  );
+  const boxes = panel.querySelectorAll<HTMLTextAreaElement>(".sp-body textarea[id^='sp-instr-']");
+  return boxes[boxes.length - 1] ?? panel.querySelector<HTMLElement>("#sp-job-h");
 }
 
 function Recovered({ ctl }: { ctl: Controller }) {
@@ -229,21 +186,12 @@ function Recovered({ ctl }: { ctl: Controller }) {
         {ctl.state.recovered.map((report) => (
           <li key={`${report.jobId}:${report.operation}`}>
             {t(`recovered.${report.outcome}`, {
-              paths:
-                (report.outcome === "needs-attention"
-                  ? report.unresolvedPaths
-                  : report.paths
-                ).join(", ") || "—",
+              paths: (report.outcome === "needs-attention" ? report.unresolvedPaths : report.paths).join(", ") || "—",
             })}
           </li>
         ))}
       </ul>
-      <button
-        type="button"
-        class="sp-link"
-        aria-label={t("action.dismissMessage")}
-        onClick={() => ctl.dismissRecovered()}
-      >
+      <button type="button" class="sp-link" aria-label={t("action.dismissMessage")} onClick={() => ctl.dismissRecovered()}>
         {t("action.dismiss")}
       </button>
     </div>

@@ -10,31 +10,14 @@
  */
 import type { ApplyMode, RecoveryReport } from "../../protocol.generated.js";
 import { translator, type Lang } from "../i18n.js";
-import {
-  createBadges,
-  createPicker,
-  pauseAnimations,
-  targetFromSelection,
-} from "../picker/index.js";
+import { createBadges, createPicker, pauseAnimations, targetFromSelection } from "../picker/index.js";
 import type { Badges, PickedTarget, Picker } from "../picker/types.js";
 import { JobFlow } from "./jobs.js";
-import {
-  DEFAULT_LIMITS,
-  buildAnnotation,
-  localPrompt,
-  type Draft,
-  type SessionInfo,
-  type State,
-} from "./state.js";
+import { DEFAULT_LIMITS, buildAnnotation, localPrompt, type Draft, type SessionInfo, type State } from "./state.js";
 import { errorParts } from "./store.js";
 
 /** Error codes meaning no engine answers (not started, stopped, crashed, or the dev server is gone). */
-const NO_ENGINE = new Set([
-  "ENGINE_UNAVAILABLE",
-  "ENGINE_STOPPED",
-  "ENGINE_FAILED",
-  "NETWORK",
-]);
+const NO_ENGINE = new Set(["ENGINE_UNAVAILABLE", "ENGINE_STOPPED", "ENGINE_FAILED", "NETWORK"]);
 
 export class Controller extends JobFlow {
   private picker: Picker | undefined;
@@ -60,10 +43,7 @@ export class Controller extends JobFlow {
     if (again && this.initialized) {
       void this.refreshHealth();
       // A job started meanwhile in another tab (or left by a closed one) is shown on each open.
-      if (!this.state.job)
-        void this.initialized.then(() =>
-          this.state.job ? undefined : this.restoreJob(),
-        );
+      if (!this.state.job) void this.initialized.then(() => (this.state.job ? undefined : this.restoreJob()));
     } else if (this.initialized) void this.refreshHealth();
   }
 
@@ -83,11 +63,7 @@ export class Controller extends JobFlow {
 
   /** The loader's launcher button (hidden while the panel is open: the panel has its own close button). */
   private launcher(): HTMLElement | null {
-    return (
-      (this.layer.getRootNode() as ShadowRoot).querySelector?.(
-        ".sp-launcher",
-      ) ?? null
-    );
+    return (this.layer.getRootNode() as ShadowRoot).querySelector?.(".sp-launcher") ?? null;
   }
 
   toggle(): void {
@@ -116,16 +92,9 @@ export class Controller extends JobFlow {
       (r) => r.providers,
       () => [],
     );
-    const firstModel =
-      providers.find((p) => p.available)?.models[0]?.id ??
-      providers[0]?.models[0]?.id ??
-      "";
+    const firstModel = providers.find((p) => p.available)?.models[0]?.id ?? providers[0]?.models[0]?.id ?? "";
     const storedModel = this.read("model", localStorage);
-    const modelId = providers.some((p) =>
-      p.models.some((m) => m.id === storedModel),
-    )
-      ? storedModel!
-      : firstModel;
+    const modelId = providers.some((p) => p.models.some((m) => m.id === storedModel)) ? storedModel! : firstModel;
     this.set({
       session,
       providers,
@@ -141,11 +110,7 @@ export class Controller extends JobFlow {
   private async fetchSession(): Promise<SessionInfo> {
     if (typeof this.client.session === "function") {
       const s = await this.client.session();
-      return {
-        ...s,
-        limits: { ...DEFAULT_LIMITS, ...s.limits },
-        recovered: s.recovered ?? [],
-      };
+      return { ...s, limits: { ...DEFAULT_LIMITS, ...s.limits }, recovered: s.recovered ?? [] };
     }
     const { providers } = await this.client.providers();
     return {
@@ -161,19 +126,12 @@ export class Controller extends JobFlow {
     const id = (r: RecoveryReport) => `${r.jobId}:${r.operation}:${r.outcome}`;
     let seen: string[] = [];
     try {
-      seen = JSON.parse(
-        this.read("recovered", localStorage) ?? "[]",
-      ) as string[];
+      seen = JSON.parse(this.read("recovered", localStorage) ?? "[]") as string[];
     } catch {
       seen = [];
     }
     const fresh = reports.filter((r) => !seen.includes(id(r)));
-    if (fresh.length)
-      this.write(
-        "recovered",
-        JSON.stringify([...seen, ...fresh.map(id)].slice(-50)),
-        localStorage,
-      );
+    if (fresh.length) this.write("recovered", JSON.stringify([...seen, ...fresh.map(id)].slice(-50)), localStorage);
     return fresh;
   }
 
@@ -202,10 +160,7 @@ export class Controller extends JobFlow {
           if (!stay) this.stopPick();
         },
         onExit: () => this.set({ picking: null }),
-        t: (key, vars) =>
-          (
-            this.t as (k: string, v?: Record<string, string | number>) => string
-          )(key, vars),
+        t: (key, vars) => (this.t as (k: string, v?: Record<string, string | number>) => string)(key, vars),
       });
       // The numbers are the drafts' only while no job of this tab is shown (syncBadges).
       const badgingDrafts = () => !this.state.job?.input;
@@ -215,11 +170,7 @@ export class Controller extends JobFlow {
         // A target re-found after a re-render (HMR) was updated in place: redraw its card (new source line).
         (n) =>
           badgingDrafts() &&
-          this.set({
-            drafts: this.state.drafts.map((d, i) =>
-              i + 1 === n ? { ...d, detached: false } : d,
-            ),
-          }),
+          this.set({ drafts: this.state.drafts.map((d, i) => (i + 1 === n ? { ...d, detached: false } : d)) }),
       );
     }
     return this.picker;
@@ -264,10 +215,7 @@ export class Controller extends JobFlow {
     if (on && !this.selectionListener) {
       this.selectionListener = () => {
         const selection = document.getSelection();
-        const has =
-          !!selection &&
-          !selection.isCollapsed &&
-          selection.toString().trim() !== "";
+        const has = !!selection && !selection.isCollapsed && selection.toString().trim() !== "";
         if (has !== this.state.hasSelection) this.set({ hasSelection: has });
       };
       document.addEventListener("selectionchange", this.selectionListener);
@@ -287,38 +235,18 @@ export class Controller extends JobFlow {
   addTargets(targets: PickedTarget[], focus = true): void {
     const room = this.limits.maxTargets - this.state.drafts.length;
     if (room <= 0) {
-      this.set({
-        notice: {
-          tone: "error",
-          text: this.t("composer.max", { max: this.limits.maxTargets }),
-        },
-      });
+      this.set({ notice: { tone: "error", text: this.t("composer.max", { max: this.limits.maxTargets }) } });
       return;
     }
     const fresh = targets
-      .filter(
-        (t) =>
-          !t.element ||
-          !this.state.drafts.some((d) => d.target.element === t.element),
-      )
+      .filter((t) => !t.element || !this.state.drafts.some((d) => d.target.element === t.element))
       .slice(0, room)
-      .map((target): Draft => ({
-        key: this.nextKey++,
-        target,
-        instruction: "",
-        detached: false,
-      }));
+      .map((target): Draft => ({ key: this.nextKey++, target, instruction: "", detached: false }));
     if (targets.length > room)
-      this.set({
-        notice: {
-          tone: "error",
-          text: this.t("composer.max", { max: this.limits.maxTargets }),
-        },
-      });
+      this.set({ notice: { tone: "error", text: this.t("composer.max", { max: this.limits.maxTargets }) } });
     if (!fresh.length) return;
     // A new target answers an earlier complaint ("no target yet", a failed copy…): drop it.
-    if (this.state.notice?.tone === "error" && targets.length <= room)
-      this.set({ notice: null });
+    if (this.state.notice?.tone === "error" && targets.length <= room) this.set({ notice: null });
     this.setDrafts([...this.state.drafts, ...fresh]);
     this.evidence.take(fresh.map((d) => d.target));
     if (focus) this.focusRequest = { kind: "instruction", key: fresh[0]!.key };
@@ -336,25 +264,17 @@ export class Controller extends JobFlow {
     const { drafts, job } = this.state;
     // While a job of this tab is shown its targets keep their numbers (the review speaks of "Target 1"); targets
     // picked meanwhile wait in the composer unnumbered on the page ("1 new target waits…") until the job closes.
-    const targets = job?.input
-      ? job.input.targets.map((e) => e.target)
-      : drafts.map((d) => d.target);
+    const targets = job?.input ? job.input.targets.map((e) => e.target) : drafts.map((d) => d.target);
     this.badges?.update(targets.map((target, i) => ({ n: i + 1, target })));
   }
 
   private markDetached(n: number): void {
-    const drafts = this.state.drafts.map((d, i) =>
-      i + 1 === n ? { ...d, detached: true } : d,
-    );
+    const drafts = this.state.drafts.map((d, i) => (i + 1 === n ? { ...d, detached: true } : d));
     this.set({ drafts });
   }
 
   setInstruction(key: number, instruction: string): void {
-    this.set({
-      drafts: this.state.drafts.map((d) =>
-        d.key === key ? { ...d, instruction } : d,
-      ),
-    });
+    this.set({ drafts: this.state.drafts.map((d) => (d.key === key ? { ...d, instruction } : d)) });
   }
 
   remove(key: number): void {
@@ -370,8 +290,7 @@ export class Controller extends JobFlow {
   setModel(modelId: string): void {
     this.write("model", modelId, localStorage);
     this.set({ modelId });
-    if (this.state.applyMode === "trusted-auto" && !this.hasConsent())
-      this.askConsent();
+    if (this.state.applyMode === "trusted-auto" && !this.hasConsent()) this.askConsent();
   }
 
   setIncludeLocal(includeLocal: boolean): void {
@@ -386,8 +305,7 @@ export class Controller extends JobFlow {
   /** The dialog's answer: `true` stores the consent for this provider (sessionStorage), else back to review. */
   answerConsent(agree: boolean): void {
     const consent = this.state.consent;
-    if (agree && consent)
-      this.write(`consent:${consent.providerId}:trusted-auto`, "1");
+    if (agree && consent) this.write(`consent:${consent.providerId}:trusted-auto`, "1");
     this.set({ consent: null, applyMode: agree ? "trusted-auto" : "review" });
   }
 
@@ -398,59 +316,32 @@ export class Controller extends JobFlow {
    * way to take them elsewhere). Without an engine the page builds a plain prompt itself (issue 26).
    */
   async copyPrompt(): Promise<void> {
-    const drafts = this.state.drafts.length
-      ? this.state.drafts
-      : (this.state.job?.input?.targets ?? []);
+    const drafts = this.state.drafts.length ? this.state.drafts : (this.state.job?.input?.targets ?? []);
     if (!drafts.length) {
       this.set({ notice: { tone: "error", text: this.t("composer.empty") } });
       return;
     }
-    const targets = drafts.map((d) => ({
-      target: d.target,
-      instruction: d.instruction.trim() || "(no instruction)",
-    }));
-    const annotation = buildAnnotation(
-      targets,
-      this.limits.maxInstructionChars,
-      location.pathname + location.search,
-    );
+    const targets = drafts.map((d) => ({ target: d.target, instruction: d.instruction.trim() || "(no instruction)" }));
+    const annotation = buildAnnotation(targets, this.limits.maxInstructionChars, location.pathname + location.search);
     try {
-      const rendered = await this.client
-        .renderPrompt(annotation)
-        .catch((error: unknown) => {
-          if (NO_ENGINE.has(errorParts(error).code)) return null;
-          throw error;
-        });
-      await writeClipboard(
-        rendered?.text ?? localPrompt(annotation),
-        this.layer,
-      );
+      const rendered = await this.client.renderPrompt(annotation).catch((error: unknown) => {
+        if (NO_ENGINE.has(errorParts(error).code)) return null;
+        throw error;
+      });
+      await writeClipboard(rendered?.text ?? localPrompt(annotation), this.layer);
       const warnings = rendered?.warnings ?? [];
-      const copied = this.t(
-        rendered ? "composer.copied" : "composer.copiedLocal",
-        { count: drafts.length },
-      );
+      const copied = this.t(rendered ? "composer.copied" : "composer.copiedLocal", { count: drafts.length });
       // The engine's warnings (a source location it could not use) are the user's to see too (issue 26).
       // (Each message already names its target: "Target 1: …".)
-      const list = warnings
-        .map((w) => w.message.replace(/[.\s]+$/, ""))
-        .join("; ");
+      const list = warnings.map((w) => w.message.replace(/[.\s]+$/, "")).join("; ");
       this.set({
         notice: warnings.length
-          ? {
-              tone: "info",
-              text: `${copied} ${this.t("composer.copyWarnings", { list })}`,
-            }
+          ? { tone: "info", text: `${copied} ${this.t("composer.copyWarnings", { list })}` }
           : { tone: rendered ? "ok" : "info", text: copied },
       });
     } catch (error) {
       this.set({
-        notice: {
-          tone: "error",
-          text: this.t("composer.copyFailed", {
-            message: errorParts(error).message,
-          }),
-        },
+        notice: { tone: "error", text: this.t("composer.copyFailed", { message: errorParts(error).message }) },
       });
     }
   }
@@ -460,45 +351,24 @@ export class Controller extends JobFlow {
     const suggestion = this.state.job?.suggestion;
     if (!suggestion) return;
     try {
-      await writeClipboard(
-        `${this.t("suggest.label")}\n\n${suggestion.text}`,
-        this.layer,
-      );
+      await writeClipboard(`${this.t("suggest.label")}\n\n${suggestion.text}`, this.layer);
       this.set({ notice: { tone: "ok", text: this.t("suggest.copied") } });
     } catch (error) {
       this.set({
-        notice: {
-          tone: "error",
-          text: this.t("composer.copyFailed", {
-            message: errorParts(error).message,
-          }),
-        },
+        notice: { tone: "error", text: this.t("composer.copyFailed", { message: errorParts(error).message }) },
       });
     }
   }
 
-  async openInEditor(source: {
-    file: string;
-    line: number;
-    column?: number;
-  }): Promise<void> {
+  async openInEditor(source: { file: string; line: number; column?: number }): Promise<void> {
     const location = `${source.file}:${source.line}:${source.column ?? 1}`;
     try {
-      const response = await fetch(
-        `/__open-in-editor?file=${encodeURIComponent(location)}`,
-      );
+      const response = await fetch(`/__open-in-editor?file=${encodeURIComponent(location)}`);
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
-      this.set({
-        notice: { tone: "ok", text: this.t("composer.opened", { location }) },
-      });
+      this.set({ notice: { tone: "ok", text: this.t("composer.opened", { location }) } });
     } catch (error) {
       this.set({
-        notice: {
-          tone: "error",
-          text: this.t("composer.openFailed", {
-            message: errorParts(error).message,
-          }),
-        },
+        notice: { tone: "error", text: this.t("composer.openFailed", { message: errorParts(error).message }) },
       });
     }
   }
