@@ -282,15 +282,11 @@ async def _execute_turn(
     group the retry-once rule is applied in event order, before any later call of the turn runs."""
     results: list[ToolResult | None] = [None] * len(calls)
 
-    def read_only(call: ToolCallEvent) -> bool:
-        tool = executor.declared(call.name)
-        return tool is not None and tool.kind == "read"
-
     i = 0
     while i < len(calls):
         j = i
-        if read_only(calls[i]):
-            while j < len(calls) and read_only(calls[j]):
+        if _is_read(executor, calls[i].name):
+            while j < len(calls) and _is_read(executor, calls[j].name):
                 j += 1
         else:
             j = i + 1
@@ -413,6 +409,7 @@ def _count_repeat(repeats: list[int], budget: LoopBudget, what: str, why: str) -
 
 
 def _is_read(executor: ToolExecutor, name: str) -> bool:
+    """Whether ``name`` is a declared read-only tool (its calls run concurrently; repeated reads)."""
     tool = executor.declared(name)
     return tool is not None and tool.kind == "read"
 

@@ -15,7 +15,6 @@ is gone, and nothing it sends after that runs.
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
@@ -32,7 +31,7 @@ from spotpatch_agent.provider.base import (
     TurnRequest,
     UserMessage,
 )
-from spotpatch_agent.provider.calls import MAX_ARGUMENT_CHARS
+from spotpatch_agent.provider.calls import ArgumentBuffer, tool_call_event
 
 #: Longest summary an agent's submit carries (the loop keeps 16 KiB of a final message).
 MAX_SUMMARY_CHARS = 4000
@@ -44,24 +43,10 @@ class AgentJobEnded(Exception):
 
 @dataclass
 class _Call:
-    id: str
-    name: str
-    arguments_json: str
-    invalid: str | None = None
-    oversized: bool = False
+    #: The call as the model adapters make it (calls.tool_call_event: size bound, one JSON object, a name).
+    event: ToolCallEvent
     done: anyio.Event = field(default_factory=anyio.Event)
     output: str | None = None
-
-
-def _unusable(arguments_json: str) -> str | None:
-    """Why the arguments cannot be a tool's (answered ``TOOL_ARGUMENTS_INVALID`` by the loop), or None."""
-    if len(arguments_json) > MAX_ARGUMENT_CHARS:
-        return None  # oversized: the loop's own limit
-    try:
-        value = json.loads(arguments_json)
-    except (ValueError, RecursionError):
-        return "the arguments are not valid JSON"
-    return None if isinstance(value, dict) else "the arguments are not one JSON object"
 
 
 @dataclass(frozen=True)
@@ -109,15 +94,15 @@ class AgentTurns:
         """Run one tool call as the job's next turn; returns the loop's answer. Raises :class:`AgentJobEnded`."""
         async with self._serial:
             self._refuse_if_ended()
-            call = _Call(id="agent_" + secrets.token_hex(8), name=name, arguments_json=arguments_json,
-                         invalid=_unusable(arguments_json),
-                         oversized=len(arguments_json) > MAX_ARGUMENT_CHARS)
-            self._waiting[call.id] = call
+            arguments = ArgumentBuffer()
+            arguments.add(arguments_json)
+            call = _Call(tool_call_event("agent_" + secrets.token_hex(8), name, arguments))
+            self._waiting[call.event.id] = call
             try:
                 await self._hand_over(call)
                 await call.done.wait()
             finally:
-                self._waiting.pop(call.id, None)
+                self._waiting.pop(call.event.id, None)
             if call.output is None:
                 raise AgentJobEnded(self._ended or "The job ended.")
             self._calls_made += 1
@@ -168,9 +153,7 @@ class AgentTurns:
             yield TextDelta(action.summary)
             yield TurnEnd(stop_reason="stop")
             return
-        yield ToolCallEvent(id=action.id, name=action.name,
-                            arguments_json="{}" if action.oversized else action.arguments_json,
-                            invalid=action.invalid, oversized=action.oversized)
+        yield action.event
         yield TurnEnd(stop_reason="tool_calls")
 
     def end(self, reason: str) -> None:
