@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -35,22 +37,28 @@ def root(tmp_path: Path) -> Path:
     return make_repo(tmp_path / "repo", FILES)
 
 
-async def start(root: Path, monkeypatch: pytest.MonkeyPatch, service: EngineService, agent: AgentTurns) -> str:
+@asynccontextmanager
+async def agent_job(
+    root: Path, monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[tuple[EngineService, AgentTurns, str]]:
+    """A running engine service whose one job takes its turns from an :class:`AgentTurns`, started and waiting
+    for the agent's first call: ``(service, agent, job_id)``."""
     monkeypatch.setenv(KEY_ENV, "sk-canary-" + secrets.token_hex(12))
+    agent = AgentTurns("test-agent")
+    service = EngineService(send_event=lambda event: None)
     service._adapter_factory = lambda provider: agent  # the seam the MCP channel uses
-    await service.configure(root, TrustedConfig.model_validate(CONFIG))
-    snap = await service.job_create(JobCreateParams.model_validate({"annotation": ANNOTATION, "modelProfileId": "m"}))
-    with anyio.fail_after(30):
-        await agent.wait_started()
-    return snap.job_id
+    async with service.running():
+        await service.configure(root, TrustedConfig.model_validate(CONFIG))
+        snap = await service.job_create(
+            JobCreateParams.model_validate({"annotation": ANNOTATION, "modelProfileId": "m"}))
+        with anyio.fail_after(30):
+            await agent.wait_started()
+        yield service, agent, snap.job_id
 
 
 @pytest.mark.anyio
 async def test_an_agents_calls_run_as_a_models_do_and_its_submit_reaches_review(root, monkeypatch) -> None:
-    agent = AgentTurns("test-agent")
-    service = EngineService(send_event=lambda event: None)
-    async with service.running():
-        job_id = await start(root, monkeypatch, service, agent)
+    async with agent_job(root, monkeypatch) as (service, agent, job_id):
         assert agent.task is not None and "Make the button say Start" in agent.task
         assert {t.name for t in agent.tools} >= {"read_file", "list_files", "search_text", "replace_text"}
         with pytest.raises(ValueError, match="Nothing was done yet"):
@@ -77,10 +85,7 @@ async def test_an_agents_calls_run_as_a_models_do_and_its_submit_reaches_review(
 
 @pytest.mark.anyio
 async def test_the_users_cancel_ends_the_agents_job_and_its_next_call_is_refused(root, monkeypatch) -> None:
-    agent = AgentTurns("test-agent")
-    service = EngineService(send_event=lambda event: None)
-    async with service.running():
-        job_id = await start(root, monkeypatch, service, agent)
+    async with agent_job(root, monkeypatch) as (service, agent, job_id):
         await agent.call_tool("read_file", args(path="src/App.tsx", startLine=None, endLine=None))
         await service.job_cancel(JobIdParams(job_id=job_id))
         await service.wait_job(job_id)
@@ -95,10 +100,7 @@ async def test_the_users_cancel_ends_the_agents_job_and_its_next_call_is_refused
 
 async def job_ended_by(root: Path, monkeypatch: pytest.MonkeyPatch, name: str, arguments: str) -> JobSnapshot:
     """A fresh agent job whose one call ``name(arguments)`` ends it: the job's final snapshot."""
-    agent = AgentTurns("test-agent")
-    service = EngineService(send_event=lambda event: None)
-    async with service.running():
-        job_id = await start(root, monkeypatch, service, agent)
+    async with agent_job(root, monkeypatch) as (service, agent, job_id):
         with pytest.raises(AgentJobEnded):
             await agent.call_tool(name, arguments)
         await service.wait_job(job_id)
