@@ -646,10 +646,11 @@ export interface JobAuditResult {
   summary: AuditSummary;
 }
 export interface JobCreateParams {
+  agent?: boolean | null;
   annotation: SpotAnnotation;
   applyMode?: "review" | "auto" | "trusted-auto";
   localChangesConsent?: boolean | null;
-  modelProfileId: string;
+  modelProfileId?: string | null;
   trustedFastModeConsent?: boolean | null;
 }
 export interface SpotAnnotation {

@@ -42,6 +42,7 @@ from spotpatch_agent.protocol.models import (
     RepoHealth,
     SpotAnnotation,
 )
+from spotpatch_agent.provider.agent import AgentTurns
 from spotpatch_agent.provider.base import ProviderAdapter
 from spotpatch_agent.tools.executor import ToolExecutor
 from spotpatch_agent.tools.hints import page_texts
@@ -415,11 +416,6 @@ async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor)
     # The project context, read through the tools' cache: a later read_file of these files reads nothing again.
     context = await build_prompt_context(executor.context, job.params.annotation, checks=job.checks)
     job.context_files = context.files
-    try:  # the ledger's job_start: the offered files' hashes through the same (cached) reader; fail-open
-        hashes = await offered_hashes(executor.context, job.params.annotation)
-        job.ledger.record_job_start(**_start_fields(job, hashes, images_sent=job.vision))
-    except Exception:  # noqa: BLE001 - the job goes on; _end_ledger records job_start without hashes
-        log.warning("audit ledger: job_start not recorded", exc_info=True)
     log.debug("job %s: project context of %d file(s) built in %.1f ms", job.job_id, len(context.files),
              context.build_ms)
     task = agent_task(job.params.annotation, max_turns=budget.max_turns, max_tool_calls=budget.max_tool_calls,
@@ -428,9 +424,19 @@ async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor)
     images = target_pictures(job.params.annotation) if job.vision else ()
     if images:
         task += picture_note(job.params.annotation)
+    system, tools = system_prompt(job.model.edit_format), tool_specs(executor.tool_names,
+                                                                     edit_format=job.model.edit_format)
+    if isinstance(adapter, AgentTurns):  # "Send to my agent": wait for an agent to take the job (handoff/hub.py)
+        adapter.offer(task, system, tools)
+        client = await adapter.wait_taken()
+        job.provider = job.provider.model_copy(update={"id": f"mcp:{client}"})  # the ledger's provider
+    try:  # the ledger's job_start: the offered files' hashes through the same (cached) reader; fail-open
+        hashes = await offered_hashes(executor.context, job.params.annotation)
+        job.ledger.record_job_start(**_start_fields(job, hashes, images_sent=job.vision))
+    except Exception:  # noqa: BLE001 - the job goes on; _end_ledger records job_start without hashes
+        log.warning("audit ledger: job_start not recorded", exc_info=True)
     await run_loop(
-        adapter=adapter, model=job.model.model, system=system_prompt(job.model.edit_format), task=task,
-        tools=tool_specs(executor.tool_names, edit_format=job.model.edit_format),
+        adapter=adapter, model=job.model.model, system=system, task=task, tools=tools,
         executor=executor, budget=budget, events=job.events, stats=job.stats,
         tool_calling_known=job.tool_calling_known, ledger=job.ledger, images=images,
     )

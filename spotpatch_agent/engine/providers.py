@@ -7,6 +7,7 @@ job runner are imported where first needed.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypedDict
@@ -30,6 +31,7 @@ from spotpatch_agent.protocol.models import (
 
 if TYPE_CHECKING:
     from spotpatch_agent.engine.job import Job
+    from spotpatch_agent.protocol.jobs import JobCreateParams
     from spotpatch_agent.provider.base import ProviderAdapter
 
 #: What a proven tool round trip is valid for (:func:`probe_key`).
@@ -72,6 +74,33 @@ async def preload_job_runner() -> None:
 def probe_key(provider: ProviderProfile, model: ModelProfile) -> ProbeKey:
     """What a proven tool round trip is valid for: the model profile at this endpoint, API and model name."""
     return model.id, provider.api, provider.base_url, model.model
+
+
+@functools.cache
+def agent_profile() -> tuple[ProviderProfile, ModelProfile]:
+    """The profile of a job done by an attached agent (``job/create`` with ``agent: true``): no URL is called and
+    no key is read. The ledger's provider becomes ``mcp:<client>`` once an agent took the job (engine/job.py).
+    Built on first use (cold start)."""
+    provider = ProviderProfile(id="mcp", display_name="Your agent (MCP)", base_url="http://127.0.0.1",
+                               api_key_env="SPOTPATCH_MCP_NO_KEY",
+                               models=[ModelProfile(id="mcp", model="mcp", display_name="Your agent (MCP)")])
+    return provider, provider.models[0]
+
+
+def job_profile(config: TrustedConfig, params: JobCreateParams) -> tuple[ProviderProfile, ModelProfile]:
+    """Who does a ``job/create``'s turns: the agent profile, or the config's model whose key variable is set;
+    raises ``INVALID_REQUEST`` (unknown id) or ``AI_DISABLED`` (key variable unset)."""
+    if params.agent:
+        return agent_profile()
+    found = config.find_model(params.model_profile_id or "")
+    if found is None:
+        raise SpotPatchError(ErrorCode.INVALID_REQUEST,
+                             "Unknown modelProfileId: it must be the id of a model in the trusted config.")
+    provider, model = found
+    if not os.environ.get(provider.api_key_env):
+        raise SpotPatchError(ErrorCode.AI_DISABLED, f"AI is off for {provider.display_name}: "
+                             f"its key variable {provider.api_key_env} is not set.")
+    return provider, model
 
 
 def list_providers(config: TrustedConfig) -> ProviderListResult:

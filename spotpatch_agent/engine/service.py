@@ -30,6 +30,7 @@ from spotpatch_agent.engine.modes import check_mode_request, includes_local_chan
 from spotpatch_agent.engine.providers import (
     AdapterFactory,
     ProbeCache,
+    job_profile,
     list_providers,
     make_adapter,
     preload_job_runner,
@@ -74,6 +75,7 @@ if TYPE_CHECKING:
     from spotpatch_agent.protocol.events import JobEventsResult
     from spotpatch_agent.protocol.jobs import JobEventsParams
     from spotpatch_agent.protocol.suggestion import SuggestionResult
+    from spotpatch_agent.provider.agent import AgentTurns
     from spotpatch_agent.provider.base import ProviderAdapter
     from spotpatch_agent.worktree.pool import WorktreePool
 
@@ -110,6 +112,9 @@ class EngineService:
         self._tg: TaskGroup | None = None
         self._pool: WorktreePool | None = None  # the project's warm worktree (worktree/pool.py)
         self._adapter_factory: AdapterFactory = make_adapter
+        #: Jobs created with ``agent: true`` and their adapters, by job id (the agent channel serves them:
+        #: handoff/hub.py).
+        self.agent_jobs: dict[str, tuple[Job, AgentTurns]] = {}
         #: Apply and Revert of any job are serialised: one working-tree write at a time (docs/design.md §8).
         self._write_lock: anyio.Lock | None = None
         self._audit_dir: Path | None = None
@@ -314,14 +319,7 @@ class EngineService:
     async def job_create(self, params: JobCreateParams) -> JobSnapshot:
         root = self._require_root()
         limits = self._config.limits
-        found = self._config.find_model(params.model_profile_id)
-        if found is None:
-            raise SpotPatchError(ErrorCode.INVALID_REQUEST,
-                                 "Unknown modelProfileId: it must be the id of a model in the trusted config.")
-        provider, model = found
-        if not os.environ.get(provider.api_key_env):
-            raise SpotPatchError(ErrorCode.AI_DISABLED, f"AI is off for {provider.display_name}: "
-                                 f"its key variable {provider.api_key_env} is not set.")
+        provider, model = job_profile(self._config, params)
         # applyMode vs modes vs trustedFastModeConsent (docs/design.md §10); the consent is never stored.
         check_mode_request(self._config.modes, params.apply_mode, params.trusted_fast_mode_consent)
         if len(params.annotation.targets) > limits.get("maxTargets"):
@@ -361,7 +359,9 @@ class EngineService:
             if not head:  # health saw HEAD resolve a moment later: as before, read it now
                 head = (await run_git(["rev-parse", "--verify", "HEAD^{commit}"], cwd=root)).stdout.decode().strip()
             from spotpatch_agent.engine.job import Job
-            adapter = self._adapter_factory(provider)
+            from spotpatch_agent.provider.agent import AgentTurns
+
+            adapter = AgentTurns() if params.agent else self._adapter_factory(provider)
             from spotpatch_agent.audit import JobLedger
 
             job_id = "job_" + secrets.token_hex(8)
@@ -371,6 +371,8 @@ class EngineService:
                       checks=tuple(self._config.checks), sandbox=self._config.sandbox, pool=self._pool, health=health,
                       **self._probes.job_facts(provider, model))
             self._jobs[job_id] = job
+            if isinstance(adapter, AgentTurns):  # waits for an agent to take it (handoff/hub.py)
+                self.agent_jobs[job_id] = (job, adapter)
             job.set_status("preparing")
         except BaseException:
             if pool is not None:  # no job takes the prepared worktree: back to the pool

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, StrictBool
+from pydantic import Field, StrictBool, model_validator
 from typing_extensions import TypeAliasType
 
 from spotpatch_agent.protocol.annotation import SpotAnnotation
@@ -61,11 +61,26 @@ class PromptRenderResult(WireModel):
 
 class JobCreateParams(InModel):
     annotation: SpotAnnotation
-    model_profile_id: str = Field(min_length=1, max_length=64)
+    #: The model that does the job; required unless ``agent`` is true.
+    model_profile_id: str | None = Field(default=None, min_length=1, max_length=64)
     apply_mode: ApplyMode = "review"
     #: Only with ``applyMode: "trusted-auto"`` and only the JSON literal ``true`` (docs/design.md §10).
     trusted_fast_mode_consent: StrictBool | None = None
     local_changes_consent: bool | None = None
+    #: "Send to my agent" (docs/mcp.md): the JSON literal ``true`` makes the job wait for a coding agent attached
+    #: over MCP (``spotpatch-agent mcp``) to take it and do its turns, instead of a model; review mode only.
+    agent: StrictBool | None = None
+
+    @model_validator(mode="after")
+    def _who_does_it(self) -> JobCreateParams:
+        if self.agent:
+            if self.model_profile_id is not None:
+                raise ValueError("modelProfileId and agent: true exclude each other")
+            if self.apply_mode != "review":
+                raise ValueError("a job for an agent runs in applyMode \"review\" only")
+        elif self.model_profile_id is None:
+            raise ValueError("modelProfileId is required (or agent: true)")
+        return self
 
 
 class JobIdParams(InModel):

@@ -66,13 +66,17 @@ class AgentTurns:
     """The adapter of one agent-driven job (module docstring). ``client``: the agent's name as its MCP client
     reported it (the ledger's provider is ``mcp:<client>``)."""
 
-    def __init__(self, client: str) -> None:
+    def __init__(self, client: str | None = None) -> None:
+        #: Who took the job (None until an agent takes it; given here, the job is taken from the start).
         self.client = client
         self._send, self._recv = anyio.create_memory_object_stream[_Call | _Submit](1)
         self._serial = anyio.Lock()
         self._waiting: dict[str, _Call] = {}
         self._ended: str | None = None
         self._started = anyio.Event()
+        self._taken = anyio.Event()
+        if client is not None:
+            self._taken.set()
         self._calls_made = 0
         #: The job's first message and system prompt, once its loop asked for the first turn: what a model would
         #: have been given (``spotpatch_pending`` hands the same to the agent).
@@ -82,8 +86,28 @@ class AgentTurns:
         self.tools: tuple[ToolSpec, ...] = ()
 
     async def wait_started(self) -> None:
-        """Until the job's loop asked for its first turn (task, system prompt and tools known) or the job ended."""
+        """Until the job's task, system prompt and tools are known (:meth:`offer`, or the loop's first turn) or the
+        job ended."""
         await self._started.wait()
+
+    def offer(self, task: str, system: str, tools: tuple[ToolSpec, ...]) -> None:
+        """The job is ready for an agent: what its first turn will carry (engine/job.py, before the loop)."""
+        self.task, self.system, self.tools = task, system, tools
+        self._started.set()
+
+    def take(self, client: str) -> None:
+        """An agent named ``client`` takes the job (once; a later take by another agent is the hub's to refuse)."""
+        self._refuse_if_ended()
+        if self.client is None:
+            self.client = client
+        self._taken.set()
+
+    async def wait_taken(self) -> str:
+        """Until an agent took the job; returns its name. Raises :class:`AgentJobEnded` when the job ended first."""
+        await self._taken.wait()
+        self._refuse_if_ended()
+        assert self.client is not None
+        return self.client
 
     @property
     def ended(self) -> str | None:
@@ -165,6 +189,7 @@ class AgentTurns:
         for call in list(self._waiting.values()):
             call.done.set()  # output None: the caller raises AgentJobEnded
         self._started.set()
+        self._taken.set()
 
     async def aclose(self) -> None:
         self.end("The job ended.")
