@@ -121,6 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     audit.add_argument("job_id", nargs="?", metavar="JOB_ID", help="the job whose ledger to show (default: list them)")
     audit.add_argument("--project", type=Path, default=Path("."), help="a directory of the git project (default: .)")
     audit.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    mcp = sub.add_parser("mcp", help="serve MCP on stdin/stdout for your coding agent (Claude Code, Codex, VS Code, "
+                                     "Cursor): it does the jobs you send from the page (docs/mcp.md)")
+    mcp.add_argument("--project", type=Path, default=Path("."),
+                     help="a directory of the project whose dev server runs SpotPatch (default: .)")
+    mcp.add_argument("--print-config", choices=("claude-code", "codex", "vscode", "cursor"), metavar="CLIENT",
+                     help="print how to add this server to CLIENT (claude-code, codex, vscode, cursor) and exit")
     schema = sub.add_parser("schema", help="print the protocol's JSON Schema (protocol/spotpatch.schema.json)")
     schema_kind = schema.add_mutually_exclusive_group()
     schema_kind.add_argument("--markdown", action="store_true",
@@ -134,6 +140,14 @@ def main(argv: list[str] | None = None) -> int:
         return print_schema(markdown=args.markdown, config=args.config)
     if args.command == "serve":
         return serve(max_frame_bytes=args.max_frame_bytes)
+    if args.command == "mcp":
+        if args.print_config:
+            from spotpatch_agent.handoff.setup import print_config
+
+            return print_config(args.print_config, args.project)
+        from spotpatch_agent.handoff.mcp_server import mcp_command
+
+        return mcp_command(args.project)  # stdout carries MCP frames only
     from spotpatch_agent.terminal import inert_terminal
 
     # What these commands print comes from the model, files, diffs and checks: show control characters,
@@ -240,6 +254,7 @@ def serve(max_frame_bytes: int | None = None) -> int:
     import anyio
 
     from spotpatch_agent.engine.service import EngineService
+    from spotpatch_agent.handoff.hub import AgentHub
     from spotpatch_agent.protocol.catalog import bind_handlers
     from spotpatch_agent.protocol.jobs import JobCreateParams
     from spotpatch_agent.protocol.limits import MAX_FRAME_BYTES
@@ -248,9 +263,11 @@ def serve(max_frame_bytes: int | None = None) -> int:
 
     server: RpcServer
     service = EngineService(send_event=lambda event: server.notify("job/event", event))
+    agents = AgentHub(service)  # jobs sent "to my agent" are served to MCP clients (docs/mcp.md)
 
     async def initialize(params: InitializeParams) -> Any:
         result = await service.initialize(params)
+        agents.configure(Path(params.project_root))  # agents may now attach (handoff/channel.py)
         _watch_parent(params.process_id, server)
         return result
 
@@ -269,7 +286,8 @@ def serve(max_frame_bytes: int | None = None) -> int:
             await service.cancel_running(job_id)
 
     async def main_task() -> None:
-        async with service.running():
+        async with service.running(), anyio.create_task_group() as tg:
+            tg.start_soon(agents.serve)
             await anyio.sleep_forever()
 
     # Params models come from the method catalog; bind_handlers raises unless these are exactly its requests.
