@@ -3,7 +3,7 @@
 // (fixing the file brings SpotPatch back); a config edit never drops a review awaiting Apply; a
 // suggestion survives a reload; an area target carries its rectangle and the located elements inside it.
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
@@ -173,4 +173,27 @@ test("an area target sends its rectangle, the viewport size and the located elem
   assert.ok(found.includes(`button ${TOUCHED}:12`) && found.includes(`span ${TOUCHED}:11`), JSON.stringify(found));
   assert.ok(target.area.elements.length <= 8);
   for (const e of target.area.elements) assert.ok(e.rect.width > 0 && e.rect.height > 0);
+});
+
+test("a page whose storage throws (site data blocked, or the page's own getters): the panel still opens and a job reaches review and applies", async (t) => {
+  // Breaker finding (issue 26): reading the `localStorage` global itself threw outside any try, so the panel never
+  // mounted and only the console said why. Both getters throw here, as Chromium's "block site data" makes them.
+  const blockStorage = `<script>for (const k of ["localStorage", "sessionStorage"]) Object.defineProperty(window, k, { get() { throw new DOMException("The operation is insecure.", "SecurityError"); } });</script>`;
+  const { page, project } = await openDemo(t, {
+    edit: (root) => {
+      const file = path.join(root, "index.html");
+      writeFileSync(file, readFileSync(file, "utf8").replace("<head>", `<head>${blockStorage}`));
+    },
+  });
+  const errors = [];
+  page.on("console", (m) => { if (m.type() === "error" || /failed to load/.test(m.text())) errors.push(m.text()); });
+  assert.equal(await page.evaluate(() => { try { return typeof localStorage; } catch (e) { return e.name; } }), "SecurityError");
+  const before = bytesOf(project);
+  await submitDemoJob(page);
+  const panel = panelOf(page);
+  await panel.getByRole("button", { name: "Apply" }).waitFor({ timeout: 30_000 });
+  assert.deepEqual(bytesOf(project), before, "nothing applied before the click");
+  await panel.getByRole("button", { name: "Apply" }).click();
+  await waitFor(() => !bytesOf(project).equals(before), { what: "Apply changed the file" });
+  assert.deepEqual(errors.filter((e) => /SpotPatch/.test(e)), [], "no SpotPatch error in the console");
 });

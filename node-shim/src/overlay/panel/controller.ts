@@ -93,7 +93,7 @@ export class Controller extends JobFlow {
       () => [],
     );
     const firstModel = providers.find((p) => p.available)?.models[0]?.id ?? providers[0]?.models[0]?.id ?? "";
-    const storedModel = this.read("model", localStorage);
+    const storedModel = this.read("model", "local");
     const modelId = providers.some((p) => p.models.some((m) => m.id === storedModel)) ? storedModel! : firstModel;
     this.set({
       session,
@@ -126,12 +126,12 @@ export class Controller extends JobFlow {
     const id = (r: RecoveryReport) => `${r.jobId}:${r.operation}:${r.outcome}`;
     let seen: string[] = [];
     try {
-      seen = JSON.parse(this.read("recovered", localStorage) ?? "[]") as string[];
+      seen = JSON.parse(this.read("recovered", "local") ?? "[]") as string[];
     } catch {
       seen = [];
     }
     const fresh = reports.filter((r) => !seen.includes(id(r)));
-    if (fresh.length) this.write("recovered", JSON.stringify([...seen, ...fresh.map(id)].slice(-50)), localStorage);
+    if (fresh.length) this.write("recovered", JSON.stringify([...seen, ...fresh.map(id)].slice(-50)), "local");
     return fresh;
   }
 
@@ -141,7 +141,7 @@ export class Controller extends JobFlow {
 
   setLang(lang: Lang): void {
     this.t = translator(lang);
-    this.write("lang", lang, localStorage);
+    this.write("lang", lang, "local");
     this.set({ lang, notice: null }); // a notice was written in the old language
   }
 
@@ -288,7 +288,7 @@ export class Controller extends JobFlow {
   // ---- submit options ---------------------------------------------------------------------------
 
   setModel(modelId: string): void {
-    this.write("model", modelId, localStorage);
+    this.write("model", modelId, "local");
     this.set({ modelId });
     if (this.state.applyMode === "trusted-auto" && !this.hasConsent()) this.askConsent();
   }

@@ -19,6 +19,12 @@ export function errorParts(error: unknown): { code: string; message: string } {
   };
 }
 
+type StorageArea = "session" | "local";
+
+function storageOf(area: StorageArea): Storage {
+  return area === "local" ? localStorage : sessionStorage;
+}
+
 export abstract class Store {
   state: State;
   t: Translate;
@@ -33,7 +39,7 @@ export abstract class Store {
     readonly options: OverlayOptions,
     readonly layer: HTMLElement,
   ) {
-    const lang = initialLang(this.read("lang", localStorage));
+    const lang = initialLang(this.read("lang", "local"));
     this.t = translator(lang);
     this.state = {
       open: false,
@@ -74,16 +80,19 @@ export abstract class Store {
     this.set({ job: { ...this.state.job, ...patch } });
   }
 
-  protected read(name: string, storage: Storage = sessionStorage): string | null {
+  /* The storage is named, not passed: a page (or the browser's "block site data") may make the `localStorage` and
+     `sessionStorage` getters themselves throw, and that must read as "nothing stored", never stop the overlay. */
+  protected read(name: string, area: StorageArea = "session"): string | null {
     try {
-      return storage.getItem(storageKey(this.options.projectKey, name));
+      return storageOf(area).getItem(storageKey(this.options.projectKey, name));
     } catch {
       return null;
     }
   }
 
-  protected write(name: string, value: string | null, storage: Storage = sessionStorage): void {
+  protected write(name: string, value: string | null, area: StorageArea = "session"): void {
     try {
+      const storage = storageOf(area);
       const key = storageKey(this.options.projectKey, name);
       if (value === null) storage.removeItem(key);
       else storage.setItem(key, value);
