@@ -197,3 +197,16 @@ test("a page whose storage throws (site data blocked, or the page's own getters)
   await waitFor(() => !bytesOf(project).equals(before), { what: "Apply changed the file" });
   assert.deepEqual(errors.filter((e) => /SpotPatch/.test(e)), [], "no SpotPatch error in the console");
 });
+
+test("a page's own <spotpatch-overlay> element (a decoy, or markup using the name) does not switch SpotPatch off", async (t) => {
+  // Breaker finding (issue 26): the loader took any element of that name for its own and stopped silently.
+  const { page } = await openDemo(t, {
+    edit: (root) => {
+      const file = path.join(root, "index.html");
+      writeFileSync(file, readFileSync(file, "utf8").replace("<body>", "<body><spotpatch-overlay></spotpatch-overlay>"));
+    },
+  });
+  assert.equal(await page.evaluate(() => document.querySelectorAll("spotpatch-overlay").length), 2, "the decoy and ours");
+  await openPanel(page);
+  await panelOf(page).getByRole("button", { name: "Pick elements" }).waitFor();
+});

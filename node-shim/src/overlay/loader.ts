@@ -74,17 +74,31 @@ function matchesShortcut(event: KeyboardEvent, shortcut: Shortcut): boolean {
   return event.key.toLowerCase() === key;
 }
 
+/** Natives the loader needs, captured when this module runs (before a page's later scripts can replace them). */
+const attachShadow = Element.prototype.attachShadow;
+
+/** A `<spotpatch-overlay>` that is ours (a second injection, e.g. a full reload race): it has our shadow root. A page's
+ *  own element of that name (a decoy, or markup that happens to use it) has none and does not switch SpotPatch off. */
+const oursIn = (doc: Document): boolean =>
+  Array.from(doc.querySelectorAll("spotpatch-overlay")).some((el) => !!el.shadowRoot?.childElementCount);
+
 export function startLoader({ client, load, options }: LoaderArgs): void {
-  if (document.querySelector("spotpatch-overlay")) return; // a second injection (e.g. a full reload race)
+  if (oursIn(document)) return;
   // A same-origin iframe served by the same dev server: the top page's overlay already picks inside it.
   try {
-    if (window.top !== window && window.top?.document.querySelector("spotpatch-overlay")) return;
+    if (window.top !== window && window.top && oursIn(window.top.document)) return;
   } catch {
     /* a cross-origin parent: this frame is its own page */
   }
   const host = document.createElement("spotpatch-overlay");
   host.setAttribute("style", HOST_STYLE);
-  const root = host.attachShadow({ mode: "open" });
+  let root: ShadowRoot;
+  try {
+    root = attachShadow.call(host, { mode: "open" });
+  } catch (error) {
+    console.error("SpotPatch: this page's Element.prototype.attachShadow failed, so the overlay cannot start:", error);
+    return;
+  }
   document.documentElement.appendChild(host);
   const top = new TopLayer(host);
   stopKeys(host);

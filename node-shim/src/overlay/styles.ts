@@ -121,6 +121,8 @@ label { cursor: pointer; }
 .sp-code { font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; overflow-wrap: anywhere; }
 .sp-note code, .sp-health-detail code { font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; overflow-wrap: anywhere; }
 .sp-quote { border-left: 3px solid var(--sp-accent); padding-left: 8px; white-space: pre-wrap; overflow-wrap: anywhere; }
+/* A config's 120-character provider or model name (or any long unbroken word) wraps inside the panel. */
+.sp-panel p { overflow-wrap: anywhere; }
 .sp-note { padding: 8px 10px; border-radius: 8px; background: var(--sp-soft); overflow-wrap: anywhere; }
 .sp-warn { background: var(--sp-warn-bg); color: var(--sp-fg); }
 /* A notice (Copy prompt / Open in editor confirmations, refusals) stays in view in a scrolled body (issue 26). */
