@@ -258,7 +258,7 @@ def serve(max_frame_bytes: int | None = None) -> int:
     from spotpatch_agent.protocol.catalog import bind_handlers
     from spotpatch_agent.protocol.jobs import JobCreateParams
     from spotpatch_agent.protocol.limits import MAX_FRAME_BYTES
-    from spotpatch_agent.protocol.session import InitializeParams
+    from spotpatch_agent.protocol.session import AgentChannelInfo, InitializeParams
     from spotpatch_agent.rpc.server import REQUEST_ID, RpcServer
 
     server: RpcServer
@@ -269,6 +269,11 @@ def serve(max_frame_bytes: int | None = None) -> int:
         result = await service.initialize(params)
         agents.configure(Path(params.project_root))  # agents may now attach (handoff/channel.py)
         _watch_parent(params.process_id, server)
+        return result
+
+    async def session_get(params: Any) -> Any:
+        result = await service.session_get(params)
+        result.agents = AgentChannelInfo.model_validate(agents.info())  # assigned: dumped as a set field
         return result
 
     created_by: dict[Any, str] = {}  # job/create request id → job id, for a late $/cancelRequest
@@ -294,7 +299,7 @@ def serve(max_frame_bytes: int | None = None) -> int:
     handlers: dict[str, Any] = bind_handlers({
         "initialize": initialize,
         "health/get": service.health,
-        "session/get": service.session_get,
+        "session/get": session_get,
         "prompt/render": service.prompt_render,
         "job/create": job_create,
         "job/get": service.job_get,

@@ -73,6 +73,14 @@ export interface ActivityEvent {
   turn: number;
 }
 /**
+ * ``session/get``'s ``agents`` (docs/mcp.md): whether a job can be sent to a coding agent attached over MCP.
+ */
+export interface AgentChannelInfo {
+  available: boolean;
+  clients: string[];
+  reason?: string;
+}
+/**
  * A located element (``data-spotpatch-loc``) overlapping an area target's rectangle: its source location,
  * tag name and border box (page coordinates, CSS px).
  */
@@ -848,6 +856,7 @@ export interface RepoHealth {
  * the per-job limits and the Apply/Revert repairs of this engine start (the same list on every call).
  */
 export interface SessionGetResult {
+  agents?: AgentChannelInfo;
   aiEnabled: boolean;
   applyModes: ApplyMode[];
   checksSandbox?: ChecksSandbox;

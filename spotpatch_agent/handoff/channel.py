@@ -132,6 +132,7 @@ class ChannelClient:
         self._waiting: dict[int, tuple[anyio.Event, list[dict[str, Any]]]] = {}
         self._lock = anyio.Lock()
         self.closed: str | None = None
+        self._gone = anyio.Event()
 
     @classmethod
     async def connect(cls, path: Path) -> ChannelClient:
@@ -159,6 +160,10 @@ class ChannelClient:
             self.closed = "The SpotPatch engine went away (its dev server stopped or restarted)."
             for event, _ in self._waiting.values():
                 event.set()
+            self._gone.set()
+
+    async def wait_closed(self) -> None:
+        await self._gone.wait()
 
     async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """The ``result`` of ``method``; raises :class:`ChannelError` with the engine's error, or

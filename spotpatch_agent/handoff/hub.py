@@ -80,6 +80,12 @@ class AgentHub:
         """The names of the agents connected now (sorted, each once)."""
         return sorted(set(self._clients.values()))
 
+    def info(self) -> dict[str, Any]:
+        """``session/get``'s ``agents`` (protocol ``AgentChannelInfo``)."""
+        listening = self.path is not None and self.unavailable is None
+        return {"available": listening, "clients": self.attached() if listening else [],
+                "reason": None if listening else (self.unavailable or "the agent channel is starting")}
+
     def _handoff(self, job_id: object) -> _Handoff | None:
         found = self._service.agent_jobs.get(job_id) if isinstance(job_id, str) else None
         return None if found is None else _Handoff(found[0], found[1], self._holders.get(found[0].job_id))

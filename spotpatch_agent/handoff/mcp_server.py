@@ -58,9 +58,14 @@ _STATUS_SCHEMA = {"type": "object", "additionalProperties": False, "properties":
     "jobId": {"type": "string", "description": "Absent: the job you took."}}}
 
 
+#: Seconds between two attempts to reach the engine while none answers (the page shows an attached agent only
+#: while this process is connected).
+RETRY_SEC = 2.0
+
+
 class Bridge:
-    """One MCP session's link to the engine: the channel (opened on first use, again after the engine
-    restarted) and the job this session took."""
+    """One MCP session's link to the engine: the channel (opened when the client finished initializing, and again
+    whenever the engine restarted, so that the page knows an agent is attached) and the job this session took."""
 
     def __init__(self, project: Path, tg: anyio.abc.TaskGroup) -> None:
         self.project = project
@@ -68,18 +73,36 @@ class Bridge:
         self._channel: ChannelClient | None = None
         self._lock = anyio.Lock()
         self.job_id: str | None = None
+        self.client = "agent"
 
-    async def request(self, client: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    def attach(self, client: str) -> None:
+        """The MCP client ``client`` is ready: stay connected to the engine from now on."""
+        self.client = client
+        self._tg.start_soon(self._keep_attached)
+
+    async def _keep_attached(self) -> None:
+        while True:
+            try:
+                await (await self._open()).wait_closed()
+            except (ChannelUnavailable, ChannelError, OSError):
+                pass
+            await anyio.sleep(RETRY_SEC)
+
+    async def _open(self) -> ChannelClient:
         async with self._lock:
             if self._channel is None or self._channel.closed is not None:
                 self._channel = None
                 path = socket_path(await repository_toplevel(self.project))
                 opened = await ChannelClient.connect(path)
                 self._tg.start_soon(opened.run)
-                await opened.request("agent/hello", {"client": client})
+                await opened.request("agent/hello", {"client": self.client})
                 self._channel = opened
-            channel = self._channel
-        return await channel.request(method, params)
+            return self._channel
+
+    async def request(self, client: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if client != self.client and self._channel is None:
+            self.client = client
+        return await (await self._open()).request(method, params)
 
 
 def _text(text: str, *, error: bool = False, data: dict[str, Any] | None = None) -> Any:
@@ -130,8 +153,14 @@ def build_server(bridge_box: list[Bridge]) -> Any:
         except ChannelError as exc:
             return _text(f"ERROR {exc.code}: {exc}", error=True)
 
-    return Server("spotpatch", version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools,
-                  on_call_tool=call_tool)
+    async def initialized(ctx: Any, params: Any) -> None:
+        info = ctx.session.client_params.client_info if ctx.session.client_params is not None else None
+        bridge_box[0].attach(getattr(info, "name", None) or "agent")
+
+    server = Server("spotpatch", version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools,
+                    on_call_tool=call_tool)
+    server.add_notification_handler("notifications/initialized", types.NotificationParams, initialized)
+    return server
 
 
 async def _dispatch(bridge: Bridge, client: str, name: str, arguments: dict[str, Any]) -> Any:

@@ -259,6 +259,9 @@ if TYPE_CHECKING:
         ProviderProbeParams as ProviderProbeParams,
     )
     from spotpatch_agent.protocol.session import (
+        AgentChannelInfo as AgentChannelInfo,
+    )
+    from spotpatch_agent.protocol.session import (
         CancelRequestParams as CancelRequestParams,
     )
     from spotpatch_agent.protocol.session import (
@@ -327,9 +330,9 @@ MODULES: dict[str, tuple[str, ...]] = {
     "jobs": ("TERMINAL_STATUSES", "ApplyMode", "DiffResult", "ErrorInfo", "FileStat", "JobCreateParams",
              "JobEventsParams", "JobIdParams", "JobListResult", "JobSnapshot", "JobStatus", "PromptRenderParams",
              "PromptRenderResult", "PromptTarget", "PromptWarning", "PromptWarningCode"),
-    "session": ("CancelRequestParams", "Capabilities", "ChecksSandbox", "ClientInfo", "EmptyParams", "HealthCounts",
-                "HealthDetail", "InitializeParams", "InitializeResult", "LogTraceParams", "RecoveryReport",
-                "RepoHealth", "ServerInfo", "SessionGetResult", "SessionLimits"),
+    "session": ("AgentChannelInfo", "CancelRequestParams", "Capabilities", "ChecksSandbox", "ClientInfo",
+                "EmptyParams", "HealthCounts", "HealthDetail", "InitializeParams", "InitializeResult",
+                "LogTraceParams", "RecoveryReport", "RepoHealth", "ServerInfo", "SessionGetResult", "SessionLimits"),
     "events": ("JOB_EVENT_ADAPTER", "ActivityEvent", "AnyJobEvent", "CheckEvent", "DiffEvent", "ErrorEvent",
                "EventKind", "JobEvent", "JobEventNotification", "JobEventsResult", "MessageEvent", "StatusEvent"),
     "providers": ("ProbeResult", "ProviderInfo", "ProviderListResult", "ProviderModelInfo", "ProviderProbeParams"),

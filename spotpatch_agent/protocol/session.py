@@ -13,8 +13,9 @@ from spotpatch_agent.protocol.config import TrustedConfig
 from spotpatch_agent.protocol.jobs import ApplyMode
 
 __all__ = [
-    "CancelRequestParams", "Capabilities", "ChecksSandbox", "ClientInfo", "EmptyParams", "HealthCounts",
-    "HealthDetail", "InitializeParams", "InitializeResult", "LogTraceParams", "RecoveryReport", "RepoHealth",
+    "AgentChannelInfo", "CancelRequestParams", "Capabilities", "ChecksSandbox", "ClientInfo", "EmptyParams",
+    "HealthCounts", "HealthDetail", "InitializeParams", "InitializeResult", "LogTraceParams", "RecoveryReport",
+    "RepoHealth",
     "ServerInfo", "SessionGetResult", "SessionLimits",
 ]
 
@@ -86,6 +87,17 @@ class SessionLimits(WireModel):
     max_instruction_chars: int
 
 
+class AgentChannelInfo(WireModel):
+    """``session/get``'s ``agents`` (docs/mcp.md): whether a job can be sent to a coding agent attached over MCP."""
+
+    #: The engine listens for agents (``spotpatch-agent mcp``); false with ``reason``.
+    available: bool
+    #: The agents attached now, by the names their MCP clients give (e.g. ``claude-code``), sorted.
+    clients: list[str]
+    #: Why no agent can attach (one line, no path), when ``available`` is false.
+    reason: str | None = None
+
+
 class SessionGetResult(WireModel):
     """What the page needs to draw itself (``session/get``): the ``initialize`` capabilities it cares about,
     the per-job limits and the Apply/Revert repairs of this engine start (the same list on every call)."""
@@ -98,6 +110,9 @@ class SessionGetResult(WireModel):
     checks_sandbox: ChecksSandbox | None = None
     #: Whether the read-only suggestion lane (``job/suggest``) is on in the trusted config.
     suggestions: bool = False
+    #: Sending jobs to an attached agent (``job/create`` with ``agent: true``); absent where the engine offers no
+    #: agent channel at all (an in-process engine: ``run``, ``demo``).
+    agents: AgentChannelInfo | None = None
 
 
 class EmptyParams(InModel):

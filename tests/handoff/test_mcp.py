@@ -257,3 +257,18 @@ async def test_the_hostile_path_suite_through_mcp_reveals_nothing_and_changes_no
         assert_nothing_secret(stage, extra=world.secrets)
     finally:
         stage.engine.stop()
+
+
+@pytest.mark.anyio
+async def test_session_get_tells_the_page_whether_an_agent_is_attached(stage: Stage) -> None:
+    def agents() -> dict[str, Any]:
+        return stage.engine.call("session/get", {})["agents"]
+
+    assert agents() == {"available": True, "clients": []}
+    async with stage.agent("claude-code"):  # attached once the client finished initializing, before any call
+        with anyio.fail_after(10):
+            while agents()["clients"] != ["claude-code"]:
+                await anyio.sleep(0.05)
+    with anyio.fail_after(10):  # its session closed: no longer attached
+        while agents()["clients"]:
+            await anyio.sleep(0.05)
