@@ -7,6 +7,8 @@ import { HOST, newPage } from "./browser-support.mjs";
 import {
   PRICE_INSTRUCTION,
   SAVE_INSTRUCTION,
+  bytesOf,
+  focusedName,
   openDemo,
   openPanel,
   panelOf,
@@ -77,4 +79,34 @@ test("(F3) Submit refused with JOB_CONFLICT shows the other tab's job with Cance
     page2.errors.filter((e) => !/status of 409 \(Conflict\) \(.*\/rpc\/job\/create\)/.test(e)),
     [],
   );
+});
+
+test("another tab's applied job: New edit asks before closing it (closing ends the page's Revert); Esc keeps it and Revert still restores the file", async (t) => {
+  // Newcomer finding (issue 26): in a tab that picked up another tab's applied job, one Enter on New edit closed
+  // the job without a question, and only a terminal could revert it afterwards.
+  const { page, context, url, project } = await openDemo(t);
+  const original = bytesOf(project);
+  await openPanel(page);
+  await fillAndSubmit(page);
+  await panelOf(page).getByRole("button", { name: "Apply" }).click({ timeout: 30_000 });
+  await panelOf(page).getByRole("button", { name: "Revert" }).waitFor({ timeout: 30_000 });
+  const applied = bytesOf(project);
+  assert.notDeepEqual(applied, original);
+  await page.close();
+
+  const page2 = await secondPage(context, url);
+  await page2.getByRole("button", { name: "SpotPatch", exact: true }).click();
+  const panel = panelOf(page2);
+  await panel.getByRole("button", { name: "Revert" }).waitFor({ timeout: 15_000 });
+  await panel.getByRole("button", { name: "New edit" }).focus();
+  await page2.keyboard.press("Enter");
+  await panel.getByText(/Close this applied job\? It can then no longer be reverted from the page/).waitFor();
+  assert.equal(await focusedName(page2), "button:Keep it open", "the safe choice has the focus");
+  await snap(page2, "tabs-close-applied-question");
+  await page2.keyboard.press("Escape");
+  await panel.getByRole("button", { name: "Revert" }).waitFor();
+  assert.deepEqual(bytesOf(project), applied, "nothing changed by the question");
+  await panel.getByRole("button", { name: "Revert" }).click();
+  await panel.getByRole("button", { name: "New edit" }).waitFor({ timeout: 30_000 });
+  assert.deepEqual(bytesOf(project), original, "Revert restored the file byte for byte");
 });

@@ -56,6 +56,8 @@ const en = {
   "action.newEdit": "New edit",
   "action.keepTargets": "Keep them",
   "action.dropTargets": "Drop them and start a new edit",
+  "action.keepJob": "Keep it open",
+  "action.closeAppliedJob": "Close it",
   "action.dismiss": "Dismiss",
   "action.dismissMessage": "Dismiss this message",
   "action.clearAll": "Remove all targets",
@@ -239,6 +241,8 @@ const en = {
   "visual.changedReverted": "{percent} % of the pixels still differ from the original.",
   "visual.original": "The element looks as it did before the job.",
   "job.closeWarning": "New edit closes this job: it can then no longer be reverted from the page.",
+  "job.closeAppliedConfirm":
+    "Close this applied job? It can then no longer be reverted from the page (only from a terminal: `spotpatch-agent revert {jobId}`).",
   "job.newEditConfirm":
     "Start a new edit? The {count} {count:target|targets} and instructions of this job are dropped (the applied change stays).",
   "job.revertedConfirm":
@@ -345,6 +349,8 @@ const zh: Record<MessageKey, string> = {
   "action.newEdit": "新的修改",
   "action.keepTargets": "保留",
   "action.dropTargets": "丢弃并开始新的修改",
+  "action.keepJob": "保持打开",
+  "action.closeAppliedJob": "关闭它",
   "action.dismiss": "关闭",
   "action.dismissMessage": "关闭此消息",
   "action.clearAll": "移除全部目标",
@@ -520,6 +526,7 @@ const zh: Record<MessageKey, string> = {
   "visual.changedReverted": "仍有 {percent}% 的像素与原来不同。",
   "visual.original": "这个元素和任务之前一样。",
   "job.closeWarning": "“新的修改”会关闭此任务：之后无法再从页面撤销它。",
+  "job.closeAppliedConfirm": "关闭这个已应用的任务？之后无法再从页面撤销它（只能在终端里：`spotpatch-agent revert {jobId}`）。",
   "job.newEditConfirm": "开始新的修改？此任务的 {count} 个目标及其说明将被丢弃（已应用的修改保留）。",
   "job.revertedConfirm": "开始新的修改？此任务的 {count} 个目标及其说明将被丢弃。“返回编辑”可保留它们再试一次。",
   "job.dismissConfirm": "关闭此任务？它的 {count} 个目标及其说明将被丢弃。“返回编辑”可保留它们再试一次；“复制提示词”可带到别处。",

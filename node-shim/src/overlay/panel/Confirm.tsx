@@ -4,6 +4,7 @@
  */
 import type { Ref } from "preact";
 
+import { withCode } from "./Composer.js";
 import type { Controller } from "./controller.js";
 
 /**
@@ -19,11 +20,13 @@ export function NewEditConfirm({
   ctl: Controller;
   keep: Ref<HTMLButtonElement>;
   onKeep: () => void;
-  /** The question's i18n key: New edit after Apply or after Revert, or Dismiss of a failed or cancelled job. */
-  question?: "job.newEditConfirm" | "job.revertedConfirm" | "job.dismissConfirm";
+  /** The question's i18n key: New edit after Apply or after Revert, Dismiss of a failed or cancelled job, or New
+   *  edit of an applied job this tab has no targets of (another tab's: only the page's Revert is at stake). */
+  question?: "job.newEditConfirm" | "job.revertedConfirm" | "job.dismissConfirm" | "job.closeAppliedConfirm";
 }) {
   const { t } = ctl;
   const count = ctl.state.job?.input?.targets.length ?? 0;
+  const jobOnly = question === "job.closeAppliedConfirm";
   return (
     <div
       class="sp-col"
@@ -38,14 +41,14 @@ export function NewEditConfirm({
       }}
     >
       <p id="sp-confirm-q" role="status">
-        {t(question, { count })}
+        {withCode(t(question, { count, jobId: ctl.state.job?.jobId ?? "" }))}
       </p>
       <div class="sp-row">
         <button ref={keep} type="button" class="sp-btn sp-primary" onClick={onKeep}>
-          {t("action.keepTargets")}
+          {t(jobOnly ? "action.keepJob" : "action.keepTargets")}
         </button>
         <button type="button" class="sp-btn sp-danger" onClick={singleClick(() => void ctl.closeJob(false))}>
-          {t("action.dropTargets")}
+          {t(jobOnly ? "action.closeAppliedJob" : "action.dropTargets")}
         </button>
       </div>
     </div>

@@ -151,7 +151,15 @@ export function JobActions({ ctl }: { ctl: Controller }) {
         ctl={ctl}
         keep={keep}
         onKeep={() => setConfirming(false)}
-        question={closing ? "job.dismissConfirm" : status === "reverted" ? "job.revertedConfirm" : "job.newEditConfirm"}
+        question={
+          closing
+            ? "job.dismissConfirm"
+            : status === "reverted"
+              ? "job.revertedConfirm"
+              : job.input
+                ? "job.newEditConfirm"
+                : "job.closeAppliedConfirm"
+        }
       />
     );
   const busy = job.busy ? "true" : undefined;
@@ -222,7 +230,9 @@ export function JobActions({ ctl }: { ctl: Controller }) {
             class="sp-btn"
             aria-disabled={busy}
             onClick={singleClick(() =>
-              asks && job.input ? setConfirming(true) : void ctl.closeJob(false),
+              // Asked when targets would be dropped, and always before an applied job closes: closing ends the
+              // page's Revert (newcomer finding: another tab's applied job closed on one Enter).
+              asks && (job.input || status === "applied") ? setConfirming(true) : void ctl.closeJob(false),
             )}
             title={status === "applied" ? t("job.closeWarning") : undefined}
           >
