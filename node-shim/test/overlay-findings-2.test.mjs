@@ -308,3 +308,25 @@ test("finding 14: numbered badges never cover the text of what they mark", async
   await snap(page, "findings2-14-badges");
   assert.deepEqual(page.errors, []);
 });
+
+test("pick mode on, Enter on a focused panel button is that button's (Submit submits); on Pick elements Enter still picks", async (t) => {
+  // Newcomer finding (issue 26): pick mode started by the shortcut from an instruction box, then Tab to Submit and
+  // Enter: the highlighted element (the whole app) was picked as a new target instead of the job starting.
+  const { page } = await openDemo(t);
+  await openPanel(page);
+  await page.getByRole("button", { name: "Pick elements" }).focus();
+  await page.keyboard.press("Enter"); // pick mode from its button: the keys walk and pick from there
+  await page.keyboard.press("ArrowDown");
+  await page.keyboard.press("Enter");
+  const box = panelOf(page).getByRole("textbox", { name: "Instruction for target 1" });
+  await box.waitFor();
+  await box.fill(SAVE_INSTRUCTION);
+  await page.keyboard.press("Alt+Shift+S"); // pick mode again, the focus still in the box
+  await panelOf(page).getByRole("button", { name: "Pick elements", pressed: true }).waitFor();
+  await page.keyboard.press("Enter"); // typing in the box stays typing
+  assert.equal(await box.inputValue(), `${SAVE_INSTRUCTION}\n`);
+  await panelOf(page).getByRole("button", { name: "Submit" }).focus();
+  await page.keyboard.press("Enter");
+  await panelOf(page).getByRole("heading", { name: "Job" }).waitFor({ timeout: 15_000 });
+  assert.equal(await panelOf(page).getByRole("textbox", { name: "Instruction for target 2" }).count(), 0, "nothing picked");
+});

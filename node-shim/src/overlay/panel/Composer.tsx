@@ -76,6 +76,7 @@ function PickBar({ ctl }: { ctl: Controller }) {
           type="button"
           class="sp-btn"
           aria-pressed={state.picking === "element"}
+          data-sp-pick-start=""
           disabled={full && state.picking !== "element"}
           onClick={() => (state.picking === "element" ? ctl.stopPick() : ctl.startPick("element"))}
         >

@@ -5,7 +5,7 @@
  * their diagnostics (the error once) and Copy prompt, never shown as passed.
  */
 import type { JSX } from "preact";
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 
 import type { AuditTargetSummary, CheckEvent, JobEventNotification, JobStatus } from "../../protocol.generated.js";
 import { hasKey } from "../i18n.js";
@@ -136,7 +136,9 @@ export function JobActions({ ctl }: { ctl: Controller }) {
   const newEdit = useRef<HTMLButtonElement>(null);
   const keep = useRef<HTMLButtonElement>(null);
   const wasConfirming = useRef(false);
-  useEffect(() => {
+  // A layout effect: the focus moves in the same task as the question renders, so no key pressed the moment it
+  // appears reaches the body (an Esc meant to keep went nowhere).
+  useLayoutEffect(() => {
     // Into the question: the safe choice (keep) has the focus; out of it: back on New edit, never on Revert.
     if (confirming) keep.current?.focus();
     else if (wasConfirming.current) newEdit.current?.focus();

@@ -63,7 +63,7 @@ import {
   viewportRect,
 } from "./dom.js";
 import { Highlight, labelText } from "./highlight.js";
-import { initialElement, startElement, typingInOverlay, walk } from "./navigate.js";
+import { enterForOverlayControl, initialElement, startElement, typingInOverlay, walk } from "./navigate.js";
 import { areaTargets } from "./selection.js";
 import type { PickedTarget, Picker, PickerOptions } from "./types.js";
 
@@ -323,8 +323,9 @@ export function createPicker(options: PickerOptions): Picker {
     let handled = true;
     if (k === "Escape") {
       stop();
-    } else if (k === "Enter" && hovered) {
-      // Without a highlighted element (the mouse is on the panel) Enter stays the focused button's.
+    } else if (k === "Enter" && hovered && !(isOwn(e.target) && enterForOverlayControl(e))) {
+      // Without a highlighted element (the mouse is on the panel), or on a panel button other than Pick elements,
+      // Enter stays the focused button's.
       pickElement(hovered, e.shiftKey);
     } else if (k === "f" || k === "F") {
       frozen = !frozen;

@@ -35,6 +35,16 @@ export function typingInOverlay(e: KeyboardEvent): boolean {
   );
 }
 
+/** True when Enter aimed at the overlay belongs to the focused control there: a button (or link, summary) of the
+ * panel, except the one that starts pick mode ("Pick elements", marked `data-sp-pick-start`), where a keyboard user walks and
+ * picks right away. Enter on Submit submits, never picks (newcomer finding, issue 26). */
+export function enterForOverlayControl(e: KeyboardEvent): boolean {
+  const origin = safe(() => e.composedPath()[0], null) as Element | null;
+  if (!origin || !(origin instanceof Element)) return false;
+  const control = safe(() => origin.closest('button, a[href], summary, [role="button"], [role="menuitem"]'), null);
+  return !!control && !safe(() => control.hasAttribute("data-sp-pick-start"), false);
+}
+
 /** How keyboard picking found its first element: the focus, the viewport centre, or (the centre being
  * empty page) the first visible located element, else the first visible focusable element. */
 export type StartedFrom = "focus" | "centre" | "located" | "focusable" | "none";
