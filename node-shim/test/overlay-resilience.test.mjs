@@ -7,7 +7,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
-import { TOUCHED, bytesOf, openDemo, openPanel, panelOf, recordCalls, snap, submitDemoJob, textUnderBadge, waitFor } from "./overlay-flow-helpers.mjs";
+import { PRICE_INSTRUCTION, SAVE_INSTRUCTION, TOUCHED, bytesOf, openDemo, openPanel, panelOf, pickSaveAndPrice, recordCalls, snap, submitDemoJob, textUnderBadge, waitFor } from "./overlay-flow-helpers.mjs";
 import { drag } from "./overlay-picker-helpers.mjs";
 import { REPO, git, pageSession } from "./support.mjs";
 
@@ -209,4 +209,41 @@ test("a page's own <spotpatch-overlay> element (a decoy, or markup using the nam
   assert.equal(await page.evaluate(() => document.querySelectorAll("spotpatch-overlay").length), 2, "the decoy and ours");
   await openPanel(page);
   await panelOf(page).getByRole("button", { name: "Pick elements" }).waitFor();
+});
+
+test("a reload while composing keeps the cards and their instructions and reopens the panel; Submit then reaches review", async (t) => {
+  // Newcomer finding (issue 26): a reload (or Vite's full reload) while composing lost every target and instruction.
+  const { page } = await openDemo(t);
+  await openPanel(page);
+  await pickSaveAndPrice(page);
+  const panel = panelOf(page);
+  await panel.getByRole("textbox", { name: "Instruction for target 1" }).fill(SAVE_INSTRUCTION);
+  await panel.getByRole("textbox", { name: "Instruction for target 2" }).fill(PRICE_INSTRUCTION);
+  await page.reload();
+  const first = panel.getByRole("textbox", { name: "Instruction for target 1" });
+  await first.waitFor({ timeout: 15_000 }); // the panel reopened by itself, with the cards
+  assert.equal(await first.inputValue(), SAVE_INSTRUCTION);
+  assert.equal(await panel.getByRole("textbox", { name: "Instruction for target 2" }).inputValue(), PRICE_INSTRUCTION);
+  // The badges are back on the elements (found again by source location).
+  const badges = () => page.evaluate(() => document.querySelector("spotpatch-overlay").shadowRoot.querySelectorAll("[data-spotpatch-badge]").length);
+  await waitFor(async () => (await badges()) === 2, { what: "the two badges back on the page" });
+  await snap(page, "drafts-after-reload");
+  await panel.getByRole("button", { name: "Submit" }).click();
+  await panel.getByRole("button", { name: "Apply" }).waitFor({ timeout: 30_000 });
+  // Submitted: the cards are gone from storage, so another reload shows the job, not the old cards.
+  await page.reload();
+  await panel.getByRole("button", { name: "Apply" }).waitFor({ timeout: 15_000 });
+  assert.equal(await panel.getByRole("textbox", { name: "Instruction for target 1" }).count(), 0);
+});
+
+test("a reload in review keeps the job's badges on its targets (the review's Target 1 is badge 1)", async (t) => {
+  // Newcomer finding (issue 26): after a reload in review the numbered badges were gone.
+  const { page } = await openDemo(t);
+  await submitDemoJob(page);
+  const panel = panelOf(page);
+  await panel.getByRole("button", { name: "Apply" }).waitFor({ timeout: 30_000 });
+  await page.reload();
+  await panel.getByRole("button", { name: "Apply" }).waitFor({ timeout: 15_000 });
+  const badges = () => page.evaluate(() => document.querySelector("spotpatch-overlay").shadowRoot.querySelectorAll("[data-spotpatch-badge]").length);
+  await waitFor(async () => (await badges()) === 2, { what: "the job's two badges after the reload" });
 });

@@ -12,6 +12,7 @@ import type { ApplyMode, RecoveryReport } from "../../protocol.generated.js";
 import { translator, type Lang } from "../i18n.js";
 import { createBadges, createPicker, pauseAnimations, targetFromSelection } from "../picker/index.js";
 import type { Badges, PickedTarget, Picker } from "../picker/types.js";
+import { refind } from "../visual/locate.js";
 import { JobFlow } from "./jobs.js";
 import { DEFAULT_LIMITS, buildAnnotation, localPrompt, type Draft, type SessionInfo, type State } from "./state.js";
 import { errorParts } from "./store.js";
@@ -77,6 +78,12 @@ export class Controller extends JobFlow {
   }
 
   private async load(): Promise<void> {
+    // The cards a reload interrupted come back first (their elements re-found by the badges where they still are).
+    const kept = this.state.drafts.length ? [] : this.keptDrafts();
+    if (kept.length) {
+      this.setDrafts(kept.map((k): Draft => ({ key: this.nextKey++, target: k.target, instruction: k.instruction, detached: false })));
+      setTimeout(() => this.reattachDrafts(), 300); // also when the load stops below (no engine, a config problem)
+    }
     // spotpatch.config.json cannot be used: SpotPatch is off (every endpoint says so); the panel lists why.
     if (this.options.configProblem) return this.set({ loading: false });
     this.set({ loading: true });
@@ -105,6 +112,9 @@ export class Controller extends JobFlow {
     });
     await this.refreshHealth();
     await this.restoreJob();
+    // Restored cards and a restored job's targets: their elements, found again by source location once the app
+    // rendered (its first render may still be running).
+    for (const delay of [0, 300, 1500]) setTimeout(() => this.reattachDrafts(), delay);
   }
 
   private async fetchSession(): Promise<SessionInfo> {
@@ -266,6 +276,26 @@ export class Controller extends JobFlow {
     // picked meanwhile wait in the composer unnumbered on the page ("1 new target waits…") until the job closes.
     const targets = job?.input ? job.input.targets.map((e) => e.target) : drafts.map((d) => d.target);
     this.badges?.update(targets.map((target, i) => ({ n: i + 1, target })));
+  }
+
+  /** Cards without a live element (restored after a reload) get the element now rendering from their source
+   *  location, so their badges show again; a card whose element is not found stays as it is. */
+  private reattachDrafts(): void {
+    let found = false;
+    const live = (target: PickedTarget): PickedTarget => {
+      if (target.element || target.region || target.frame) return target; // areas and iframes: not re-found
+      const element = refind(target, target.source?.line ?? null);
+      if (!element) return target;
+      found = true;
+      return { ...target, element };
+    };
+    const drafts = this.state.drafts.map((d) => ({ ...d, target: live(d.target) }));
+    // The shown job's targets too (a reload in review): the review's "Target 1" has its badge again.
+    const input = this.state.job?.input;
+    const targets = input?.targets.map((e) => ({ ...e, target: live(e.target) }));
+    if (!found) return;
+    if (input && targets) this.setJob({ input: { ...input, targets } });
+    this.setDrafts(drafts);
   }
 
   private markDetached(n: number): void {

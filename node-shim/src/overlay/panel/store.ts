@@ -6,7 +6,8 @@
 import type { SpotPatchClient } from "../../client.js";
 import { initialLang, translator, type Translate } from "../i18n.js";
 import { storageKey, type OverlayOptions } from "../types.js";
-import { DEFAULT_LIMITS, providerOfModel, type JobView, type SessionInfo, type State } from "./state.js";
+import type { PickedTarget } from "../picker/types.js";
+import { DEFAULT_LIMITS, providerOfModel, storableTarget, type JobView, type SessionInfo, type State } from "./state.js";
 
 export type ClientWithSession = SpotPatchClient & { session?: () => Promise<SessionInfo> };
 
@@ -72,7 +73,36 @@ export abstract class Store {
 
   protected set(patch: Partial<State>): void {
     this.state = { ...this.state, ...patch };
+    if (patch.drafts) this.keepDrafts();
     for (const listener of this.listeners) listener();
+  }
+
+  /** The composer's cards survive a reload (sessionStorage `drafts`: each target without its live element, and
+   *  its instruction; newcomer finding, issue 26), and the panel open with them reopens with them. */
+  private keepDrafts(): void {
+    const { drafts, open } = this.state;
+    const kept = drafts.map((d) => ({ target: storableTarget(d.target), instruction: d.instruction }));
+    this.write("drafts", kept.length ? JSON.stringify(kept) : null);
+    if (kept.length && open) this.write("open", "1");
+  }
+
+  /** The cards a reload left (see keepDrafts); anything that does not look like one is dropped. */
+  protected keptDrafts(): { target: PickedTarget; instruction: string }[] {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(this.read("drafts") ?? "[]");
+    } catch {
+      return [];
+    }
+    if (!Array.isArray(parsed)) return [];
+    return (parsed as unknown[])
+      .filter((x): x is { target: PickedTarget; instruction: string } => {
+        const card = x as { target?: unknown; instruction?: unknown } | null;
+        return !!card && typeof card === "object" && typeof card.instruction === "string" &&
+          !!card.target && typeof card.target === "object";
+      })
+      .slice(0, this.limits.maxTargets)
+      .map((x) => ({ target: { ...x.target, element: null }, instruction: x.instruction }));
   }
 
   protected setJob(patch: Partial<JobView>): void {
