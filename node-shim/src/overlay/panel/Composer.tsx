@@ -288,6 +288,9 @@ export function SubmitArea({ ctl }: { ctl: Controller }) {
   // Local changes need the user's consent before a job may start from them (issue 26): Submit says why it waits.
   const needsConsent =
     health?.state === "consent-required" && !state.includeLocal && state.applyMode !== "trusted-auto";
+  // An agent's job is always reviewed: it needs the consent whatever mode the model's job would use.
+  const needsConsentAgent = health?.state === "consent-required" && !state.includeLocal;
+  const agents = ctl.agentClients;
   return (
     <section class="sp-col" aria-label={t("action.submit")}>
       {ai ? (
@@ -329,7 +332,7 @@ export function SubmitArea({ ctl }: { ctl: Controller }) {
           <p class="sp-muted">{withCode(anyProvider ? t("ai.howToKey") : t("ai.howTo"))}</p>
         </div>
       )}
-      {ai && <Health ctl={ctl} />}
+      {(ai || agents.length > 0) && <Health ctl={ctl} />}
       {ai && <ChecksSandboxNote ctl={ctl} />}
       <div class="sp-row">
         {ai && !blocked && (
@@ -343,13 +346,29 @@ export function SubmitArea({ ctl }: { ctl: Controller }) {
             {t("action.submit")}
           </button>
         )}
+        {agents.length > 0 && !blocked && (
+          <button
+            type="button"
+            class={ai ? "sp-btn" : "sp-btn sp-primary"}
+            disabled={!!state.job || state.loading || needsConsentAgent}
+            aria-describedby="sp-agent-note"
+            onClick={() => void ctl.submit(true)}
+          >
+            {t("action.sendToAgent")}
+          </button>
+        )}
         <button type="button" class="sp-btn" disabled={!state.drafts.length} onClick={() => void ctl.copyPrompt()}>
           {t("action.copyPrompt")}
         </button>
       </div>
       <p id="sp-submit-why" class="sp-muted" role="status">
-        {ai && !blocked && needsConsent ? t("submit.needConsent") : ""}
+        {!blocked && ((ai && needsConsent) || (agents.length > 0 && needsConsentAgent)) ? t("submit.needConsent") : ""}
       </p>
+      {ctl.agentChannel && (
+        <p id="sp-agent-note" class="sp-muted">
+          {agents.length > 0 ? t("agent.connected", { names: agents.join(", ") }) : withCode(t("agent.howTo"))}
+        </p>
+      )}
     </section>
   );
 }

@@ -15,7 +15,7 @@ import { withCode } from "./Composer.js";
 import { DiffView } from "./Diff.js";
 import { Iso } from "./Iso.js";
 import { CheckSandboxMarks, UnconfinedChecksNote } from "./Sandbox.js";
-import { ACTIVE, RUNNING, canSuggest, formatElapsed, providerOfModel, timelineOf } from "./state.js";
+import { ACTIVE, AGENT_PROFILE_ID, RUNNING, canSuggest, formatElapsed, providerOfModel, timelineOf } from "./state.js";
 import { SuggestionBox } from "./Suggestion.js";
 import { BeforeAfter } from "./Visual.js";
 
@@ -42,6 +42,8 @@ export function JobPanel({ ctl }: { ctl: Controller }) {
   }, [active]);
   const elapsed = (job.endedAt ?? (active ? now : Date.parse(snapshot.updatedAt) || now)) - job.startedAt;
   const names = providerOfModel(ctl.state.providers, snapshot.modelProfileId);
+  // A job sent to the user's own agent (job/create agent: true) runs under the engine's "mcp" profile.
+  const agentJob = snapshot.modelProfileId === AGENT_PROFILE_ID;
   const checks = job.events.filter((e): e is CheckEvent => e.kind === "check");
   const fellBack = status === "awaiting-review" && snapshot.applyMode !== "review";
   // A job that ends (review, failed, cancelled) opens at its top: the timeline had scrolled the body to its
@@ -66,6 +68,12 @@ export function JobPanel({ ctl }: { ctl: Controller }) {
       {names && (
         <p class="sp-muted">
           {t("job.model", { provider: names.provider.displayName, model: names.model.displayName })}
+        </p>
+      )}
+      {agentJob && <p class="sp-muted">{t("job.agent")}</p>}
+      {agentJob && active && !job.events.some((e) => e.kind === "activity") && (
+        <p class="sp-note" role="status">
+          {t("job.agentWaiting")}
         </p>
       )}
       <p class="sp-muted">{t("job.mode", { mode: t(`submit.mode.${snapshot.applyMode}`) })}</p>
@@ -395,7 +403,9 @@ function describe(ctl: Controller, event: JobEventNotification) {
             ✎
           </span>
           <span class="sp-msg">
-            <span class="sp-visually-hidden">{t("job.message")}: </span>
+            <span class="sp-visually-hidden">
+              {t(ctl.state.job?.snapshot.modelProfileId === AGENT_PROFILE_ID ? "job.agentMessage" : "job.message")}:{" "}
+            </span>
             {event.text.length > MESSAGE_SHOWN ? `${event.text.slice(0, MESSAGE_SHOWN)}…` : event.text}
           </span>
         </>

@@ -17,6 +17,9 @@ import { JobFlow } from "./jobs.js";
 import { DEFAULT_LIMITS, buildAnnotation, localPrompt, type Draft, type SessionInfo, type State } from "./state.js";
 import { errorParts } from "./store.js";
 
+/** How often the open panel asks whether a coding agent is attached (session/get `agents`). */
+const AGENT_POLL_MS = 3000;
+
 /** Error codes meaning no engine answers (not started, stopped, crashed, or the dev server is gone). */
 const NO_ENGINE = new Set(["ENGINE_UNAVAILABLE", "ENGINE_STOPPED", "ENGINE_FAILED", "NETWORK"]);
 
@@ -41,14 +44,25 @@ export class Controller extends JobFlow {
     this.badges?.setVisible(true);
     const again = !!this.initialized;
     void this.init();
+    window.addEventListener("focus", this.onPageFocus);
+    // Whether a coding agent is attached changes when the user starts or stops it elsewhere: asked again every few
+    // seconds while the panel is open (one small request; nothing while closed).
+    this.agentPoll ??= setInterval(() => void this.refreshAgents(), AGENT_POLL_MS);
     if (again && this.initialized) {
       void this.refreshHealth();
+      void this.refreshAgents();
       // A job started meanwhile in another tab (or left by a closed one) is shown on each open.
       if (!this.state.job) void this.initialized.then(() => (this.state.job ? undefined : this.restoreJob()));
     } else if (this.initialized) void this.refreshHealth();
   }
 
+  private readonly onPageFocus = (): void => void this.refreshAgents();
+  private agentPoll: ReturnType<typeof setInterval> | undefined;
+
   close(): void {
+    window.removeEventListener("focus", this.onPageFocus);
+    clearInterval(this.agentPoll);
+    this.agentPoll = undefined;
     this.stopPick();
     this.listenSelection(false);
     this.keepOnTop?.(false);

@@ -52,34 +52,35 @@ export abstract class JobFlow extends Store {
   protected abstract setDrafts(drafts: Draft[]): void;
   protected abstract syncBadges(): void;
 
-  /** Why Submit cannot run now (a message), or null. */
-  submitProblem(): string | null {
+  /** Why Submit (or, with `agent`, Send to my agent) cannot run now (a message), or null. */
+  submitProblem(agent = false): string | null {
     const { drafts, health, modelId } = this.state;
     if (!drafts.length) return this.t("composer.empty");
     if (drafts.some((d) => !d.instruction.trim())) return this.t("composer.needInstruction");
     const long = drafts.findIndex((d) => d.instruction.length > this.limits.maxInstructionChars);
     if (long >= 0) return this.t("composer.tooLong", { n: long + 1, max: this.limits.maxInstructionChars });
-    if (!modelId) return this.t("submit.noModel");
+    if (!modelId && !agent) return this.t("submit.noModel");
     if (health?.state === "consent-required" && !this.state.includeLocal && this.state.applyMode !== "trusted-auto") {
       return this.t("health.consent", { ...health.counts });
     }
     return null;
   }
 
-  async submit(): Promise<void> {
+  /** Start the job: with a model, or with `agent` for the user's own coding agent over MCP (docs/mcp.md). */
+  async submit(agent = false): Promise<void> {
     if (this.submitting || this.state.job) return;
     this.submitting = true;
     try {
-      await this.submitNow();
+      await this.submitNow(agent);
     } finally {
       this.submitting = false;
     }
   }
 
-  protected async submitNow(): Promise<void> {
+  protected async submitNow(agent: boolean): Promise<void> {
     await this.refreshHealth();
     if (this.state.health?.state === "blocked") return;
-    const problem = this.submitProblem();
+    const problem = this.submitProblem(agent);
     const empty = this.state.drafts.find((d) => !d.instruction.trim());
     this.emptyInstructionsFlagged = !!problem && !!empty;
     if (problem && empty) {
@@ -90,7 +91,8 @@ export abstract class JobFlow extends Store {
       this.set({ notice: { tone: "error", text: problem } });
       return;
     }
-    const { applyMode, modelId } = this.state;
+    const { modelId } = this.state;
+    const applyMode = agent ? "review" : this.state.applyMode; // an agent's job is always reviewed
     if (applyMode === "trusted-auto" && !this.hasConsent()) {
       this.askConsent();
       return;
@@ -98,8 +100,9 @@ export abstract class JobFlow extends Store {
     // The job's frozen snapshot: later edits, re-picks or a language switch never reach it.
     const input: JobInput = {
       targets: this.state.drafts.map((d) => ({ target: d.target, instruction: d.instruction })),
-      modelProfileId: modelId,
+      modelProfileId: agent ? "" : modelId,
       applyMode,
+      ...(agent ? { agent: true } : {}),
     };
     const annotation = buildAnnotation(
       input.targets,
@@ -107,7 +110,9 @@ export abstract class JobFlow extends Store {
       location.pathname + location.search,
     );
     await this.evidence.attach(annotation, input.targets.map((entry) => entry.target));
-    const params: Parameters<SpotPatchClient["createJob"]>[0] = { annotation, modelProfileId: modelId, applyMode };
+    const params: Parameters<SpotPatchClient["createJob"]>[0] = agent
+      ? { annotation, agent: true }
+      : { annotation, modelProfileId: modelId, applyMode };
     if (applyMode === "trusted-auto") params.trustedFastModeConsent = true;
     else if (this.state.health?.state === "consent-required" && this.state.includeLocal)
       params.localChangesConsent = true;
@@ -455,7 +460,9 @@ export abstract class JobFlow extends Store {
           }))
         : [];
     const drafts = [...restored, ...this.state.drafts].slice(0, this.limits.maxTargets);
-    if (restore && job.input) this.set({ modelId: job.input.modelProfileId, applyMode: job.input.applyMode });
+    // Back to edit after an agent's job keeps the model chosen before it.
+    if (restore && job.input && !job.input.agent)
+      this.set({ modelId: job.input.modelProfileId, applyMode: job.input.applyMode });
     this.set({ job: null });
     this.persistJob();
     this.setDrafts(drafts);

@@ -4,6 +4,7 @@
  * what the panel shows.
  */
 import type {
+  AgentChannelInfo,
   ApplyMode,
   AuditTargetSummary,
   ChecksSandbox,
@@ -35,6 +36,8 @@ export interface SessionInfo {
   checksSandbox?: ChecksSandbox;
   /** Whether the read-only suggestion lane (`job/suggest`) is on (absent: an older engine, off). */
   suggestions?: boolean;
+  /** Sending jobs to the user's own agent over MCP (absent: no agent channel). */
+  agents?: AgentChannelInfo;
 }
 
 /** The engine's defaults and model caps (docs/protocol.md: targets 1..8, instructions 1..2000 chars). */
@@ -53,6 +56,8 @@ export interface JobInput {
   targets: { target: PickedTarget; instruction: string }[];
   modelProfileId: string;
   applyMode: ApplyMode;
+  /** Sent to the user's own agent over MCP (docs/mcp.md), not to a model. */
+  agent?: boolean;
 }
 
 export interface JobView {
@@ -115,6 +120,8 @@ export interface State {
 }
 
 export const ACTIVE = new Set(["preparing", "running", "validating", "applying", "reverting"]);
+/** The model profile id of a job sent to the user's own agent over MCP (the engine's `agent_profile`). */
+export const AGENT_PROFILE_ID = "mcp";
 export const RUNNING = new Set(["preparing", "running", "validating"]);
 
 /** The instruction sent for a draft: a text target quotes its selection first (the model sees what was selected). */

@@ -139,6 +139,32 @@ export abstract class Store {
     return !!this.state.session?.aiEnabled && this.state.providers.some((p) => p.available);
   }
 
+  /** The agent channel (session/get `agents`): jobs can be sent to an attached coding agent (docs/mcp.md). */
+  get agentChannel(): boolean {
+    return !!this.state.session?.agents?.available;
+  }
+
+  /** The names of the coding agents attached over MCP now (empty: none). */
+  get agentClients(): string[] {
+    return this.agentChannel ? (this.state.session?.agents?.clients ?? []) : [];
+  }
+
+  /** Ask again whether an agent is attached (on each open, and when the page gets the focus back: the user
+   *  may just have started their agent in a terminal). Errors keep what is known. */
+  async refreshAgents(): Promise<void> {
+    const session = this.state.session;
+    if (!session || !session.agents || typeof this.client.session !== "function") return; // no channel: no asking
+    try {
+      const fresh = await this.client.session();
+      const now = this.state.session?.agents;
+      if (now && fresh.agents && JSON.stringify(now) === JSON.stringify(fresh.agents)) return; // no re-render
+      const { agents: _old, ...rest } = this.state.session ?? session;
+      this.set({ session: fresh.agents ? { ...rest, agents: fresh.agents } : rest });
+    } catch {
+      /* the next open asks again */
+    }
+  }
+
   async refreshHealth(): Promise<void> {
     try {
       const health = await this.client.health();
