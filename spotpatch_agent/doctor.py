@@ -143,8 +143,8 @@ def check_keys(config: Any) -> list[Item]:
     if config is None:
         return []
     if not config.providers:
-        return [Item("providers", "providers", "fail", True, "no provider is configured: jobs cannot run "
-                     "(the page offers Copy prompt only)",
+        return [Item("providers", "providers", "fail", True, "no provider is configured: Submit cannot run "
+                     "(the page offers Copy prompt, and Send to my agent with your own agent: see below)",
                      f"add a provider to {CONFIG_FILE} (docs/configuration.md, Providers).")]
     items = []
     for p in config.providers:
@@ -248,6 +248,26 @@ def check_gitdir_files(common_dir: Path, git_dir: Path) -> list[Item]:
                  [f"<git dir>/{entry}" for entry in found[:20]])]
 
 
+async def check_agents(project: Path) -> Item:
+    """Bring your own agent (docs/mcp.md): the client set-up line, and whether a dev server's engine of this project
+    listens for agents now. Informational: never required."""
+    from spotpatch_agent.handoff import channel
+
+    # Path-free like every doctor line; --print-config fills in this machine's command and project.
+    setup = ("set up your client once: `spotpatch-agent mcp --print-config claude-code` (or codex, vscode, cursor) "
+             "prints its lines (docs/mcp.md)")
+    lines = [setup]
+    title = "your own agent (MCP)"
+    try:
+        path = channel.socket_path(await channel.repository_toplevel(project))
+        client = await channel.ChannelClient.connect(path)
+    except channel.ChannelUnavailable as exc:
+        return Item("agents", title, "skip", False, f"not attachable now: {exc}", lines=lines)
+    await client.aclose()
+    return Item("agents", title, "pass", False, "this project's engine (its dev server) listens for agents: "
+                "Send to my agent works once your client runs `spotpatch-agent mcp`", lines=lines)
+
+
 def run_doctor(project: Path, config_path: Path | None, *, probe: bool = True,
                timeout: float = DEFAULT_PROBE_TIMEOUT) -> list[Item]:
     """Every checklist item for ``project`` (see the module docstring), in order."""
@@ -271,6 +291,8 @@ def run_doctor(project: Path, config_path: Path | None, *, probe: bool = True,
         found.append(config_item)
         found.extend(check_keys(config))
         found.extend(await check_probes(config, probe=probe, timeout=timeout))
+        if items[0].status == "pass":
+            found.append(await check_agents(project))
         return found
 
     return items + anyio.run(main)

@@ -94,7 +94,13 @@ def test_unset_key_fails_and_skips_the_probe_and_json_lists_the_items(tmp_path: 
         assert server.requests == []
     assert code == 1 and report["ok"] is False and report["exitCode"] == 1
     items = by_id(report)
-    assert list(items) == ["git", "engine", "project", "config", "key:local", "probe:m1"]
+    assert list(items) == ["git", "engine", "project", "config", "key:local", "probe:m1", "agents"]
+    # Bring your own agent (docs/mcp.md): the client's set-up line; no dev server runs, so nothing to attach to.
+    assert items["agents"]["status"] == "skip" and items["agents"]["required"] is False
+    assert "no SpotPatch engine is running for this project" in items["agents"]["detail"]
+    setup = ("set up your client once: `spotpatch-agent mcp --print-config claude-code` (or codex, vscode, cursor) "
+             "prints its lines (docs/mcp.md)")
+    assert items["agents"]["lines"] == [setup]
     assert items["key:local"]["status"] == "fail" and items["key:local"]["detail"] == f"{KEY_ENV} is not set"
     assert f"set {KEY_ENV} in the environment" in items["key:local"]["fix"]
     assert items["probe:m1"] == {"id": "probe:m1", "title": "provider local probe (m1)", "status": "skip",
