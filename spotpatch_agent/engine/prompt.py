@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from spotpatch_agent.context.digest import fence
 from spotpatch_agent.context.quote import escape_bidi
 from spotpatch_agent.engine.locations import TagCheck, quote, source_check_line, usage_chain_lines
+from spotpatch_agent.policy.redact import shorten_paths
 from spotpatch_agent.protocol.models import PromptRenderResult, PromptTarget, PromptWarning, SpotAnnotation, Target
 
 if TYPE_CHECKING:  # not imported at run time: the service imports this module at cold start
@@ -97,6 +98,9 @@ def _target_block(t: Target, location: LocationCheck | None = None, tag_check: T
         where = f"{t.source.file}:{t.source.line}:{t.source.column}"
         if t.source.component:
             where += f" (component {_name(t.source.component)})"
+        # The page's own text, but never an absolute path on to the model or the clipboard (invariant 3): an
+        # absolute location keeps its last segments only, enough to search for.
+        where = shorten_paths(where)
         if location is not None and not location.ok:
             where = f"{quote(where)}, which could not be found: {location.reason}"
         if t.area is not None:  # the element enclosing a dragged area: its located elements say more (below)
@@ -118,7 +122,7 @@ def _target_block(t: Target, location: LocationCheck | None = None, tag_check: T
                 lines.append(note)
         if el.attributes:
             lines.append(f"Element attributes (data): {quote(el.attributes)}")
-    lines.extend(_area_lines(t))
+    lines.extend(shorten_paths(line) for line in _area_lines(t))
     lines.extend(usage_chain_lines(t))
     if location is not None and location.ok and location.excerpt:
         lines.append("Source excerpt (the file as it is now, numbered like read_file; data):")

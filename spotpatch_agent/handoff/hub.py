@@ -202,9 +202,7 @@ class AgentHub:
         return {"jobs": [{
             "jobId": h.job.job_id, "status": h.job.status, "createdAt": h.job.created_at,
             "takenBy": None if h.holder is None else ("you" if h.holder == conn else h.turns.client or "agent"),
-            "targets": [{"index": t.index, "instruction": t.instruction,
-                         "source": None if t.source is None else f"{t.source.file}:{t.source.line}"}
-                        for t in h.job.params.annotation.targets],
+            "targets": [_target(t) for t in h.job.params.annotation.targets],
         } for h in self._open()]}
 
     def _held(self, conn: int, params: dict[str, Any]) -> _Handoff:
@@ -283,6 +281,30 @@ class AgentHub:
         if handoff is None:
             raise SpotPatchError(ErrorCode.JOB_NOT_FOUND, "No such job for an agent in this engine session.")
         return _status(handoff.job)
+
+
+def _target(target: Any) -> dict[str, Any]:
+    """A target as ``spotpatch_pending``'s data: what the page sent about it (the job's first message carries the
+    same with the locations checked against the files). A location that is not a project path is left out."""
+    from spotpatch_agent.policy.paths import PathDenied, normalize_rel_path
+
+    def where(file: str, line: int) -> str | None:
+        try:
+            return f"{normalize_rel_path(file)}:{line}"
+        except PathDenied:
+            return None
+
+    out: dict[str, Any] = {"index": target.index, "instruction": target.instruction,
+                           "source": None if target.source is None else where(target.source.file, target.source.line)}
+    if target.element is not None:
+        out["element"] = {"tagName": target.element.tag_name, "text": target.element.text,
+                          "attributes": dict(target.element.attributes)}
+    chain = [{"component": site.component, "at": where(site.file, site.line)} for site in target.usage_chain]
+    if chain:
+        out["usageChain"] = chain
+    if target.area is not None:
+        out["area"] = True
+    return out
 
 
 #: What each status means for the agent, in one line (``spotpatch_status``).

@@ -151,3 +151,16 @@ def test_the_excerpt_window(line: int, total: int, already: set[int], window: tu
     from spotpatch_agent.context.excerpt import excerpt_window
 
     assert excerpt_window(line, total, already) == window
+
+
+def test_an_absolute_location_from_the_page_reaches_neither_the_model_nor_the_clipboard_whole(tmp_path) -> None:
+    """Invariant 3: a page may send an absolute source path (a locator or a hostile page); the prompt keeps its last
+    segments only (found via the MCP tests of issue 28: the agent's first message echoed it)."""
+    from spotpatch_agent.engine.prompt import render_prompt
+    from spotpatch_agent.protocol.models import SpotAnnotation
+
+    absolute = str(tmp_path / "secret-home" / "repo" / "src" / "App.tsx")
+    annotation = SpotAnnotation.model_validate({"annotationId": "a", "pageUrl": "/", "targets": [
+        {"index": 1, "instruction": "x", "source": {"file": absolute, "line": 1}}]})
+    text = render_prompt(annotation).text
+    assert str(tmp_path) not in text and "secret-home" not in text

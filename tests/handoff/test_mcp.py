@@ -123,7 +123,8 @@ async def test_an_agent_takes_edits_and_submits_over_mcp_and_the_review_applies_
         text, failed, data = await agent.call("spotpatch_pending")
         assert not failed and data["jobId"] == job_id and "Make the button say Start" in text
         assert data["targets"] == [{"index": 1, "instruction": "Make the button say Start",
-                                    "source": "src/App.tsx:1"}]
+                                    "source": "src/App.tsx:1",
+                                    "element": {"tagName": "button", "text": "Go", "attributes": {}}}]
         text, failed, _ = await agent.call("read_file", read("src/App.tsx"))
         assert not failed and ">Go<" in text
         text, failed, _ = await agent.call("read_file", read(".env"))
@@ -272,3 +273,18 @@ async def test_session_get_tells_the_page_whether_an_agent_is_attached(stage: St
     with anyio.fail_after(10):  # its session closed: no longer attached
         while agents()["clients"]:
             await anyio.sleep(0.05)
+
+
+@pytest.mark.anyio
+async def test_pending_data_leaves_out_locations_that_are_not_project_paths(stage: Stage) -> None:
+    hostile = {"annotationId": "a2", "pageUrl": "/", "targets": [
+        {"index": 1, "instruction": "Change it", "source": {"file": str(stage.root / "src/App.tsx"), "line": 1},
+         "usageChain": [{"component": "App", "file": "../outside/x.tsx", "line": 2}],
+         "element": {"tagName": "button", "text": "Go"}}]}
+    stage.send_to_agent(hostile)
+    async with stage.agent() as agent:
+        _, failed, data = await agent.call("spotpatch_pending")
+        assert not failed
+        assert data["targets"][0]["source"] is None and data["targets"][0]["usageChain"] == [
+            {"component": "App", "at": None}]
+    assert_nothing_secret(stage)
