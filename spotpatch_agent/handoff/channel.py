@@ -74,7 +74,10 @@ def _private_dir() -> Path:
 def socket_path(toplevel: Path) -> Path:
     """The socket of the repository whose top-level directory is ``toplevel`` (resolved by the caller)."""
     key = hashlib.sha256(os.fsencode(toplevel)).hexdigest()[:16]
-    return _private_dir() / f"{key}.sock"
+    path = _private_dir() / f"{key}.sock"
+    if len(os.fsencode(path)) >= 104:  # sun_path holds 104 (macOS) to 108 (Linux) bytes with its NUL
+        raise ChannelUnavailable("the agent channel's directory path is too long for a socket (XDG_RUNTIME_DIR).")
+    return path
 
 
 async def repository_toplevel(directory: Path) -> Path:
@@ -119,8 +122,10 @@ async def listen(path: Path) -> anyio.abc.SocketListener:
             await probe.aclose()
             raise ChannelUnavailable("another SpotPatch engine already serves agents for this repository "
                                      "(a second `vite dev` of it?); this one offers no agent channel.")
-    listener = await anyio.create_unix_listener(path, mode=0o600)
-    return listener
+    try:
+        return await anyio.create_unix_listener(path, mode=0o600)
+    except OSError as exc:  # a path too long for AF_UNIX (108 bytes), a full disk…: no channel, said why
+        raise ChannelUnavailable(f"the agent channel's socket cannot be created ({exc.strerror or 'error'}).") from None
 
 
 class ChannelClient:
@@ -171,12 +176,15 @@ class ChannelClient:
         if self.closed is not None:
             raise ChannelUnavailable(self.closed)
         rid = next(self._ids)
+        frame = encode_frame({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        if len(frame) > MAX_CHANNEL_FRAME:  # the engine would skip it unanswered
+            raise ChannelError("LIMIT_EXCEEDED", f"The call is larger than {MAX_CHANNEL_FRAME // (1024 * 1024)} MiB "
+                                                 "and was not sent; send smaller edits.")
         event, box = anyio.Event(), list[dict[str, Any]]()
         self._waiting[rid] = (event, box)
         try:
             async with self._lock:
-                await self._stream.send(encode_frame({"jsonrpc": "2.0", "id": rid, "method": method,
-                                                      "params": params}))
+                await self._stream.send(frame)
             await event.wait()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             raise ChannelUnavailable("The SpotPatch engine went away.") from None

@@ -44,6 +44,10 @@ log = logging.getLogger("spotpatch.handoff")
 #: Longest ``agent/take`` waits for a job's worktree and first message, and ``agent/submit`` for its checks.
 TAKE_WAIT_SEC = 60.0
 SUBMIT_WAIT_SEC = 600.0
+#: Agent connections served at once (a client per MCP session; more is a flood, closed at once), and the pause
+#: after a failed accept (out of file descriptors).
+MAX_CONNECTIONS = 64
+ACCEPT_BACKOFF_SEC = 0.5
 #: Statuses in which a job still takes an agent's calls.
 _OPEN = frozenset({"preparing", "running"})
 _CLIENT_NAME = re.compile(r"[^A-Za-z0-9._ -]+")
@@ -70,6 +74,7 @@ class AgentHub:
         self._holders: dict[str, int] = {}  # job id → the connection that took it
         self._clients: dict[int, str] = {}  # connection id → the client's name (after agent/hello)
         self._conn_ids = itertools.count(1)
+        self._open_connections = 0
         self._root: Path | None = None
         self._configured = anyio.Event()
         #: Why this engine offers no agent channel (None while it does, or before it tried).
@@ -97,8 +102,18 @@ class AgentHub:
             self._configured.set()
 
     async def serve(self) -> None:
-        """Listen for agents once the project is configured, until cancelled; an unavailable channel is logged
-        and kept in :attr:`unavailable`, never raised (the engine serves the page regardless)."""
+        """Listen for agents once the project is configured, until cancelled. Never raises: an unavailable channel
+        (or any failure of the listener) is logged and kept in :attr:`unavailable`; the engine serves the page and
+        its jobs regardless (a failure here once ended the service's task group, and with it every job)."""
+        try:
+            await self._serve()
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:  # noqa: BLE001 - the agent channel is optional; the engine is not
+            self.unavailable = "the agent channel stopped (see the engine log)"
+            log.error("agent channel stopped", exc_info=exc)
+
+    async def _serve(self) -> None:
         await self._configured.wait()
         assert self._root is not None
         if not channel.supported():
@@ -113,9 +128,22 @@ class AgentHub:
             return
         inode = os.lstat(self.path).st_ino
         try:
-            async with listener:
-                await listener.serve(self._connection)
+            async with listener, anyio.create_task_group() as tg:
+                while True:
+                    try:
+                        stream = await listener.accept()
+                    except (OSError, anyio.BrokenResourceError) as exc:
+                        # Out of file descriptors (EMFILE) or another passing accept failure: wait, go on.
+                        log.warning("agent channel: accept failed (%s); retrying", type(exc).__name__)
+                        await anyio.sleep(ACCEPT_BACKOFF_SEC)
+                        continue
+                    if self._open_connections >= MAX_CONNECTIONS:
+                        log.warning("agent channel: more than %d connections; closing a new one", MAX_CONNECTIONS)
+                        await stream.aclose()
+                        continue
+                    tg.start_soon(self._connection, stream)
         finally:
+            self.unavailable = self.unavailable or "the agent channel stopped"
             try:  # ours only: a later engine may have replaced a socket it found dead
                 if os.lstat(self.path).st_ino == inode:
                     self.path.unlink()
@@ -125,7 +153,21 @@ class AgentHub:
     # ------------------------------------------------------------------ one connection
 
     async def _connection(self, stream: anyio.abc.SocketStream) -> None:
-        uid = channel.peer_uid(stream)
+        self._open_connections += 1
+        try:
+            await self._serve_connection(stream)
+        except Exception:  # noqa: BLE001 - one connection's failure never reaches the listener
+            log.exception("agent channel: a connection failed")
+            with anyio.CancelScope(shield=True):
+                await stream.aclose()
+        finally:
+            self._open_connections -= 1
+
+    async def _serve_connection(self, stream: anyio.abc.SocketStream) -> None:
+        try:
+            uid = channel.peer_uid(stream)
+        except OSError:
+            uid = -1
         if uid is not None and uid != os.getuid():
             log.warning("agent channel: refused a connection from another user")
             await stream.aclose()
@@ -162,6 +204,8 @@ class AgentHub:
     async def _request(self, conn: int, message: dict[str, Any],
                        reply: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
         rid = message.get("id")
+        if not (rid is None or isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool))):
+            rid = None  # JSON-RPC ids are strings or integers (a NaN would not even be JSON in the answer)
         method, params = message.get("method"), message.get("params")
         handlers: dict[str, Callable[[int, dict[str, Any]], Awaitable[dict[str, Any]]]] = {
             "agent/hello": self._hello, "agent/pending": self._pending, "agent/take": self._take,
@@ -206,7 +250,7 @@ class AgentHub:
         } for h in self._open()]}
 
     def _held(self, conn: int, params: dict[str, Any]) -> _Handoff:
-        handoff = self._handoff(params.get("jobId"))
+        handoff = self._handoff(_job_id(params))
         if handoff is None:
             raise SpotPatchError(ErrorCode.JOB_NOT_FOUND, "No such job for an agent in this engine session.")
         if handoff.turns.ended is not None or handoff.job.status not in _OPEN:
@@ -217,7 +261,7 @@ class AgentHub:
         return handoff
 
     async def _take(self, conn: int, params: dict[str, Any]) -> dict[str, Any]:
-        job_id = params.get("jobId")
+        job_id = _job_id(params, required=False)
         candidates = self._open()
         if isinstance(job_id, str):
             candidates = [h for h in candidates if h.job.job_id == job_id]
@@ -237,9 +281,13 @@ class AgentHub:
             with anyio.fail_after(TAKE_WAIT_SEC):
                 await handoff.turns.wait_started()
             handoff.turns.take(self._clients.get(conn, "agent"))
-        except BaseException:
+        except BaseException as exc:
             if self._holders.get(job_id) == conn:
                 del self._holders[job_id]
+            if isinstance(exc, TimeoutError):
+                raise SpotPatchError(ErrorCode.INVALID_STATE, f"The job is still starting (its isolated copy and "
+                                     f"first message were not ready within {TAKE_WAIT_SEC:g} s); call "
+                                     "spotpatch_pending again.") from None
             raise
         turns = handoff.turns
         if turns.ended is not None:
@@ -277,10 +325,20 @@ class AgentHub:
         return _status(handoff.job)
 
     async def _status(self, conn: int, params: dict[str, Any]) -> dict[str, Any]:
-        handoff = self._handoff(params.get("jobId"))
+        handoff = self._handoff(_job_id(params))
         if handoff is None:
             raise SpotPatchError(ErrorCode.JOB_NOT_FOUND, "No such job for an agent in this engine session.")
         return _status(handoff.job)
+
+
+def _job_id(params: dict[str, Any], *, required: bool = True) -> str | None:
+    """``params.jobId``: a string, or (not ``required``) absent; anything else is refused, never taken as absent."""
+    job_id = params.get("jobId")
+    if job_id is None and not required:
+        return None
+    if not isinstance(job_id, str) or not 1 <= len(job_id) <= 64:
+        raise SpotPatchError(ErrorCode.INVALID_REQUEST, "jobId must be a job id (a string).")
+    return job_id
 
 
 def _target(target: Any) -> dict[str, Any]:

@@ -73,6 +73,8 @@ class Bridge:
         self._channel: ChannelClient | None = None
         self._lock = anyio.Lock()
         self.job_id: str | None = None
+        #: The tools the taken job offers (``run_check`` only with checks).
+        self.job_tools: set[str] = set()
         self.client = "agent"
 
     def attach(self, client: str) -> None:
@@ -165,9 +167,10 @@ def build_server(bridge_box: list[Bridge]) -> Any:
 
 async def _dispatch(bridge: Bridge, client: str, name: str, arguments: dict[str, Any]) -> Any:
     if name == "spotpatch_pending":
-        params = {"jobId": arguments["jobId"]} if isinstance(arguments.get("jobId"), str) else {}
+        params = {"jobId": arguments["jobId"]} if "jobId" in arguments else {}  # a wrong type: the engine refuses
         taken = await bridge.request(client, "agent/take", params)
         bridge.job_id = str(taken["jobId"])
+        bridge.job_tools = {str(t.get("name")) for t in taken.get("tools", []) if isinstance(t, dict)}
         pending = await bridge.request(client, "agent/pending", {})
         mine: dict[str, Any] = next((j for j in pending.get("jobs", []) if j.get("jobId") == bridge.job_id), {})
         return _text(_pending_text(taken), data={"jobId": bridge.job_id, "targets": mine.get("targets", []),
@@ -187,6 +190,9 @@ async def _dispatch(bridge: Bridge, client: str, name: str, arguments: dict[str,
         return _text(_status_text(status), error=status.get("status") == "failed", data=status)
     if name not in JOB_TOOLS:
         return _text(f"ERROR TOOL_ARGUMENTS_INVALID: unknown tool {name[:64]!r}.", error=True)
+    if bridge.job_tools and name not in bridge.job_tools:
+        return _text(f"ERROR TOOL_ARGUMENTS_INVALID: this job does not offer {name} (run_check: the project "
+                     "configures no checks). Its tools: " + ", ".join(sorted(bridge.job_tools)) + ".", error=True)
     result = await bridge.request(client, "agent/call", {"jobId": bridge.job_id, "name": name,
                                                           "arguments": arguments})
     return _text(str(result.get("output", "")), error=bool(result.get("isError")))
