@@ -181,7 +181,10 @@ async def run_job(job: Job, adapter: ProviderAdapter, *, apply: AutoApply | None
                 job.ledger.record_limit(limit="jobTimeoutSec")
                 await _keep_reviewable_diff(job, worktree)
                 limit = job.limits.get("jobTimeoutSec")
-                finish = partial(job.fail, JobFailure(ErrorCode.LIMIT_EXCEEDED, f"The job took longer than {limit} s."))
+                why = (f"No agent took the job within {limit} s (Send to my agent waits for your agent's "
+                       "spotpatch_pending; docs/mcp.md)." if isinstance(adapter, AgentTurns) and adapter.client is None
+                       else f"The job took longer than {limit} s.")
+                finish = partial(job.fail, JobFailure(ErrorCode.LIMIT_EXCEEDED, why))
             except SpotPatchError as exc:
                 if exc.code == ErrorCode.LIMIT_EXCEEDED:
                     job.ledger.record_limit(limit=limit_name(exc.message))

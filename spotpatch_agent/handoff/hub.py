@@ -44,6 +44,9 @@ log = logging.getLogger("spotpatch.handoff")
 #: Longest ``agent/take`` waits for a job's worktree and first message, and ``agent/submit`` for its checks.
 TAKE_WAIT_SEC = 60.0
 SUBMIT_WAIT_SEC = 600.0
+#: A job id this engine does not know: most often the dev server restarted (its jobs end with it).
+_GONE = ("No such job in this engine session: if the dev server stopped or restarted, the job ended with it and "
+         "nothing was applied; ask the user to send it again.")
 #: Agent connections served at once (a client per MCP session; more is a flood, closed at once), and the pause
 #: after a failed accept (out of file descriptors).
 MAX_CONNECTIONS = 64
@@ -252,7 +255,7 @@ class AgentHub:
     def _held(self, conn: int, params: dict[str, Any]) -> _Handoff:
         handoff = self._handoff(_job_id(params))
         if handoff is None:
-            raise SpotPatchError(ErrorCode.JOB_NOT_FOUND, "No such job for an agent in this engine session.")
+            raise SpotPatchError(ErrorCode.JOB_NOT_FOUND, _GONE)
         if handoff.turns.ended is not None or handoff.job.status not in _OPEN:
             raise SpotPatchError(ErrorCode.INVALID_STATE, _ended_message(handoff))
         if handoff.holder != conn:
@@ -268,7 +271,7 @@ class AgentHub:
             if not candidates:
                 known = self._handoff(job_id)
                 raise (SpotPatchError(ErrorCode.INVALID_STATE, _ended_message(known)) if known is not None else
-                       SpotPatchError(ErrorCode.JOB_NOT_FOUND, "No such job for an agent in this engine session."))
+                       SpotPatchError(ErrorCode.JOB_NOT_FOUND, _GONE))
         free = [h for h in candidates if h.holder in (None, conn)]
         if not free:
             raise SpotPatchError(ErrorCode.JOB_CONFLICT if candidates else ErrorCode.JOB_NOT_FOUND,
@@ -292,7 +295,12 @@ class AgentHub:
         turns = handoff.turns
         if turns.ended is not None:
             raise SpotPatchError(ErrorCode.INVALID_STATE, _ended_message(handoff))
-        return {"jobId": handoff.job.job_id, "task": turns.task, "system": turns.system,
+        task = turns.task or ""
+        if handoff.job.stats.tool_calls:  # taken over: the first message's excerpts may be stale
+            task = (f"NOTE: another agent worked on this job before you ({handoff.job.stats.tool_calls} tool "
+                    "call(s)); the files may have changed since this message was written: read them again "
+                    "before editing.\n\n" + task)
+        return {"jobId": handoff.job.job_id, "task": task, "system": turns.system,
                 "tools": [{"name": t.name, "description": t.description, "inputSchema": t.parameters}
                           for t in turns.tools]}
 
@@ -327,7 +335,7 @@ class AgentHub:
     async def _status(self, conn: int, params: dict[str, Any]) -> dict[str, Any]:
         handoff = self._handoff(_job_id(params))
         if handoff is None:
-            raise SpotPatchError(ErrorCode.JOB_NOT_FOUND, "No such job for an agent in this engine session.")
+            raise SpotPatchError(ErrorCode.JOB_NOT_FOUND, _GONE)
         return _status(handoff.job)
 
 
@@ -368,25 +376,33 @@ def _target(target: Any) -> dict[str, Any]:
 #: What each status means for the agent, in one line (``spotpatch_status``).
 _MEANING = {
     "preparing": "The job is starting.",
-    "running": "The job is open: read and edit through the SpotPatch tools, then spotpatch_submit.",
+    "running": "The job is open: read and edit through the SpotPatch tools, run its checks with run_check, then "
+               "spotpatch_submit.",
     "validating": "Your changes are being validated and the project's checks run.",
     "awaiting-review": "Ready for review on the page: the user decides whether to Apply.",
     "applying": "The user is applying the change.",
     "applied": "The user applied the change to their working tree.",
     "reverting": "The user is reverting the change.",
     "reverted": "The user reverted the change: their files are as before.",
-    "failed": "The job failed; nothing was applied.",
+    "failed": "The job failed; nothing was applied. Tell the user why (the error below); they can send it again.",
     "cancelled": "The job was cancelled; nothing was applied.",
     "closed": "The job was closed.",
 }
 
 
+#: Longest check output an answer carries (the events' copy, already cleaned, bounded and redacted).
+CHECK_OUTPUT_CHARS = 2000
+
+
 def _status(job: Job) -> dict[str, Any]:
     snap = job.snapshot()
+    checks = [{"name": e.get("name"), "status": e.get("status"), "required": e.get("required", True),
+               "output": (e.get("output") or "")[-CHECK_OUTPUT_CHARS:]}
+              for e in job.events.events if e.get("kind") == "check"]
     return {"jobId": snap.job_id, "status": snap.status, "meaning": _MEANING.get(snap.status, ""),
             "message": snap.message, "error": None if snap.error is None else snap.error.model_dump(),
             "files": [{"path": f.path, "added": f.added, "removed": f.removed, "status": f.status}
-                      for f in snap.files]}
+                      for f in snap.files], "checks": checks}
 
 
 def _ended_message(handoff: _Handoff) -> str:

@@ -45,8 +45,10 @@ INSTRUCTIONS = (
     "the job (the picked elements, each with its instruction and source location). Then work ONLY through this "
     "server's read_file, list_files, search_text, replace_text, apply_patch and run_check tools: they act on an "
     "isolated copy of the project, never on the user's files, and your own file tools would bypass the review. "
-    "When done, call spotpatch_submit with a one-line summary per target. The user reviews the diff on the page "
-    "and decides whether to Apply; spotpatch_status tells you what they decided."
+    "Before submitting, run the project's checks with run_check (when the job offers it) and fix what fails: a "
+    "required check that fails at submit ends the job. When done, call spotpatch_submit with a one-line summary "
+    "per target. The user reviews the diff on the page and decides whether to Apply; spotpatch_status tells you "
+    "what they decided."
 )
 
 _PENDING_SCHEMA = {"type": "object", "additionalProperties": False, "properties": {
@@ -208,6 +210,12 @@ def _status_text(status: dict[str, Any]) -> str:
     files = status.get("files") or []
     if files:
         lines.append("Files: " + ", ".join(f"{f['path']} (+{f['added']} -{f['removed']})" for f in files))
+    for check in status.get("checks") or []:
+        if check.get("status") != "passed":
+            lines.append(f"Check {check.get('name')} ({'required' if check.get('required') else 'optional'}): "
+                         f"{check.get('status')}")
+            if check.get("output"):
+                lines.append(str(check["output"]))
     return "\n".join(lines)
 
 

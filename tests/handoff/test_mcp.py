@@ -57,8 +57,8 @@ class Stage:
         self.engine = EngineProcess(env=self.env)
         self.seen: list[str] = []  # every text that crossed MCP to the agent
 
-    def start(self) -> None:
-        self.engine.initialize(self.root, CONFIG)
+    def start(self, config: dict[str, Any] = CONFIG) -> None:
+        self.engine.initialize(self.root, config)
         deadline = time.monotonic() + 20  # the channel's socket appears once the project is configured
         while not any((self.runtime / "spotpatch").glob("*.sock")):
             assert time.monotonic() < deadline, "no agent channel: " + self.engine.all_output()[-2000:]
@@ -172,6 +172,7 @@ async def test_a_second_agent_cannot_take_a_taken_job_and_a_vanished_agent_leave
     async with stage.agent("third") as third:
         _, failed, data = await third.call("spotpatch_pending")
         assert not failed and data["jobId"] == job_id
+        assert "another agent worked on this job before you" in data["task"]  # the excerpts may be stale
         text, failed, _ = await third.call("read_file", read("src/App.tsx"))
         assert not failed and ">Sta<" in text  # nothing was lost
         await third.call("replace_text", {"path": "src/App.tsx", "oldText": ">Sta<", "newText": ">Start<"})
@@ -288,3 +289,45 @@ async def test_pending_data_leaves_out_locations_that_are_not_project_paths(stag
         assert data["targets"][0]["source"] is None and data["targets"][0]["usageChain"] == [
             {"component": "App", "at": None}]
     assert_nothing_secret(stage)
+
+
+@pytest.mark.anyio
+async def test_a_failing_required_check_at_submit_tells_the_agent_its_output(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "repo", {"src/App.tsx": APP})
+    stage = Stage(tmp_path, root)
+    check = {"id": "typecheck", "name": "Typecheck", "command": sys.executable,
+             "args": ["-c", "import sys; print('src/App.tsx(1,1): error TS2322: nope'); sys.exit(2)"]}
+    stage.start({**CONFIG, "checks": [check]})
+    try:
+        stage.send_to_agent()
+        async with stage.agent() as agent:
+            await agent.call("spotpatch_pending")
+            tools = {t.name for t in (await agent.session.list_tools()).tools}
+            assert "run_check" in tools
+            await agent.call("replace_text", {"path": "src/App.tsx", "oldText": ">Go<", "newText": ">Start<"})
+            text, failed, status = await agent.call("spotpatch_submit", {"summary": "Target 1: Start."})
+            assert failed and status["status"] == "failed"
+            assert "Check Typecheck (required): failed" in text and "error TS2322: nope" in text
+        assert_nothing_secret(stage)
+    finally:
+        stage.engine.stop()
+
+
+@pytest.mark.anyio
+async def test_a_job_no_agent_takes_ends_at_its_time_limit_saying_so(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "repo", {"src/App.tsx": APP})
+    stage = Stage(tmp_path, root)
+    stage.start({**CONFIG, "limits": {"jobTimeoutSec": 2}})
+    try:
+        job_id = stage.send_to_agent()
+        snap = await anyio.to_thread.run_sync(lambda: stage.engine.wait_status(job_id, {"failed"}, timeout=30))
+        job = stage.engine.call("job/get", {"jobId": job_id})
+        assert job["error"]["code"] == "LIMIT_EXCEEDED" and "No agent took the job within 2 s" in job["error"]["message"]
+        assert snap["status"] == "failed"
+        async with stage.agent() as agent:  # a late agent is told what happened, not "no such job"
+            text, failed, _ = await agent.call("spotpatch_pending", {"jobId": job_id})
+            assert failed and "No agent took the job within 2 s" in text
+            text, failed, _ = await agent.call("spotpatch_pending", {"jobId": "job_unknown"})
+            assert failed and "if the dev server stopped or restarted, the job ended with it" in text
+    finally:
+        stage.engine.stop()
