@@ -188,7 +188,10 @@ test("session/get (issue 13) is guarded like every page method and reveals no ke
   const foreignHost = await postWithHost(url, route, "evil.example", {}, { "Content-Type": "application/json", "X-SpotPatch-Token": token });
   assert.equal(foreignHost.status, 403, foreignHost.text);
 
-  const session = await client.session();
+  const { agents, ...session } = await client.session();
+  // The agent channel (docs/mcp.md): starting or listening by now, no agent attached, no path in its reason.
+  assert.deepEqual(agents.clients, []);
+  assert.ok(agents.available || agents.reason === "the agent channel is starting", JSON.stringify(agents));
   assert.deepEqual(session, {
     aiEnabled: true,
     applyModes: ["review", "auto"],
@@ -196,9 +199,9 @@ test("session/get (issue 13) is guarded like every page method and reveals no ke
     recovered: [],
     suggestions: false,
   });
-  const text = JSON.stringify(session);
+  const text = JSON.stringify({ ...session, agents });
   for (const secret of [CANARY, provider.baseUrl, "127.0.0.1", project.root, "KEY"]) assert.ok(!text.includes(secret), secret);
   const { validatorFor } = await import("../dist/schema.js");
-  assert.ok(validatorFor("SessionGetResult")(session));
+  assert.ok(validatorFor("SessionGetResult")({ ...session, agents }));
   await server.close();
 });

@@ -322,7 +322,8 @@ async def test_a_job_no_agent_takes_ends_at_its_time_limit_saying_so(tmp_path: P
         job_id = stage.send_to_agent()
         snap = await anyio.to_thread.run_sync(lambda: stage.engine.wait_status(job_id, {"failed"}, timeout=30))
         job = stage.engine.call("job/get", {"jobId": job_id})
-        assert job["error"]["code"] == "LIMIT_EXCEEDED" and "No agent took the job within 2 s" in job["error"]["message"]
+        assert job["error"]["code"] == "LIMIT_EXCEEDED"
+        assert "No agent took the job within 2 s" in job["error"]["message"]
         assert snap["status"] == "failed"
         async with stage.agent() as agent:  # a late agent is told what happened, not "no such job"
             text, failed, _ = await agent.call("spotpatch_pending", {"jobId": job_id})
