@@ -143,7 +143,8 @@ def check_keys(config: Any) -> list[Item]:
     if config is None:
         return []
     if not config.providers:
-        return [Item("providers", "providers", "fail", True, "no provider is configured: Submit cannot run "
+        # Not required: your own agent over MCP does jobs without a model (docs/mcp.md).
+        return [Item("providers", "providers", "warn", False, "no provider is configured: Submit cannot run "
                      "(the page offers Copy prompt, and Send to my agent with your own agent: see below)",
                      f"add a provider to {CONFIG_FILE} (docs/configuration.md, Providers).")]
     items = []

@@ -139,6 +139,11 @@ def _run(stack: ExitStack, tmp: Path, node: str, host: str, port: int) -> int:
     url = _wait_for_url(launcher)
     print(f"\nOpen {url}\n  Click the SpotPatch button (bottom right) or press Alt+Shift+S, pick elements, write an "
           "instruction for each, Submit.\n  Alt+click picks directly. Ctrl-C stops the server.\n", flush=True)
+    from spotpatch_agent.handoff.setup import engine_command
+
+    print("  Your own coding agent instead of the model (docs/mcp.md): point its MCP set-up at this demo project,\n"
+          f"  e.g. `claude mcp add spotpatch-demo -- {engine_command()} mcp --project {project}`\n"
+          "  (the project is new on every run), then Send to my agent on the page.\n", flush=True)
     try:
         code = launcher.wait()
     except KeyboardInterrupt:

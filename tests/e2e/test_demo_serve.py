@@ -83,6 +83,8 @@ def test_demo_serve_serves_the_overlay_and_ctrl_c_ends_everything(tmp_path: Path
         assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", url)
         output = "".join(lines)
         assert "NO MODEL IS INVOLVED" in output and "scripted" in output
+        # Your own agent (docs/mcp.md): the set-up line names this run's demo project.
+        assert re.search(r"claude mcp add spotpatch-demo -- \S+ mcp --project \S+/demo-app", output), output
 
         html = fetch(url)
         assert f'<script type="module" src="{LOADER_URL}"></script>' in html

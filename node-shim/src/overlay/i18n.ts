@@ -156,6 +156,7 @@ const en = {
   "ai.offKey": "AI is off: the configured provider's API key variable is not set in the environment of the Vite process.",
   "ai.howToKey":
     "Set it and restart Vite (the Vite terminal and `spotpatch-agent doctor` name the variable). Meanwhile: Open in editor, or Copy prompt for your own assistant.",
+  "ai.offAgent": "No model is configured here: your agent does the job (Send to my agent).",
   "ai.howTo":
     "To enable it, add a provider to spotpatch({ providers: [...] }) in your Vite config (or spotpatch.config.json), set its API key environment variable, and restart the dev server. Meanwhile: Open in editor, or Copy prompt for your own assistant.",
 
@@ -173,13 +174,15 @@ const en = {
 
   "job.heading": "Job",
   "job.model": "{provider} · {model}",
-  "job.agent": "Done by your agent over MCP",
+  "job.agent": "Sent to your agent over MCP",
   "job.agentWaiting": "Waiting for your agent: ask it to “Do the SpotPatch job” (it calls spotpatch_pending). Its tool calls appear here.",
   "job.mode": "Mode: {mode}",
   "job.elapsed": "Elapsed: {time}",
   "job.timeline": "Progress",
   "job.status.preparing": "Preparing an isolated copy",
   "job.status.running": "The model is working",
+  "job.status.agentWaiting": "Waiting for your agent",
+  "job.status.agentWorking": "Your agent is working",
   "job.status.validating": "Validating the change",
   "job.status.awaiting-review": "Ready for review",
   "job.status.applying": "Applying",
@@ -450,6 +453,7 @@ const zh: Record<MessageKey, string> = {
   "ai.off": "AI 未启用：没有配置模型提供方。",
   "ai.offKey": "AI 未启用：已配置的提供方的 API 密钥环境变量未在 Vite 进程的环境中设置。",
   "ai.howToKey": "请设置它并重启 Vite（Vite 终端和 `spotpatch-agent doctor` 会给出变量名）。在此之前：可以在编辑器中打开，或复制提示词给你自己的助手。",
+  "ai.offAgent": "这里没有配置模型：由你的智能体完成任务（“发送给我的智能体”）。",
   "ai.howTo":
     "要启用，请在 Vite 配置（或 spotpatch.config.json）的 spotpatch({ providers: [...] }) 中添加提供方，设置它的 API 密钥环境变量，然后重启开发服务器。在此之前：可以在编辑器中打开，或复制提示词给你自己的助手。",
 
@@ -465,13 +469,15 @@ const zh: Record<MessageKey, string> = {
 
   "job.heading": "任务",
   "job.model": "{provider} · {model}",
-  "job.agent": "由你的智能体通过 MCP 完成",
+  "job.agent": "已通过 MCP 发送给你的智能体",
   "job.agentWaiting": "等待你的智能体：请它“完成 SpotPatch 任务”（它会调用 spotpatch_pending）。它的工具调用会显示在这里。",
   "job.mode": "方式：{mode}",
   "job.elapsed": "已用时间：{time}",
   "job.timeline": "进度",
   "job.status.preparing": "正在准备隔离副本",
   "job.status.running": "模型正在工作",
+  "job.status.agentWaiting": "等待你的智能体",
+  "job.status.agentWorking": "你的智能体正在工作",
   "job.status.validating": "正在验证改动",
   "job.status.awaiting-review": "等待审阅",
   "job.status.applying": "正在应用",

@@ -326,6 +326,11 @@ export function SubmitArea({ ctl }: { ctl: Controller }) {
             </label>
           )}
         </div>
+      ) : agents.length > 0 ? (
+        // An agent is attached: no model is needed, so nothing here is a warning.
+        <p class="sp-muted" role="status">
+          {t("ai.offAgent")}
+        </p>
       ) : (
         <div class="sp-note sp-warn" role="status">
           <p>{anyProvider ? t("ai.offKey") : t("ai.off")}</p>

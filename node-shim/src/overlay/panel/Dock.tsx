@@ -364,7 +364,7 @@ export function Pill({ ctl, store, layout }: { ctl: Controller; store: Placement
   });
   const status = state.job?.snapshot.status;
   const text = status
-    ? t(`job.status.${status}`)
+    ? ctl.statusText(status)
     : state.picking
       ? t("pick.status.picking")
       : t("placement.pillIdle");

@@ -61,7 +61,7 @@ export function JobPanel({ ctl }: { ctl: Controller }) {
           {t("job.heading")}
         </h3>
         <span class="sp-status" data-tone={tone(status)} role="status">
-          {active && <span class="sp-spin" aria-hidden="true" />} {t(`job.status.${status}`)}
+          {active && <span class="sp-spin" aria-hidden="true" />} {ctl.statusText(status)}
         </span>
         <span class="sp-muted">{t("job.elapsed", { time: formatElapsed(elapsed, (s) => t("job.seconds", { s })) })}</span>
       </div>
@@ -352,7 +352,11 @@ function describe(ctl: Controller, event: JobEventNotification) {
             ●
           </span>
           <span>
-            <strong>{t(`job.status.${event.status}`)}</strong>
+            <strong>
+              {event.status === "running" && ctl.state.job?.snapshot.modelProfileId === AGENT_PROFILE_ID
+                ? t("job.status.agentWaiting")
+                : t(`job.status.${event.status}`)}
+            </strong>
             {event.message && event.status !== "awaiting-review" ? ` — ${event.message.slice(0, MESSAGE_SHOWN)}` : ""}
           </span>
         </>

@@ -56,7 +56,12 @@ export class Controller extends JobFlow {
     } else if (this.initialized) void this.refreshHealth();
   }
 
-  private readonly onPageFocus = (): void => void this.refreshAgents();
+  // Back from a terminal: the agent may have started, and the working tree may have changed (a file created by a
+  // client's set-up needs the consent, one removed no longer does).
+  private readonly onPageFocus = (): void => {
+    void this.refreshAgents();
+    void this.refreshHealth();
+  };
   private agentPoll: ReturnType<typeof setInterval> | undefined;
 
   close(): void {

@@ -7,7 +7,16 @@ import type { SpotPatchClient } from "../../client.js";
 import { initialLang, translator, type Translate } from "../i18n.js";
 import { storageKey, type OverlayOptions } from "../types.js";
 import type { PickedTarget } from "../picker/types.js";
-import { DEFAULT_LIMITS, providerOfModel, storableTarget, type JobView, type SessionInfo, type State } from "./state.js";
+import type { JobStatus } from "../../protocol.generated.js";
+import {
+  AGENT_PROFILE_ID,
+  DEFAULT_LIMITS,
+  providerOfModel,
+  storableTarget,
+  type JobView,
+  type SessionInfo,
+  type State,
+} from "./state.js";
 
 export type ClientWithSession = SpotPatchClient & { session?: () => Promise<SessionInfo> };
 
@@ -137,6 +146,15 @@ export abstract class Store {
 
   get aiEnabled(): boolean {
     return !!this.state.session?.aiEnabled && this.state.providers.some((p) => p.available);
+  }
+
+  /** A job status in words; a job of the user's own agent says "Waiting for your agent" until its first tool call,
+   *  then "Your agent is working", where a model's says "The model is working". */
+  statusText(status: JobStatus): string {
+    const job = this.state.job;
+    if (status === "running" && job?.snapshot.modelProfileId === AGENT_PROFILE_ID)
+      return this.t(job.events.some((e) => e.kind === "activity") ? "job.status.agentWorking" : "job.status.agentWaiting");
+    return this.t(`job.status.${status}`);
   }
 
   /** The agent channel (session/get `agents`): jobs can be sent to an attached coding agent (docs/mcp.md). */
