@@ -9,6 +9,7 @@ Prints one JSON object per line on stdout: {"step": ...}. Exit 0 when the job wa
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -32,13 +33,13 @@ async def call(session: ClientSession, name: str, arguments: dict[str, Any]) -> 
 
 
 async def main(agent: str, root: str) -> int:
-    import os
-
     params = StdioServerParameters(command=agent, args=["mcp", "--project", root], env=dict(os.environ))
     async with stdio_client(params) as (read, write), ClientSession(
             read, write, client_info=types.Implementation(name="test-agent", version="1")) as session:
         await session.initialize()
         say(step="attached")
+        # The page's "Waiting for your agent" is on screen until the agent takes the job: a test may hold it back.
+        await anyio.sleep(float(os.environ.get("MCP_AGENT_TAKE_DELAY", "0")))
         deadline = time.monotonic() + 90
         while True:  # the user picks and sends meanwhile
             text, failed, data = await call(session, "spotpatch_pending", {})

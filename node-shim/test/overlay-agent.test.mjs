@@ -11,9 +11,10 @@ import { bytesOf, openDemo, openPanel, panelOf, pickSaveAndPrice, snap, waitFor 
 import { AGENT, CANARY, PYTHON } from "./support.mjs";
 
 /** test/mcp_agent.py against `root`: its JSON lines as they come, and its exit. */
-function startAgent(t, root) {
+function startAgent(t, root, env = {}) {
   const child = spawn(PYTHON, [fileURLToPath(new URL("./mcp_agent.py", import.meta.url)), AGENT, root], {
     stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...env },
   });
   const lines = [];
   let stderr = "";
@@ -33,7 +34,7 @@ function startAgent(t, root) {
 test("Send to my agent: an MCP client takes the job, edits through SpotPatch's tools and submits; the page reviews, applies and reverts", async (t) => {
   const { page, project } = await openDemo(t);
   const original = bytesOf(project);
-  const agent = startAgent(t, project.root);
+  const agent = startAgent(t, project.root, { MCP_AGENT_TAKE_DELAY: "6" });
   await agent.step("attached");
 
   await openPanel(page);
@@ -43,7 +44,11 @@ test("Send to my agent: an MCP client takes the job, edits through SpotPatch's t
   await panel.getByRole("textbox", { name: "Instruction for target 1" }).fill("Make the Save button primary.");
   await panel.getByRole("textbox", { name: "Instruction for target 2" }).fill("Show the price with two decimals.");
   await panel.getByRole("button", { name: "Send to my agent" }).click();
-  await panel.getByText("Done by your agent over MCP").waitFor({ timeout: 15_000 });
+  await panel.getByText("Sent to your agent over MCP").waitFor({ timeout: 15_000 });
+  // Until the agent takes it the job says it waits for the agent (not "The model is working").
+  await panel.getByRole("status").filter({ hasText: "Waiting for your agent" }).first().waitFor();
+  await panel.getByText("ask it to “Do the SpotPatch job”", { exact: false }).waitFor();
+  await snap(page, "agent-waiting");
 
   const taken = await agent.step("taken");
   assert.equal(taken.targets, 2, "the agent got both targets");
