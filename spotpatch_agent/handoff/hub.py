@@ -227,7 +227,7 @@ class AgentHub:
             answer = {"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": exc.message, "data": {
                 "code": exc.code.value, "message": exc.message, "retryable": RETRYABLE.get(exc.code, False)}}}
         except Exception:  # noqa: BLE001 - an engine bug answers this request, the channel goes on
-            log.exception("agent channel: %s failed", method)
+            log.exception("agent channel: %s failed", str(method)[:64])
             answer = {"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "Internal error."}}
         try:
             await reply(answer)
