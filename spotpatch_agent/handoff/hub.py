@@ -318,12 +318,17 @@ class AgentHub:
         return {"output": result.output, "isError": result.failed}
 
     async def _submit(self, conn: int, params: dict[str, Any]) -> dict[str, Any]:
-        from spotpatch_agent.provider.agent import AgentJobEnded
+        from spotpatch_agent.context.quote import escape_bidi
+        from spotpatch_agent.provider.agent import MAX_SUMMARY_CHARS, AgentJobEnded
 
         handoff = self._held(conn, params)
         summary = params.get("summary")
+        if isinstance(summary, str) and len(summary) > MAX_SUMMARY_CHARS:
+            raise SpotPatchError(ErrorCode.INVALID_REQUEST, f"The summary is longer than {MAX_SUMMARY_CHARS} "
+                                 "characters: say what changed per target in a line each.")
         try:
-            await handoff.turns.submit(summary if isinstance(summary, str) else "")
+            # Shown on the page as the job's summary: bidi controls appear as <U+202E>…, never reorder the text.
+            await handoff.turns.submit(escape_bidi(summary) if isinstance(summary, str) else "")
         except ValueError as exc:
             raise SpotPatchError(ErrorCode.INVALID_REQUEST, str(exc)) from None
         except AgentJobEnded:

@@ -332,3 +332,17 @@ async def test_a_job_no_agent_takes_ends_at_its_time_limit_saying_so(tmp_path: P
             assert failed and "if the dev server stopped or restarted, the job ended with it" in text
     finally:
         stage.engine.stop()
+
+
+@pytest.mark.anyio
+async def test_a_summary_cannot_reorder_the_review_and_an_overlong_one_is_refused(stage: Stage) -> None:
+    job_id = stage.send_to_agent()
+    async with stage.agent() as agent:
+        await agent.call("spotpatch_pending")
+        await agent.call("replace_text", {"path": "src/App.tsx", "oldText": ">Go<", "newText": ">Start<"})
+        text, failed, _ = await agent.call("spotpatch_submit", {"summary": "x" * 4001})
+        assert failed and "longer than 4000 characters" in text
+        _, failed, status = await agent.call("spotpatch_submit", {"summary": "Target 1: \u202egnp.exe\u202c done"})
+        assert not failed and status["status"] == "awaiting-review"
+    messages = [e for e in stage.engine.events(job_id) if e["kind"] == "message"]
+    assert messages and "\u202e" not in messages[-1]["text"] and "<U+202E>gnp.exe<U+202C>" in messages[-1]["text"]
