@@ -25,6 +25,8 @@ import { EngineUnavailableError, type EngineSupervisor } from "./supervisor.js";
 export const ENDPOINT_PREFIX = "/__spotpatch/";
 const MAX_BODY_BYTES = 1024 * 1024;
 const KEEPALIVE_MS = 15_000;
+/** How long a watch whose replay failed on a dying engine waits for the supervisor to record the lost job. */
+const LOST_WAIT_MS = 3_000;
 
 export interface EndpointOptions {
   token: string;
@@ -103,7 +105,16 @@ export function createEndpoints(options: EndpointOptions): Endpoints {
       try {
         replay = (await supervisor.request("job/events", { jobId, afterSeq: lastSent })).events;
       } catch (error) {
-        replay = supervisor.lostEvents(jobId); // the engine died during the replay: its failure events
+        // The engine died during the replay: its failure events. The connection can close before the supervisor
+        // has seen the process exit and recorded them, so a transport failure (not an engine's answer) waits a
+        // moment for them (a page watching a job while the engine dies; lifecycle.test.mjs).
+        replay = supervisor.lostEvents(jobId);
+        if (!replay && !(error instanceof ResponseError)) {
+          for (let waited = 0; !replay && waited < LOST_WAIT_MS && !gone; waited += 25) {
+            await new Promise((resolve) => setTimeout(resolve, 25));
+            replay = supervisor.lostEvents(jobId);
+          }
+        }
         if (!replay) {
           unsubscribe();
           const [status, info] = errorBody(error);
