@@ -83,8 +83,13 @@ def test_demo_serve_serves_the_overlay_and_ctrl_c_ends_everything(tmp_path: Path
         assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", url)
         output = "".join(lines)
         assert "NO MODEL IS INVOLVED" in output and "scripted" in output
-        # Your own agent (docs/mcp.md): the set-up line names this run's demo project.
-        assert re.search(r"claude mcp add spotpatch-demo -- \S+ mcp --project \S+/demo-app", output), output
+        # Your own agent (docs/mcp.md): the set-up line names this run's demo project (printed after the URL line
+        # the wait above returned on).
+        agent_line = re.compile(r"claude mcp add spotpatch-demo -- \S+ mcp --project \S+/demo-app")
+        deadline = time.monotonic() + 15
+        while not agent_line.search("".join(lines)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert agent_line.search("".join(lines)), "".join(lines)
 
         html = fetch(url)
         assert f'<script type="module" src="{LOADER_URL}"></script>' in html
