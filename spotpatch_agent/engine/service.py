@@ -112,9 +112,9 @@ class EngineService:
         self._tg: TaskGroup | None = None
         self._pool: WorktreePool | None = None  # the project's warm worktree (worktree/pool.py)
         self._adapter_factory: AdapterFactory = make_adapter
-        #: Jobs created with ``agent: true`` and their adapters, by job id (the agent channel serves them:
-        #: handoff/hub.py).
+        #: Jobs created with ``agent: true`` and their adapters, by job id (served by handoff/hub.py).
         self.agent_jobs: dict[str, tuple[Job, AgentTurns]] = {}
+        self.toplevel: Path | None = None  # the repository's working-tree root once configured (the agent channel)
         #: Apply and Revert of any job are serialised: one working-tree write at a time (docs/design.md §8).
         self._write_lock: anyio.Lock | None = None
         self._audit_dir: Path | None = None
@@ -167,6 +167,7 @@ class EngineService:
         REDACTOR.add_path(self._root, ".")
         layout = await locate(self._root)
         self._project_lock = ProjectWriteLock(layout.common_dir) if layout is not None else None
+        self.toplevel = layout.toplevel if layout is not None else None
         #: Where job ledgers are persisted when ``audit.persist`` (docs/design.md §13): never the working tree.
         self._audit_dir = audit_dir(layout.common_dir) if layout is not None and config.audit.persist else None
         self._config = config
@@ -531,10 +532,9 @@ class EngineService:
         draft labelled as having changed nothing. Writes nothing, runs no tool or check.
 
         Refused with ``INVALID_REQUEST`` when the trusted config's ``suggestions.enabled`` is not true,
-        ``INVALID_STATE`` unless the job failed by the capability (``MODEL_TOOL_CALL_UNSUPPORTED``, or its
-        model's explicit probe failed this session) or while a suggestion for it is running, ``AI_DISABLED``
-        when the provider's key variable is unset. A provider failure or a breaker is a result
-        (``outcome`` ``failed`` / ``partial``), not an error."""
+        ``INVALID_STATE`` unless the job failed by the capability (``MODEL_TOOL_CALL_UNSUPPORTED``, or its model's
+        explicit probe failed this session) or while a suggestion for it is running, ``AI_DISABLED`` when the
+        provider's key variable is unset. A provider failure or a breaker is an ``outcome``, not an error."""
         job = self._job(params.job_id)
         return await draft_suggestion(job, self._config.suggestions, running=self._suggesting,
                                       probe_failed=self._probes.failed(job.provider, job.model),

@@ -123,7 +123,11 @@ class AgentHub:
             self.unavailable = "agent channel not supported on this system yet"
             return
         try:
-            self.path = channel.socket_path(await channel.repository_toplevel(self._root))
+            # The service located the repository while configuring (one git call less at start-up).
+            toplevel = self._service.toplevel
+            if toplevel is None:
+                raise channel.ChannelUnavailable("the project is not in a git repository (SpotPatch jobs need one).")
+            self.path = channel.socket_path(Path(toplevel).resolve())
             listener = await channel.listen(self.path)
         except channel.ChannelUnavailable as exc:
             self.unavailable = str(exc)

@@ -33,8 +33,8 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return make_repo(tmp_path / "repo", {"a.txt": "a\n"})
 
 
-def fake_service(**jobs: tuple[Any, AgentTurns]) -> Any:
-    return SimpleNamespace(agent_jobs=dict(jobs))
+def fake_service(toplevel: Path, **jobs: tuple[Any, AgentTurns]) -> Any:
+    return SimpleNamespace(agent_jobs=dict(jobs), toplevel=toplevel)
 
 
 async def started(agents: AgentHub, repo: Path) -> Path:
@@ -77,7 +77,7 @@ async def test_a_failing_accept_is_retried_and_a_flood_of_connections_is_capped(
 
     monkeypatch.setattr(channel, "listen", flaky_listen)
     monkeypatch.setattr(hub, "MAX_CONNECTIONS", 5)
-    agents = AgentHub(fake_service())
+    agents = AgentHub(fake_service(repo))
     async with anyio.create_task_group() as tg:
         tg.start_soon(agents.serve)
         path = await started(agents, repo)
@@ -98,11 +98,11 @@ async def test_a_failing_accept_is_retried_and_a_flood_of_connections_is_capped(
 
 
 async def test_any_failure_while_the_channel_starts_leaves_no_channel_with_a_reason(repo, monkeypatch) -> None:
-    async def broken(directory: Path) -> Path:
+    def broken(toplevel: Path) -> Path:
         raise RuntimeError("unexpected")
 
-    monkeypatch.setattr(channel, "repository_toplevel", broken)
-    agents = AgentHub(fake_service())
+    monkeypatch.setattr(channel, "socket_path", broken)
+    agents = AgentHub(fake_service(repo))
     agents.configure(repo)
     with anyio.fail_after(5):
         await agents.serve()  # returns: never raises into the service's task group
@@ -123,7 +123,7 @@ async def test_bad_requests_get_coded_answers_and_an_oversize_call_is_not_sent(r
                           params=SimpleNamespace(annotation=SimpleNamespace(targets=[])))
     turns = AgentTurns()  # never offered: a job still preparing its worktree
     monkeypatch.setattr(hub, "TAKE_WAIT_SEC", 0.2)
-    agents = AgentHub(fake_service(job_1=(job, turns)))
+    agents = AgentHub(fake_service(repo, job_1=(job, turns)))
     async with anyio.create_task_group() as tg:
         tg.start_soon(agents.serve)
         client = await hello(await started(agents, repo), tg)
