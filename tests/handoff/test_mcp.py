@@ -83,6 +83,12 @@ class Agent:
         self.session = session
         self.seen = seen
 
+    async def refused(self, name: str, arguments: dict[str, Any] | None = None) -> str:
+        """The text of a call that must fail (``isError``)."""
+        text, failed, _ = await self.call(name, arguments)
+        assert failed, text
+        return text
+
     async def call(self, name: str, arguments: dict[str, Any] | None = None) -> tuple[str, bool, Any]:
         result = await self.session.call_tool(name, arguments or {})
         text = "".join(c.text for c in result.content if isinstance(c, types.TextContent))
@@ -204,14 +210,12 @@ async def test_without_a_job_or_an_engine_the_agent_is_told_plainly(tmp_path: Pa
     stage = Stage(tmp_path, root)  # the engine is started but never initialized: no channel yet
     try:
         async with stage.agent() as agent:
-            text, failed, _ = await agent.call("spotpatch_pending")
-            assert failed and "no SpotPatch engine is running for this project" in text
+            assert "no SpotPatch engine is running for this project" in await agent.refused("spotpatch_pending")
         stage.start()
         async with stage.agent() as agent:
-            text, failed, _ = await agent.call("spotpatch_pending")
-            assert failed and "Nothing is waiting" in text and "Send to my agent" in text
-            text, failed, _ = await agent.call("spotpatch_submit", {"summary": "x"})
-            assert failed and "spotpatch_pending" in text
+            text = await agent.refused("spotpatch_pending")
+            assert "Nothing is waiting" in text and "Send to my agent" in text
+            assert "spotpatch_pending" in await agent.refused("spotpatch_submit", {"summary": "x"})
     finally:
         stage.engine.stop()
 
@@ -326,10 +330,9 @@ async def test_a_job_no_agent_takes_ends_at_its_time_limit_saying_so(tmp_path: P
         assert "No agent took the job within 2 s" in job["error"]["message"]
         assert snap["status"] == "failed"
         async with stage.agent() as agent:  # a late agent is told what happened, not "no such job"
-            text, failed, _ = await agent.call("spotpatch_pending", {"jobId": job_id})
-            assert failed and "No agent took the job within 2 s" in text
-            text, failed, _ = await agent.call("spotpatch_pending", {"jobId": "job_unknown"})
-            assert failed and "if the dev server stopped or restarted, the job ended with it" in text
+            assert "No agent took the job within 2 s" in await agent.refused("spotpatch_pending", {"jobId": job_id})
+            text = await agent.refused("spotpatch_pending", {"jobId": "job_unknown"})
+            assert "if the dev server stopped or restarted, the job ended with it" in text
     finally:
         stage.engine.stop()
 
