@@ -137,6 +137,12 @@ class LoopStats:
     #: [repeats answered since]) (repeated reads).
     read_calls: dict[tuple[str, str, int], tuple[int, ToolResult, list[int]]] = field(default_factory=dict)
 
+    def forget_calls(self) -> None:
+        """Another conversation takes over (an agent taking over another's job, handoff/hub.py): it has seen
+        none of the earlier results, so its first repeat of an earlier call is not a repeat."""
+        self.failed_calls.clear()
+        self.read_calls.clear()
+
 
 async def run_loop(
     *,

@@ -15,6 +15,7 @@ are imported where first needed.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
@@ -212,7 +213,11 @@ class AgentHub:
                        reply: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
         rid = message.get("id")
         if not (rid is None or isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool))):
-            rid = None  # JSON-RPC ids are strings or integers (a NaN would not even be JSON in the answer)
+            # JSON-RPC ids are strings or integers: refused, not run (its answer could not be matched to it).
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                await reply({"jsonrpc": "2.0", "id": None,
+                             "error": {"code": -32600, "message": "Invalid request: id must be a string or integer."}})
+            return
         method, params = message.get("method"), message.get("params")
         handlers: dict[str, Callable[[int, dict[str, Any]], Awaitable[dict[str, Any]]]] = {
             "agent/hello": self._hello, "agent/pending": self._pending, "agent/take": self._take,
@@ -287,6 +292,8 @@ class AgentHub:
         try:
             with anyio.fail_after(TAKE_WAIT_SEC):
                 await handoff.turns.wait_started()
+            if handoff.turns.client is not None:  # taken over: the repeat guards start afresh for this agent
+                handoff.job.stats.forget_calls()
             handoff.turns.take(self._clients.get(conn, "agent"))
         except BaseException as exc:
             if self._holders.get(job_id) == conn:

@@ -138,6 +138,9 @@ async def test_bad_requests_get_coded_answers_and_an_oversize_call_is_not_sent(r
             await client.request("agent/call", {"jobId": "job_1", "name": "replace_text",
                                                 "arguments": {"newText": "x" * (channel.MAX_CHANNEL_FRAME + 1)}})
         assert big.value.code == "LIMIT_EXCEEDED"
+        # An id that is not a string or an integer: refused, not run.
+        await client._stream.send(channel.encode_frame({"jsonrpc": "2.0", "id": {"x": 1}, "method": "agent/pending",
+                                                        "params": {}}))
         # The connection still works after all of it.
         assert (await client.request("agent/pending", {}))["jobs"][0]["jobId"] == "job_1"
         tg.cancel_scope.cancel()

@@ -168,6 +168,7 @@ async def test_a_second_agent_cannot_take_a_taken_job_and_a_vanished_agent_leave
         _, failed, data = await first.call("spotpatch_pending")
         assert not failed and data["jobId"] == job_id
         await first.call("replace_text", {"path": "src/App.tsx", "oldText": ">Go<", "newText": ">Sta<"})
+        await first.call("read_file", read("src/App.tsx"))  # the next agent makes this same read
         async with stage.agent("second") as second:
             text, failed, _ = await second.call("spotpatch_pending")
             assert failed and "Another agent has taken this job" in text
@@ -180,7 +181,7 @@ async def test_a_second_agent_cannot_take_a_taken_job_and_a_vanished_agent_leave
         assert not failed and data["jobId"] == job_id
         assert "another agent worked on this job before you" in data["task"]  # the excerpts may be stale
         text, failed, _ = await third.call("read_file", read("src/App.tsx"))
-        assert not failed and ">Sta<" in text  # nothing was lost
+        assert not failed and ">Sta<" in text  # nothing was lost; its first agent's identical read is no repeat
         await third.call("replace_text", {"path": "src/App.tsx", "oldText": ">Sta<", "newText": ">Start<"})
         _, failed, status = await third.call("spotpatch_submit", {"summary": "Target 1: Start."})
         assert not failed and status["status"] == "awaiting-review"
