@@ -255,8 +255,8 @@ async def check_agents(project: Path) -> Item:
     from spotpatch_agent.handoff import channel
 
     # Path-free like every doctor line; --print-config fills in this machine's command and project.
-    setup = ("set up your client once: `spotpatch-agent mcp --print-config claude-code` (or codex, vscode, cursor) "
-             "prints its lines (docs/mcp.md)")
+    setup = ("set up your client once: `spotpatch-agent mcp --print-config claude-code --project .` (or codex, "
+             "vscode, cursor) in the app's folder prints its lines (docs/mcp.md)")
     lines = [setup]
     title = "your own agent (MCP)"
     try:

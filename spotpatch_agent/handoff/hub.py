@@ -334,12 +334,14 @@ class AgentHub:
 
         handoff = self._held(conn, params)
         summary = params.get("summary")
-        if isinstance(summary, str) and len(summary) > MAX_SUMMARY_CHARS:
+        if not isinstance(summary, str):
+            raise SpotPatchError(ErrorCode.INVALID_REQUEST, "summary must be one string (a line per target in it).")
+        if len(summary) > MAX_SUMMARY_CHARS:
             raise SpotPatchError(ErrorCode.INVALID_REQUEST, f"The summary is longer than {MAX_SUMMARY_CHARS} "
                                  "characters: say what changed per target in a line each.")
         try:
             # Shown on the page as the job's summary: bidi controls appear as <U+202E>…, never reorder the text.
-            await handoff.turns.submit(escape_bidi(summary) if isinstance(summary, str) else "")
+            await handoff.turns.submit(escape_bidi(summary))
         except ValueError as exc:
             raise SpotPatchError(ErrorCode.INVALID_REQUEST, str(exc)) from None
         except AgentJobEnded:

@@ -188,7 +188,7 @@ async def _dispatch(bridge: Bridge, client: str, name: str, arguments: dict[str,
     if name == "spotpatch_submit":
         summary = arguments.get("summary")
         status = await bridge.request(client, "agent/submit", {"jobId": bridge.job_id,
-                                                                "summary": summary if isinstance(summary, str) else ""})
+                                                                "summary": summary})  # a wrong type: the engine says so
         return _text(_status_text(status), error=status.get("status") == "failed", data=status)
     if name not in JOB_TOOLS:
         return _text(f"ERROR TOOL_ARGUMENTS_INVALID: unknown tool {name[:64]!r}.", error=True)

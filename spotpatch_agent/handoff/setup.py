@@ -35,9 +35,11 @@ def config_text(client: str, command: str, project: Path) -> str:
     if client == "vscode":
         body = {"servers": {"spotpatch": {"type": "stdio", "command": command,
                                           "args": ["mcp", "--project", "${workspaceFolder}"]}}}
-        return "// .vscode/mcp.json in the project:\n" + json.dumps(body, indent=2) + "\n"
+        return ("// .vscode/mcp.json in the project (or your user mcp.json, with the app's path for "
+                "${workspaceFolder}):\n" + json.dumps(body, indent=2) + "\n")
     body = {"mcpServers": {"spotpatch": {"command": command, "args": ["mcp", "--project", "${workspaceFolder}"]}}}
-    return "// .cursor/mcp.json in the project:\n" + json.dumps(body, indent=2) + "\n"
+    return ("// .cursor/mcp.json in the project (or ~/.cursor/mcp.json, with the app's path for "
+            "${workspaceFolder}):\n" + json.dumps(body, indent=2) + "\n")
 
 
 def print_config(client: str, project: Path) -> int:

@@ -98,8 +98,8 @@ def test_unset_key_fails_and_skips_the_probe_and_json_lists_the_items(tmp_path: 
     # Bring your own agent (docs/mcp.md): the client's set-up line; no dev server runs, so nothing to attach to.
     assert items["agents"]["status"] == "skip" and items["agents"]["required"] is False
     assert "no SpotPatch engine is running for this project" in items["agents"]["detail"]
-    setup = ("set up your client once: `spotpatch-agent mcp --print-config claude-code` (or codex, vscode, cursor) "
-             "prints its lines (docs/mcp.md)")
+    setup = ("set up your client once: `spotpatch-agent mcp --print-config claude-code --project .` (or codex, "
+             "vscode, cursor) in the app's folder prints its lines (docs/mcp.md)")
     assert items["agents"]["lines"] == [setup]
     assert items["key:local"]["status"] == "fail" and items["key:local"]["detail"] == f"{KEY_ENV} is not set"
     assert f"set {KEY_ENV} in the environment" in items["key:local"]["fix"]

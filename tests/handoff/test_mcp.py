@@ -346,6 +346,7 @@ async def test_a_summary_cannot_reorder_the_review_and_an_overlong_one_is_refuse
         await agent.call("replace_text", {"path": "src/App.tsx", "oldText": ">Go<", "newText": ">Start<"})
         text, failed, _ = await agent.call("spotpatch_submit", {"summary": "x" * 4001})
         assert failed and "longer than 4000 characters" in text
+        assert "summary must be one string" in await agent.refused("spotpatch_submit", {"summary": ["Target 1: x"]})
         _, failed, status = await agent.call("spotpatch_submit", {"summary": "Target 1: \u202egnp.exe\u202c done"})
         assert not failed and status["status"] == "awaiting-review"
     messages = [e for e in stage.engine.events(job_id) if e["kind"] == "message"]
