@@ -2,21 +2,27 @@
  * Which engine executable the plugin runs (docs/node-shim.md "Finding the engine"), decided without
  * starting it: the `command` or `python` option when given, else `spotpatch-agent` on `PATH`, else the
  * project's own virtualenv (`.venv/`, then `venv/`, in Vite's root and then in the project root; `bin/`
- * and `Scripts/` layouts). Only file-system look-ups (no process), so it runs at every dev-server start
- * and before every engine start without delaying either.
+ * and `Scripts/` layouts), else the engine `spotpatch-agent init` recorded for this user
+ * (`$XDG_CONFIG_HOME/spotpatch/engine.json`, default `~/.config/spotpatch/engine.json`: outside every
+ * project, so nothing a job writes can change which program the plugin runs). Only file-system look-ups
+ * (no process), so it runs at every dev-server start and before every engine start without delaying either.
  *
  * When nothing is found the result carries one message naming every place tried and the fix; the Vite
  * log shows it at start and the page shows it as the engine-unavailable error. It names places relative
  * to the project root (or by base name), never by absolute path: the page sees it too.
  */
 
-import { accessSync, constants, realpathSync, statSync } from "node:fs";
+import { accessSync, constants, readFileSync, realpathSync, statSync } from "node:fs";
+import { homedir } from "node:os";
 import path from "node:path";
 
 import type { EngineCommand } from "./engine.js";
 
-/** Where the engine comes from: the `command` or `python` option, or found on `PATH` or in a virtualenv. */
-export type EngineSource = "command" | "python" | "path" | "venv";
+/**
+ * Where the engine comes from: the `command` or `python` option, found on `PATH` or in a virtualenv, or
+ * the one `spotpatch-agent init` recorded (`init`).
+ */
+export type EngineSource = "command" | "python" | "path" | "venv" | "init";
 
 export interface EngineLocation {
   /** The argv to run (absolute `file` when found on disk); set even when not found (the default name). */
@@ -38,13 +44,18 @@ export interface LocateRequest {
   projectRoot: string;
   env?: NodeJS.ProcessEnv;
   platform?: NodeJS.Platform;
+  /** The user's home folder (default `os.homedir()`): where the engine recorded by `init` is looked up. */
+  home?: string;
 }
 
 export const ENGINE_NAME = "spotpatch-agent";
 /** The project's own virtualenv folders (also kept out of Vite's watcher, src/dev-config.ts). */
 export const VENV_DIRS = [".venv", "venv"] as const;
+/** What `init` records, shown in messages (never the user's own home path). */
+export const INIT_RECORD = "~/.config/spotpatch/engine.json";
 const INSTALL_HINT =
-  "Install it into the project's virtualenv (python3 -m venv .venv && .venv/bin/pip install <path or git URL of the SpotPatch repository>) " +
+  "Install it (pip install <path or git URL of the SpotPatch repository>) and run `spotpatch-agent init` in this app, " +
+  "which records where the engine is; or install it into the project's virtualenv (.venv/bin/spotpatch-agent), " +
   'or point the plugin at it: spotpatch({ command: "path/to/spotpatch-agent" }) or spotpatch({ python: "path/to/python" }).';
 
 /** The engine to run for `request`; never throws. */
@@ -87,7 +98,13 @@ export function locateEngine(request: LocateRequest): EngineLocation {
       }
     }
   }
-  const problem = `SpotPatch engine not found: tried ${tried.join(", ")}. ${INSTALL_HINT}`;
+  const recorded = recordedEngine(env, request.home ?? homedir());
+  tried.push(`the engine spotpatch-agent init recorded (${INIT_RECORD})`);
+  if (recorded.file && isExecutable(recorded.file, platform)) {
+    return { command: { file: recorded.file, args: ["serve"] }, source: "init", tried, problem: undefined };
+  }
+  const why = recorded.file ? "it names a program that is no longer there: run spotpatch-agent init again" : recorded.note;
+  const problem = `SpotPatch engine not found: tried ${tried.join(", ")}${why ? ` (${why})` : ""}. ${INSTALL_HINT}`;
   return { command: { file: ENGINE_NAME, args: ["serve"] }, source: undefined, tried, problem };
 }
 
@@ -134,4 +151,35 @@ function displayPath(file: string, projectRoot: string): string {
   const relative = path.relative(path.resolve(projectRoot), file);
   if (relative && !relative.startsWith("..") && !path.isAbsolute(relative)) return relative.split(path.sep).join("/");
   return path.basename(file);
+}
+
+/** Largest engine record read: a few hundred bytes in practice. */
+const RECORD_MAX_BYTES = 64 * 1024;
+
+/**
+ * The engine `spotpatch-agent init` recorded: `{"command": ["/abs/spotpatch-agent", "serve"]}` in
+ * `$XDG_CONFIG_HOME/spotpatch/engine.json` (a relative `XDG_CONFIG_HOME` is ignored, as the XDG spec says),
+ * else `<home>/.config/spotpatch/engine.json`. `file` is set only for an absolute path; `note` says why a
+ * record that exists was not usable (never its content: it names a path of the user's machine).
+ */
+export function recordedEngine(env: NodeJS.ProcessEnv, home: string): { file: string | undefined; note: string | undefined } {
+  const xdg = env.XDG_CONFIG_HOME;
+  const base = xdg && path.isAbsolute(xdg) ? xdg : path.join(home, ".config");
+  const file = path.join(base, "spotpatch", "engine.json");
+  let text: string;
+  try {
+    if (statSync(file).size > RECORD_MAX_BYTES) return { file: undefined, note: `${INIT_RECORD} is too large to be the record` };
+    text = readFileSync(file, "utf8");
+  } catch {
+    return { file: undefined, note: undefined }; // no record: init was not run (or not as this user)
+  }
+  try {
+    const record: unknown = JSON.parse(text);
+    const command = typeof record === "object" && record !== null ? (record as { command?: unknown }).command : undefined;
+    const first = Array.isArray(command) ? (command[0] as unknown) : undefined;
+    if (typeof first === "string" && path.isAbsolute(first)) return { file: first, note: undefined };
+  } catch {
+    /* not JSON: said below */
+  }
+  return { file: undefined, note: `${INIT_RECORD} is not a record init wrote: run spotpatch-agent init again` };
 }

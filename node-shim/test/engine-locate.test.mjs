@@ -2,7 +2,8 @@
 // start names what was tried). Without `command`/`python` the plugin runs `spotpatch-agent` from PATH,
 // else from the project's `.venv/` or `venv/` (bin/ or Scripts/); when none is there, the dev server
 // still starts at once, the Vite log says so in one line naming every place tried and the fix, nothing
-// is spawned, and the page's panel shows the same message.
+// is spawned, and the page's panel shows the same message. Issue 29: last, the engine `spotpatch-agent init`
+// recorded for the user ($XDG_CONFIG_HOME/spotpatch/engine.json, default ~/.config/spotpatch/engine.json).
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -35,6 +36,7 @@ function executable(file) {
 }
 
 const EMPTY_PATH = { PATH: "" };
+const INIT_TRIED = "the engine spotpatch-agent init recorded (~/.config/spotpatch/engine.json)";
 
 test("order: PATH first, then .venv and venv (bin/ and Scripts/ layouts) of Vite's root, then of the project root", (t) => {
   const dir = tempDir(t);
@@ -43,7 +45,7 @@ test("order: PATH first, then .venv and venv (bin/ and Scripts/ layouts) of Vite
   mkdirSync(root, { recursive: true });
   const onPath = executable(path.join(dir, "bin", "spotpatch-agent"));
 
-  const look = (env = EMPTY_PATH) => locateEngine({ given: undefined, root, projectRoot: project, env, platform: "linux" });
+  const look = (env = EMPTY_PATH) => locateEngine({ given: undefined, root, projectRoot: project, env, platform: "linux", home: dir });
   assert.deepEqual(look({ PATH: path.dirname(onPath) }).command, { file: onPath, args: ["serve"] });
   assert.equal(look({ PATH: path.dirname(onPath) }).source, "path");
 
@@ -65,7 +67,7 @@ test("order: PATH first, then .venv and venv (bin/ and Scripts/ layouts) of Vite
 
 test("nothing found: one message naming every place tried (project-relative, no absolute path) and the fix", (t) => {
   const dir = tempDir(t);
-  const found = locateEngine({ given: undefined, root: dir, projectRoot: dir, env: EMPTY_PATH, platform: "linux" });
+  const found = locateEngine({ given: undefined, root: dir, projectRoot: dir, env: EMPTY_PATH, platform: "linux", home: dir });
   assert.equal(found.source, undefined);
   assert.deepEqual(found.tried, [
     "spotpatch-agent on PATH",
@@ -73,15 +75,50 @@ test("nothing found: one message naming every place tried (project-relative, no 
     ".venv/Scripts/spotpatch-agent.exe",
     "venv/bin/spotpatch-agent",
     "venv/Scripts/spotpatch-agent.exe",
+    INIT_TRIED,
   ]);
   assert.equal(
     found.problem,
     "SpotPatch engine not found: tried spotpatch-agent on PATH, .venv/bin/spotpatch-agent, .venv/Scripts/spotpatch-agent.exe, " +
-      "venv/bin/spotpatch-agent, venv/Scripts/spotpatch-agent.exe. Install it into the project's virtualenv " +
-      "(python3 -m venv .venv && .venv/bin/pip install <path or git URL of the SpotPatch repository>) or point the plugin at it: " +
+      `venv/bin/spotpatch-agent, venv/Scripts/spotpatch-agent.exe, ${INIT_TRIED}. Install it (pip install <path or git URL of the ` +
+      "SpotPatch repository>) and run `spotpatch-agent init` in this app, which records where the engine is; or install it into " +
+      "the project's virtualenv (.venv/bin/spotpatch-agent), or point the plugin at it: " +
       'spotpatch({ command: "path/to/spotpatch-agent" }) or spotpatch({ python: "path/to/python" }).',
   );
   assert.ok(!found.problem.includes(dir));
+});
+
+test("last, the engine spotpatch-agent init recorded for the user: XDG_CONFIG_HOME, else ~/.config; a stale or foreign record is named, never quoted", (t) => {
+  const dir = tempDir(t);
+  const home = path.join(dir, "home");
+  const engine = executable(path.join(dir, "tools", "venv", "bin", "spotpatch-agent"));
+  const record = (base, body) => {
+    mkdirSync(path.join(base, "spotpatch"), { recursive: true });
+    writeFileSync(path.join(base, "spotpatch", "engine.json"), body);
+  };
+  const look = (env = EMPTY_PATH) => locateEngine({ given: undefined, root: dir, projectRoot: dir, env, platform: "linux", home });
+  assert.equal(look().source, undefined, "no record: not found");
+
+  record(path.join(home, ".config"), JSON.stringify({ command: [engine, "serve"] }));
+  assert.deepEqual([look().command, look().source, look().problem], [{ file: engine, args: ["serve"] }, "init", undefined]);
+  assert.equal(look().tried.at(-1), INIT_TRIED);
+  const onPath = executable(path.join(dir, "bin", "spotpatch-agent"));
+  assert.equal(look({ PATH: path.dirname(onPath) }).command.file, onPath, "PATH (and the virtualenvs) come first");
+
+  const xdg = path.join(dir, "xdg");
+  record(xdg, JSON.stringify({ command: [path.join(dir, "gone", "spotpatch-agent"), "serve"] }));
+  const stale = look({ PATH: "", XDG_CONFIG_HOME: xdg });
+  assert.equal(stale.source, undefined, "XDG_CONFIG_HOME's record wins over ~/.config, and it names a program that is gone");
+  assert.match(stale.problem, /init recorded \(~\/\.config\/spotpatch\/engine\.json\) \(it names a program that is no longer there: run spotpatch-agent init again\)\. Install it/);
+  assert.ok(!stale.problem.includes(dir), "never the record's path or content");
+  assert.equal(look({ PATH: "", XDG_CONFIG_HOME: "relative/dir" }).source, "init", "a relative XDG_CONFIG_HOME is ignored (XDG spec)");
+
+  for (const body of ["{not json", JSON.stringify({ command: ["relative/spotpatch-agent"] }), JSON.stringify({ command: "x" }), "null"]) {
+    record(xdg, body);
+    const bad = look({ PATH: "", XDG_CONFIG_HOME: xdg });
+    assert.equal(bad.source, undefined, body);
+    assert.match(bad.problem, /is not a record init wrote: run spotpatch-agent init again\)/, body);
+  }
 });
 
 test("the command and python options are used as given, and checked: a missing one names the option", (t) => {
@@ -101,10 +138,14 @@ async function withoutEngineOnPath(t) {
   const bin = path.join(tempDir(t), "bin");
   mkdirSync(bin);
   for (const tool of ["git", "ps"]) symlinkSync(execFileSync("which", [tool], { encoding: "utf8" }).trim(), path.join(bin, tool));
-  const saved = process.env.PATH;
+  const saved = { PATH: process.env.PATH, XDG_CONFIG_HOME: process.env.XDG_CONFIG_HOME };
   process.env.PATH = bin;
+  process.env.XDG_CONFIG_HOME = path.dirname(bin); // no engine recorded by init there
   t.after(() => {
-    process.env.PATH = saved;
+    for (const [name, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
   });
 }
 
@@ -118,7 +159,7 @@ test("dev server without an engine: starts at once, one Vite error line names wh
   assert.equal(lines.length, 1, logger.text());
   assert.equal(lines[0].level, "error");
   const message = lines[0].msg.replace(/^\[spotpatch\] /, "");
-  assert.match(message, /tried spotpatch-agent on PATH, \.venv\/bin\/spotpatch-agent, .*venv\/Scripts\/spotpatch-agent\.exe\. Install it/);
+  assert.match(message, /tried spotpatch-agent on PATH, \.venv\/bin\/spotpatch-agent, .*venv\/Scripts\/spotpatch-agent\.exe, the engine spotpatch-agent init recorded \(~\/\.config\/spotpatch\/engine\.json\)\. Install it/);
   assert.deepEqual(await engineProcesses(), [], "the check starts no process");
   t.diagnostic(`createServer + listen: ${startMs} ms`);
 
@@ -179,13 +220,14 @@ test("Vite's root through a symlink (a linked home or /tmp): each folder tried o
   const project = path.join(dir, "real", "app");
   mkdirSync(project, { recursive: true });
   symlinkSync(path.join(dir, "real"), path.join(dir, "link"));
-  const look = () => locateEngine({ given: undefined, root: path.join(dir, "link", "app"), projectRoot: project, env: EMPTY_PATH, platform: "linux" });
+  const look = () => locateEngine({ given: undefined, root: path.join(dir, "link", "app"), projectRoot: project, env: EMPTY_PATH, platform: "linux", home: dir });
   assert.deepEqual(look().tried, [
     "spotpatch-agent on PATH",
     ".venv/bin/spotpatch-agent",
     ".venv/Scripts/spotpatch-agent.exe",
     "venv/bin/spotpatch-agent",
     "venv/Scripts/spotpatch-agent.exe",
+    INIT_TRIED,
   ]);
   const engine = executable(path.join(project, ".venv", "bin", "spotpatch-agent"));
   assert.deepEqual([look().command.file, look().source], [engine, "venv"]);
