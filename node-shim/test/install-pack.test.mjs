@@ -1,5 +1,5 @@
 // Issue 20, scope "installable from source": a fresh checkout of node-shim/ (its files as git sees them,
-// no dist/) packed with `npm pack` builds itself (the `prepare` script) and the tarball holds the built
+// no dist/) packed with `npm pack` builds itself (the `prepack` script) and the tarball holds the built
 // plugin, the page client, the overlay, the types and the config file's JSON Schema; installed into a
 // fresh project with npm, it imports. The npm registry is reachable in CI (vite, the peer dependency,
 // and the plugin's dependencies come from npm's cache when they are there: --prefer-offline).
@@ -37,6 +37,9 @@ test("npm pack of a fresh checkout builds the plugin; the tarball installs into 
     assert.ok(listed.includes(`package/${file}`), `the tarball holds ${file}`);
   }
   assert.ok(!listed.some((f) => f.startsWith("package/src/") || f.startsWith("package/test/")), "no sources or tests in the tarball");
+  // npm runs none of its scripts when it installs the tarball (npm 11 warns about a `prepare` there).
+  const { scripts } = JSON.parse(execFileSync("tar", ["xzfO", tarball, "package/package.json"], { encoding: "utf8" }));
+  for (const name of ["preinstall", "install", "postinstall", "prepare"]) assert.equal(scripts[name], undefined, name);
 
   const app = path.join(dir, "app");
   mkdirSync(app);

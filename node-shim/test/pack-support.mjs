@@ -1,6 +1,6 @@
 // Packing the plugin as a user would from a fresh clone (install-pack.test.mjs, adopt-templates.test.mjs):
 // the repository's files as git sees them (tracked, plus new files not ignored), copied without dist/,
-// build/ or node_modules, and `npm pack` there (its `prepare` script builds dist/).
+// build/ or node_modules, and `npm pack` there (its `prepack` script builds dist/).
 import assert from "node:assert/strict";
 import { execFile, execFileSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, symlinkSync } from "node:fs";
