@@ -121,6 +121,15 @@ def main(argv: list[str] | None = None) -> int:
     audit.add_argument("job_id", nargs="?", metavar="JOB_ID", help="the job whose ledger to show (default: list them)")
     audit.add_argument("--project", type=Path, default=Path("."), help="a directory of the git project (default: .)")
     audit.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    init = sub.add_parser("init", help="set SpotPatch up in your Vite app: the plugin, vite.config, "
+                                       "spotpatch.config.json, .gitignore (docs/adopt.md)")
+    init.add_argument("--project", type=Path, default=None,
+                      help="the Vite app's folder (default: the current folder, or the one app below it)")
+    init.add_argument("--yes", action="store_true", help="do not ask: go ahead (and create a git repository if none)")
+    init_mode = init.add_mutually_exclusive_group()
+    init_mode.add_argument("--dry-run", action="store_true",
+                           help="print the diff of every file init would change, and change nothing")
+    init_mode.add_argument("--undo", action="store_true", help="remove exactly what init added to this app")
     mcp = sub.add_parser("mcp", help="serve MCP on stdin/stdout for your coding agent (Claude Code, Codex, VS Code, "
                                      "Cursor): it does the jobs you send from the page (docs/mcp.md)")
     mcp.add_argument("--project", type=Path, default=Path("."),
@@ -155,6 +164,10 @@ def main(argv: list[str] | None = None) -> int:
     with inert_terminal():
         if args.command == "checks":
             return suggest_checks_command(args.root)
+        if args.command == "init":
+            from spotpatch_agent.init.command import init_command
+
+            return init_command(args.project, yes=args.yes, dry_run=args.dry_run, undo=args.undo)
         if args.command == "audit":
             from spotpatch_agent.audit.show import audit_command
 

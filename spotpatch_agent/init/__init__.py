@@ -1,0 +1,1 @@
+"""`spotpatch-agent init`: wires SpotPatch into an existing Vite app (docs/adopt.md)."""

@@ -1,0 +1,61 @@
+"""``spotpatch-agent init --undo`` (docs/adopt.md): removes exactly what ``init`` added to an app, from the
+record init saved (``record.py``). Every file goes back to its bytes before init — or is removed when init
+created it — only while it still holds what init left there: a file changed since (a dependency added, a
+config edited) is named and nothing is undone. The plugin's folder in ``node_modules`` goes too."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from spotpatch_agent.exit_codes import EXIT_OK
+from spotpatch_agent.init import app as apps
+from spotpatch_agent.init.app import InitError
+from spotpatch_agent.init.record import Record, read_bytes, remove_node_module, sha256, write_atomic
+
+
+def undo_init(start: Path) -> int:
+    from spotpatch_agent.init.command import _git_common_dir, _git_top, _rel, _say
+
+    found = apps.find_apps(start)
+    app = found[0] if len(found) == 1 else start
+    top = _git_top(app)
+    if top is None:
+        raise InitError(f"{app.name} is not in a git repository, so init has not set it up (nothing to undo).")
+    record = Record(_git_common_dir(top) / "spotpatch" / "init.json")
+    key = _rel(app, top) if app != top else "."
+    entry = record.apps.get(key)
+    if entry is None:
+        others = ", ".join(sorted(record.apps)) or "none"
+        raise InitError(f"init has no record of setting up {app.name} (apps set up in this repository: {others}); "
+                        "nothing was changed.")
+
+    def path_of(name: str) -> Path:
+        return Path(name) if Path(name).is_absolute() else top / name
+
+    moved = [name for name, state in entry.files.items()
+             if state["after"] is not None and sha256(read_bytes(path_of(name))) != state["after"]]
+    if moved and entry.complete:
+        listed = ", ".join(_rel(path_of(n), top) for n in moved)
+        raise InitError(f"changed since init: {listed}. Undo would lose those changes, so nothing was undone; put "
+                        "back what init left there, or remove SpotPatch by hand (git diff shows init's changes).")
+    for name in entry.files:
+        before = entry.before(name)
+        path = path_of(name)
+        if before is None:
+            path.unlink(missing_ok=True)
+        else:
+            write_atomic(path, before)
+        _say(f"  {'removed' if before is None else 'restored'} {_rel(path, top)}")
+    vendor = app / ".spotpatch"
+    if vendor.is_dir() and not any(vendor.iterdir()):
+        vendor.rmdir()
+    for module in entry.node_modules:
+        remove_node_module(top / module)
+        _say(f"  removed {module}")
+    record.drop(key)
+    if entry.created_repo:
+        _say("  (init had created this git repository; it is left in place: remove .git yourself if you do not "
+             "want it)")
+    print("SpotPatch was removed from this app. The plugin's own dependencies may stay in node_modules until the "
+          "next install.", flush=True)
+    return EXIT_OK

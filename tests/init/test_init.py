@@ -1,0 +1,275 @@
+"""``spotpatch-agent init`` (issue 29; docs/adopt.md), run as a user runs it: the console script in a
+subprocess, in real git repositories, with the real plugin tarball and config editor (built from node-shim/
+once per run: ``spotpatch_agent/init/assets.py``).
+
+The package manager here is a stand-in on PATH (``npm``/``pnpm``): it records its argv and does what an
+install does to the files init cares about (the dev dependency in package.json, the lockfile, the package in
+node_modules) — or fails as npm fails without a registry. The real npm, pnpm and yarn on real
+``npm create vite`` apps, through the page, are node-shim/test/init-templates.test.mjs's."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import git
+
+ENGINE = Path(sys.executable).parent / "spotpatch-agent"
+
+FAKE_PM = r"""#!{python}
+import json, os, pathlib, sys
+name = pathlib.Path(sys.argv[0]).name
+pathlib.Path(os.environ["FAKE_PM_LOG"]).open("a").write(json.dumps([name, *sys.argv[1:]]) + "\n")
+if os.environ.get("FAKE_PM_FAIL"):
+    sys.stderr.write("npm error code ENOTFOUND\nnpm error network request to https://registry.npmjs.org/ajv failed\n")
+    sys.exit(1)
+spec = sys.argv[-1]
+tarball = pathlib.Path(spec.removeprefix("file:"))
+package = json.loads(pathlib.Path("package.json").read_text())
+package.setdefault("devDependencies", {{}})["vite-plugin-spotpatch"] = spec
+pathlib.Path("package.json").write_text(json.dumps(package, indent=2) + "\n")
+lock = "pnpm-lock.yaml" if name == "pnpm" else "package-lock.json"
+pathlib.Path(lock).write_text((pathlib.Path(lock).read_text() if pathlib.Path(lock).exists() else "") + spec + "\n")
+module = pathlib.Path("node_modules/vite-plugin-spotpatch")
+module.mkdir(parents=True, exist_ok=True)
+import tarfile
+with tarfile.open(tarball) as archive:
+    (module / "package.json").write_bytes(archive.extractfile("package/package.json").read())
+"""
+
+REACT_CONFIG = """import { defineConfig } from 'vite'
+import react from '@vitejs/plugin-react'
+
+// https://vite.dev/config/
+export default defineConfig({
+  plugins: [react()],
+})
+"""
+
+
+@pytest.fixture(scope="session")
+def assets() -> None:
+    """The plugin tarball and the editor, built from node-shim/ once when missing or stale."""
+    from spotpatch_agent.init.assets import plugin_assets
+
+    plugin_assets()
+
+
+@pytest.fixture
+def env(tmp_path: Path, assets: None) -> dict[str, str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("npm", "pnpm"):
+        tool = bin_dir / name
+        tool.write_text(FAKE_PM.format(python=sys.executable))
+        tool.chmod(0o755)
+    for name in ("git", "node"):
+        real = subprocess.run(["which", name], capture_output=True, text=True, check=True).stdout.strip()
+        (bin_dir / name).symlink_to(real)
+    return {**os.environ, "PATH": str(bin_dir), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "FAKE_PM_LOG": str(tmp_path / "pm.log"), "OPENAI_API_KEY": ""}
+
+
+def make_app(root: Path, *, config: str | None = REACT_CONFIG, vite: str = "^8.0.0", lock: str = "package-lock.json",
+             commit: bool = True) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "package.json").write_text(json.dumps({
+        "name": "my-app", "private": True, "type": "module", "scripts": {"dev": "vite"},
+        "devDependencies": {"vite": vite}}, indent=2) + "\n")
+    (root / lock).write_text("lock\n")
+    (root / "index.html").write_text("<div id=app></div>\n")
+    (root / ".gitignore").write_text("node_modules\ndist\n")
+    if config is not None:
+        (root / "vite.config.ts").write_text(config)
+        (root / "tsconfig.json").write_text("{}\n")
+    if commit:
+        git(root, "init", "-q")
+        git(root, "add", "-A")
+        git(root, "commit", "-qm", "app")
+    return root
+
+
+def init(app: Path, env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(ENGINE), "init", *args], cwd=cwd or app, env=env, capture_output=True, text=True,
+                          timeout=300, check=False)
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` but .git and node_modules, with its bytes."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and ".git" not in p.relative_to(root).parts
+            and "node_modules" not in p.relative_to(root).parts}
+
+
+def pm_calls(env: dict[str, str]) -> list[list[str]]:
+    log = Path(env["FAKE_PM_LOG"])
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def test_init_sets_up_the_app_then_changes_nothing_then_undo_restores_every_byte(tmp_path: Path, env):
+    app = make_app(tmp_path / "my-app")
+    before = snapshot(app)
+    done = init(app, env, "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert pm_calls(env) == [["npm", "install", "--save-dev", "--no-audit", "--no-fund",
+                              "file:.spotpatch/" + next((app / ".spotpatch").iterdir()).name]]
+    config = (app / "vite.config.ts").read_text()
+    assert "import spotpatch from 'vite-plugin-spotpatch'" in config
+    assert "plugins: [spotpatch(), react()]," in config, config
+    assert "// https://vite.dev/config/" in config, "the user's comment is kept"
+    settings = json.loads((app / "spotpatch.config.json").read_text())
+    assert settings == {"$schema": "./node_modules/vite-plugin-spotpatch/spotpatch.config.schema.json",
+                        "providers": []}
+    assert "/.venv/" in (app / ".gitignore").read_text()
+    assert (app / ".gitignore").read_text().startswith("node_modules\ndist\n"), "appended, never rewritten"
+    record = json.loads((tmp_path / "config" / "spotpatch" / "engine.json").read_text())
+    assert record == {"command": [str(ENGINE.absolute()), "serve"]}
+    assert "doctor" in done.stdout and "npm run dev" in done.stdout
+    assert "git add .gitignore .spotpatch/" in done.stdout
+    assert str(tmp_path) not in done.stdout + done.stderr, "no absolute path of the user's machine"
+
+    after = snapshot(app)
+    again = init(app, env, "--yes")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert snapshot(app) == after, "a second run changes nothing"
+    assert len(pm_calls(env)) == 1, "and installs nothing"
+    assert "nothing to change" in again.stdout
+
+    undone = init(app, env, "--undo")
+    assert undone.returncode == 0, undone.stdout + undone.stderr
+    assert snapshot(app) == before, "every file byte for byte"
+    assert not (app / "node_modules" / "vite-plugin-spotpatch").exists()
+    assert not (tmp_path / "config" / "spotpatch" / "engine.json").exists()
+    assert git(app, "status", "--porcelain") == ""
+    assert init(app, env, "--undo").returncode == 1, "nothing left to undo is said"
+
+
+def test_dry_run_prints_every_diff_and_changes_nothing(tmp_path: Path, env):
+    app = make_app(tmp_path / "my-app")
+    before = snapshot(app)
+    done = init(app, env, "--dry-run")
+    assert done.returncode == 0, done.stderr
+    for header in ("+++ b/vite.config.ts", "+++ b/spotpatch.config.json", "+++ b/.gitignore",
+                   "+++ b/package.json", "(binary: new file,"):
+        assert header in done.stdout, header
+    assert "+  plugins: [spotpatch(), react()]," in done.stdout
+    assert '+    "vite-plugin-spotpatch": "file:.spotpatch/' in done.stdout
+    assert "create $XDG_CONFIG_HOME/spotpatch/engine.json (where the plugin finds this engine)" in done.stdout
+    assert "Dry run: nothing was changed." in done.stdout
+    assert snapshot(app) == before and pm_calls(env) == []
+    assert not (tmp_path / "config").exists()
+    assert not (app / ".git" / "spotpatch").exists()
+
+
+def test_no_network_for_the_install_is_said_and_every_file_is_restored(tmp_path: Path, env):
+    app = make_app(tmp_path / "my-app")
+    before = snapshot(app)
+    done = init(app, {**env, "FAKE_PM_FAIL": "1"}, "--yes")
+    assert done.returncode == 1
+    assert "npm could not install the plugin" in done.stderr
+    assert "registry looks unreachable" in done.stderr
+    assert "Every file init changed was restored." in done.stderr
+    assert snapshot(app) == before
+
+
+def test_a_config_it_cannot_edit_gets_the_lines_to_paste_and_the_rest_is_done(tmp_path: Path, env):
+    config = "import { defineConfig } from 'vite'\nimport { plugins } from './plugins'\n\n" \
+             "export default defineConfig({ plugins: plugins() })\n"
+    app = make_app(tmp_path / "my-app", config=config)
+    done = init(app, env, "--yes")
+    assert done.returncode == 1, done.stdout
+    assert (app / "vite.config.ts").read_text() == config, "never a half-edited config"
+    assert "import spotpatch from 'vite-plugin-spotpatch'" in done.stdout
+    assert "spotpatch()" in done.stdout and "Add these lines" in done.stdout
+    assert (app / "spotpatch.config.json").exists(), "everything else is set up"
+
+
+def test_monorepo_asks_which_app_without_a_terminal_and_takes_project(tmp_path: Path, env):
+    repo = tmp_path / "repo"
+    make_app(repo / "apps" / "web", commit=False)
+    make_app(repo / "apps" / "docs", commit=False)
+    (repo / "package.json").write_text('{"name": "root", "private": true}\n')
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "repo")
+    done = init(repo, env, "--yes")
+    assert done.returncode == 2
+    assert "Several Vite apps here; say which with --project:" in done.stderr
+    assert "apps/docs" in done.stderr and "apps/web" in done.stderr
+    done = init(repo, env, "--yes", "--project", "apps/web")
+    assert done.returncode == 0, done.stdout + done.stderr
+    settings = json.loads((repo / "spotpatch.config.json").read_text())
+    assert settings["$schema"] == "./apps/web/node_modules/vite-plugin-spotpatch/spotpatch.config.schema.json"
+    assert "plugins: [spotpatch(), react()]," in (repo / "apps" / "web" / "vite.config.ts").read_text()
+
+
+@pytest.mark.parametrize("case", ["no-package-json", "not-vite", "old-vite", "pm-missing", "no-git"])
+def test_bad_cases_get_clear_errors_and_change_nothing(tmp_path: Path, env, case: str):
+    app = tmp_path / "my-app"
+    if case == "no-package-json":
+        app.mkdir()
+        (app / "index.html").write_text("<p>hi</p>\n")
+    elif case == "not-vite":
+        make_app(app)
+        (app / "package.json").write_text('{"name": "x", "devDependencies": {"webpack": "^5"}}\n')
+        (app / "vite.config.ts").unlink()
+    elif case == "old-vite":
+        make_app(app, vite="^5.4.0")
+    elif case == "pm-missing":
+        make_app(app, lock="yarn.lock")
+    elif case == "no-git":
+        make_app(app, commit=False)
+    before = snapshot(app)
+    done = init(app, env)
+    assert done.returncode != 0
+    message = done.stderr
+    expected = {
+        "no-package-json": "No package.json in my-app, and no Vite app below it",
+        "not-vite": "my-app is not a Vite app: its package.json does not depend on vite",
+        "old-vite": 'This app uses Vite "^5.4.0" (package.json); the SpotPatch plugin needs Vite ^6',
+        "pm-missing": "This app uses yarn (yarn.lock), and yarn is not on PATH: install yarn (`corepack enable yarn`",
+        "no-git": "my-app is not in a git repository, and SpotPatch works on committed files",
+    }[case]
+    assert expected in message, message
+    assert str(tmp_path) not in message
+    assert snapshot(app) == before and pm_calls(env) == []
+
+
+def test_no_git_with_yes_creates_the_repository_and_undo_says_it_stays(tmp_path: Path, env):
+    app = make_app(tmp_path / "my-app", commit=False)
+    done = init(app, env, "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (app / ".git").is_dir()
+    undone = init(app, env, "--undo")
+    assert undone.returncode == 0, undone.stderr
+    assert "init had created this git repository" in undone.stdout
+
+
+def test_undo_refuses_when_a_file_changed_since_and_changes_nothing(tmp_path: Path, env):
+    app = make_app(tmp_path / "my-app")
+    assert init(app, env, "--yes").returncode == 0
+    config = app / "vite.config.ts"
+    config.write_text(config.read_text() + "// mine\n")
+    state = snapshot(app)
+    done = init(app, env, "--undo")
+    assert done.returncode == 1
+    assert "changed since init: vite.config.ts" in done.stderr
+    assert snapshot(app) == state
+
+
+def test_pnpm_from_its_lockfile_and_vanilla_app_gets_a_new_config(tmp_path: Path, env):
+    app = make_app(tmp_path / "my-app", config=None, lock="pnpm-lock.yaml")
+    done = init(app, env, "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert pm_calls(env)[0][:3] == ["pnpm", "add", "--save-dev"]
+    created = app / "vite.config.js"
+    assert created.is_file(), "no tsconfig.json: a JavaScript config"
+    assert "spotpatch()" in created.read_text()
+    assert "pnpm dev" in done.stdout
+    assert init(app, env, "--undo").returncode == 0
+    assert not created.exists()
