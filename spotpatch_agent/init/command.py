@@ -175,13 +175,17 @@ def _gitignore(top: Path, app: Path) -> Change:
         done = run_git_sync(["check-ignore", "--no-index", "-q", probe], cwd=top, read_only=True)
         if done.returncode != 0:
             missing.append((app / entry).relative_to(top).as_posix() + "/")
+    vendored = (app / VENDOR_DIR / "vite-plugin-spotpatch-0.0.0.tgz").relative_to(top).as_posix()
+    if run_git_sync(["check-ignore", "--no-index", "-q", vendored], cwd=top, read_only=True).returncode == 0:
+        # A `*.tgz` rule would keep the plugin out of the commit, and a teammate's install would fail.
+        missing.append("!" + (app / VENDOR_DIR).relative_to(top).as_posix() + "/vite-plugin-spotpatch-*.tgz")
     after = before
     if missing:
         text = (before or b"").decode("utf-8", "surrogateescape")
         if text and not text.endswith("\n"):
             text += "\n"
         text += "# SpotPatch: jobs need these ignored (an untracked one counts as a local change)\n"
-        text += "".join(f"/{m}\n" for m in missing)
+        text += "".join(f"{m}\n" if m.startswith("!") else f"/{m}\n" for m in missing)
         after = text.encode("utf-8", "surrogateescape")
     return Change(file, before, after, "what jobs need ignored")
 

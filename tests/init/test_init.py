@@ -273,3 +273,13 @@ def test_pnpm_from_its_lockfile_and_vanilla_app_gets_a_new_config(tmp_path: Path
     assert "pnpm dev" in done.stdout
     assert init(app, env, "--undo").returncode == 0
     assert not created.exists()
+
+
+def test_a_gitignore_that_ignores_tarballs_lets_the_plugin_be_committed(tmp_path: Path, env):
+    app = make_app(tmp_path / "my-app")
+    (app / ".gitignore").write_text("node_modules\n*.tgz\n")
+    git(app, "commit", "-qam", "ignore tarballs")
+    assert init(app, env, "--yes").returncode == 0
+    assert "!.spotpatch/vite-plugin-spotpatch-*.tgz" in (app / ".gitignore").read_text()
+    listed = git(app, "status", "--porcelain", "--untracked-files=all")
+    assert ".spotpatch/vite-plugin-spotpatch-" in listed, "the tarball can be committed"
