@@ -1,5 +1,5 @@
 // ESLint for node-shim: its TypeScript (the plugin's server side and the page overlay) with type information
-// from both tsconfigs, and its test and script modules; `npm run lint` runs it after `tsc --noEmit` on both.
+// from its tsconfigs, and its test and script modules; `npm run lint` runs it after `tsc --noEmit` on each.
 // Lint rules only: no formatting rules, the code's layout is left as written.
 import eslint from "@eslint/js";
 import { defineConfig } from "eslint/config";
@@ -21,7 +21,7 @@ export default defineConfig(
     extends: [eslint.configs.recommended, tseslint.configs.recommendedTypeChecked],
     languageOptions: {
       parserOptions: {
-        project: ["./tsconfig.json", "./tsconfig.overlay.json"],
+        project: ["./tsconfig.json", "./tsconfig.overlay.json", "./tsconfig.init.json"],
         tsconfigRootDir: import.meta.dirname,
       },
     },
