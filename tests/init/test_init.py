@@ -24,6 +24,9 @@ ENGINE = Path(sys.executable).parent / "spotpatch-agent"
 FAKE_PM = r"""#!{python}
 import json, os, pathlib, sys
 name = pathlib.Path(sys.argv[0]).name
+if not pathlib.Path.cwd().is_relative_to(os.environ["FAKE_PM_ROOT"]) or len(sys.argv) < 3:
+    # Only an app of this test, only an install: never node-shim/ (a build of the plugin there needs the real npm).
+    sys.exit(f"fake {{name}}: refused {{sys.argv[1:]}} in {{os.getcwd()}}")
 pathlib.Path(os.environ["FAKE_PM_LOG"]).open("a").write(json.dumps([name, *sys.argv[1:]]) + "\n")
 if os.environ.get("FAKE_PM_FAIL"):
     sys.stderr.write("npm error code ENOTFOUND\nnpm error network request to https://registry.npmjs.org/ajv failed\n")
@@ -72,7 +75,7 @@ def env(tmp_path: Path, assets: None) -> dict[str, str]:
         real = subprocess.run(["which", name], capture_output=True, text=True, check=True).stdout.strip()
         (bin_dir / name).symlink_to(real)
     return {**os.environ, "PATH": str(bin_dir), "XDG_CONFIG_HOME": str(tmp_path / "config"),
-            "FAKE_PM_LOG": str(tmp_path / "pm.log"), "OPENAI_API_KEY": ""}
+            "FAKE_PM_LOG": str(tmp_path / "pm.log"), "FAKE_PM_ROOT": str(tmp_path), "OPENAI_API_KEY": ""}
 
 
 def make_app(root: Path, *, config: str | None = REACT_CONFIG, vite: str = "^8.0.0", lock: str = "package-lock.json",
