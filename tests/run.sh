@@ -19,9 +19,11 @@ if [ -f node-shim/package.json ]; then
   export SPOTPATCH_AGENT_COMMAND="${SPOTPATCH_AGENT_COMMAND:-$PWD/.venv/bin/spotpatch-agent}"
   export SPOTPATCH_PYTHON="${SPOTPATCH_PYTHON:-$PWD/.venv/bin/python}"
   (cd node-shim && npm ci --no-audit --no-fund --loglevel=error)
-  # `npm ci` does not build the plugin (its `prepack` builds on `npm pack` only): dist/ is built here, before
-  # pytest (demo --serve serves it) and the Node suite start side by side.
-  (cd node-shim && npm run --silent build)
+  # `npm ci` does not build the plugin (its `prepack` builds on `npm pack` only): dist/ is built here, with the
+  # plugin tarball and the vite.config editor `spotpatch-agent init` uses (spotpatch_agent/init/assets/), before
+  # pytest (demo --serve serves dist/, tests/init installs the tarball) and the Node suite start side by side:
+  # neither then builds node-shim/ while the other reads it.
+  node node-shim/scripts/pack-assets.mjs --out spotpatch_agent/init/assets >/dev/null
   # The overlay's browser tests drive Debian's chromium through playwright-core: never a downloaded browser.
   export SPOTPATCH_CHROMIUM="${SPOTPATCH_CHROMIUM:-/usr/bin/chromium}"
   if [ ! -x "$SPOTPATCH_CHROMIUM" ]; then
