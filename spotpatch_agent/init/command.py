@@ -18,7 +18,6 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,15 +28,13 @@ from spotpatch_agent.git_runner import run_git_sync
 from spotpatch_agent.init import app as apps
 from spotpatch_agent.init.app import InitError, PackageManager
 from spotpatch_agent.init.assets import Assets, plugin_assets
+from spotpatch_agent.init.external import install, run_editor
 from spotpatch_agent.init.record import AppRecord, Record, read_bytes, sha256, write_atomic
 
 CONFIG_FILE = "spotpatch.config.json"
 VENDOR_DIR = ".spotpatch"
 #: What jobs need ignored (an untracked one blocks every job as a local change; docs/adopt.md).
 IGNORED = ("node_modules/", ".venv/")
-#: Longest the package manager's install may take.
-INSTALL_TIMEOUT_SEC = 600
-EDITOR_TIMEOUT_SEC = 60
 
 
 @dataclass
@@ -113,7 +110,7 @@ def _git_top(folder: Path) -> Path | None:
 def _git_common_dir(top: Path) -> Path:
     done = run_git_sync(["rev-parse", "--git-common-dir"], cwd=top, read_only=True)
     if done.returncode != 0:
-        raise InitError("git cannot read this repository (git rev-parse failed).")
+        raise InitError("This repository cannot be read (`git rev-parse --git-common-dir` failed).")
     return (top / done.stdout.decode().strip()).resolve()
 
 
@@ -133,26 +130,6 @@ def _choose_app(start: Path, found: list[Path], yes: bool) -> Path:
             return found[int(answer) - 1]
         raise InitError("No app chosen: nothing was changed.")
     raise InitError(f"Several Vite apps here; say which with --project:\n{listed}", exit_code=EXIT_USAGE)
-
-
-def _run_editor(assets: Assets, app: Path, config: Path | None) -> dict[str, Any]:
-    node = shutil.which("node")
-    if node is None:
-        raise InitError("Node.js is not on PATH: a Vite app needs it (install Node.js 20 or newer).")
-    created = app / ("vite.config.ts" if (app / "tsconfig.json").is_file() else "vite.config.js")
-    argv = [node, str(assets.editor), *(["--create", str(created)] if config is None else [str(config)])]
-    try:
-        done = subprocess.run(argv, cwd=app, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=EDITOR_TIMEOUT_SEC, check=False)
-        answer = json.loads(done.stdout)
-    except (ValueError, subprocess.TimeoutExpired, OSError):
-        answer = None
-    if not isinstance(answer, dict) or answer.get("status") not in ("unchanged", "edit", "refuse"):
-        answer = {"status": "refuse", "reason": "the config editor gave no answer",
-                  "paste": "import spotpatch from 'vite-plugin-spotpatch'\n// first in plugins:\n"
-                           "plugins: [spotpatch(), …],"}
-    answer["path"] = str(created if config is None else config)
-    return answer
 
 
 def _config_text(top: Path, app: Path, assets: Assets) -> bytes:
@@ -240,30 +217,6 @@ def _lockfiles(pm: PackageManager, app: Path) -> list[Path]:
     return [folder / name for folder in dict.fromkeys([pm.root, app]) for name in names]
 
 
-def _install(pm: PackageManager, app: Path, spec: str) -> None:
-    executable = shutil.which(pm.name)
-    if executable is None:
-        raise InitError(f"This app uses {pm.name} ({pm.evidence}), and {pm.name} is not on PATH: {pm.install_hint()}, "
-                        "then run init again.")
-    _say(f"Installing the plugin with {pm.name}: {pm.name} {' '.join(pm.add_dev(spec))}")
-    try:
-        done = subprocess.run([executable, *pm.add_dev(spec)], cwd=app, stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True, timeout=INSTALL_TIMEOUT_SEC, check=False)
-    except subprocess.TimeoutExpired:
-        raise InitError(f"{pm.name} did not finish within {INSTALL_TIMEOUT_SEC} s (is the registry reachable?): every "
-                        "file init changed was restored.") from None
-    if done.returncode != 0:
-        output = (done.stderr or "") + (done.stdout or "")
-        lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
-        detail = next((ln for ln in lines if "ERR" in ln or "error" in ln.lower()), lines[-1] if lines else "no output")
-        network = any(w in output for w in ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT", "ENETUNREACH",
-                                            "network", "fetch failed"))
-        hint = " The package registry looks unreachable: check the network (or the registry configured for " \
-               f"{pm.name}), then run init again." if network else ""
-        raise InitError(f"{pm.name} could not install the plugin (exit {done.returncode}): {detail[:300]}.{hint} "
-                        "Every file init changed was restored.")
-
-
 def init_command(project: Path | None, *, yes: bool, dry_run: bool, undo: bool) -> int:
     try:
         start = (project or Path.cwd()).resolve()
@@ -292,7 +245,7 @@ def _init(start: Path, *, yes: bool, dry_run: bool) -> int:
         elif yes or (_interactive() and _confirm(f"{app.name} is not in a git repository; SpotPatch works on "
                                                  "committed files. Create one here (git init)?")):
             if run_git_sync(["init", "-q"], cwd=app).returncode != 0:
-                raise InitError("git init failed here.")
+                raise InitError("Creating the repository (`git init`) failed.")
             created_repo = True
             top = _git_top(app)
         else:
@@ -315,7 +268,7 @@ def _init(start: Path, *, yes: bool, dry_run: bool) -> int:
     needs_install = not _installed(app, assets)
 
     config = apps.vite_config(app)
-    edit = _run_editor(assets, app, config)
+    edit = run_editor(assets, app, config)
     refused = edit if edit["status"] == "refuse" else None
     if edit["status"] == "edit":
         target = Path(str(edit["path"]))
@@ -386,7 +339,7 @@ def _apply(app: Path, top: Path, pm: PackageManager, changes: list[Change], spec
             else:
                 write_atomic(change.path, change.after)
         if spec:
-            _install(pm, app, spec)
+            install(pm, app, spec)
     except BaseException:
         for path in touched:  # back to the bytes before this run
             before = entry.before(_key(path, top))
