@@ -70,7 +70,11 @@ class AppRecord:
 
     def before(self, key: str) -> bytes | None:
         value = self.files[key]["before"]
-        return None if value is None else base64.b64decode(value)
+        try:
+            return None if value is None else base64.b64decode(value, validate=True)
+        except ValueError:
+            raise InitError("The record of an earlier init (.git/spotpatch/init.json) is damaged: remove it and "
+                            "undo by hand (git diff shows what changed).") from None
 
 
 class Record:
@@ -81,7 +85,12 @@ class Record:
             try:
                 raw: Any = json.loads(file.read_text(encoding="utf-8"))
                 for name, entry in raw.get("apps", {}).items():
-                    self.apps[name] = AppRecord(files=dict(entry.get("files", {})),
+                    files = dict(entry.get("files", {}))
+                    if not all(isinstance(k, str) and isinstance(v, dict)
+                               and all(isinstance(v.get(f), str | None) for f in ("before", "after"))
+                               for k, v in files.items()):
+                        raise TypeError("a file entry is not {before, after}")
+                    self.apps[name] = AppRecord(files=files,
                                                 node_modules=list(entry.get("node_modules", [])),
                                                 created_repo=bool(entry.get("created_repo")),
                                                 complete=bool(entry.get("complete")))

@@ -29,8 +29,27 @@ def undo_init(start: Path) -> int:
         raise InitError(f"init has no record of setting up {app.name} (apps set up in this repository: {others}); "
                         "nothing was changed.")
 
+    from spotpatch_agent.init.command import engine_record_file
+
     def path_of(name: str) -> Path:
-        return Path(name) if Path(name).is_absolute() else top / name
+        """A recorded path, only where init writes: inside the repository (no `..`, no symlinked folder on the
+        way out), or this user's engine record. Anything else means the record was not written by init."""
+        if Path(name).is_absolute():
+            if Path(name) == engine_record_file():
+                return Path(name)
+        else:
+            path = top / name
+            if ".." not in Path(name).parts and path.parent.resolve().is_relative_to(top):
+                return path
+        raise InitError("The record of init (.git/spotpatch/init.json) names a file outside this repository: it "
+                        "was not written by init, so nothing was undone. Remove it and undo by hand.")
+
+    for name in entry.files:
+        path_of(name)
+    for module in entry.node_modules:
+        if "node_modules" not in Path(module).parts:
+            path_of("..")  # refused the same way
+        path_of(module)
 
     moved = [name for name, state in entry.files.items()
              if state["after"] is not None and sha256(read_bytes(path_of(name))) != state["after"]]
@@ -38,9 +57,8 @@ def undo_init(start: Path) -> int:
         listed = ", ".join(_rel(path_of(n), top) for n in moved)
         raise InitError(f"changed since init: {listed}. Undo would lose those changes, so nothing was undone; put "
                         "back what init left there, or remove SpotPatch by hand (git diff shows init's changes).")
-    for name in entry.files:
-        before = entry.before(name)
-        path = path_of(name)
+    plan = [(path_of(name), entry.before(name)) for name in entry.files]  # all read before the first write
+    for path, before in plan:
         if before is None:
             path.unlink(missing_ok=True)
         else:
@@ -50,7 +68,7 @@ def undo_init(start: Path) -> int:
     if vendor.is_dir() and not any(vendor.iterdir()):
         vendor.rmdir()
     for module in entry.node_modules:
-        remove_node_module(top / module)
+        remove_node_module(path_of(module))
         _say(f"  removed {module}")
     record.drop(key)
     if entry.created_repo:

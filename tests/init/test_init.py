@@ -286,3 +286,29 @@ def test_a_gitignore_that_ignores_tarballs_lets_the_plugin_be_committed(tmp_path
     assert "!.spotpatch/vite-plugin-spotpatch-*.tgz" in (app / ".gitignore").read_text()
     listed = git(app, "status", "--porcelain", "--untracked-files=all")
     assert ".spotpatch/vite-plugin-spotpatch-" in listed, "the tarball can be committed"
+
+
+@pytest.mark.parametrize("tamper", ["outside", "absolute", "node-modules", "damaged"])
+def test_undo_never_touches_a_file_outside_the_repository_whatever_the_record_says(tmp_path: Path, env, tamper):
+    app = make_app(tmp_path / "my-app")
+    assert init(app, env, "--yes").returncode == 0
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    record_file = app / ".git" / "spotpatch" / "init.json"
+    record = json.loads(record_file.read_text())
+    entry = record["apps"]["."]
+    if tamper == "outside":
+        entry["files"]["../victim.txt"] = {"before": None, "after": None}
+    elif tamper == "absolute":
+        entry["files"][str(victim)] = {"before": None, "after": None}
+    elif tamper == "node-modules":
+        entry["node_modules"].append("../victim.txt")
+    else:
+        entry["files"]["vite.config.ts"]["before"] = "%%% not base64"
+    record_file.write_text(json.dumps(record))
+    state = snapshot(app)
+    done = init(app, env, "--undo")
+    assert done.returncode == 1
+    assert "nothing was undone" in done.stderr or "is damaged" in done.stderr, done.stderr
+    assert victim.read_text() == "keep me\n"
+    assert snapshot(app) == state
