@@ -1,4 +1,4 @@
-// Packing the plugin as a user would from a fresh clone (install-pack.test.mjs, adopt-templates.test.mjs):
+// Packing the plugin as a user would from a fresh clone (install-pack.test.mjs; init-templates.test.mjs copies one):
 // the repository's files as git sees them (tracked, plus new files not ignored), copied without dist/,
 // build/ or node_modules, and `npm pack` there (its `prepack` script builds dist/).
 import assert from "node:assert/strict";

@@ -15,6 +15,9 @@ reaches EOF. SCRIPT is one of:
                 MODEL_TOOL_CALL_UNSUPPORTED), then a text-only suggestion for the read-only suggestion lane
                 (one citation inside the excerpt, one outside it, and a diff that applies to the excerpt)
   react-ts    — create-vite's react-ts template: App.tsx's counter button reads "Clicks: {count}"
+  preact-ts   — create-vite's preact-ts template: app.tsx's counter button reads "Clicks: {count}"
+  solid-ts    — create-vite's solid-ts template: App.tsx's counter button reads "Clicks: {count()}"
+  vanilla-ts  — create-vite's vanilla-ts template: counter.ts sets the button's text to "Clicks: ${counter}"
   remove-save — the demo app: the Save button's line is removed from ProductCard.tsx (the overlay's visual
                 evidence test: the element no longer exists after Apply)
 """
@@ -88,6 +91,11 @@ APP_EDITS = {
                "The counter says Clicks."),
     "svelte-ts": ("src/lib/Counter.svelte", "  Count is {count}", "  Clicks: {count}", "The counter says Clicks."),
     "react-ts": ("src/App.tsx", "          Count is {count}", "          Clicks: {count}", "The counter says Clicks."),
+    "preact-ts": ("src/app.tsx", "          Count is {count}", "          Clicks: {count}", "The counter says Clicks."),
+    "solid-ts": ("src/App.tsx", "          Count is {count()}", "          Clicks: {count()}",
+                 "The counter says Clicks."),
+    "vanilla-ts": ("src/counter.ts", "element.innerHTML = `Count is ${counter}`",
+                   "element.innerHTML = `Clicks: ${counter}`", "The counter says Clicks."),
 }
 
 SUGGESTION = (
