@@ -279,19 +279,20 @@ def _init(start: Path, *, yes: bool, dry_run: bool) -> int:
     changes.append(_gitignore(top, app))
     record_file = engine_record_file()
     record_body = (json.dumps({"command": [str(this_engine()), "serve"]}, indent=2) + "\n").encode("utf-8")
-    changes.append(Change(record_file, read_bytes(record_file), record_body, "where the plugin finds this engine"))
+    engine = Change(record_file, read_bytes(record_file), record_body, "where the plugin finds this engine, for "
+                    "every app of yours; --undo leaves it")
     changes = [c for c in changes if c.changed]
 
     _say(f"SpotPatch for {_rel(app, top) if app != top else app.name} ({pm.name}, {pm.evidence}):")
-    for change in changes:
+    for change in [*changes, engine] if engine.changed else changes:
         verb = "create" if change.before is None else "remove" if change.after is None else "update"
         _say(f"  {verb} {_rel(change.path, top)} ({change.why})")
     if needs_install:
         _say(f"  run {pm.name} {' '.join(pm.add_dev(spec))} (package.json and its lockfile)")
-    if not changes and not needs_install:
+    if not changes and not needs_install and not engine.changed:
         _say("  nothing to change: SpotPatch is set up here already.")
     if dry_run:
-        for change in changes:
+        for change in [*changes, engine] if engine.changed else changes:
             sys.stdout.write(_diff(change, top))
         if needs_install:
             package = app / "package.json"
@@ -302,12 +303,16 @@ def _init(start: Path, *, yes: bool, dry_run: bool) -> int:
             _paste(refused, config, top)
         _say("Dry run: nothing was changed.")
         return EXIT_FAILED if refused else EXIT_OK
-    if (changes or needs_install) and _interactive() and not yes and not _confirm("Go ahead?"):
+    if (changes or needs_install or engine.changed) and _interactive() and not yes and not _confirm("Go ahead?"):
         raise InitError("Nothing was changed.")
 
     changed: list[str] = []
     if changes or needs_install or created_repo:
         changed = _apply(app, top, pm, changes, spec if needs_install else None, created_repo)
+    if engine.changed and engine.after is not None:
+        # Per user, not per app (the plugin of every app set up by this engine reads it): outside the app's
+        # undo record, so undoing one app never strands another.
+        write_atomic(engine.path, engine.after)
     if refused:
         _paste(refused, config, top)
     _finish(app, top, pm, changed, refused is not None)
@@ -377,7 +382,10 @@ def _finish(app: Path, top: Path, pm: PackageManager, changed: list[str], refuse
     _say("\nThe set-up, checked (spotpatch-agent doctor, without contacting providers):")
     sys.stdout.write(checklist(run_doctor(top, None, probe=False)))
     _say("\nNext:")
-    if changed:
+    if run_git_sync(["rev-parse", "--verify", "-q", "HEAD"], cwd=top, read_only=True).returncode != 0:
+        _say("  git add -A && git commit -m \"First commit, with SpotPatch\"   # a new repository: jobs start from "
+             "committed files")
+    elif changed:
         quoted = " ".join(shlex.quote(c) for c in changed)
         _say(f"  git add {quoted} && git commit -m \"Add SpotPatch\"   # jobs start from committed files")
     cd = f"cd {_rel(app, Path.cwd())} && " if app != Path.cwd().resolve() else ""

@@ -147,7 +147,7 @@ def test_init_sets_up_the_app_then_changes_nothing_then_undo_restores_every_byte
     assert undone.returncode == 0, undone.stdout + undone.stderr
     assert snapshot(app) == before, "every file byte for byte"
     assert not (app / "node_modules" / "vite-plugin-spotpatch").exists()
-    assert not (tmp_path / "config" / "spotpatch" / "engine.json").exists()
+    assert (tmp_path / "config" / "spotpatch" / "engine.json").exists(), "per user: other apps may use it"
     assert git(app, "status", "--porcelain") == ""
     assert init(app, env, "--undo").returncode == 1, "nothing left to undo is said"
 
@@ -162,7 +162,7 @@ def test_dry_run_prints_every_diff_and_changes_nothing(tmp_path: Path, env):
         assert header in done.stdout, header
     assert "+  plugins: [spotpatch(), react()]," in done.stdout
     assert '+    "vite-plugin-spotpatch": "file:.spotpatch/' in done.stdout
-    assert "create $XDG_CONFIG_HOME/spotpatch/engine.json (where the plugin finds this engine)" in done.stdout
+    assert "create $XDG_CONFIG_HOME/spotpatch/engine.json (where the plugin finds this engine, for every app" in done.stdout
     assert "Dry run: nothing was changed." in done.stdout
     assert snapshot(app) == before and pm_calls(env) == []
     assert not (tmp_path / "config").exists()
@@ -248,6 +248,7 @@ def test_no_git_with_yes_creates_the_repository_and_undo_says_it_stays(tmp_path:
     done = init(app, env, "--yes")
     assert done.returncode == 0, done.stdout + done.stderr
     assert (app / ".git").is_dir()
+    assert 'git add -A && git commit -m "First commit, with SpotPatch"' in done.stdout, "the whole new app"
     undone = init(app, env, "--undo")
     assert undone.returncode == 0, undone.stderr
     assert "init had created this git repository" in undone.stdout
@@ -312,3 +313,12 @@ def test_undo_never_touches_a_file_outside_the_repository_whatever_the_record_sa
     assert "nothing was undone" in done.stderr or "is damaged" in done.stderr, done.stderr
     assert victim.read_text() == "keep me\n"
     assert snapshot(app) == state
+
+
+def test_undo_in_one_app_leaves_the_engine_record_another_app_uses(tmp_path: Path, env):
+    first, second = make_app(tmp_path / "a"), make_app(tmp_path / "b")
+    assert init(first, env, "--yes").returncode == 0
+    assert init(second, env, "--yes").returncode == 0
+    assert init(first, env, "--undo").returncode == 0
+    record = json.loads((tmp_path / "config" / "spotpatch" / "engine.json").read_text())
+    assert record["command"][0] == str(ENGINE.absolute())
