@@ -162,7 +162,8 @@ def test_dry_run_prints_every_diff_and_changes_nothing(tmp_path: Path, env):
         assert header in done.stdout, header
     assert "+  plugins: [spotpatch(), react()]," in done.stdout
     assert '+    "vite-plugin-spotpatch": "file:.spotpatch/' in done.stdout
-    assert "create $XDG_CONFIG_HOME/spotpatch/engine.json (where the plugin finds this engine, for every app" in done.stdout
+    assert "create $XDG_CONFIG_HOME/spotpatch/engine.json (where the plugin finds this engine, for every app" \
+        in done.stdout
     assert "Dry run: nothing was changed." in done.stdout
     assert snapshot(app) == before and pm_calls(env) == []
     assert not (tmp_path / "config").exists()
