@@ -16,10 +16,11 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import shlex
 import shutil
+import signal
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,25 +29,14 @@ from spotpatch_agent.git_runner import run_git_sync
 from spotpatch_agent.init import app as apps
 from spotpatch_agent.init.app import InitError, PackageManager
 from spotpatch_agent.init.assets import Assets, plugin_assets
+from spotpatch_agent.init.changeset import Change, apply_changes
 from spotpatch_agent.init.external import install, run_editor
-from spotpatch_agent.init.record import AppRecord, Record, read_bytes, sha256, write_atomic
+from spotpatch_agent.init.record import Record, read_bytes, write_atomic
 
 CONFIG_FILE = "spotpatch.config.json"
 VENDOR_DIR = ".spotpatch"
 #: What jobs need ignored (an untracked one blocks every job as a local change; docs/adopt.md).
 IGNORED = ("node_modules/", ".venv/")
-
-
-@dataclass
-class Change:
-    path: Path
-    before: bytes | None
-    after: bytes | None  # None: the file is removed
-    why: str
-
-    @property
-    def changed(self) -> bool:
-        return self.before != self.after
 
 
 def engine_record_file() -> Path:
@@ -132,8 +122,8 @@ def _choose_app(start: Path, found: list[Path], yes: bool) -> Path:
     raise InitError(f"Several Vite apps here; say which with --project:\n{listed}", exit_code=EXIT_USAGE)
 
 
-def _config_text(top: Path, app: Path, assets: Assets) -> bytes:
-    schema = Path(os.path.relpath(app / "node_modules" / assets.name / "spotpatch.config.schema.json", top))
+def _config_text(top: Path, modules: Path, assets: Assets) -> bytes:
+    schema = Path(os.path.relpath(modules / assets.name / "spotpatch.config.schema.json", top))
     body: dict[str, Any] = {"$schema": "./" + schema.as_posix(), "providers": []}
     if os.environ.get("OPENAI_API_KEY"):
         body["providers"] = [{
@@ -143,28 +133,44 @@ def _config_text(top: Path, app: Path, assets: Assets) -> bytes:
     return (json.dumps(body, indent=2) + "\n").encode("utf-8")
 
 
-def _gitignore(top: Path, app: Path) -> Change:
+def _pattern(path: str) -> str:
+    """``path`` (relative to the top level) as a literal .gitignore pattern: glob characters, a leading ``#``
+    or ``!`` and trailing spaces escaped, anchored at the top level."""
+    escaped = re.sub(r"([\\*?\[\]])", r"\\\1", path)
+    escaped = re.sub(r" +$", lambda m: "\\ " * len(m.group()), escaped)
+    return "/" + escaped
+
+
+def _gitignore(top: Path, app: Path) -> tuple[Change, list[str]]:
+    """The .gitignore change, and the lines to add by hand when the file is a link or a folder."""
     file = top / ".gitignore"
     before = read_bytes(file)
-    missing = []
-    for entry in IGNORED:
-        probe = (app / entry / "spotpatch-probe").relative_to(top).as_posix()
-        done = run_git_sync(["check-ignore", "--no-index", "-q", probe], cwd=top, read_only=True)
-        if done.returncode != 0:
-            missing.append((app / entry).relative_to(top).as_posix() + "/")
-    vendored = (app / VENDOR_DIR / "vite-plugin-spotpatch-0.0.0.tgz").relative_to(top).as_posix()
-    if run_git_sync(["check-ignore", "--no-index", "-q", vendored], cwd=top, read_only=True).returncode == 0:
-        # A `*.tgz` rule would keep the plugin out of the commit, and a teammate's install would fail.
-        missing.append("!" + (app / VENDOR_DIR).relative_to(top).as_posix() + "/vite-plugin-spotpatch-*.tgz")
+
+    def ignored(path: Path) -> bool:
+        probe = path.relative_to(top).as_posix()
+        return run_git_sync(["check-ignore", "--no-index", "-q", probe], cwd=top, read_only=True).returncode == 0
+
+    lines = [_pattern((app / entry).relative_to(top).as_posix()) + "/" for entry in IGNORED
+             if not ignored(app / entry / "spotpatch-probe")]
+    vendor = app / VENDOR_DIR
+    if ignored(vendor / "vite-plugin-spotpatch-0.0.0.tgz"):
+        # A `*.tgz` or `.*` rule would keep the plugin out of the commit, and a teammate's install would fail:
+        # the folder and the tarball are both re-included (a file inside an ignored folder cannot be).
+        lines += ["!" + _pattern(vendor.relative_to(top).as_posix()) + "/",
+                  "!" + _pattern(vendor.relative_to(top).as_posix()) + "/vite-plugin-spotpatch-*.tgz"]
+    text = (before or b"").decode("utf-8", "surrogateescape")
+    present = {line.strip() for line in text.splitlines()}
+    lines = [line for line in lines if line not in present]  # never the same line twice, whatever git says
+    if file.is_symlink() or (file.exists() and not file.is_file()):
+        return Change(file, before, before, ""), lines
     after = before
-    if missing:
-        text = (before or b"").decode("utf-8", "surrogateescape")
+    if lines:
         if text and not text.endswith("\n"):
             text += "\n"
         text += "# SpotPatch: jobs need these ignored (an untracked one counts as a local change)\n"
-        text += "".join(f"{m}\n" if m.startswith("!") else f"/{m}\n" for m in missing)
+        text += "".join(f"{line}\n" for line in lines)
         after = text.encode("utf-8", "surrogateescape")
-    return Change(file, before, after, "what jobs need ignored")
+    return Change(file, before, after, "what jobs need ignored"), []
 
 
 def _dependency_spec(app: Path, assets: Assets) -> str | None:
@@ -176,9 +182,16 @@ def _dependency_spec(app: Path, assets: Assets) -> str | None:
     return None
 
 
-def _installed(app: Path, assets: Assets) -> bool:
+def _modules_dir(app: Path, top: Path, pm: PackageManager) -> Path:
+    """Where the package manager puts the app's dev dependency: the workspace root's node_modules when npm,
+    yarn or bun hoist it (the lockfile is above the app), else the app's own (pnpm links each package's)."""
+    return (pm.root if pm.root != app and pm.name != "pnpm" else app) / "node_modules"
+
+
+def _installed(app: Path, assets: Assets, modules: Path) -> bool:
     spec = _dependency_spec(app, assets)
-    manifest = app / "node_modules" / assets.name / "package.json"
+    manifest = next((d / assets.name / "package.json" for d in (app / "node_modules", modules)
+                     if (d / assets.name / "package.json").is_file()), modules / assets.name / "package.json")
     try:
         version = json.loads(manifest.read_text(encoding="utf-8")).get("version") if manifest.is_file() else None
     except (ValueError, OSError):
@@ -217,7 +230,12 @@ def _lockfiles(pm: PackageManager, app: Path) -> list[Path]:
     return [folder / name for folder in dict.fromkeys([pm.root, app]) for name in names]
 
 
+def _terminated(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM rolls back like Ctrl-C (changeset.py)
+
+
 def init_command(project: Path | None, *, yes: bool, dry_run: bool, undo: bool) -> int:
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         start = (project or Path.cwd()).resolve()
         if not start.is_dir():
@@ -231,7 +249,16 @@ def init_command(project: Path | None, *, yes: bool, dry_run: bool, undo: bool) 
         print(f"spotpatch-agent init: {exc.message}", file=sys.stderr, flush=True)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("spotpatch-agent init: interrupted.", file=sys.stderr, flush=True)
+        print("spotpatch-agent init: interrupted; the files this run had changed were put back.", file=sys.stderr,
+              flush=True)
+        return EXIT_FAILED
+    except BrokenPipeError:  # `init | head`: the reader left; nothing more to say to it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAILED
+    except OSError as exc:
+        name = Path(exc.filename).name if isinstance(exc.filename, str) else "a file"
+        print(f"spotpatch-agent init: {exc.strerror or type(exc).__name__}: {name}. The files this run had changed "
+              "were put back.", file=sys.stderr, flush=True)
         return EXIT_FAILED
 
 
@@ -265,18 +292,25 @@ def _init(start: Path, *, yes: bool, dry_run: bool) -> int:
     changes += [Change(old, read_bytes(old), None, "an older plugin package")
                 for old in sorted((app / VENDOR_DIR).glob("vite-plugin-spotpatch-*.tgz")) if old != vendored]
     spec = f"file:{VENDOR_DIR}/{assets.tarball.name}"
-    needs_install = not _installed(app, assets)
+    modules = _modules_dir(app, top, pm)
+    needs_install = not _installed(app, assets, modules)
 
     config = apps.vite_config(app)
-    edit = run_editor(assets, app, config)
+    if config is not None and (config.is_symlink() or not config.is_file()):
+        edit: dict[str, Any] = {"status": "refuse", "reason": "it is a symbolic link (init never writes through one)",
+                                "paste": "import spotpatch from 'vite-plugin-spotpatch'\n// first in plugins:\n"
+                                         "plugins: [spotpatch(), …],"}
+    else:
+        edit = run_editor(assets, app, config)
     refused = edit if edit["status"] == "refuse" else None
     if edit["status"] == "edit":
         target = Path(str(edit["path"]))
         changes.append(Change(target, read_bytes(target), str(edit["code"]).encode("utf-8"), "spotpatch() first"))
     config_file = top / CONFIG_FILE
-    if not config_file.exists():
-        changes.append(Change(config_file, None, _config_text(top, app, assets), "the trusted config"))
-    changes.append(_gitignore(top, app))
+    if not config_file.exists() and not config_file.is_symlink():
+        changes.append(Change(config_file, None, _config_text(top, modules, assets), "the trusted config"))
+    ignore_change, ignore_by_hand = _gitignore(top, app)
+    changes.append(ignore_change)
     record_file = engine_record_file()
     record_body = (json.dumps({"command": [str(this_engine()), "serve"]}, indent=2) + "\n").encode("utf-8")
     engine = Change(record_file, read_bytes(record_file), record_body, "where the plugin finds this engine, for "
@@ -308,61 +342,25 @@ def _init(start: Path, *, yes: bool, dry_run: bool) -> int:
 
     changed: list[str] = []
     if changes or needs_install or created_repo:
-        changed = _apply(app, top, pm, changes, spec if needs_install else None, created_repo)
+        record = Record(_git_common_dir(top) / "spotpatch" / "init.json")
+        key = _rel(app, top) if app != top else "."
+        module = modules / assets.name
+        changed = apply_changes(
+            record, key, top, changes, [app / "package.json", *_lockfiles(pm, app)] if needs_install else [],
+            (lambda: install(pm, app, spec)) if needs_install else None, created_repo=created_repo,
+            module=module.relative_to(top).as_posix() if needs_install and not module.exists() else None,
+            package_manager=pm.name)
     if engine.changed and engine.after is not None:
         # Per user, not per app (the plugin of every app set up by this engine reads it): outside the app's
         # undo record, so undoing one app never strands another.
         write_atomic(engine.path, engine.after)
     if refused:
         _paste(refused, config, top)
-    _finish(app, top, pm, changed, refused is not None)
-    return EXIT_FAILED if refused else EXIT_OK
-
-
-def _apply(app: Path, top: Path, pm: PackageManager, changes: list[Change], spec: str | None,
-           created_repo: bool) -> list[str]:
-    """Makes ``changes`` and runs the install, the record saved first and completed last; returns the paths
-    (relative to ``top``) inside the repository whose bytes changed. On any failure every touched file is put
-    back and the error goes on."""
-    record = Record(_git_common_dir(top) / "spotpatch" / "init.json")
-    key = _rel(app, top) if app != top else "."
-    entry = record.apps.setdefault(key, AppRecord())
-    entry.created_repo = entry.created_repo or created_repo
-    package_files = [app / "package.json", *_lockfiles(pm, app)] if spec else []
-    touched = [c.path for c in changes] + package_files
-    for path in touched:
-        entry.remember(_key(path, top), read_bytes(path))
-    module = _rel(app / "node_modules" / "vite-plugin-spotpatch", top)
-    if spec and not (app / "node_modules" / "vite-plugin-spotpatch").exists() and module not in entry.node_modules:
-        entry.node_modules.append(module)
-    entry.complete = False
-    record.save()
-    try:
-        for change in changes:
-            if change.after is None:
-                change.path.unlink(missing_ok=True)
-            else:
-                write_atomic(change.path, change.after)
-        if spec:
-            install(pm, app, spec)
-    except BaseException:
-        for path in touched:  # back to the bytes before this run
-            before = entry.before(_key(path, top))
-            if before is None:
-                path.unlink(missing_ok=True)
-            else:
-                write_atomic(path, before)
-        raise
-    changed = []
-    for path in touched:
-        now = read_bytes(path)
-        entry.files[_key(path, top)]["after"] = sha256(now)
-        if now != entry.before(_key(path, top)) and path.is_relative_to(top):
-            changed.append(_rel(path, top))
-    entry.files = {k: v for k, v in entry.files.items() if v["before"] is not None or v["after"] is not None}
-    entry.complete = True
-    record.save()
-    return sorted(set(changed))
+    if ignore_by_hand:
+        _say("\n.gitignore is not a regular file (a link or a folder), so init left it: add these lines where it "
+             "points:\n    " + "\n    ".join(ignore_by_hand))
+    ready = _finish(app, top, pm, changed, refused is not None)
+    return EXIT_FAILED if refused or ignore_by_hand or not ready else EXIT_OK
 
 
 def _key(path: Path, top: Path) -> str:
@@ -376,21 +374,32 @@ def _paste(refused: dict[str, Any], config: Path | None, top: Path) -> None:
     _say("    " + str(refused.get("paste", "")).replace("\n", "\n    "))
 
 
-def _finish(app: Path, top: Path, pm: PackageManager, changed: list[str], refused: bool) -> None:
+def _finish(app: Path, top: Path, pm: PackageManager, changed: list[str], refused: bool) -> bool:
+    """Runs doctor and prints the next commands; True when doctor found no required item failing (a repository
+    without a commit yet fails its health check until the first commit, which the next commands say)."""
     from spotpatch_agent.doctor import checklist, run_doctor
 
+    fresh = run_git_sync(["rev-parse", "--verify", "-q", "HEAD"], cwd=top, read_only=True).returncode != 0
     _say("\nThe set-up, checked (spotpatch-agent doctor, without contacting providers):")
-    sys.stdout.write(checklist(run_doctor(top, None, probe=False)))
+    items = run_doctor(top, None, probe=False)
+    sys.stdout.write(checklist(items))
+    if fresh:
+        _say("(The repository has no commit yet: project health passes after the first commit, below.)")
+    failed = [i for i in items if i.failed and not (fresh and i.id == "project")]
     _say("\nNext:")
-    if run_git_sync(["rev-parse", "--verify", "-q", "HEAD"], cwd=top, read_only=True).returncode != 0:
+    if fresh:
         _say("  git add -A && git commit -m \"First commit, with SpotPatch\"   # a new repository: jobs start from "
              "committed files")
     elif changed:
         quoted = " ".join(shlex.quote(c) for c in changed)
         _say(f"  git add {quoted} && git commit -m \"Add SpotPatch\"   # jobs start from committed files")
-    cd = f"cd {_rel(app, Path.cwd())} && " if app != Path.cwd().resolve() else ""
+    cd = f"cd {shlex.quote(_rel(app, Path.cwd()))} && " if app != Path.cwd().resolve() else ""
     _say(f"  {cd}{pm.run_dev()}   # then click the SpotPatch button on the page (bottom right) or press Alt+Shift+S")
     if refused:
         _say("  (after adding the lines above to the Vite config)")
     _say("  No AI provider? The page still offers Copy prompt and Send to my agent (spotpatch-agent mcp "
          "--print-config claude-code); providers and checks: docs/configuration.md. Undo: spotpatch-agent init --undo")
+    if failed:
+        _say("\ninit made its changes, but doctor found a required item failing (above): " +
+             ", ".join(i.title for i in failed) + ".")
+    return not failed

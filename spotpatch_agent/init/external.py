@@ -57,12 +57,56 @@ def install(pm: PackageManager, app: Path, spec: str) -> None:
     if done.returncode != 0:
         output = (done.stderr or "") + (done.stdout or "")
         lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
-        detail = next((ln for ln in lines if "ERR" in ln or "error" in ln.lower()), lines[-1] if lines else "no output")
+        detail = _summary(lines)
         network = any(w in output for w in ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT", "ENETUNREACH",
-                                            "network", "fetch failed"))
+                                            "network", "fetch failed")) or not _registry_answers(executable, pm, app)
         hint = " The package registry looks unreachable: check the network (or the registry configured for " \
                f"{pm.name}), then run init again." if network else ""
         raise InitError(f"{pm.name} could not install the plugin (exit {done.returncode}): {detail[:300]}.{hint} "
                         "Every file init changed was restored.")
 
 
+
+
+def uninstall(name: str, app: Path, package: str) -> None:
+    """``package`` removed from the app with the package manager ``name`` (undo, when package.json or the
+    lockfile changed since init: the user's own dependencies stay)."""
+    executable = shutil.which(name)
+    if executable is None:
+        raise InitError(f"{name} is not on PATH, and undo needs it to remove {package} from package.json (it changed "
+                        "since init): nothing was undone.")
+    argv = ["uninstall", package] if name == "npm" else ["remove", package]
+    _say(f"  {name} {' '.join(argv)}   (package.json changed since init: your own dependencies stay)")
+    try:
+        done = subprocess.run([executable, *argv], cwd=app, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=INSTALL_TIMEOUT_SEC, check=False)
+    except subprocess.TimeoutExpired:
+        raise InitError(f"{name} did not finish within {INSTALL_TIMEOUT_SEC} s: nothing else was undone.") from None
+    if done.returncode != 0:
+        lines = [ln.strip() for ln in ((done.stderr or "") + (done.stdout or "")).splitlines() if ln.strip()]
+        raise InitError(f"{name} could not remove {package} (exit {done.returncode}): "
+                        f"{(lines[-1] if lines else 'no output')[:300]}. Nothing else was undone.")
+
+
+def _summary(lines: list[str]) -> str:
+    """The package manager's error in one line: npm's ``code X`` with the sentence after it, else the first
+    error line, else the last line."""
+    errors = [ln for ln in lines if "ERR" in ln or "error" in ln.lower()]
+    if not errors:
+        return lines[-1] if lines else "no output"
+    text = [e.removeprefix("npm error").removeprefix("npm ERR!").strip() for e in errors]
+    text = [t for t in text if t and not t.startswith(("A complete log", "For a full report", "/"))]
+    return "; ".join(text[:2]) if text else errors[0]
+
+
+def _registry_answers(executable: str, pm: PackageManager, app: Path) -> bool:
+    """npm only: whether its registry answers `npm ping` (an unreachable registry often surfaces as another
+    error: npm 11 reports ERESOLVE when it cannot fetch a package's metadata). True when unknown."""
+    if pm.name != "npm":
+        return True
+    try:
+        done = subprocess.run([executable, "ping"], cwd=app, stdin=subprocess.DEVNULL, capture_output=True,
+                              timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0

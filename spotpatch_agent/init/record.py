@@ -38,14 +38,22 @@ def read_bytes(path: Path) -> bytes | None:
 def write_atomic(path: Path, data: bytes) -> None:
     """``data`` into ``path`` through a temp file in the same folder (a crash leaves the old or the new bytes);
     an existing file's mode is kept."""
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        # Planning leaves such files alone (command.py): replacing a link would change what git tracks, and
+        # writing through it could write outside the repository.
+        raise InitError(f"{path.name} is not a regular file (a link or a folder): init does not write it.")
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else None
+    if path.exists():
+        mode = path.stat().st_mode & 0o777
+    else:  # what a plain `open` would have made (mkstemp's own 0600 would hide the file from others)
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
     fd, tmp = tempfile.mkstemp(prefix=".spotpatch-init-", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
-        if mode is not None:
-            os.chmod(tmp, mode)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -61,12 +69,18 @@ class AppRecord:
     node_modules: list[str] = field(default_factory=list)
     created_repo: bool = False
     complete: bool = False
+    #: The package manager that installed the plugin (undo removes it with the same one).
+    package_manager: str | None = None
+
+    @staticmethod
+    def state(before: bytes | None, after: str | None) -> dict[str, str | None]:
+        return {"before": None if before is None else base64.b64encode(before).decode("ascii"), "after": after}
 
     def remember(self, key: str, before: bytes | None) -> None:
-        """The bytes before init, once: a later init run keeps the first run's pre-image."""
+        """The bytes before init, once: a later init run keeps the earlier pre-image (rebased on the user's
+        later work by ``changeset.apply_changes``)."""
         if key not in self.files:
-            self.files[key] = {"before": None if before is None else base64.b64encode(before).decode("ascii"),
-                               "after": None}
+            self.files[key] = self.state(before, None)
 
     def before(self, key: str) -> bytes | None:
         value = self.files[key]["before"]
@@ -87,13 +101,14 @@ class Record:
                 for name, entry in raw.get("apps", {}).items():
                     files = dict(entry.get("files", {}))
                     if not all(isinstance(k, str) and isinstance(v, dict)
-                               and all(isinstance(v.get(f), str | None) for f in ("before", "after"))
+                               and all(isinstance(v.get(f), str | None) for f in ("before", "after", "rebased"))
                                for k, v in files.items()):
                         raise TypeError("a file entry is not {before, after}")
                     self.apps[name] = AppRecord(files=files,
                                                 node_modules=list(entry.get("node_modules", [])),
                                                 created_repo=bool(entry.get("created_repo")),
-                                                complete=bool(entry.get("complete")))
+                                                complete=bool(entry.get("complete")),
+                                                package_manager=entry.get("package_manager"))
             except (ValueError, AttributeError, TypeError, UnicodeDecodeError):
                 raise InitError("The record of an earlier init (.git/spotpatch/init.json) is damaged: remove it and "
                                 "undo by hand (git diff shows what changed).") from None
@@ -101,7 +116,7 @@ class Record:
     def save(self) -> None:
         body = {"version": RECORD_VERSION, "apps": {
             name: {"files": a.files, "node_modules": a.node_modules, "created_repo": a.created_repo,
-                   "complete": a.complete} for name, a in self.apps.items()}}
+                   "complete": a.complete, "package_manager": a.package_manager} for name, a in self.apps.items()}}
         write_atomic(self.file, (json.dumps(body, indent=1) + "\n").encode("utf-8"))
 
     def drop(self, name: str) -> None:

@@ -51,13 +51,35 @@ def undo_init(start: Path) -> int:
             path_of("..")  # refused the same way
         path_of(module)
 
-    moved = [name for name, state in entry.files.items()
-             if state["after"] is not None and sha256(read_bytes(path_of(name))) != state["after"]]
-    if moved and entry.complete:
-        listed = ", ".join(_rel(path_of(n), top) for n in moved)
-        raise InitError(f"changed since init: {listed}. Undo would lose those changes, so nothing was undone; put "
-                        "back what init left there, or remove SpotPatch by hand (git diff shows init's changes).")
-    plan = [(path_of(name), entry.before(name)) for name in entry.files]  # all read before the first write
+    # Each file must hold what init left there (undo restores it) or already its bytes from before init (an
+    # undo that was cut off: nothing left to do for it). Anything else is the user's work: refuse it all.
+    # package.json and the lockfiles are the package manager's: when they changed since init (the user's own
+    # dependencies), or init's record of them was rebased on such changes, undo removes the plugin with the
+    # package manager instead of restoring bytes.
+    package_files = {"package.json", *(lock for lock, _ in apps.LOCKFILES)}
+    plan: list[tuple[Path, bytes | None]] = []
+    moved: list[str] = []
+    remove_plugin = False
+    for name, state in entry.files.items():
+        path, before = path_of(name), entry.before(name)
+        now = read_bytes(path)
+        if now == before and not state.get("rebased"):
+            continue
+        if state["after"] is not None and sha256(now) == state["after"] and not state.get("rebased"):
+            plan.append((path, before))
+        elif path.name in package_files and entry.package_manager:
+            remove_plugin = True
+        else:
+            moved.append(_rel(path, top))
+    if moved:
+        raise InitError(f"changed since init: {', '.join(moved)}. Undo would lose those changes, so nothing was "
+                        "undone; put back what init left there, or remove SpotPatch by hand (git diff shows init's "
+                        "changes).")
+    if remove_plugin and entry.package_manager:
+        from spotpatch_agent.init.external import uninstall
+
+        plan = [(p, b) for p, b in plan if p.name not in package_files]  # the package manager's to change now
+        uninstall(entry.package_manager, app, "vite-plugin-spotpatch")
     for path, before in plan:
         if before is None:
             path.unlink(missing_ok=True)
@@ -68,8 +90,9 @@ def undo_init(start: Path) -> int:
     if vendor.is_dir() and not any(vendor.iterdir()):
         vendor.rmdir()
     for module in entry.node_modules:
-        remove_node_module(path_of(module))
-        _say(f"  removed {module}")
+        if path_of(module).exists() or path_of(module).is_symlink():
+            remove_node_module(path_of(module))
+            _say(f"  removed {module}")
     record.drop(key)
     if entry.created_repo:
         _say("  (init had created this git repository; it is left in place: remove .git yourself if you do not "

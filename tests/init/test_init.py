@@ -28,9 +28,20 @@ if not pathlib.Path.cwd().is_relative_to(os.environ["FAKE_PM_ROOT"]) or len(sys.
     # Only an app of this test, only an install: never node-shim/ (a build of the plugin there needs the real npm).
     sys.exit(f"fake {{name}}: refused {{sys.argv[1:]}} in {{os.getcwd()}}")
 pathlib.Path(os.environ["FAKE_PM_LOG"]).open("a").write(json.dumps([name, *sys.argv[1:]]) + "\n")
+if os.environ.get("FAKE_PM_SLEEP"):
+    pathlib.Path(os.environ["FAKE_PM_LOG"] + ".started").write_text("")
+    import time
+    time.sleep(float(os.environ["FAKE_PM_SLEEP"]))
 if os.environ.get("FAKE_PM_FAIL"):
     sys.stderr.write("npm error code ENOTFOUND\nnpm error network request to https://registry.npmjs.org/ajv failed\n")
     sys.exit(1)
+if sys.argv[1] in ("uninstall", "remove"):
+    package = json.loads(pathlib.Path("package.json").read_text())
+    package.get("devDependencies", {{}}).pop(sys.argv[2], None)
+    pathlib.Path("package.json").write_text(json.dumps(package, indent=2) + "\n")
+    import shutil
+    shutil.rmtree("node_modules/" + sys.argv[2], ignore_errors=True)
+    sys.exit(0)
 spec = sys.argv[-1]
 tarball = pathlib.Path(spec.removeprefix("file:"))
 package = json.loads(pathlib.Path("package.json").read_text())
@@ -285,7 +296,7 @@ def test_a_gitignore_that_ignores_tarballs_lets_the_plugin_be_committed(tmp_path
     (app / ".gitignore").write_text("node_modules\n*.tgz\n")
     git(app, "commit", "-qam", "ignore tarballs")
     assert init(app, env, "--yes").returncode == 0
-    assert "!.spotpatch/vite-plugin-spotpatch-*.tgz" in (app / ".gitignore").read_text()
+    assert "!/.spotpatch/\n!/.spotpatch/vite-plugin-spotpatch-*.tgz\n" in (app / ".gitignore").read_text()
     listed = git(app, "status", "--porcelain", "--untracked-files=all")
     assert ".spotpatch/vite-plugin-spotpatch-" in listed, "the tarball can be committed"
 
@@ -323,3 +334,155 @@ def test_undo_in_one_app_leaves_the_engine_record_another_app_uses(tmp_path: Pat
     assert init(first, env, "--undo").returncode == 0
     record = json.loads((tmp_path / "config" / "spotpatch" / "engine.json").read_text())
     assert record["command"][0] == str(ENGINE.absolute())
+
+
+def test_the_real_npm_without_a_registry_gets_a_clear_error_and_every_file_back(tmp_path: Path, assets):
+    """npm itself (not the stand-in), pointed at a closed port with an empty cache: the install cannot fetch
+    the plugin's dependencies. The error says the registry looks unreachable; nothing is left changed."""
+    app = make_app(tmp_path / "my-app")
+    before = snapshot(app)
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"), "npm_config_registry": "http://127.0.0.1:9/",
+           "npm_config_cache": str(tmp_path / "npm-cache"), "npm_config_fetch_retries": "0",
+           "npm_config_offline": "false", "npm_config_update_notifier": "false"}
+    done = init(app, env, "--yes")
+    assert done.returncode == 1, done.stdout
+    assert "npm could not install the plugin" in done.stderr, done.stderr
+    assert "The package registry looks unreachable" in done.stderr, done.stderr
+    assert snapshot(app) == before
+    assert not (app / "node_modules" / "vite-plugin-spotpatch").exists()
+
+
+
+def test_a_second_init_after_the_users_own_changes_never_lets_undo_take_them_back(tmp_path: Path, env):
+    """Breaker finding: the first run's pre-image of package.json was kept across a re-install, so undo dropped
+    a dependency the user had added between the two runs."""
+    app = make_app(tmp_path / "my-app")
+    assert init(app, env, "--yes").returncode == 0
+    git(app, "add", "-A")
+    git(app, "commit", "-qm", "Add SpotPatch")
+    package = json.loads((app / "package.json").read_text())
+    package["dependencies"] = {"axios": "^1"}
+    (app / "package.json").write_text(json.dumps(package, indent=2) + "\n")
+    import shutil
+    shutil.rmtree(app / "node_modules")
+    assert init(app, env, "--yes").returncode == 0
+    assert len(pm_calls(env)) == 2, "the plugin is installed again"
+    assert init(app, env, "--undo").returncode == 0
+    after = json.loads((app / "package.json").read_text())
+    assert after["dependencies"] == {"axios": "^1"}, "the user's dependency stays"
+    assert "vite-plugin-spotpatch" not in after["devDependencies"], "the plugin is removed by the package manager"
+    assert pm_calls(env)[-1] == ["npm", "uninstall", "vite-plugin-spotpatch"]
+    assert not (app / ".spotpatch").exists()
+
+
+def test_a_failed_init_leaves_no_record_so_a_later_undo_cannot_touch_the_users_files(tmp_path: Path, env):
+    app = make_app(tmp_path / "my-app")
+    assert init(app, {**env, "FAKE_PM_FAIL": "1"}, "--yes").returncode == 1
+    assert not (app / ".git" / "spotpatch" / "init.json").exists()
+    (app / "spotpatch.config.json").write_text('{"providers": []}\n')
+    done = init(app, env, "--undo")
+    assert done.returncode == 1 and "no record" in done.stderr
+    assert (app / "spotpatch.config.json").read_text() == '{"providers": []}\n'
+
+
+def _wait_started(env: dict[str, str]) -> None:
+    import time
+    deadline = time.monotonic() + 60
+    while not Path(env["FAKE_PM_LOG"] + ".started").exists():
+        assert time.monotonic() < deadline, "the package manager never started"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("install", ["fails", "succeeds"])
+def test_an_edit_made_while_init_runs_is_never_lost(tmp_path: Path, env, install: str):
+    app = make_app(tmp_path / "my-app")
+    slow = {**env, "FAKE_PM_SLEEP": "2", **({"FAKE_PM_FAIL": "1"} if install == "fails" else {})}
+    running = subprocess.Popen([str(ENGINE), "init", "--yes"], cwd=app, env=slow, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    _wait_started(slow)
+    config = app / "vite.config.ts"
+    mine = config.read_text() + "// my edit while init ran\n"
+    config.write_text(mine)
+    out, err = running.communicate(timeout=120)
+    if install == "fails":
+        assert running.returncode == 1
+        assert config.read_text() == mine, "the rollback leaves the user's edit"
+        assert "changed by someone else while init ran, left as they are: vite.config.ts" in err, err
+    else:
+        assert running.returncode == 0, out + err
+        done = init(app, env, "--undo")
+        assert done.returncode == 1 and "changed since init: vite.config.ts" in done.stderr
+        assert config.read_text() == mine
+
+
+def test_sigterm_during_the_install_puts_every_file_back(tmp_path: Path, env):
+    import signal
+    app = make_app(tmp_path / "my-app")
+    before = snapshot(app)
+    slow = {**env, "FAKE_PM_SLEEP": "30"}
+    running = subprocess.Popen([str(ENGINE), "init", "--yes"], cwd=app, env=slow, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    _wait_started(slow)
+    running.send_signal(signal.SIGTERM)
+    _out, err = running.communicate(timeout=60)
+    assert running.returncode == 1
+    assert "interrupted; the files this run had changed were put back" in err
+    assert snapshot(app) == before
+    assert not (app / ".git" / "spotpatch" / "init.json").exists()
+
+
+def test_an_undo_that_was_cut_off_can_be_finished(tmp_path: Path, env):
+    app = make_app(tmp_path / "my-app")
+    before = snapshot(app)
+    assert init(app, env, "--yes").returncode == 0
+    (app / "vite.config.ts").write_bytes(before["vite.config.ts"])  # as if the undo stopped after this file
+    done = init(app, env, "--undo")
+    assert done.returncode == 0, done.stderr
+    assert snapshot(app) == before
+
+
+def test_odd_folders_names_and_files_get_messages_not_tracebacks(tmp_path: Path, env):
+    repo = tmp_path / "repo"
+    app = make_app(repo / "web[1] $(touch PWNED)", commit=False)
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "repo")
+    done = init(repo, env, "--yes", "--project", "web[1] $(touch PWNED)", cwd=repo)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "cd 'web[1] $(touch PWNED)' && npm run dev" in done.stdout
+    assert "/web\\[1\\] $(touch PWNED)/.venv/" in (repo / ".gitignore").read_text()
+    again = init(repo, env, "--yes", "--project", "web[1] $(touch PWNED)", cwd=repo)
+    assert "nothing to change" in again.stdout, "the escaped pattern matches: no second block"
+    assert not (repo / "PWNED").exists() and not (app / "PWNED").exists()
+
+    other = make_app(tmp_path / "other")
+    (other / ".gitignore").unlink()
+    (other / ".gitignore").mkdir()
+    done = init(other, env, "--yes")
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert ".gitignore is not a regular file" in done.stdout and "/.venv/" in done.stdout
+
+
+def test_exit_code_1_when_doctor_finds_a_required_item_failing(tmp_path: Path, env):
+    app = make_app(tmp_path / "my-app")
+    (app / "spotpatch.config.json").write_text('{"bogus": 1}\n')
+    git(app, "add", "-A")
+    git(app, "commit", "-qm", "a bad config")
+    done = init(app, env, "--yes")
+    assert done.returncode == 1
+    assert "doctor found a required item failing (above): config" in done.stdout
+
+
+def test_npm_workspaces_point_the_schema_at_the_hoisted_plugin(tmp_path: Path, env):
+    repo = tmp_path / "repo"
+    app = make_app(repo / "apps" / "web", commit=False)
+    (app / "package-lock.json").unlink()
+    (repo / "package.json").write_text('{"name": "root", "private": true, "workspaces": ["apps/*"]}\n')
+    (repo / "package-lock.json").write_text("lock\n")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "repo")
+    assert init(repo, env, "--yes", "--project", "apps/web").returncode == 0
+    settings = json.loads((repo / "spotpatch.config.json").read_text())
+    assert settings["$schema"] == "./node_modules/vite-plugin-spotpatch/spotpatch.config.schema.json"
