@@ -168,7 +168,9 @@ export function recordedEngine(env: NodeJS.ProcessEnv, home: string): { file: st
   const file = path.join(base, "spotpatch", "engine.json");
   let text: string;
   try {
-    if (statSync(file).size > RECORD_MAX_BYTES) return { file: undefined, note: `${INIT_RECORD} is too large to be the record` };
+    const stats = statSync(file);
+    if (!stats.isFile()) return { file: undefined, note: `${INIT_RECORD} is not a file: run spotpatch-agent init again` }; // a FIFO would block the read
+    if (stats.size > RECORD_MAX_BYTES) return { file: undefined, note: `${INIT_RECORD} is too large to be the record` };
     text = readFileSync(file, "utf8");
   } catch {
     return { file: undefined, note: undefined }; // no record: init was not run (or not as this user)

@@ -113,6 +113,11 @@ test("last, the engine spotpatch-agent init recorded for the user: XDG_CONFIG_HO
   assert.ok(!stale.problem.includes(dir), "never the record's path or content");
   assert.equal(look({ PATH: "", XDG_CONFIG_HOME: "relative/dir" }).source, "init", "a relative XDG_CONFIG_HOME is ignored (XDG spec)");
 
+  rmSync(path.join(xdg, "spotpatch", "engine.json"));
+  mkdirSync(path.join(xdg, "spotpatch", "engine.json")); // not a file (a FIFO would block a read)
+  assert.match(look({ PATH: "", XDG_CONFIG_HOME: xdg }).problem, /is not a file: run spotpatch-agent init again\)/);
+  rmSync(path.join(xdg, "spotpatch", "engine.json"), { recursive: true });
+
   for (const body of ["{not json", JSON.stringify({ command: ["relative/spotpatch-agent"] }), JSON.stringify({ command: "x" }), "null"]) {
     record(xdg, body);
     const bad = look({ PATH: "", XDG_CONFIG_HOME: xdg });

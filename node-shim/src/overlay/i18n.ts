@@ -158,7 +158,7 @@ const en = {
     "Set it and restart Vite (the Vite terminal and `spotpatch-agent doctor` name the variable). Meanwhile: Open in editor, or Copy prompt for your own assistant.",
   "ai.offAgent": "No model is configured here: your agent does the job (Send to my agent).",
   "ai.howTo":
-    "To enable it, add a provider to spotpatch({ providers: [...] }) in your Vite config (or spotpatch.config.json), set its API key environment variable, and restart the dev server. Meanwhile: Open in editor, or Copy prompt for your own assistant.",
+    "To enable it, add a provider to spotpatch.config.json at the project root (or to spotpatch({ providers: [...] }) in your Vite config) then restart the dev server with its API key environment variable set. Meanwhile: Open in editor, or Copy prompt for your own assistant.",
 
   "consent.title": "Use trusted-auto with {provider}?",
   "consent.intro": "Trusted-auto is the fast mode. With it, for this browser session:",
@@ -455,7 +455,7 @@ const zh: Record<MessageKey, string> = {
   "ai.howToKey": "请设置它并重启 Vite（Vite 终端和 `spotpatch-agent doctor` 会给出变量名）。在此之前：可以在编辑器中打开，或复制提示词给你自己的助手。",
   "ai.offAgent": "这里没有配置模型：由你的智能体完成任务（“发送给我的智能体”）。",
   "ai.howTo":
-    "要启用，请在 Vite 配置（或 spotpatch.config.json）的 spotpatch({ providers: [...] }) 中添加提供方，设置它的 API 密钥环境变量，然后重启开发服务器。在此之前：可以在编辑器中打开，或复制提示词给你自己的助手。",
+    "要启用，请在项目根目录的 spotpatch.config.json（或 Vite 配置的 spotpatch({ providers: [...] })）中添加提供方，然后在设置好它的 API 密钥环境变量后重启开发服务器。在此之前：可以在编辑器中打开，或复制提示词给你自己的助手。",
 
   "consent.title": "对 {provider} 使用信任自动模式？",
   "consent.intro": "信任自动是快速模式。在本次浏览器会话中：",
