@@ -63,7 +63,8 @@ function project({ template, esm = true } = {}) {
 
 /** Run the bundled editor; its stdout must be one JSON line and its exit code 0. */
 function edit(...args) {
-  const run = spawnSync(process.execPath, [bundle, ...args], { cwd: work, encoding: "utf8" });
+  // maxBuffer: a multi-megabyte config's answer is a few megabytes of JSON.
+  const run = spawnSync(process.execPath, [bundle, ...args], { cwd: work, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
   assert.equal(run.status, 0, run.stderr);
   assert.equal(run.stderr, "");
   assert.match(run.stdout, /^\{.*\}\n$/);
@@ -121,7 +122,8 @@ function expectRefuse(name, source, reason, options = {}) {
   assert.ok(!answer.reason.includes(work) && !/(^|[\s(])\/\w/.test(answer.reason), `a path in the reason: ${answer.reason}`);
   const [importLine, pluginsLine, ...rest] = answer.paste.split("\n");
   assert.match(importLine, /^import spotpatch from (['"])vite-plugin-spotpatch\1;?$/);
-  assert.match(pluginsLine, /^plugins: \[spotpatch\(\)(, .*)?\],$/s);
+  // spotpatch() first (with the arguments the file's own call has, if it has one).
+  assert.match(pluginsLine, /^plugins: \[spotpatch\((\{[^\n]*\})?\)(, .*)?\],$/s);
   assert.deepEqual(rest, []);
   if (options.paste) assert.equal(answer.paste, options.paste);
   assert.equal(readFileSync(file, "utf8"), source, "the editor never writes");
@@ -350,11 +352,13 @@ test("a config that does not parse: refused, the paste lines in the file's quote
   expectRefuse("vite.config.ts", "", /has no export default/);
 });
 
-test("already there under another name: unchanged; the import alone: only the call is added", async () => {
+test("already there under another name: unchanged when first, else moved first; the import alone: only the call is added", async () => {
   const root = project();
-  const present = "import { defineConfig } from 'vite'\nimport sp from 'vite-plugin-spotpatch'\nimport react from '@vitejs/plugin-react'\n\nexport default defineConfig({\n  plugins: [react(), sp()],\n})\n";
+  const present = "import { defineConfig } from 'vite'\nimport sp from 'vite-plugin-spotpatch'\nimport react from '@vitejs/plugin-react'\n\nexport default defineConfig({\n  plugins: [sp(), react()],\n})\n";
   writeFileSync(path.join(root, "vite.config.ts"), present);
   assert.deepEqual(edit(path.join(root, "vite.config.ts")), { status: "unchanged" });
+  // After react() it is not where it must be (both are enforce: 'pre'): moved to the front.
+  await expectEdit("vite.config.ts", present.replace("[sp(), react()]", "[react(), sp()]"), present);
   await expectEdit(
     "vite.config.ts",
     "import { defineConfig } from 'vite'\nimport { spotpatch as sp } from 'vite-plugin-spotpatch'\nimport react from '@vitejs/plugin-react'\n\nexport default defineConfig({\n  plugins: [react()],\n})\n",
@@ -391,4 +395,159 @@ test("usage errors exit 2; a missing file is refused without its path", () => {
   const answer = edit(path.join(work, "projects", "missing", "vite.config.ts"));
   assert.equal(answer.status, "refuse");
   assert.equal(answer.reason, "vite.config.ts does not exist");
+});
+
+// spotpatch() must run before the framework plugins (all enforce: 'pre', so their order in plugins decides).
+for (const [template, framework] of [
+  ["react-ts", "react()"],
+  ["solid-ts", "solid()"],
+]) {
+  test(`create-vite ${template} with spotpatch() after ${framework}: the call moved to the front, nothing else changed`, async () => {
+    const root = project({ template });
+    const pristine = readFileSync(path.join(root, "vite.config.ts"), "utf8");
+    const lines = pristine.split("\n");
+    lines.splice(lines.findLastIndex((line) => line.startsWith("import ")) + 1, 0, IMPORT);
+    const withImport = lines.join("\n");
+    assert.ok(withImport.includes(`plugins: [${framework}]`), "the template's shape changed");
+    await expectEdit(
+      "vite.config.ts",
+      withImport.replace(`plugins: [${framework}]`, `plugins: [${framework}, spotpatch({ overlay: { hotkey: 'alt+s' } })]`),
+      withImport.replace(`plugins: [${framework}]`, `plugins: [spotpatch({ overlay: { hotkey: 'alt+s' } }), ${framework}]`),
+      { root },
+    );
+  });
+}
+
+test("spotpatch() on a line of its own after other plugins: its lines (comments too) moved above the first plugin's", async () => {
+  const head = `import { defineConfig } from 'vite'\nimport vue from '@vitejs/plugin-vue'\nimport react from '@vitejs/plugin-react'\n${IMPORT}\n\nexport default defineConfig({\n`;
+  await expectEdit(
+    "vite.config.ts",
+    `${head}  plugins: [\n    // the framework\n    vue(), // keep\n    react(),\n    // SpotPatch\n    spotpatch(), // pick\n  ],\n})\n`,
+    `${head}  plugins: [\n    // SpotPatch\n    spotpatch(), // pick\n    // the framework\n    vue(), // keep\n    react(),\n  ],\n})\n`,
+  );
+  // No trailing comma in the list: none after the move either.
+  await expectEdit(
+    "vite.config.ts",
+    `${head}  plugins: [\n    vue(),\n    spotpatch()\n  ]\n})\n`,
+    `${head}  plugins: [\n    spotpatch(),\n    vue()\n  ]\n})\n`,
+  );
+  // CRLF, and a const array declared once.
+  await expectEdit(
+    "vite.config.ts",
+    `${IMPORT}\r\nimport vue from '@vitejs/plugin-vue'\r\n\r\nconst plugins = [\r\n  vue(),\r\n  spotpatch(),\r\n]\r\n\r\nexport default { plugins }\r\n`,
+    `${IMPORT}\r\nimport vue from '@vitejs/plugin-vue'\r\n\r\nconst plugins = [\r\n  spotpatch(),\r\n  vue(),\r\n]\r\n\r\nexport default { plugins }\r\n`,
+  );
+  // Inline between two others: the entry and one separator go, the rest of the list keeps its lines.
+  await expectEdit(
+    "vite.config.ts",
+    `${head}  plugins: [vue(), /* sp */ spotpatch(),\n    react()],\n})\n`,
+    `${head}  plugins: [/* sp */ spotpatch(), vue(),\n    react()],\n})\n`,
+  );
+  // The plugin's instance in a const: that name moved.
+  await expectEdit(
+    "vite.config.ts",
+    `${IMPORT}\nimport vue from '@vitejs/plugin-vue'\n\nconst sp = spotpatch()\n\nexport default { plugins: [vue(), sp] }\n`,
+    `${IMPORT}\nimport vue from '@vitejs/plugin-vue'\n\nconst sp = spotpatch()\n\nexport default { plugins: [sp, vue()] }\n`,
+  );
+});
+
+test("spotpatch() after another plugin where it cannot be moved from (a spread, a nested array, a condition): refused", async () => {
+  const head = `import { defineConfig } from 'vite'\nimport react from '@vitejs/plugin-react'\n${IMPORT}\n\n`;
+  const notFirst = /^spotpatch\(\) must come first in plugins$/;
+  expectRefuse(
+    "vite.config.ts",
+    `${head}export default defineConfig(({ command }) => ({\n  plugins: [react(), ...(command === 'serve' ? [spotpatch()] : [])],\n}))\n`,
+    notFirst,
+    { paste: `${IMPORT}\nplugins: [spotpatch(), react(), ...(command === 'serve' ? [] : [])],` },
+  );
+  expectRefuse(
+    "vite.config.ts",
+    `${head}export default defineConfig({\n  plugins: [react(), [spotpatch({ overlay: false }), react()]],\n})\n`,
+    notFirst,
+    { paste: `${IMPORT}\nplugins: [spotpatch({ overlay: false }), react(), [react()]],` },
+  );
+  expectRefuse(
+    "vite.config.ts",
+    `${head}export default defineConfig(({ mode }) => ({\n  plugins: mode === 'x' ? [react(), spotpatch()] : [spotpatch()],\n}))\n`,
+    notFirst,
+    { paste: `${IMPORT}\nplugins: [spotpatch(), mode === 'x' ? [react()] : []],` },
+  );
+  // First on every way the list can turn out (or only where this file cannot see): unchanged, as before.
+  for (const plugins of ["[...(process.env.CI ? [] : [spotpatch()]), react()]", "[[spotpatch()], react()]", "process.env.CI ? [react()] : [spotpatch(), react()]", "[spotpatch(), react()]"]) {
+    const root = project();
+    writeFileSync(path.join(root, "vite.config.ts"), `${head}export default defineConfig({\n  plugins: ${plugins},\n})\n`);
+    assert.deepEqual(edit(path.join(root, "vite.config.ts")), { status: "unchanged" }, plugins);
+  }
+});
+
+test("a namespace import (sp.default()) or { default as sp }: recognised, never a second import or call", async () => {
+  const tail = "import react from '@vitejs/plugin-react'\n\nexport default defineConfig({\n  plugins: [PLUGINS],\n})\n";
+  for (const [binding, call] of [
+    ["* as sp", "sp.default()"],
+    ["{ default as sp }", "sp()"],
+  ]) {
+    const source = (plugins) => `import { defineConfig } from 'vite'\nimport ${binding} from 'vite-plugin-spotpatch'\n${tail.replace("PLUGINS", plugins)}`;
+    const root = project();
+    writeFileSync(path.join(root, "vite.config.ts"), source(`${call}, react()`));
+    assert.deepEqual(edit(path.join(root, "vite.config.ts")), { status: "unchanged" }, binding);
+    await expectEdit("vite.config.ts", source(`react(), ${call}`), source(`${call}, react()`));
+    // The import alone: the call through it is added, no second import.
+    await expectEdit("vite.config.ts", source("react()"), source(`${call}, react()`));
+  }
+});
+
+test("a config that is not UTF-8 (a Latin-1 byte in a comment): refused, never an edit that turns it into U+FFFD", () => {
+  const root = project();
+  const file = path.join(root, "vite.config.ts");
+  const bytes = Buffer.concat([
+    Buffer.from("import { defineConfig } from 'vite'\nimport react from '@vitejs/plugin-react'\n\n// Caf"),
+    Buffer.from([0xe9]), // é in Latin-1
+    Buffer.from("\nexport default defineConfig({\n  plugins: [react()],\n})\n"),
+  ]);
+  writeFileSync(file, bytes);
+  const answer = edit(file);
+  assert.equal(answer.status, "refuse", JSON.stringify(answer));
+  assert.match(answer.reason, /^vite\.config\.ts is not UTF-8 \(line 4 /);
+  assert.equal(answer.paste, `${IMPORT}\nplugins: [spotpatch(), react()],`);
+  assert.ok(readFileSync(file).equals(bytes), "the editor never writes");
+  // Already set up: nothing to write, so unchanged.
+  writeFileSync(file, Buffer.concat([bytes.subarray(0, bytes.indexOf("\nexport")), Buffer.from(`\n${IMPORT}\nexport default { plugins: [spotpatch()] }\n`)]));
+  assert.deepEqual(edit(file), { status: "unchanged" });
+});
+
+test("a UTF-8 byte order mark is kept exactly (first, once), also when the import goes at the top", async () => {
+  for (const [source, expected] of [
+    ["\uFEFFexport default {}\n", `\uFEFF${IMPORT}\n\nexport default { plugins: [spotpatch()] }\n`],
+    ["\uFEFF// @ts-check\nexport default {}\n", `\uFEFF// @ts-check\n${IMPORT}\n\nexport default { plugins: [spotpatch()] }\n`],
+    [
+      "\uFEFFimport vue from '@vitejs/plugin-vue'\n\nexport default { plugins: [vue()] }\n",
+      `\uFEFFimport vue from '@vitejs/plugin-vue'\n${IMPORT}\n\nexport default { plugins: [spotpatch(), vue()] }\n`,
+    ],
+  ]) {
+    const root = project();
+    await expectEdit("vite.config.mjs", source, expected, { root });
+    const written = readFileSync(path.join(root, "vite.config.mjs"));
+    assert.deepEqual([...written.subarray(0, 4)], [0xef, 0xbb, 0xbf, expected.charCodeAt(1)]);
+    // On the pipe the BOM (any non-ASCII character) is a \u escape: the same text whatever encoding reads it.
+    writeFileSync(path.join(root, "vite.config.mjs"), source);
+    const raw = spawnSync(process.execPath, [bundle, path.join(root, "vite.config.mjs")], { encoding: "latin1" }).stdout;
+    assert.match(raw, /^[\x20-\x7e]*\n$/);
+    assert.ok(raw.includes("\\ufeff"));
+  }
+  // A BOM in package.json (npm and Vite accept it) still says "type": "module".
+  const root = project();
+  writeFileSync(path.join(root, "package.json"), `\uFEFF${readFileSync(path.join(root, "package.json"), "utf8")}`);
+  await expectEdit("vite.config.js", "export default {}\n", `${IMPORT}\n\nexport default { plugins: [spotpatch()] }\n`, { root });
+});
+
+test("a 2.7 MB config (a huge array literal): edited, no stack overflow; a chain too deep to parse and a file over 5 MB: refused plainly", async () => {
+  const numbers = Array.from({ length: 400_000 }, (_, i) => i).join(",");
+  const source = `import react from '@vitejs/plugin-react'\n\nconst table = [${numbers}]\n\nexport default {\n  define: { TABLE_SIZE: table.length },\n  plugins: [react()],\n}\n`;
+  assert.ok(source.length > 2_600_000);
+  const code = await expectEdit("vite.config.mjs", source, undefined, { load: false });
+  assert.equal(code, source.replace("\n\nconst table", `\n${IMPORT}\n\nconst table`).replace("plugins: [react()]", "plugins: [spotpatch(), react()]"));
+  const chain = `export default {\n  define: { SUM: ${Array.from({ length: 500_000 }, () => "1").join(" + ")} },\n}\n`;
+  const deep = expectRefuse("vite.config.mjs", chain, /^vite\.config\.mjs nests its code too deeply for this editor to parse/);
+  assert.doesNotMatch(deep.reason, /call stack/i);
+  expectRefuse("vite.config.mjs", `export default {}\n/* ${"x".repeat(5 * 1024 * 1024)} */\n`, /^vite\.config\.mjs is too large to edit safely \(5\.0 MB; the editor reads at most 5 MB\)$/);
 });

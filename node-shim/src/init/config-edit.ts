@@ -6,12 +6,19 @@
  *
  * Reads the file (and, for a .js/.ts config, the nearest package.json: whether Vite loads the config as an
  * ES module), never writes anything, and prints ONE JSON object on stdout:
- *   {"status": "unchanged"}                 import of vite-plugin-spotpatch (any local name) and a call of it
+ *   {"status": "unchanged"}                 import of vite-plugin-spotpatch (any local name, or a namespace
+ *                                            import called as `sp.default()`) and a call of it that comes
+ *                                            first in `plugins` (or whose place cannot be seen from this file)
  *   {"status": "edit", "code": "<new text>"} the import added after the file's imports, spotpatch() FIRST
- *                                            in `plugins` (or `plugins: [spotpatch()]` added)
+ *                                            in `plugins` (or `plugins: [spotpatch()]` added); a call that is
+ *                                            an entry of the plugins array but not the first is moved to the
+ *                                            front (arguments, comments and layout kept)
  *   {"status": "refuse", "reason": "<one sentence, file named by its base name only>",
  *    "paste": "<the import line>\n<the plugins line>"}
- * Exit 0, 2 only on a usage error; a crash is still a "refuse".
+ * Exit 0, 2 only on a usage error; a crash is still a "refuse". The call after another plugin somewhere it
+ * cannot be moved from (a spread, a nested array, a condition) is refused: "spotpatch() must come first in
+ * plugins". A file that is not UTF-8 is never answered "edit" (a BOM is kept as it is), nor is one over
+ * 5 MB read; JSON output is ASCII (\u escapes), whatever encoding the caller reads the pipe in.
  * `--create` answers "edit" with a new minimal config (the caller creates the file; the name's folder is
  * only read for its package.json).
  *
@@ -34,7 +41,7 @@
  * nested plugin arrays (and awaits promises) in `plugins`.
  */
 
-import { existsSync, readFileSync, realpathSync } from "node:fs";
+import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -83,9 +90,9 @@ const DEFAULT_STYLE: Style = { quote: "'", semi: false, indent: "  ", eol: "\n" 
 
 /** A located place to put spotpatch(): the first slot of an array literal, or a new `plugins` key. */
 type Target =
-  | { kind: "array"; array: ArrayExpression }
+  | { kind: "array"; array: ArrayExpression; scope: Statement[] }
   | { kind: "object"; object: ObjectExpression }
-  | { kind: "refuse"; reason: string; plugins?: Node | undefined; commonjs?: boolean };
+  | { kind: "refuse"; reason: string; plugins?: Node | undefined; scope?: Statement[] | undefined; commonjs?: boolean };
 
 /** One parsed config: its text, tree and the facts the steps below share. */
 interface Module {
@@ -124,7 +131,9 @@ function* walk(root: Node, enterFunctions = true): Generator<Node> {
     const node = stack.pop() as Node;
     yield node;
     if (!enterFunctions && node !== root && isFunction(node)) continue;
-    stack.push(...children(node).reverse());
+    // One push per child, last first: a spread of a huge list (a 500,000-number array literal) overflows the stack.
+    const kids = children(node);
+    for (let i = kids.length - 1; i >= 0; i--) stack.push(kids[i] as Node);
   }
 }
 
@@ -219,15 +228,32 @@ function styleOf(code: string, body: Statement[]): Style {
   return { quote, semi, indent, eol: code.includes("\r\n") ? "\r\n" : "\n" };
 }
 
-/** The local name vite-plugin-spotpatch's plugin function has in this file (import or require), if any. */
-function spotpatchLocal(mod: Module): string | undefined {
+/**
+ * How this file names vite-plugin-spotpatch's plugin function: a local name bound to the function itself
+ * (`import sp from`, `import { default as sp }`, `import { spotpatch as sp }`, a require), or, failing that,
+ * a namespace import (`import * as sp from`), whose function is `sp.default` (or `sp.spotpatch`).
+ */
+interface SpotRef {
+  local: string;
+  namespace: boolean;
+}
+
+/** The call that puts the plugin in `plugins`: `spotpatch()`, or `sp.default()` through a namespace import. */
+function callText(ref: SpotRef): string {
+  return ref.namespace ? `${ref.local}.default()` : `${ref.local}()`;
+}
+
+/** The name vite-plugin-spotpatch's plugin function has in this file (import or require), if any. */
+function spotpatchRef(mod: Module): SpotRef | undefined {
+  let namespace: SpotRef | undefined;
   for (const node of mod.body) {
     if (node.type === "ImportDeclaration" && node.source.value === PLUGIN_PACKAGE && node.importKind !== "type") {
       for (const specifier of node.specifiers) {
-        if (specifier.type === "ImportDefaultSpecifier") return specifier.local.name;
+        if (specifier.type === "ImportDefaultSpecifier") return { local: specifier.local.name, namespace: false };
+        if (specifier.type === "ImportNamespaceSpecifier") namespace ??= { local: specifier.local.name, namespace: true };
         if (specifier.type === "ImportSpecifier" && specifier.importKind !== "type") {
           const imported = specifier.imported.type === "Identifier" ? specifier.imported.name : specifier.imported.value;
-          if (imported === "default" || imported === "spotpatch") return specifier.local.name;
+          if (imported === "default" || imported === "spotpatch") return { local: specifier.local.name, namespace: false };
         }
       }
     }
@@ -244,12 +270,12 @@ function spotpatchLocal(mod: Module): string | undefined {
         const dynamic = init.type === "AwaitExpression";
         if (init.type === "AwaitExpression") init = unwrap(init.argument);
         if (isRequireOrImportOf(init) && (dynamic ? viaDefault : !(init.type === "ImportExpression" || (init.type === "CallExpression" && init.callee.type === "Import")))) {
-          return declarator.id.name;
+          return { local: declarator.id.name, namespace: false };
         }
       }
     }
   }
-  return undefined;
+  return namespace;
 }
 
 function isRequireOrImportOf(node: Node): boolean {
@@ -260,11 +286,100 @@ function isRequireOrImportOf(node: Node): boolean {
   return calleeOk && first?.type === "StringLiteral" && first.value === PLUGIN_PACKAGE;
 }
 
-function hasCallOf(mod: Module, local: string): boolean {
-  for (const node of walk(mod.ast.program)) {
-    if (node.type === "CallExpression" && node.callee.type === "Identifier" && node.callee.name === local) return true;
-  }
+/** Whether `node` is a call of the plugin function: `spotpatch(...)`, or `sp.default(...)` through a namespace. */
+function isSpotCall(node: Node, ref: SpotRef): boolean {
+  const value = unwrap(node);
+  if (value.type !== "CallExpression") return false;
+  const callee = unwrap(value.callee);
+  if (!ref.namespace) return callee.type === "Identifier" && callee.name === ref.local;
+  if (callee.type !== "MemberExpression" || callee.object.type !== "Identifier" || callee.object.name !== ref.local) return false;
+  const property = callee.property;
+  const name = !callee.computed && property.type === "Identifier" ? property.name : property.type === "StringLiteral" ? property.value : undefined;
+  return name === "default" || name === "spotpatch";
+}
+
+function hasCallOf(mod: Module, ref: SpotRef): boolean {
+  for (const node of walk(mod.ast.program)) if (isSpotCall(node, ref)) return true;
   return false;
+}
+
+/** An entry of a plugins list that is spotpatch's plugin: the call, or a const declared once that holds it. */
+function isSpotElement(mod: Module, node: Node, ref: SpotRef, scope: Statement[]): boolean {
+  const value = unwrap(node);
+  if (isSpotCall(value, ref)) return true;
+  if (value.type !== "Identifier") return false;
+  const init = constInit(mod, scope, value.name) ?? (scope === mod.body ? undefined : constInit(mod, mod.body, value.name));
+  return init !== undefined && isSpotCall(init, ref);
+}
+
+/**
+ * What comes first along one way the plugins list can turn out (Vite flattens nested arrays and drops falsy
+ * entries): nothing yet (""), spotpatch ("S"), another plugin ("O"), something this editor cannot see into
+ * ("U"); "OS"/"US": another plugin / something unknown, then spotpatch later.
+ */
+type Order = "" | "S" | "O" | "U" | "OS" | "US";
+
+function then(first: Order, next: Order): Order {
+  if (first === "S" || first === "OS" || first === "US") return first;
+  if (first === "") return next;
+  const spotLater = next === "S" || next === "OS" || next === "US";
+  if (first === "O") return spotLater ? "OS" : "O";
+  // first === "U"
+  if (next === "OS" || next === "O") return next;
+  return spotLater ? "US" : "U";
+}
+
+function thenAll(firsts: Set<Order>, nexts: Set<Order>): Set<Order> {
+  const out = new Set<Order>();
+  for (const first of firsts) for (const next of nexts) out.add(then(first, next));
+  return out;
+}
+
+/** The orders one plugins list (an array, a spread's argument, the `plugins` value) can give. */
+function listOrders(mod: Module, node: Node, ref: SpotRef, scope: Statement[], depth = 0): Set<Order> {
+  if (depth > 32) return new Set(["U"]);
+  const value = unwrap(node);
+  if (value.type === "ArrayExpression") {
+    let out = new Set<Order>([""]);
+    for (const element of value.elements) {
+      if (!element) continue;
+      const orders = element.type === "SpreadElement" ? listOrders(mod, element.argument, ref, scope, depth + 1) : itemOrders(mod, element, ref, scope, depth + 1);
+      out = thenAll(out, orders);
+      if ([...out].every((order) => order === "S" || order === "OS" || order === "US")) break; // decided on every way
+    }
+    return out;
+  }
+  return itemOrders(mod, value, ref, scope, depth + 1, true);
+}
+
+/** The orders one entry of a plugins list can give (`list`: the value is a whole list, not an entry). */
+function itemOrders(mod: Module, node: Node, ref: SpotRef, scope: Statement[], depth: number, list = false): Set<Order> {
+  if (depth > 32) return new Set(["U"]);
+  const value = unwrap(node);
+  if (!list && isSpotElement(mod, value, ref, scope)) return new Set(["S"]);
+  switch (value.type) {
+    case "ArrayExpression":
+      return listOrders(mod, value, ref, scope, depth + 1);
+    case "NullLiteral":
+      return new Set([""]);
+    case "BooleanLiteral":
+      return new Set([value.value && !list ? "O" : ""]);
+    case "ConditionalExpression":
+      return new Set([...itemOrders(mod, value.consequent, ref, scope, depth + 1, list), ...itemOrders(mod, value.alternate, ref, scope, depth + 1, list)]);
+    case "LogicalExpression": {
+      const right = itemOrders(mod, value.right, ref, scope, depth + 1, list);
+      if (value.operator === "&&") return new Set<Order>(["", ...right]);
+      return new Set([...itemOrders(mod, value.left, ref, scope, depth + 1, list), ...right]);
+    }
+    case "Identifier": {
+      if (value.name === "undefined" && !mod.bindings.has("undefined")) return new Set([""]);
+      const init = constInit(mod, scope, value.name) ?? (scope === mod.body ? undefined : constInit(mod, mod.body, value.name));
+      return init ? itemOrders(mod, init, ref, scope, depth + 1, list) : new Set(["U"]);
+    }
+    default:
+      // Another plugin's call, object or value; a whole list built at run time is not seen into.
+      return new Set([list ? "U" : "O"]);
+  }
 }
 
 /** The initialiser of `const <name> = ...` among `statements`, when <name> is declared exactly once in the file. */
@@ -306,8 +421,8 @@ function calleeName(mod: Module, callee: Node): string {
   return text(mod, callee);
 }
 
-function refuse(reason: string, plugins?: Node): Target {
-  return { kind: "refuse", reason, plugins };
+function refuse(reason: string, plugins?: Node, scope?: Statement[]): Target {
+  return { kind: "refuse", reason, plugins, scope };
 }
 
 function describe(node: Node): string {
@@ -411,23 +526,23 @@ function pluginsArray(mod: Module, node: Node, scope: Statement[]): Target {
   const value = unwrap(node);
   if (value.type === "ArrayExpression") {
     if (value.elements.length > 0 && value.elements.every((element) => element?.type === "SpreadElement")) {
-      return refuse("plugins only spreads other arrays, so where spotpatch() goes first is not in this file", value);
+      return refuse("plugins only spreads other arrays, so where spotpatch() goes first is not in this file", value, scope);
     }
-    return { kind: "array", array: value };
+    return { kind: "array", array: value, scope };
   }
   if (value.type === "Identifier") {
     const init = constInit(mod, scope, value.name) ?? (scope === mod.body ? undefined : constInit(mod, mod.body, value.name));
     const array = init ? unwrap(init) : undefined;
     if (array?.type !== "ArrayExpression") {
-      return refuse(`plugins comes from the variable ${value.name}, which is not a const array literal declared once in the file`, value);
+      return refuse(`plugins comes from the variable ${value.name}, which is not a const array literal declared once in the file`, value, scope);
     }
     return pluginsArray(mod, array, scope);
   }
-  if (value.type === "CallExpression") return refuse(`plugins is built by a call to ${calleeName(mod, value.callee)}(...)`, value);
+  if (value.type === "CallExpression") return refuse(`plugins is built by a call to ${calleeName(mod, value.callee)}(...)`, value, scope);
   if (value.type === "ConditionalExpression" || value.type === "LogicalExpression") {
-    return refuse("plugins is chosen by a condition, so where spotpatch() belongs is the author's call", value);
+    return refuse("plugins is chosen by a condition, so where spotpatch() belongs is the author's call", value, scope);
   }
-  return refuse(`plugins is ${describe(value)}, not an array literal`, value);
+  return refuse(`plugins is ${describe(value)}, not an array literal`, value, scope);
 }
 
 /** Where the config is: the default export, or `module.exports` (CommonJS, refused later). */
@@ -444,10 +559,12 @@ function locate(mod: Module): Target {
   if (commonjs) {
     const found = resolveConfig(mod, commonjs, mod.body);
     const plugins = found.kind === "array" ? found.array : found.kind === "refuse" ? found.plugins : undefined;
+    const scope = found.kind === "array" || found.kind === "refuse" ? found.scope : undefined;
     return {
       kind: "refuse",
       reason: `${mod.name} is CommonJS (module.exports) and vite-plugin-spotpatch is an ES module: make the config an ES module (export default, in vite.config.mjs or with "type": "module") and add these lines`,
       plugins,
+      scope,
       commonjs: true,
     };
   }
@@ -471,23 +588,66 @@ function commonjsExport(mod: Module): Node | undefined {
   return undefined;
 }
 
-function importLine(style: Style, local: string): string {
-  return `import ${local} from ${style.quote}${PLUGIN_PACKAGE}${style.quote}${style.semi ? ";" : ""}`;
+const DEFAULT_REF: SpotRef = { local: "spotpatch", namespace: false };
+
+function importLine(style: Style, ref: SpotRef): string {
+  const binding = ref.namespace ? `* as ${ref.local}` : ref.local;
+  return `import ${binding} from ${style.quote}${PLUGIN_PACKAGE}${style.quote}${style.semi ? ";" : ""}`;
 }
 
-/** The lines a refusal asks the user to paste: the import, and `plugins` with spotpatch() first. */
-function pasteLines(mod: Module | undefined, style: Style, local: string, plugins: Node | undefined): string {
-  let line = `plugins: [${local}()],`;
+/**
+ * The text of `node` with each spotpatch entry of an array literal in it taken out (with a separator),
+ * and the text of the first such entry: what a paste line puts after / before.
+ */
+function withoutSpot(mod: Module, node: Node, ref: SpotRef, scope: Statement[]): { rest: string; spot: string | undefined } {
+  const start = node.start ?? 0;
+  const ms = new MagicString(mod.code.slice(start, node.end ?? start));
+  let spot: string | undefined;
+  for (const inner of walk(node, false)) {
+    if (inner.type !== "ArrayExpression") continue;
+    const elements = inner.elements;
+    elements.forEach((element, i) => {
+      if (!element || element.type === "SpreadElement" || !isSpotElement(mod, element, ref, scope)) return;
+      spot ??= text(mod, element);
+      const next = elements[i + 1];
+      const previous = elements[i - 1];
+      if (next) ms.remove((element.start ?? 0) - start, (next.start ?? 0) - start);
+      else if (previous) ms.remove((previous.end ?? 0) - start, (element.end ?? 0) - start);
+      else ms.remove((element.start ?? 0) - start, (element.end ?? 0) - start);
+    });
+  }
+  return { rest: ms.toString(), spot };
+}
+
+/**
+ * The lines a refusal asks the user to paste: the import, and `plugins` with spotpatch() first — the
+ * file's own spotpatch entry (its arguments kept) when it has one, taken out of where it was.
+ */
+function pasteLines(mod: Module | undefined, style: Style, ref: SpotRef, plugins: Node | undefined, scope?: Statement[]): string {
+  let line = `plugins: [${callText(ref)}],`;
   if (mod && plugins) {
     const value = unwrap(plugins);
-    if (value.type === "ArrayExpression") {
-      const rest = value.elements.map((element) => (element ? text(mod, element) : "")).join(", ");
-      line = `plugins: [${local}()${rest ? `, ${rest}` : ""}],`;
-    } else {
-      line = `plugins: [${local}(), ${text(mod, value)}],`;
+    const within = scope ?? mod.body;
+    const parts = value.type === "ArrayExpression" ? value.elements : [value];
+    let first: string | undefined;
+    const rest: string[] = [];
+    for (const part of parts) {
+      if (!part) {
+        rest.push("");
+        continue;
+      }
+      if (part !== value && part.type !== "SpreadElement" && isSpotElement(mod, part, ref, within)) {
+        first ??= text(mod, part);
+        continue;
+      }
+      const stripped = withoutSpot(mod, part, ref, within);
+      first ??= stripped.spot;
+      rest.push(stripped.rest);
     }
+    const items = rest.join(", ");
+    line = `plugins: [${first ?? callText(ref)}${items ? `, ${items}` : ""}],`;
   }
-  return `${importLine(style, local)}\n${line}`;
+  return `${importLine(style, ref)}\n${line}`;
 }
 
 /** A name for the import that nothing in the file uses yet. */
@@ -545,7 +705,9 @@ function insertImport(ms: MagicString, mod: Module, line: string, eol: string): 
   }
   // No imports: below a shebang and the pragma comments that must stay first (@ts-check, /// <reference>,
   // eslint directives), above everything else with a blank line after it.
-  let at = code.startsWith("#!") ? code.indexOf("\n") + 1 : 0;
+  // A byte order mark stays the file's first character.
+  const bom = code.startsWith("\uFEFF") ? 1 : 0;
+  let at = code.startsWith("#!", bom) ? code.indexOf("\n") + 1 : bom;
   for (const comment of mod.ast.comments ?? []) {
     const start = comment.start ?? 0;
     if (start < at) continue;
@@ -556,17 +718,93 @@ function insertImport(ms: MagicString, mod: Module, line: string, eol: string): 
   }
   if (at === code.length && at > 0 && !code.endsWith("\n")) ms.appendLeft(at, eol);
   // One blank line after it: the one already there (below a pragma), or a new one.
-  ms.appendLeft(at, /^\r?\n/.test(code.slice(at)) ? `${line}${eol}` : `${line}${eol}${eol}`);
+  ms.appendLeft(at, /^\r?\n/.test(code.slice(at, at + 2)) ? `${line}${eol}` : `${line}${eol}${eol}`);
 }
 
-function edited(mod: Module, style: Style, target: Target & { kind: "array" | "object" }, existing: string | undefined): string {
+function edited(mod: Module, style: Style, target: Target & { kind: "array" | "object" }, existing: SpotRef | undefined): string {
   const ms = new MagicString(mod.code);
-  const local = existing ?? freeName(mod);
-  if (!existing) insertImport(ms, mod, importLine(style, local), style.eol);
+  const ref = existing ?? { local: freeName(mod), namespace: false };
+  if (!existing) insertImport(ms, mod, importLine(style, ref), style.eol);
   const node = target.kind === "array" ? target.array : target.object;
   const empty = target.kind === "array" ? target.array.elements.length === 0 : target.object.properties.length === 0;
-  const item = target.kind === "array" ? `${local}()` : `plugins: [${local}()]`;
+  const item = target.kind === "array" ? callText(ref) : `plugins: [${callText(ref)}]`;
   insertFirst(ms, mod.code, node.start ?? 0, (node.end ?? 1) - 1, item, empty, style);
+  return ms.toString();
+}
+
+/** The separator comma between two entries: after `from`, past blanks, comments and closing parens. */
+function commaAfter(code: string, from: number, to: number): number | undefined {
+  let at = from;
+  while (at < to) {
+    const char = code[at] as string;
+    if (char === ",") return at;
+    if (char === ")" || /\s/.test(char)) at++;
+    else if (code.startsWith("//", at)) at = code.includes("\n", at) ? code.indexOf("\n", at) : to;
+    else if (code.startsWith("/*", at)) at = code.includes("*/", at) ? code.indexOf("*/", at) + 2 : to;
+    else return undefined;
+  }
+  return undefined;
+}
+
+/** A comment-only rest of a line (after a separator or an entry): blanks, at most one comment, the line end. */
+const LINE_TAIL = /^[ \t]*(?:\/\/.*|\/\*(?:(?!\*\/).)*\*\/[ \t]*)?\r?$/;
+
+/**
+ * Move entry `index` (> 0) of the plugins array to the front, its text (arguments, comments above it)
+ * unchanged: an entry on lines of its own (with the comment lines above it and the comment after it on its
+ * line) goes above the first entry's line; an entry inline with others goes in front, as insertFirst puts
+ * a new one. Undefined when it cannot be moved without risk (holes, parentheses, a line comment that would
+ * have to move inline).
+ */
+function moved(mod: Module, style: Style, array: ArrayExpression, index: number): string | undefined {
+  const code = mod.code;
+  const elements = array.elements;
+  const element = elements[index];
+  const previous = elements[index - 1];
+  if (!element || !previous || elements.includes(null) || (element.extra as { parenthesized?: boolean } | undefined)?.parenthesized) return undefined;
+  const start = element.start ?? 0;
+  const end = element.end ?? 0;
+  const comma = commaAfter(code, previous.end ?? 0, start);
+  if (comma === undefined) return undefined;
+  const open = array.start ?? 0;
+  const close = (array.end ?? 1) - 1;
+  let firstToken = open + 1;
+  while (firstToken < close && /\s/.test(code[firstToken] as string)) firstToken++;
+  const ms = new MagicString(code);
+  const newline = code.indexOf("\n", comma);
+  const lineEnd = code.indexOf("\n", end);
+  const tail = lineEnd === -1 ? "]" : code.slice(end, lineEnd);
+  const ownLines =
+    newline !== -1 &&
+    newline < start &&
+    LINE_TAIL.test(code.slice(comma + 1, newline)) &&
+    LINE_TAIL.test(tail.replace(/^[ \t]*,/, "")) &&
+    code.slice(open + 1, firstToken).includes("\n");
+  if (ownLines) {
+    // From the line after the separator (a comment after the previous entry stays with it) to the end of
+    // the entry's line; the block goes above the first entry's line (above the comments over it).
+    const hasComma = /^[ \t]*,/.test(tail);
+    const block = code.slice(newline + 1, end) + (hasComma ? "" : ",") + code.slice(end, lineEnd + 1);
+    ms.remove(newline + 1, lineEnd + 1);
+    // The list had no trailing comma: nor has it after the move.
+    if (!hasComma) ms.remove(comma, comma + 1);
+    ms.appendLeft(code.lastIndexOf("\n", firstToken) + 1, block);
+    return ms.toString();
+  }
+  if (code.slice(comma + 1, start).includes("//")) return undefined;
+  // Inline: the entry (with a block comment just before it) and one separator go; a line left blank goes too.
+  let from = comma + 1;
+  while (/\s/.test(code[from] as string)) from++;
+  const next = elements[index + 1];
+  if (next && /^[ \t]*,[ \t]*$/.test(code.slice(end, next.start ?? end))) {
+    ms.remove(from, next.start ?? end);
+  } else {
+    const lineStart = code.lastIndexOf("\n", comma) + 1;
+    const after = lineEnd === -1 ? -1 : lineEnd + 1;
+    const wholeLine = after !== -1 && code.slice(lineStart, comma).trim() === "" && code.slice(end, lineEnd).trim() === "";
+    ms.remove(wholeLine ? lineStart : comma, wholeLine ? after : end);
+  }
+  insertFirst(ms, code, open, close, code.slice(from, end), false, style);
   return ms.toString();
 }
 
@@ -574,43 +812,111 @@ function firstLine(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).split("\n")[0] ?? "";
 }
 
-/** The answer for the text of one config file (`name`: its base name, which decides TS or JS). */
-export function editConfig(code: string, name: string, options: EditOptions = {}): Answer {
-  const base = path.basename(name);
+/** The largest config this editor reads: a bigger one is refused, not parsed. */
+export const MAX_BYTES = 5 * 1024 * 1024;
+
+/** The reason when spotpatch() is in plugins but not first, and cannot be moved there in this file. */
+const NOT_FIRST = "spotpatch() must come first in plugins";
+
+function tooLarge(base: string, size: number): string {
+  return `${base} is too large to edit safely (${(size / 1024 / 1024).toFixed(1)} MB; the editor reads at most ${MAX_BYTES / 1024 / 1024} MB)`;
+}
+
+/** A parser or walk that ran out of stack: the file nests deeper than can be followed. */
+function isStackOverflow(error: unknown): boolean {
+  return error instanceof RangeError && /call stack/i.test(error.message);
+}
+
+/** The answer, and the lines to paste should the caller refuse an "edit" after all (a file not in UTF-8). */
+function answerFor(code: string, base: string, options: EditOptions): { answer: Answer; paste: string } {
   let style = DEFAULT_STYLE;
+  const refusal = (reason: string, paste: string): { answer: Answer; paste: string } => ({ answer: { status: "refuse", reason, paste }, paste });
   try {
+    if (code.length > MAX_BYTES) return refusal(tooLarge(base, code.length), pasteLines(undefined, style, DEFAULT_REF, undefined));
     style = styleOf(code, []);
     let mod: Module;
     try {
       mod = load(code, base);
     } catch (error) {
-      return { status: "refuse", reason: `${base} does not parse (${firstLine(error)})`, paste: pasteLines(undefined, style, "spotpatch", undefined) };
+      const reason = isStackOverflow(error) ? `${base} nests its code too deeply for this editor to parse (a very long chain of operators or deeply nested brackets)` : `${base} does not parse (${firstLine(error)})`;
+      return refusal(reason, pasteLines(undefined, style, DEFAULT_REF, undefined));
     }
     style = styleOf(code, mod.body);
-    const existing = spotpatchLocal(mod);
-    if (existing && hasCallOf(mod, existing)) return { status: "unchanged" };
-    const local = existing ?? "spotpatch";
+    const existing = spotpatchRef(mod);
+    const ref = existing ?? DEFAULT_REF;
     const target = locate(mod);
     const plugins = target.kind === "array" ? target.array : target.kind === "refuse" ? target.plugins : undefined;
-    if (target.kind === "refuse" && target.commonjs) return { status: "refuse", reason: target.reason, paste: pasteLines(mod, style, local, plugins) };
+    const scope = (target.kind === "array" || target.kind === "refuse" ? target.scope : undefined) ?? mod.body;
+    const paste = pasteLines(mod, style, ref, plugins, scope);
+    // Already there: unchanged when spotpatch() comes first (or where it comes cannot be seen from here);
+    // an entry of the plugins array literal itself is moved to the front; elsewhere it is refused.
+    let move: number | undefined;
+    let notFirst = false;
+    if (existing && hasCallOf(mod, existing)) {
+      const direct: number[] = [];
+      if (target.kind === "array") {
+        target.array.elements.forEach((element, i) => {
+          if (element && element.type !== "SpreadElement" && isSpotElement(mod, element, existing, scope)) direct.push(i);
+        });
+      }
+      if (direct.length === 1 && (direct[0] as number) > 0) move = direct[0];
+      else if (plugins && listOrders(mod, plugins, existing, scope).has("OS")) notFirst = true;
+      else return { answer: { status: "unchanged" }, paste };
+    }
+    if (target.kind === "refuse" && target.commonjs) return refusal(target.reason, paste);
     if (!(options.loadedAsEsm ?? !/\.c[jt]s$/.test(base))) {
       // Vite bundles such a config to CommonJS and require()s its imports: the ESM-only plugin fails to load.
       const ext = path.extname(base);
       const why = ext.startsWith(".c") ? "its extension" : 'the nearest package.json has no "type": "module"';
-      return {
-        status: "refuse",
-        reason: `Vite loads ${base} as CommonJS (${why}) and vite-plugin-spotpatch is an ES module: rename it to ${base.slice(0, -ext.length)}.m${ext.slice(-2)} and add these lines`,
-        paste: pasteLines(mod, style, local, plugins),
-      };
+      return refusal(`Vite loads ${base} as CommonJS (${why}) and vite-plugin-spotpatch is an ES module: rename it to ${base.slice(0, -ext.length)}.m${ext.slice(-2)} and add these lines`, paste);
     }
-    if (target.kind === "refuse") return { status: "refuse", reason: target.reason, paste: pasteLines(mod, style, local, plugins) };
-    const result = edited(mod, style, target, existing);
+    if (notFirst) return refusal(NOT_FIRST, paste);
+    if (target.kind === "refuse") return refusal(target.reason, paste);
+    let result: string;
+    if (move !== undefined && target.kind === "array") {
+      const text = moved(mod, style, target.array, move);
+      if (text === undefined) return refusal(NOT_FIRST, paste);
+      result = text;
+    } else {
+      result = edited(mod, style, target, existing);
+    }
     const problem = verify(result, base);
-    if (problem) return { status: "refuse", reason: `the edit could not be verified (${problem})`, paste: pasteLines(mod, style, local, plugins) };
-    return { status: "edit", code: result };
+    if (problem) return refusal(`the edit could not be verified (${problem})`, paste);
+    return { answer: { status: "edit", code: result }, paste };
   } catch (error) {
-    return { status: "refuse", reason: `the editor failed on ${base} (${firstLine(error)})`, paste: pasteLines(undefined, style, "spotpatch", undefined) };
+    const reason = isStackOverflow(error) ? `${base} nests its code too deeply for this editor to parse (a very long chain of operators or deeply nested brackets)` : `the editor failed on ${base} (${firstLine(error)})`;
+    return refusal(reason, pasteLines(undefined, style, DEFAULT_REF, undefined));
   }
+}
+
+/** The answer for the text of one config file (`name`: its base name, which decides TS or JS). */
+export function editConfig(code: string, name: string, options: EditOptions = {}): Answer {
+  return answerFor(code, path.basename(name), options).answer;
+}
+
+/**
+ * The answer for the bytes of one config file. They must be UTF-8 (a BOM is kept as it is): decoding
+ * anything else would turn the bytes that are not into U+FFFD in the edited file, so an "edit" of such a
+ * file is refused instead (nothing is written when it is "unchanged" or refused anyway).
+ */
+export function editConfigBytes(bytes: Uint8Array, name: string, options: EditOptions = {}): Answer {
+  const base = path.basename(name);
+  if (bytes.length > MAX_BYTES) return { status: "refuse", reason: tooLarge(base, bytes.length), paste: pasteLines(undefined, DEFAULT_STYLE, DEFAULT_REF, undefined) };
+  const raw = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+  const code = raw.toString("utf8");
+  const { answer, paste } = answerFor(code, base, options);
+  if (answer.status !== "edit") return answer;
+  // Valid UTF-8 decodes and encodes back to the same bytes; the first difference is the first bad byte.
+  const again = Buffer.from(code, "utf8");
+  if (again.equals(raw)) return answer;
+  let at = 0;
+  while (at < raw.length && raw[at] === again[at]) at++;
+  const line = raw.subarray(0, at).filter((byte) => byte === 0x0a).length + 1;
+  return {
+    status: "refuse",
+    reason: `${base} is not UTF-8 (line ${line} has a byte that is not valid UTF-8), so an edit would change bytes you did not ask to change: save it as UTF-8, or add these lines`,
+    paste,
+  };
 }
 
 /** Why the edited text is not what it should be: it must parse, and spotpatch() be first in plugins. */
@@ -621,14 +927,14 @@ function verify(code: string, base: string): string | undefined {
   } catch (error) {
     return `the result does not parse: ${firstLine(error)}`;
   }
-  const local = spotpatchLocal(mod);
-  if (!local) return "the import is missing from the result";
+  const ref = spotpatchRef(mod);
+  if (!ref) return "the import is missing from the result";
   const target = locate(mod);
   if (target.kind !== "array") return "the result's plugins could not be found again";
+  const spots = target.array.elements.filter((element) => element && element.type !== "SpreadElement" && isSpotElement(mod, element, ref, target.scope));
   const first = target.array.elements[0];
-  if (first?.type !== "CallExpression" || first.callee.type !== "Identifier" || first.callee.name !== local) {
-    return "spotpatch() is not first in the result's plugins";
-  }
+  if (!first || first.type === "SpreadElement" || !isSpotElement(mod, first, ref, target.scope)) return "spotpatch() is not first in the result's plugins";
+  if (spots.length !== 1) return "the result's plugins hold spotpatch() more than once";
   return undefined;
 }
 
@@ -641,12 +947,12 @@ export function createConfig(name: string, options: EditOptions = {}): Answer {
     return {
       status: "refuse",
       reason: `Vite would load ${base} as CommonJS (${/\.c[jt]s$/.test(base) ? "its extension" : 'the nearest package.json has no "type": "module"'}) and vite-plugin-spotpatch is an ES module: create vite.config.m${ext.endsWith("ts") ? "ts" : "js"} instead`,
-      paste: pasteLines(undefined, style, "spotpatch", undefined),
+      paste: pasteLines(undefined, style, DEFAULT_REF, undefined),
     };
   }
   const code = [
     "import { defineConfig } from 'vite'",
-    importLine(style, "spotpatch"),
+    importLine(style, DEFAULT_REF),
     "",
     "// https://vite.dev/config/",
     "export default defineConfig({",
@@ -666,7 +972,8 @@ export function loadedAsEsm(file: string): boolean {
     const manifest = path.join(dir, "package.json");
     if (existsSync(manifest)) {
       try {
-        return (JSON.parse(readFileSync(manifest, "utf8")) as { type?: unknown }).type === "module";
+        // A byte order mark is allowed there (npm and Vite strip it).
+        return (JSON.parse(readFileSync(manifest, "utf8").replace(/^\uFEFF/, "")) as { type?: unknown }).type === "module";
       } catch {
         return false;
       }
@@ -696,23 +1003,34 @@ export function main(argv: string[], out: (line: string) => void = (line) => pro
     if (create) {
       answer = createConfig(base, { loadedAsEsm: loadedAsEsm(file) });
     } else {
-      let code: string;
+      const paste = pasteLines(undefined, DEFAULT_STYLE, DEFAULT_REF, undefined);
+      let bytes: Buffer | undefined;
+      answer = { status: "refuse", reason: `${base} cannot be read`, paste };
       try {
-        code = readFileSync(file, "utf8");
+        // The size first: a file too large to edit is not read at all.
+        const size = statSync(file).size;
+        if (size > MAX_BYTES) answer = { status: "refuse", reason: tooLarge(base, size), paste };
+        else bytes = readFileSync(file);
       } catch (error) {
         const reason = (error as NodeJS.ErrnoException).code === "ENOENT" ? "does not exist" : "cannot be read";
-        answer = { status: "refuse", reason: `${base} ${reason}`, paste: pasteLines(undefined, DEFAULT_STYLE, "spotpatch", undefined) };
-        out(`${JSON.stringify(answer)}\n`);
-        return 0;
+        answer = { status: "refuse", reason: `${base} ${reason}`, paste };
       }
-      answer = editConfig(code, base, { loadedAsEsm: loadedAsEsm(file) });
+      if (bytes) answer = editConfigBytes(bytes, base, { loadedAsEsm: loadedAsEsm(file) });
     }
   } catch (error) {
-    answer = { status: "refuse", reason: `the editor failed on ${base} (${firstLine(error)})`, paste: pasteLines(undefined, DEFAULT_STYLE, "spotpatch", undefined) };
+    answer = { status: "refuse", reason: `the editor failed on ${base} (${firstLine(error)})`, paste: pasteLines(undefined, DEFAULT_STYLE, DEFAULT_REF, undefined) };
   }
   if (answer.status === "refuse") answer = { ...answer, reason: withoutPaths(answer.reason, file) };
-  out(`${JSON.stringify(answer)}\n`);
+  out(`${asciiJson(answer)}\n`);
   return 0;
+}
+
+/**
+ * JSON with every character past ASCII written as a \u escape: the caller gets the very same text back
+ * (a byte order mark, any letter) whatever encoding it reads the output pipe in.
+ */
+function asciiJson(value: unknown): string {
+  return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
 /** A reason names files by their base name only: any absolute path that slipped in is cut to it. */
