@@ -67,7 +67,7 @@ def read_package_json(folder: Path) -> dict[str, Any] | None:
     if not file.is_file():
         return None
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = json.loads(file.read_text(encoding="utf-8-sig"))  # npm accepts a byte order mark
     except (ValueError, UnicodeDecodeError) as exc:
         raise InitError(f"{_shown(file, folder)} is not valid JSON ({_first_line(exc)}): fix it first.") from None
     if not isinstance(data, dict):
@@ -207,7 +207,10 @@ def check_vite(app: Path, peer_range: str) -> str | None:
             return None
         what = f"Vite {installed}"
     else:
-        low = parse_version(declared.lstrip("^~>= ")) if declared else None
+        # Only a caret, tilde or exact version says which major an install brings; any other range (">=5 <9",
+        # "*", "latest", a tag or a URL) is npm's to resolve, and the installed version is checked next time.
+        simple = declared is not None and re.fullmatch(r"[\^~=v]?\d+(\.\d+){0,2}(-[\w.]+)?", declared.strip())
+        low = parse_version(declared.lstrip("^~=v")) if declared and simple else None
         majors = [v[0] for alt in peer_range.split("||") if (v := parse_version(alt.strip().lstrip("^")))]
         if low is None or not majors or low[0] in majors or low[0] > max(majors):
             return None

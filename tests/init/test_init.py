@@ -486,3 +486,12 @@ def test_npm_workspaces_point_the_schema_at_the_hoisted_plugin(tmp_path: Path, e
     assert init(repo, env, "--yes", "--project", "apps/web").returncode == 0
     settings = json.loads((repo / "spotpatch.config.json").read_text())
     assert settings["$schema"] == "./node_modules/vite-plugin-spotpatch/spotpatch.config.schema.json"
+
+
+
+def test_a_byte_order_mark_in_package_json_and_an_open_vite_range_are_accepted(tmp_path: Path, env):
+    app = make_app(tmp_path / "my-app", vite=">=5 <9")
+    (app / "package.json").write_bytes(b"\xef\xbb\xbf" + (app / "package.json").read_bytes())
+    git(app, "commit", "-qam", "bom")
+    done = init(app, env, "--dry-run")
+    assert done.returncode == 0, done.stderr
