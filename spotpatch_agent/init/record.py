@@ -14,12 +14,12 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from spotpatch_agent.init.app import InitError
+from spotpatch_agent.tools import _fs
 
 RECORD_VERSION = 1
 
@@ -49,15 +49,7 @@ def write_atomic(path: Path, data: bytes) -> None:
         umask = os.umask(0)
         os.umask(umask)
         mode = 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(prefix=".spotpatch-init-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    _fs.write_atomic(path, data, mode=mode)
 
 
 @dataclass
