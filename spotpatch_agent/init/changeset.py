@@ -64,6 +64,7 @@ def apply_changes(record: Record, key: str, top: Path, changes: list[Change], pa
         entry.remember(name(path), data)
     for change in changes:
         entry.files[name(change.path)]["after"] = sha256(change.after)
+        entry.files[name(change.path)].pop("rebased", None)  # this run writes it: the pre-image is today's
     for path in package_files:
         entry.files[name(path)]["after"] = None  # known once the install ends
     if module and module not in entry.node_modules:

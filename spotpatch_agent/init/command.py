@@ -231,11 +231,13 @@ def _lockfiles(pm: PackageManager, app: Path) -> list[Path]:
 
 
 def _terminated(_signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt  # SIGTERM rolls back like Ctrl-C (changeset.py)
+    raise KeyboardInterrupt  # SIGTERM and SIGHUP (the terminal closed) roll back like Ctrl-C (changeset.py)
 
 
 def init_command(project: Path | None, *, yes: bool, dry_run: bool, undo: bool) -> int:
     signal.signal(signal.SIGTERM, _terminated)
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, _terminated)
     try:
         start = (project or Path.cwd()).resolve()
         if not start.is_dir():
@@ -249,8 +251,8 @@ def init_command(project: Path | None, *, yes: bool, dry_run: bool, undo: bool) 
         print(f"spotpatch-agent init: {exc.message}", file=sys.stderr, flush=True)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("spotpatch-agent init: interrupted; the files this run had changed were put back.", file=sys.stderr,
-              flush=True)
+        print("spotpatch-agent init: interrupted; " + ("undo was cut off: run init --undo again to finish it." if undo
+              else "the files this run had changed were put back."), file=sys.stderr, flush=True)
         return EXIT_FAILED
     except BrokenPipeError:  # `init | head`: the reader left; nothing more to say to it
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -264,6 +266,9 @@ def init_command(project: Path | None, *, yes: bool, dry_run: bool, undo: bool) 
 
 def _init(start: Path, *, yes: bool, dry_run: bool) -> int:
     app = _choose_app(start, apps.find_apps(start), yes)
+    if any(ord(c) < 32 or c == "\x7f" for c in str(app)):
+        raise InitError("The app's folder name holds a control character (a line break?): .gitignore lines and "
+                        "commands cannot name it safely. Rename the folder, then run init again.")
     top = _git_top(app)
     created_repo = False
     if top is None:
@@ -342,13 +347,16 @@ def _init(start: Path, *, yes: bool, dry_run: bool) -> int:
 
     changed: list[str] = []
     if changes or needs_install or created_repo:
+        _lock(top)
         record = Record(_git_common_dir(top) / "spotpatch" / "init.json")
         key = _rel(app, top) if app != top else "."
         module = modules / assets.name
         changed = apply_changes(
             record, key, top, changes, [app / "package.json", *_lockfiles(pm, app)] if needs_install else [],
             (lambda: install(pm, app, spec)) if needs_install else None, created_repo=created_repo,
-            module=module.relative_to(top).as_posix() if needs_install and not module.exists() else None,
+            # Only the app's own node_modules: a hoisted copy is shared with the workspace's other apps.
+            module=module.relative_to(top).as_posix()
+            if needs_install and not module.exists() and modules == app / "node_modules" else None,
             package_manager=pm.name)
     if engine.changed and engine.after is not None:
         # Per user, not per app (the plugin of every app set up by this engine reads it): outside the app's
@@ -361,6 +369,25 @@ def _init(start: Path, *, yes: bool, dry_run: bool) -> int:
              "points:\n    " + "\n    ".join(ignore_by_hand))
     ready = _finish(app, top, pm, changed, refused is not None)
     return EXIT_FAILED if refused or ignore_by_hand or not ready else EXIT_OK
+
+
+_LOCKS: list[Any] = []  # held until the process ends
+
+
+def _lock(top: Path) -> None:
+    """One init (or undo) at a time per repository: an exclusive lock on ``.git/spotpatch/init.lock``."""
+    import fcntl
+
+    folder = _git_common_dir(top) / "spotpatch"
+    folder.mkdir(parents=True, exist_ok=True)
+    handle = (folder / "init.lock").open("a")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise InitError("Another init (or undo) is running in this repository: wait for it, then run init again.") \
+            from None
+    _LOCKS.append(handle)
 
 
 def _key(path: Path, top: Path) -> str:
@@ -393,7 +420,7 @@ def _finish(app: Path, top: Path, pm: PackageManager, changed: list[str], refuse
     elif changed:
         quoted = " ".join(shlex.quote(c) for c in changed)
         _say(f"  git add {quoted} && git commit -m \"Add SpotPatch\"   # jobs start from committed files")
-    cd = f"cd {shlex.quote(_rel(app, Path.cwd()))} && " if app != Path.cwd().resolve() else ""
+    cd = f"cd {shlex.quote(os.path.relpath(app, Path.cwd()))} && " if app != Path.cwd().resolve() else ""
     _say(f"  {cd}{pm.run_dev()}   # then click the SpotPatch button on the page (bottom right) or press Alt+Shift+S")
     if refused:
         _say("  (after adding the lines above to the Vite config)")

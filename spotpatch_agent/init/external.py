@@ -75,7 +75,9 @@ def uninstall(name: str, app: Path, package: str) -> None:
     if executable is None:
         raise InitError(f"{name} is not on PATH, and undo needs it to remove {package} from package.json (it changed "
                         "since init): nothing was undone.")
-    argv = ["uninstall", package] if name == "npm" else ["remove", package]
+    # npm: the manifest and the lockfile only (works offline; the plugin's own folder is removed after, and a
+    # copy hoisted for a workspace's other apps stays theirs).
+    argv = ["uninstall", "--package-lock-only", package] if name == "npm" else ["remove", package]
     _say(f"  {name} {' '.join(argv)}   (package.json changed since init: your own dependencies stay)")
     try:
         done = subprocess.run([executable, *argv], cwd=app, stdin=subprocess.DEVNULL, capture_output=True, text=True,
@@ -84,8 +86,8 @@ def uninstall(name: str, app: Path, package: str) -> None:
         raise InitError(f"{name} did not finish within {INSTALL_TIMEOUT_SEC} s: nothing else was undone.") from None
     if done.returncode != 0:
         lines = [ln.strip() for ln in ((done.stderr or "") + (done.stdout or "")).splitlines() if ln.strip()]
-        raise InitError(f"{name} could not remove {package} (exit {done.returncode}): "
-                        f"{(lines[-1] if lines else 'no output')[:300]}. Nothing else was undone.")
+        raise InitError(f"{name} could not remove {package} (exit {done.returncode}): {_summary(lines)[:300]}. "
+                        "Nothing else was undone.")
 
 
 def _summary(lines: list[str]) -> str:

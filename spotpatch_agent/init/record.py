@@ -96,6 +96,9 @@ class Record:
                                and all(isinstance(v.get(f), str | None) for f in ("before", "after", "rebased"))
                                for k, v in files.items()):
                         raise TypeError("a file entry is not {before, after}")
+                    if not all(isinstance(m, str) for m in entry.get("node_modules", [])) \
+                            or entry.get("package_manager") not in (None, "npm", "pnpm", "yarn", "bun"):
+                        raise TypeError("not a node_modules path or package manager init writes")
                     self.apps[name] = AppRecord(files=files,
                                                 node_modules=list(entry.get("node_modules", [])),
                                                 created_repo=bool(entry.get("created_repo")),

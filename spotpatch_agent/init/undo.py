@@ -21,6 +21,9 @@ def undo_init(start: Path) -> int:
     top = _git_top(app)
     if top is None:
         raise InitError(f"{app.name} is not in a git repository, so init has not set it up (nothing to undo).")
+    from spotpatch_agent.init.command import _lock
+
+    _lock(top)
     record = Record(_git_common_dir(top) / "spotpatch" / "init.json")
     key = _rel(app, top) if app != top else "."
     entry = record.apps.get(key)
@@ -29,17 +32,12 @@ def undo_init(start: Path) -> int:
         raise InitError(f"init has no record of setting up {app.name} (apps set up in this repository: {others}); "
                         "nothing was changed.")
 
-    from spotpatch_agent.init.command import engine_record_file
-
     def path_of(name: str) -> Path:
         """A recorded path, only where init writes: inside the repository (no `..`, no symlinked folder on the
-        way out), or this user's engine record. Anything else means the record was not written by init."""
-        if Path(name).is_absolute():
-            if Path(name) == engine_record_file():
-                return Path(name)
-        else:
+        way out). Anything else means the record was not written by init."""
+        if not Path(name).is_absolute() and ".." not in Path(name).parts:
             path = top / name
-            if ".." not in Path(name).parts and path.parent.resolve().is_relative_to(top):
+            if path.parent.resolve().is_relative_to(top):
                 return path
         raise InitError("The record of init (.git/spotpatch/init.json) names a file outside this repository: it "
                         "was not written by init, so nothing was undone. Remove it and undo by hand.")
@@ -47,12 +45,16 @@ def undo_init(start: Path) -> int:
     for name in entry.files:
         path_of(name)
     for module in entry.node_modules:
-        if "node_modules" not in Path(module).parts:
-            path_of("..")  # refused the same way
+        if Path(module).parts[-2:] != ("node_modules", "vite-plugin-spotpatch"):
+            path_of("..")  # refused the same way: init records only the plugin's own folder
         path_of(module)
 
-    # Each file must hold what init left there (undo restores it) or already its bytes from before init (an
-    # undo that was cut off: nothing left to do for it). Anything else is the user's work: refuse it all.
+    # Files outside this app's folder (the top level's spotpatch.config.json and .gitignore) are shared with the
+    # other apps init set up in this repository: while there are any, undo leaves those files to them.
+    other_apps = [name for name in record.apps if name != key]
+    shared = {name for name in entry.files if other_apps and not path_of(name).is_relative_to(app)}
+    # Each other file must hold what init left there (undo restores it) or already its bytes from before init
+    # (an undo that was cut off: nothing left to do). Anything else is the user's work: refuse it all.
     # package.json and the lockfiles are the package manager's: when they changed since init (the user's own
     # dependencies), or init's record of them was rebased on such changes, undo removes the plugin with the
     # package manager instead of restoring bytes.
@@ -61,13 +63,17 @@ def undo_init(start: Path) -> int:
     moved: list[str] = []
     remove_plugin = False
     for name, state in entry.files.items():
-        path, before = path_of(name), entry.before(name)
-        now = read_bytes(path)
-        if now == before and not state.get("rebased"):
+        if name in shared:
             continue
-        if state["after"] is not None and sha256(now) == state["after"] and not state.get("rebased"):
+        path, before = path_of(name), entry.before(name)
+        package = path.name in package_files
+        rebased = bool(state.get("rebased")) and package  # a rebased pre-image may hold init's earlier edit
+        now = read_bytes(path)
+        if now == before and not rebased:
+            continue
+        if state["after"] is not None and sha256(now) == state["after"] and not rebased:
             plan.append((path, before))
-        elif path.name in package_files and entry.package_manager:
+        elif package and entry.package_manager:
             remove_plugin = True
         else:
             moved.append(_rel(path, top))
@@ -93,6 +99,14 @@ def undo_init(start: Path) -> int:
         if path_of(module).exists() or path_of(module).is_symlink():
             remove_node_module(path_of(module))
             _say(f"  removed {module}")
+    for name in sorted(shared):
+        _say(f"  kept {name}: other apps set up here use it ({', '.join(sorted(other_apps))})")
+    if shared:
+        # The files stay with the next app: its undo brings them back to their bytes before the first init.
+        heir = record.apps[sorted(other_apps)[0]]
+        for name in shared:
+            heir.files[name] = {**entry.files[name], **{k: v for k, v in heir.files.get(name, {}).items()
+                                                        if k == "after"}, "before": entry.files[name]["before"]}
     record.drop(key)
     if entry.created_repo:
         _say("  (init had created this git repository; it is left in place: remove .git yourself if you do not "

@@ -37,10 +37,11 @@ if os.environ.get("FAKE_PM_FAIL"):
     sys.exit(1)
 if sys.argv[1] in ("uninstall", "remove"):
     package = json.loads(pathlib.Path("package.json").read_text())
-    package.get("devDependencies", {{}}).pop(sys.argv[2], None)
+    package.get("devDependencies", {{}}).pop(sys.argv[-1], None)
     pathlib.Path("package.json").write_text(json.dumps(package, indent=2) + "\n")
-    import shutil
-    shutil.rmtree("node_modules/" + sys.argv[2], ignore_errors=True)
+    if "--package-lock-only" not in sys.argv:
+        import shutil
+        shutil.rmtree("node_modules/" + sys.argv[-1], ignore_errors=True)
     sys.exit(0)
 spec = sys.argv[-1]
 tarball = pathlib.Path(spec.removeprefix("file:"))
@@ -371,7 +372,8 @@ def test_a_second_init_after_the_users_own_changes_never_lets_undo_take_them_bac
     after = json.loads((app / "package.json").read_text())
     assert after["dependencies"] == {"axios": "^1"}, "the user's dependency stays"
     assert "vite-plugin-spotpatch" not in after["devDependencies"], "the plugin is removed by the package manager"
-    assert pm_calls(env)[-1] == ["npm", "uninstall", "vite-plugin-spotpatch"]
+    assert pm_calls(env)[-1] == ["npm", "uninstall", "--package-lock-only", "vite-plugin-spotpatch"]
+    assert not (app / "node_modules" / "vite-plugin-spotpatch").exists()
     assert not (app / ".spotpatch").exists()
 
 
@@ -495,3 +497,57 @@ def test_a_byte_order_mark_in_package_json_and_an_open_vite_range_are_accepted(t
     git(app, "commit", "-qam", "bom")
     done = init(app, env, "--dry-run")
     assert done.returncode == 0, done.stderr
+
+
+
+def test_undo_in_one_app_of_a_monorepo_keeps_the_files_the_other_app_shares(tmp_path: Path, env):
+    repo = tmp_path / "repo"
+    web, docs = make_app(repo / "apps" / "web", commit=False), make_app(repo / "apps" / "docs", commit=False)
+    (repo / ".gitignore").write_text("node_modules\n")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "repo")
+    for app in ("apps/web", "apps/docs"):
+        assert init(repo, env, "--yes", "--project", app, cwd=repo).returncode == 0
+    shared = {name: (repo / name).read_bytes() for name in ("spotpatch.config.json", ".gitignore")}
+    done = init(repo, env, "--undo", "--project", "apps/web", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert "kept spotpatch.config.json: other apps set up here use it (apps/docs)" in done.stdout
+    assert {name: (repo / name).read_bytes() for name in shared} == shared
+    assert "spotpatch()" not in (web / "vite.config.ts").read_text()
+    assert "spotpatch()" in (docs / "vite.config.ts").read_text()
+    assert (docs / "node_modules" / "vite-plugin-spotpatch").is_dir()
+    assert init(repo, env, "--undo", "--project", "apps/docs", cwd=repo).returncode == 0
+    assert not (repo / "spotpatch.config.json").exists(), "the last app takes the shared files with it"
+    assert (repo / ".gitignore").read_text() == "node_modules\n", "back to the bytes before the first init"
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_a_file_deleted_and_made_again_by_a_second_init_is_still_undone(tmp_path: Path, env):
+    app = make_app(tmp_path / "my-app")
+    before = snapshot(app)
+    assert init(app, env, "--yes").returncode == 0
+    (app / "spotpatch.config.json").unlink()
+    assert init(app, env, "--yes").returncode == 0
+    done = init(app, env, "--undo")
+    assert done.returncode == 0, done.stderr
+    assert snapshot(app) == before
+
+
+def test_one_init_at_a_time_per_repository(tmp_path: Path, env):
+    app = make_app(tmp_path / "my-app")
+    slow = {**env, "FAKE_PM_SLEEP": "3"}
+    running = subprocess.Popen([str(ENGINE), "init", "--yes"], cwd=app, env=slow, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    _wait_started(slow)
+    second = init(app, env, "--yes")
+    assert second.returncode == 1
+    assert "Another init (or undo) is running in this repository" in second.stderr
+    assert running.wait(timeout=120) == 0
+
+
+def test_a_folder_name_with_a_line_break_is_refused(tmp_path: Path, env):
+    app = make_app(tmp_path / "my\napp")
+    done = init(app, env, "--yes")
+    assert done.returncode == 1
+    assert "control character" in done.stderr
