@@ -13,7 +13,7 @@ import json
 from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.provider.base import ProviderEvent, TextDelta, ToolCallEvent
-from spotpatch_agent.provider.http import sanitize_excerpt
+from spotpatch_agent.provider.sanitize import sanitize_excerpt
 
 #: Assistant text accepted per turn, in UTF-8 bytes (unless the request gives another budget). A turn whose
 #: text passes it before any tool call started is ended at once (``TurnEnd.stop_reason == "text_limit"``);

@@ -35,9 +35,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 
 from spotpatch_agent.errors import ProviderError
-from spotpatch_agent.policy.redact import REDACTOR, SECRET_MARK, secret_variants
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.provider.base import ProviderEvent, ToolCallEvent, TurnRequest, TurnRestart
+from spotpatch_agent.provider.calls import MAX_ARGUMENT_CHARS, MAX_TEXT_BYTES
+
+# The sanitizer lives in sanitize.py (calls.py needs it too); its names stay importable from here.
+from spotpatch_agent.provider.sanitize import MAX_EXCERPT as MAX_EXCERPT
+from spotpatch_agent.provider.sanitize import sanitize_excerpt as sanitize_excerpt
+from spotpatch_agent.provider.sanitize import strip_controls as strip_controls
 
 if TYPE_CHECKING:
     import httpx
@@ -48,8 +53,6 @@ MAX_RETRIES = 2
 DEFAULT_BACKOFF = (0.5, 1.0)
 #: Upper bound, in seconds, of any single wait, whatever ``retry-after`` says.
 MAX_RETRY_WAIT = 10.0
-#: Longest excerpt of a provider's error message put into our messages.
-MAX_EXCERPT = 300
 #: Bytes of an error body (or of a non-streamed JSON answer's error) read at most.
 ERROR_BODY_BYTES = 64 * 1024
 #: Longest server-sent event (or unterminated line) accepted, in characters; a longer one is a protocol
@@ -63,44 +66,8 @@ _CONTEXT_WORDING = re.compile(
 )
 #: A refusal that names the output-cap field (a cap above the model's maximum, or a relay without the field).
 _CAP_WORDING = re.compile(r"max_(?:completion_|output_)?tokens", re.IGNORECASE)
-#: Terminal escape sequences: ESC/C1 string commands (OSC, DCS, SOS, PM, APC) up to their terminator (or the
-#: end of the text), CSI sequences, and the other ``ESC`` + intermediates + final byte forms.
-_ESCAPES = re.compile(
-    r"(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f]).*?(?:\x07|\x1b\\|\x9c|$)"
-    r"|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
-    r"|\x1b[ -/]*[0-~]?",
-    re.DOTALL,
-)
-_WHITESPACE_CONTROLS = re.compile(r"[\t\n\v\f\r\x85\u2028\u2029]")
-#: C0/C1 controls, DEL, bidi embeddings/overrides/isolates and the LRM/RLM/ALM marks.
-_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_TOKENISH = re.compile(r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-]{8,}|\bBearer\s+[A-Za-z0-9._~+/=\-]{8,}", re.IGNORECASE)
 
 # ---------------------------------------------------------------- error wording (pure)
-
-
-def strip_controls(text: str) -> str:
-    """``text`` without terminal escape sequences (CSI, OSC, DCS/SOS/PM/APC strings, two-byte ``ESC x``, and
-    their C1 forms), other C0/C1 control characters and DEL, and bidirectional overrides, isolates and
-    marks (which could make a message read differently from what it says). Line ends and tabs become spaces."""
-    text = _ESCAPES.sub("", text)
-    text = _WHITESPACE_CONTROLS.sub(" ", text)
-    return _CONTROLS.sub("", text)
-
-
-def sanitize_excerpt(text: str, api_key: str | None) -> str:
-    """``text`` without control characters and escape sequences (:func:`strip_controls`), with the key (also
-    base64- or percent-encoded, :func:`~spotpatch_agent.policy.redact.secret_variants`) and anything
-    key-shaped replaced by ``[REDACTED]``, whitespace collapsed, cut to :data:`MAX_EXCERPT` characters.
-    Redaction (the key and everything :data:`~spotpatch_agent.policy.redact.REDACTOR` holds) happens before
-    the cut so no key prefix survives."""
-    text = REDACTOR(strip_controls(text))
-    if api_key:
-        for variant in secret_variants(api_key):
-            text = text.replace(variant, SECRET_MARK)
-    text = _TOKENISH.sub(SECRET_MARK, text)
-    text = " ".join(text.split())
-    return text if len(text) <= MAX_EXCERPT else text[: MAX_EXCERPT - 1] + "…"
 
 
 def error_fields(obj: Any) -> tuple[str | None, str]:
@@ -302,8 +269,6 @@ class EndpointAdapter(ABC):
         """
         import httpx_sse
 
-        from spotpatch_agent.provider.calls import MAX_TEXT_BYTES  # calls imports this module
-
         body = self.build_body(request)
         text_budget = request.max_text_bytes or MAX_TEXT_BYTES
         state = _Attempt()
@@ -342,8 +307,6 @@ class EndpointAdapter(ABC):
     async def _read(self, response: httpx.Response, text_budget: int) -> AsyncGenerator[ProviderEvent, None]:
         """The events of one 2xx answer: an event stream, or a whole JSON answer from a relay that ignored
         ``stream: true``. Leaving the ``async with`` block closes the stream at once (done, text limited)."""
-        from spotpatch_agent.provider.calls import MAX_ARGUMENT_CHARS  # calls imports this module
-
         assembler = self.new_assembler(text_budget)
         if content_type(response) != "text/event-stream":
             answer = await read_json_answer(response, MAX_ARGUMENT_CHARS)
