@@ -24,8 +24,7 @@ tree. Mode ``0700``/``0600``: it holds source bytes, only while a write is in fl
 after a crash.
 
 Recovery at the next start — the repair of a journal left by a crash — is
-:mod:`~spotpatch_agent.worktree.recovery` (``recover_pending`` and ``recover_under_lock`` are re-exported
-here for existing callers).
+:mod:`~spotpatch_agent.worktree.recovery` (it imports this module, never the other way round).
 
 Test-only: :func:`fault_point` marks every step boundary (:func:`write_steps` lists a write's); it pauses
 there when ``SPOTPATCH_TEST_FAULT_PAUSE`` names it (fault-injection tests SIGKILL the process) and calls a
@@ -482,12 +481,3 @@ def write_steps(plan: WritePlan) -> list[str]:
         steps += [f"file-{number}:{name}" for name in WRITE_STEPS[write_kind(write.pre, write.post)]]
     return [f"{plan.operation}:{name}" for name in [*steps, "verified", "journal:removed"]]
 
-
-def __getattr__(name: str) -> object:
-    """``recover_pending`` / ``recover_under_lock`` / ``QUARANTINE_DIR``, which live in
-    :mod:`~spotpatch_agent.worktree.recovery` (imported lazily: it imports this module)."""
-    if name in ("recover_pending", "recover_under_lock", "QUARANTINE_DIR"):
-        from spotpatch_agent.worktree import recovery
-
-        return getattr(recovery, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

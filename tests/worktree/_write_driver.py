@@ -10,7 +10,7 @@ kill costs no interpreter start on a loaded machine):
   :func:`~spotpatch_agent.worktree.journal.write_journalled_sync` with the on-disk journal, exactly as
   Apply and Revert call it (the plan in journal format);
 - ``{"args": ["recover", <root>], "point": ...}`` — the child runs
-  :func:`~spotpatch_agent.worktree.journal.recover_pending`, as the engine's start does.
+  :func:`~spotpatch_agent.worktree.recovery.recover_pending`, as the engine's start does.
 
 With ``"noExchange": true`` the child runs without ``renameat2`` (the hard-link and rename fallbacks of
 other systems). With ``"mark": <point>`` the child writes ``SPOTPATCH-TEST-MARK <point>`` to stderr when it passes that

@@ -29,9 +29,9 @@ from spotpatch_agent.worktree.journal import (
     WritePlan,
     encode_plan,
     journal_dir,
-    recover_pending,
 )
 from spotpatch_agent.worktree.placement import Worktree, make_job_dir
+from spotpatch_agent.worktree.recovery import recover_pending
 from spotpatch_agent.worktree.removal import remove_worktree
 from spotpatch_agent.worktree.sweep import sweep_orphans
 from tests.conftest import git
