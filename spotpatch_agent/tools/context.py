@@ -20,7 +20,7 @@ import stat
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import anyio
 
@@ -42,9 +42,6 @@ from spotpatch_agent.tools.fingerprint import paths_digest, status_digest
 from spotpatch_agent.tools.git_index import GitIndex
 from spotpatch_agent.tools.listing import Listing, filter_listing, full_listing, index_listing
 
-if TYPE_CHECKING:
-    from spotpatch_agent.tools.hints import PageText
-
 logger = logging.getLogger(__name__)
 
 
@@ -56,6 +53,18 @@ class TextFile:
     rel: str
     data: bytes
     lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PageText:
+    """One picked element's text on the page (``text``, at most 500 characters), the target ``index`` it
+    belongs to and its located source (``rel`` normalized, ``line`` 1-based), when the page gave one. Made by
+    :func:`~spotpatch_agent.tools.hints.page_texts`; held here, read by ``replace_text``'s page-text hint."""
+
+    index: int
+    text: str
+    rel: str | None = None
+    line: int | None = None
 
 
 def beyond_symlink(root: Path | str, rel: str) -> bool:

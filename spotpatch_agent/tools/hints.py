@@ -22,12 +22,11 @@ import json
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from spotpatch_agent.policy.paths import PathDenied, normalize_rel_path
 from spotpatch_agent.policy.redact import redact_cut
 from spotpatch_agent.protocol.models import Target
-from spotpatch_agent.tools.context import TextFile, WorktreeContext
+from spotpatch_agent.tools.context import PageText, TextFile, WorktreeContext
 from spotpatch_agent.tools.read_file import render
 
 #: Most lines a "nearest lines" window shows, and its bound in bytes of line text.
@@ -149,17 +148,6 @@ def prefix_hint(old_text: str) -> str | None:
 
 
 # ---------------------------------------------------------------- page text
-
-
-@dataclass(frozen=True)
-class PageText:
-    """One picked element's text on the page (``text``, at most 500 characters), the target ``index`` it
-    belongs to and its located source (``rel`` normalized, ``line`` 1-based), when the page gave one."""
-
-    index: int
-    text: str
-    rel: str | None = None
-    line: int | None = None
 
 
 def page_texts(targets: Sequence[Target]) -> tuple[PageText, ...]:
