@@ -28,7 +28,8 @@ test("(b) AI off: Copy prompt puts the prompt on the clipboard, Open in editor a
   await openPanel(page);
   const panel = panelOf(page);
   await panel.getByText("AI is off: no provider is configured.").waitFor();
-  await panel.getByText(/add a provider to spotpatch\(\{ providers: \[\.\.\.\] \}\)/).waitFor();
+  // spotpatch.config.json first, as `spotpatch-agent init` and the README set it up (issue 29).
+  await panel.getByText(/add a provider to spotpatch\.config\.json at the project root \(or to spotpatch\(\{ providers: \[\.\.\.\] \}\)/).waitFor();
   assert.equal(await panel.getByRole("button", { name: "Submit" }).count(), 0, "no Submit without AI");
 
   await pickSaveAndPrice(page);
