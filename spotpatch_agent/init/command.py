@@ -32,6 +32,11 @@ from spotpatch_agent.init.assets import Assets, plugin_assets
 from spotpatch_agent.init.changeset import Change, apply_changes
 from spotpatch_agent.init.external import install, run_editor
 from spotpatch_agent.init.record import Record, read_bytes, write_atomic
+from spotpatch_agent.init.repo import git_common_dir as _git_common_dir
+from spotpatch_agent.init.repo import git_top as _git_top
+from spotpatch_agent.init.repo import lock as _lock
+from spotpatch_agent.init.repo import say as _say
+from spotpatch_agent.init.repo import shown_path as _rel
 
 CONFIG_FILE = "spotpatch.config.json"
 VENDOR_DIR = ".spotpatch"
@@ -56,10 +61,6 @@ def this_engine() -> Path:
     return Path(found).absolute() if found else beside.absolute()
 
 
-def _say(text: str = "") -> None:
-    print(text, flush=True)
-
-
 def _confirm(question: str) -> bool:
     try:
         answer = input(f"{question} [Y/n] ").strip().lower()
@@ -72,36 +73,10 @@ def _interactive() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()
 
 
-def _rel(path: Path, top: Path) -> str:
-    """``path`` as the output names it: relative to ``top``, else under ``$XDG_CONFIG_HOME`` or ``~``, else its
-    name (never a whole absolute path)."""
-    try:
-        return path.relative_to(top).as_posix()
-    except ValueError:
-        pass
-    xdg = os.environ.get("XDG_CONFIG_HOME", "")
-    if xdg and os.path.isabs(xdg) and path.is_relative_to(xdg):
-        return "$XDG_CONFIG_HOME/" + path.relative_to(xdg).as_posix()
-    home = Path.home()
-    return "~/" + path.relative_to(home).as_posix() if path.is_relative_to(home) else path.name
-
-
 def _shown_text(text: str) -> str:
     """``text`` with the user's home folder written ``~`` (the engine record's path, in a diff)."""
     home = str(Path.home())
     return text.replace(home + "/", "~/") if len(home) > 1 else text
-
-
-def _git_top(folder: Path) -> Path | None:
-    done = run_git_sync(["rev-parse", "--show-toplevel"], cwd=folder, read_only=True)
-    return Path(done.stdout.decode().strip()).resolve() if done.returncode == 0 and done.stdout.strip() else None
-
-
-def _git_common_dir(top: Path) -> Path:
-    done = run_git_sync(["rev-parse", "--git-common-dir"], cwd=top, read_only=True)
-    if done.returncode != 0:
-        raise InitError("This repository cannot be read (`git rev-parse --git-common-dir` failed).")
-    return (top / done.stdout.decode().strip()).resolve()
 
 
 def _choose_app(start: Path, found: list[Path], yes: bool) -> Path:
@@ -369,25 +344,6 @@ def _init(start: Path, *, yes: bool, dry_run: bool) -> int:
              "points:\n    " + "\n    ".join(ignore_by_hand))
     ready = _finish(app, top, pm, changed, refused is not None)
     return EXIT_FAILED if refused or ignore_by_hand or not ready else EXIT_OK
-
-
-_LOCKS: list[Any] = []  # held until the process ends
-
-
-def _lock(top: Path) -> None:
-    """One init (or undo) at a time per repository: an exclusive lock on ``.git/spotpatch/init.lock``."""
-    import fcntl
-
-    folder = _git_common_dir(top) / "spotpatch"
-    folder.mkdir(parents=True, exist_ok=True)
-    handle = (folder / "init.lock").open("a")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        handle.close()
-        raise InitError("Another init (or undo) is running in this repository: wait for it, then run init again.") \
-            from None
-    _LOCKS.append(handle)
 
 
 def _key(path: Path, top: Path) -> str:

@@ -11,21 +11,18 @@ from spotpatch_agent.exit_codes import EXIT_OK
 from spotpatch_agent.init import app as apps
 from spotpatch_agent.init.app import InitError
 from spotpatch_agent.init.record import Record, read_bytes, remove_node_module, sha256, write_atomic
+from spotpatch_agent.init.repo import git_common_dir, git_top, lock, say, shown_path
 
 
 def undo_init(start: Path) -> int:
-    from spotpatch_agent.init.command import _git_common_dir, _git_top, _rel, _say
-
     found = apps.find_apps(start)
     app = found[0] if len(found) == 1 else start
-    top = _git_top(app)
+    top = git_top(app)
     if top is None:
         raise InitError(f"{app.name} is not in a git repository, so init has not set it up (nothing to undo).")
-    from spotpatch_agent.init.command import _lock
-
-    _lock(top)
-    record = Record(_git_common_dir(top) / "spotpatch" / "init.json")
-    key = _rel(app, top) if app != top else "."
+    lock(top)
+    record = Record(git_common_dir(top) / "spotpatch" / "init.json")
+    key = shown_path(app, top) if app != top else "."
     entry = record.apps.get(key)
     if entry is None:
         others = ", ".join(sorted(record.apps)) or "none"
@@ -76,7 +73,7 @@ def undo_init(start: Path) -> int:
         elif package and entry.package_manager:
             remove_plugin = True
         else:
-            moved.append(_rel(path, top))
+            moved.append(shown_path(path, top))
     if moved:
         raise InitError(f"changed since init: {', '.join(moved)}. Undo would lose those changes, so nothing was "
                         "undone; put back what init left there, or remove SpotPatch by hand (git diff shows init's "
@@ -91,16 +88,16 @@ def undo_init(start: Path) -> int:
             path.unlink(missing_ok=True)
         else:
             write_atomic(path, before)
-        _say(f"  {'removed' if before is None else 'restored'} {_rel(path, top)}")
+        say(f"  {'removed' if before is None else 'restored'} {shown_path(path, top)}")
     vendor = app / ".spotpatch"
     if vendor.is_dir() and not any(vendor.iterdir()):
         vendor.rmdir()
     for module in entry.node_modules:
         if path_of(module).exists() or path_of(module).is_symlink():
             remove_node_module(path_of(module))
-            _say(f"  removed {module}")
+            say(f"  removed {module}")
     for name in sorted(shared):
-        _say(f"  kept {name}: other apps set up here use it ({', '.join(sorted(other_apps))})")
+        say(f"  kept {name}: other apps set up here use it ({', '.join(sorted(other_apps))})")
     if shared:
         # The files stay with the next app: its undo brings them back to their bytes before the first init.
         heir = record.apps[sorted(other_apps)[0]]
@@ -109,7 +106,7 @@ def undo_init(start: Path) -> int:
                                                         if k == "after"}, "before": entry.files[name]["before"]}
     record.drop(key)
     if entry.created_repo:
-        _say("  (init had created this git repository; it is left in place: remove .git yourself if you do not "
+        say("  (init had created this git repository; it is left in place: remove .git yourself if you do not "
              "want it)")
     print("SpotPatch was removed from this app. The plugin's own dependencies may stay in node_modules until the "
           "next install.", flush=True)
