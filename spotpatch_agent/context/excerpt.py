@@ -2,21 +2,20 @@
 
 A location is usable when its path is a project-relative path (``normalize_rel_path``), allowed for
 reading by the path policy (not protected, not git-ignored, a regular UTF-8 text file within
-``editableFileMaxBytes``) and its line exists. A usable location gets :data:`EXCERPT_BEFORE` lines
-before and :data:`EXCERPT_AFTER` after its line, at most :data:`EXCERPT_MAX_BYTES` bytes, numbered
-exactly as ``read_file`` numbers lines (its own formatter, which also redacts). An unusable one gets a
-warning code and a plain reason, and no contents at all.
+``editableFileMaxBytes``) and its line exists — checked by :mod:`~spotpatch_agent.context.locations`, the
+one owner of location checks. A usable location gets :data:`EXCERPT_BEFORE` lines before and
+:data:`EXCERPT_AFTER` after its line, at most :data:`EXCERPT_MAX_BYTES` bytes, numbered exactly as
+``read_file`` numbers lines (its own formatter, which also redacts). An unusable one gets a warning code and
+a plain reason, and no contents at all.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from dataclasses import dataclass
-from typing import Literal
 
-from spotpatch_agent.policy.paths import PathDenied, is_ignored, is_protected, normalize_rel_path
+from spotpatch_agent.context.locations import LocationCode, check_path, line_problem, unread_problem
 from spotpatch_agent.protocol.models import Target
 from spotpatch_agent.tools.context import TextFile, WorktreeContext
 from spotpatch_agent.tools.read_file import render
@@ -27,10 +26,6 @@ EXCERPT_AFTER = 8
 EXCERPT_MAX_BYTES = 2048
 
 _HEADER = re.compile(r"\(lines (\d+)-(\d+) of \d+\)$")
-
-LocationCode = Literal["location-invalid", "location-protected", "location-missing", "location-unreadable",
-                       "line-past-end"]
-
 
 @dataclass(frozen=True)
 class LocationCheck:
@@ -89,20 +84,6 @@ def excerpt_of(file: TextFile, line: int, first: int | None = None, last: int | 
     return "\n".join([rows[0], *(r for r in rows[1:] if not r.startswith("["))])
 
 
-def _path_problem(raw: str) -> tuple[str | None, LocationCheck | None]:
-    try:
-        rel = normalize_rel_path(raw)
-    except PathDenied:
-        return None, LocationCheck(0, False, code="location-invalid", reason=(
-            "the path is not a relative path inside the project (absolute, '..', a drive letter or "
-            "unusual characters)"))
-    if is_protected(rel):
-        return rel, LocationCheck(0, False, rel=rel, code="location-protected", reason=(
-            "the file is protected by SpotPatch's path policy (secrets, keys, lockfiles, git metadata, "
-            "dependencies or build output) and is never read"))
-    return rel, None
-
-
 async def check_locations(ctx: WorktreeContext, targets: list[Target]) -> dict[int, LocationCheck]:
     """The :class:`LocationCheck` of every target with a source location, by target index (one batched
     read through ``ctx``'s per-version cache). A line an earlier target's excerpt already shows is not
@@ -112,7 +93,7 @@ async def check_locations(ctx: WorktreeContext, targets: list[Target]) -> dict[i
     for t in targets:
         if t.source is None:
             continue
-        rel, problem = _path_problem(t.source.file)
+        rel, problem = check_path(t.source.file)
         if problem is not None:
             checks[t.index] = LocationCheck(t.index, False, rel=rel, code=problem.code, reason=problem.reason)
         else:
@@ -122,28 +103,11 @@ async def check_locations(ctx: WorktreeContext, targets: list[Target]) -> dict[i
     shown: dict[int, tuple[str, int, int]] = {}  # target index → (file, first and last line of its excerpt)
     for index, (rel, line) in pending.items():
         file = files.get(rel)
-        if file is None:
-            # A git-ignored path is "unreadable" whether or not it exists (and whatever it is): the answer
-            # must not tell a page which ignored (secret-bearing) files are there.
-            full = os.path.join(ctx.root, *rel.split("/"))
-            ignored = await is_ignored(ctx.root, rel)
-            exists = os.path.lexists(full) or ignored
-            is_dir = not ignored and os.path.isdir(full) and not os.path.islink(full)
-            if is_dir:
-                checks[index] = LocationCheck(index, False, rel=rel, code="location-unreadable",
-                                              reason="the path is a directory, not a file")
-            elif exists:
-                checks[index] = LocationCheck(index, False, rel=rel, code="location-unreadable", reason=(
-                    "the file cannot be read under SpotPatch's path policy (ignored by git, a symlink, "
-                    "not UTF-8 text, or too big)"))
-            else:
-                checks[index] = LocationCheck(index, False, rel=rel, code="location-missing",
-                                              reason="the file does not exist in the project")
-        elif line > len(file.lines):
-            total = len(file.lines)
-            checks[index] = LocationCheck(index, False, rel=rel, code="line-past-end", reason=(
-                f"line {line} is past the end of the file ({total} line{'s' if total != 1 else ''})"))
+        problem = await unread_problem(ctx.root, rel) if file is None else line_problem(line, len(file.lines))
+        if problem is not None:
+            checks[index] = LocationCheck(index, False, rel=rel, code=problem.code, reason=problem.reason)
         else:
+            assert file is not None
             digest = hashlib.sha256(file.data).hexdigest()
             earlier = next((i for i, (r, lo, hi) in shown.items() if r == rel and lo <= line <= hi), None)
             if earlier is not None:

@@ -1,5 +1,11 @@
-"""A target's source location checked against the file as it is now, and its component usage chain, as
-prompt lines (issue 15; docs/node-shim.md "Support by framework").
+"""A target's source location checked against the file as it is now — the one place for it (issue 30): both
+the excerpt of the prompt (:mod:`~spotpatch_agent.context.excerpt`) and the exact-or-approximate mark
+(:mod:`~spotpatch_agent.engine.locations`, issue 15; docs/node-shim.md "Support by framework") ask it.
+
+The location's path and line: :func:`check_path` (a project-relative path, ``normalize_rel_path``, that
+the path policy does not protect), :func:`unread_problem` (why a file the policy-checked reader refused
+cannot be used: a directory, unreadable, missing) and :func:`line_problem` (the line exists). Each problem
+is a :class:`LocationProblem`: a warning code and a plain reason that never holds the file's contents.
 
 Stale locations: the page's ``data-spotpatch-loc`` values are computed when a module is served; after an
 edit (HMR, or any save) the element may have moved. :func:`tag_check` looks at the file as the job (or the
@@ -9,28 +15,83 @@ location is an enclosing element's) and the nearest ``<tag`` (within :data:`NEAR
 offered as an approximate location — never passed off as exact. Lines and
 columns are counted as ``read_file`` counts them (display lines; columns in code points).
 
-Usage chain: ``Target.usageChain`` comes from the page, so every site is checked again here: a path that
-is not project-relative (absolute, ``..``, drive letter, control characters) or lies under
-``node_modules`` is dropped, and the prompt says how many were dropped and why — never the path itself.
-Component names are page data and are quoted as JSON strings.
+A light module (no tools at run time): the copy prompt's renderer imports it through ``engine.locations``.
 """
 
 from __future__ import annotations
 
-import logging
+import os
 import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from spotpatch_agent.context.quote import quote
-from spotpatch_agent.policy.paths import PathDenied, normalize_rel_path
-from spotpatch_agent.protocol.models import Target, UsageSite
+from spotpatch_agent.policy.paths import PathDenied, is_ignored, is_protected, normalize_rel_path
+from spotpatch_agent.protocol.models import Target
 
 if TYPE_CHECKING:  # a light module: the service imports it (through prompt.py) at cold start
     from spotpatch_agent.tools.context import WorktreeContext
 
-log = logging.getLogger(__name__)
+__all__ = ["NEAREST_WINDOW", "LocationCode", "LocationProblem", "ReadLines", "TagCheck", "check_path",
+           "check_tags", "line_problem", "lines_reader", "tag_check", "unread_problem"]
+
+LocationCode = Literal["location-invalid", "location-protected", "location-missing", "location-unreadable",
+                       "line-past-end"]
+
+
+@dataclass(frozen=True)
+class LocationProblem:
+    """Why a location cannot be used: a warning ``code`` and a plain ``reason`` about the file (never its
+    contents)."""
+
+    code: LocationCode
+    reason: str
+
+
+def check_path(raw: str) -> tuple[str | None, LocationProblem | None]:
+    """``(rel, None)`` for a usable path (``rel`` normalized); ``(None, location-invalid)`` when ``raw`` is not
+    a project-relative path; ``(rel, location-protected)`` when the path policy protects it (never read)."""
+    try:
+        rel = normalize_rel_path(raw)
+    except PathDenied:
+        return None, LocationProblem("location-invalid", (
+            "the path is not a relative path inside the project (absolute, '..', a drive letter or "
+            "unusual characters)"))
+    if is_protected(rel):
+        return rel, LocationProblem("location-protected", (
+            "the file is protected by SpotPatch's path policy (secrets, keys, lockfiles, git metadata, "
+            "dependencies or build output) and is never read"))
+    return rel, None
+
+
+async def unread_problem(root: Path, rel: str) -> LocationProblem:
+    """Why ``rel`` (a :func:`check_path`-usable path) gave no file through the policy-checked reader: a
+    directory, a file that may not be read, or no such file."""
+    # A git-ignored path is "unreadable" whether or not it exists (and whatever it is): the answer
+    # must not tell a page which ignored (secret-bearing) files are there.
+    full = os.path.join(root, *rel.split("/"))
+    ignored = await is_ignored(root, rel)
+    exists = os.path.lexists(full) or ignored
+    is_dir = not ignored and os.path.isdir(full) and not os.path.islink(full)
+    if is_dir:
+        return LocationProblem("location-unreadable", "the path is a directory, not a file")
+    if exists:
+        return LocationProblem("location-unreadable", (
+            "the file cannot be read under SpotPatch's path policy (ignored by git, a symlink, "
+            "not UTF-8 text, or too big)"))
+    return LocationProblem("location-missing", "the file does not exist in the project")
+
+
+def line_problem(line: int, total: int) -> LocationProblem | None:
+    """``line-past-end`` when ``line`` is past the end of a file of ``total`` display lines, else None."""
+    if line > total:
+        return LocationProblem("line-past-end",
+                               f"line {line} is past the end of the file ({total} line{'s' if total != 1 else ''})")
+    return None
+
+
+# ---------------------------------------------------------------- the start tag at the location
 
 #: How far (lines, either way) the nearest matching start tag of a stale location is looked for.
 NEAREST_WINDOW = 200
@@ -102,9 +163,8 @@ async def check_tags(read_lines: ReadLines, targets: Iterable[Target]) -> dict[i
         if not _TAG_NAME.match(element.tag_name):  # not a tag name: nothing to check, nothing to quote
             checks[t.index] = TagCheck("unchecked", "")
             continue
-        try:
-            rel = normalize_rel_path(t.source.file)
-        except PathDenied:
+        rel, problem = check_path(t.source.file)
+        if rel is None or problem is not None:  # the reader would refuse it too (protected): nothing claimed
             checks[t.index] = TagCheck("unchecked", element.tag_name)
             continue
         lines = await read_lines(rel)
@@ -113,55 +173,3 @@ async def check_tags(read_lines: ReadLines, targets: Iterable[Target]) -> dict[i
         else:
             checks[t.index] = tag_check(lines, t.source.line, t.source.column, element.tag_name)
     return checks
-
-
-def clean_chain(chain: Iterable[UsageSite]) -> tuple[list[UsageSite], list[str]]:
-    """The project-relative sites of ``chain`` (paths normalized) and, for each dropped one, a reason that
-    names no path: ``"usage site 2: not a project-relative path"`` / ``"… under node_modules"``."""
-    kept: list[UsageSite] = []
-    dropped: list[str] = []
-    for number, site in enumerate(chain, start=1):
-        try:
-            rel = normalize_rel_path(site.file)
-        except PathDenied as denied:
-            dropped.append(f"usage site {number}: not a project-relative path ({denied.reason})")
-            continue
-        if "node_modules" in (s.casefold() for s in rel.split("/")):
-            dropped.append(f"usage site {number}: under node_modules")
-            continue
-        kept.append(site.model_copy(update={"file": rel}))
-    for reason in dropped:
-        log.warning("usage chain entry dropped: %s", reason)
-    return kept, dropped
-
-
-def source_check_line(check: TagCheck | None) -> str | None:
-    """The prompt line under a target's ``Source:``: exact, or APPROXIMATE with the nearest tag; None when
-    nothing was checked (no claim either way)."""
-    if check is None or check.status == "unchecked":
-        return None
-    if check.status == "exact":
-        return f"Source check: exact (`<{check.found}` starts at that line and column in the file now)."
-    near = (
-        f"nearest `<{check.tag}` at line {check.nearest_line}, column {check.nearest_column}"
-        if check.nearest_line is not None else f"no `<{check.tag}` start tag nearby"
-    )
-    return (
-        f"Source check: APPROXIMATE — no `<{check.tag}` starts at that line and column in the file now "
-        "(the file changed since the page loaded, or this is an enclosing element's location); "
-        f"{near}. Read the file before editing."
-    )
-
-
-def usage_chain_lines(t: Target) -> list[str]:
-    """The prompt lines of a target's usage chain (innermost first) and of any dropped site; [] for none."""
-    lines: list[str] = []
-    kept, dropped = clean_chain(t.usage_chain)
-    if kept:
-        lines.append("Used at (component usage chain, innermost first; the usage the user clicked through):")
-        for number, site in enumerate(kept, start=1):
-            who = f" (component {quote(site.component)})" if site.component else ""
-            lines.append(f"  {number}. {site.file}:{site.line}:{site.column}{who}")
-    if dropped:
-        lines.append(f"({len(dropped)} usage site(s) dropped: " + "; ".join(dropped) + ")")
-    return lines
