@@ -154,7 +154,7 @@ class CheckConfig(InModel):
     @field_validator("read_paths")
     @classmethod
     def _no_secret_stores(cls, v: list[str]) -> list[str]:
-        from spotpatch_agent.checks.sandbox.plan import read_path_problem  # the sandbox's own rule, loaded here
+        from spotpatch_agent.protocol.read_paths import read_path_problem  # the sandbox's rule, loaded when used
 
         for raw in v:
             problem = read_path_problem(raw)

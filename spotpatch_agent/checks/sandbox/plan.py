@@ -35,7 +35,8 @@ view is an **allowlist** (issue 25): nothing of the host is visible unless liste
 :meth:`SandboxPlan.inside` says where a host path appears in the sandbox (``relocate``: the worktree at
 :data:`SANDBOX_WORK` and ``node_modules`` at :data:`SANDBOX_MODULES`, so neither the check's working directory
 nor its ``PATH`` names the host's home or checkout). :func:`read_path_problem` is the trusted-config rule for
-``readPaths`` (models.py calls it).
+``readPaths``; it, :data:`SECRET_STORES` and :func:`homes` live in :mod:`spotpatch_agent.protocol.read_paths`
+(the config validator needs them, and the protocol imports nothing above it) and are re-exported here.
 """
 
 from __future__ import annotations
@@ -47,25 +48,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from spotpatch_agent.protocol.read_paths import SECRET_STORES, homes, read_path_problem
+
 __all__ = ["SANDBOX_MODULES", "SANDBOX_WORK", "SECRET_STORES", "SYSTEM_DIRS", "TOOLCHAIN_DIRS", "SandboxPlan",
            "build_plan", "etc_masks", "expand_read_path", "read_path_problem", "resolve_command"]
 
-#: Secret stores under a home directory (relative POSIX paths): never readable by a check, refused in
-#: ``readPaths``, and masked inside any path the sandbox shows.
-SECRET_STORES = (
-    ".ssh", ".aws", ".azure", ".config/gcloud", ".kube", ".docker", ".gnupg", ".pki", ".password-store",
-    ".netrc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pypirc", ".git-credentials", ".gem/credentials",
-    ".cargo/credentials", ".cargo/credentials.toml", ".terraform.d", ".vault-token", ".config/git/credentials",
-    ".config/gh", ".config/hub", ".config/op", ".1password", ".config/configstore",
-    ".local/share/keyrings", ".local/share/kwalletd", ".mozilla", ".config/google-chrome", ".config/chromium",
-    ".config/BraveSoftware", ".config/microsoft-edge", ".config/vivaldi", ".config/opera",
-    ".bash_history", ".zsh_history", ".python_history", ".node_repl_history", ".psql_history",
-    ".local/share/fish", ".local/share/recently-used.xbel",
-    # macOS
-    "Library/Keychains", "Library/Cookies", "Library/Safari", "Library/Application Support/Google/Chrome",
-    "Library/Application Support/Firefox", "Library/Application Support/BraveSoftware",
-    "Library/Application Support/Microsoft Edge", "Library/Application Support/com.apple.TCC",
-)
 #: Toolchain installs and package-manager caches under a home directory, shown read-only when present:
 #: version managers (nvm, fnm, volta, asdf, mise, pyenv, rbenv, nodenv, rustup), user installs (pip
 #: ``--user``, pipx, pnpm's global dir), and the npm/yarn/pnpm/bun/Playwright/Cypress caches.
@@ -156,63 +143,12 @@ class SandboxPlan:
         return os.pathsep.join(kept)
 
 
-def homes() -> tuple[Path, ...]:
-    """The user's home directories: ``$HOME`` and the account's home (they differ under ``sudo -E`` or a
-    test's temporary ``HOME``). Only existing absolute directories other than ``/``."""
-    found: list[Path] = []
-    candidates = [os.environ.get("HOME") or ""]
-    try:
-        import pwd  # POSIX only
-
-        candidates.append(pwd.getpwuid(os.getuid()).pw_dir)
-    except (ImportError, KeyError, AttributeError):
-        pass
-    for raw in candidates:
-        if not raw or not os.path.isabs(raw):
-            continue
-        path = Path(os.path.realpath(raw))
-        if path != Path("/") and path.is_dir() and path not in found:
-            found.append(path)
-    return tuple(found)
-
-
 def expand_read_path(raw: str, home: str | None = None) -> Path:
     """``~/x`` → ``<home>/x`` (``home``: default ``$HOME``); an absolute path as is."""
     if raw == "~" or raw.startswith("~/"):
         base = home if home is not None else (os.environ.get("HOME") or str(Path.home()))
         return Path(base) / raw[2:] if raw != "~" else Path(base)
     return Path(raw)
-
-
-def read_path_problem(raw: str) -> str | None:
-    """Why ``raw`` cannot be a ``readPaths`` entry, or ``None``: it must be absolute or ``~/…``, without
-    ``..`` or NUL, not ``/`` or a whole home directory, and not a secret store or inside one."""
-    if "\x00" in raw or not raw:
-        return "must be a non-empty path"
-    if not raw.startswith(("/", "~/")):
-        return "must be absolute or start with ~/"
-    parts = PurePosixPath(raw[2:] if raw.startswith("~/") else raw).parts
-    if ".." in parts:
-        return "must not contain .."
-    if raw.startswith("~/"):
-        if not [p for p in parts if p not in (".", "")]:
-            return "must not be your whole home directory"
-    else:
-        path = Path(os.path.normpath(raw))
-        if path == Path("/"):
-            return "must not be /"
-        if path in homes() or path.parent == Path("/home") or path == Path("/root"):
-            return "must not be a whole home directory"
-    # A secret store anywhere on the path (``~/.ssh``, ``/home/other/.aws/config``, ``/mnt/backup/.gnupg``).
-    # Case-insensitively: on macOS (and Windows) ``~/.SSH`` is ``~/.ssh``.
-    names = [p.casefold() for p in parts if p not in (".", "", "/")]
-    for i in range(len(names)):
-        tail = "/".join(names[i:])
-        for store in SECRET_STORES:
-            store = store.casefold()
-            if tail == store or tail.startswith(store + "/"):
-                return f"is a secret store (~/{store}): checks never read it"
-    return None
 
 
 def resolve_command(command: str, cwd: Path, env: Mapping[str, str]) -> Path | None:
