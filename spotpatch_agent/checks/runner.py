@@ -6,7 +6,8 @@ stage; both get the same :class:`CheckRun`. Rules:
 - argv only (``shell=False``): ``[check.command, *check.args]``, cwd = the job worktree, stdin closed;
 - a minimal environment (:func:`check_env`): ``PATH``, ``HOME``, ``LANG``, ``LC_*``, ``TMPDIR`` (and the
   Windows essentials), ``NODE_OPTIONS`` only when the check lists it in ``passEnv``, plus ``CI=1``,
-  ``FORCE_COLOR=0``, ``NO_COLOR=1`` — never a provider key, session token or other credential;
+  ``FORCE_COLOR=0``, ``NO_COLOR=1`` — never a provider key, session token or other credential (no name that
+  :func:`~spotpatch_agent.policy.credentials.looks_like_credential`, even on the allowlist);
 - its own process group (POSIX), killed on exit, timeout and cancellation, so no orphan stays
   (a process that leaves the group with ``setsid`` is outside it: docs/security.md);
 - confined (docs/security.md §4, *Check sandbox*): on a platform with a sandbox the process runs inside
@@ -61,6 +62,7 @@ from spotpatch_agent.checks.limits import (
 )
 from spotpatch_agent.checks.sandbox.plan import SANDBOX_WORK
 from spotpatch_agent.errors import JobFailure
+from spotpatch_agent.policy.credentials import looks_like_credential
 from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
 from spotpatch_agent.process import NEW_SESSION, kill_tree
 from spotpatch_agent.protocol.errors import ErrorCode
@@ -77,8 +79,6 @@ CHECK_ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "TMPDIR", "SYSTEMROOT", "WINDIR",
 CHECK_ENV_OPTIONAL = ("NODE_OPTIONS",)
 #: Variables always set for a check: non-interactive, no colour.
 CHECK_ENV_FIXED = {"CI": "1", "FORCE_COLOR": "0", "NO_COLOR": "1"}
-#: A name that looks like a credential is never passed, whatever list it is on.
-CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|AUTH", re.IGNORECASE)
 #: Seconds to keep reading a check's output after its process group was killed.
 DRAIN_GRACE_SEC = 1.0
 #: Seconds between two looks of a check's resource watchdog (disk use, refused forks).
@@ -158,11 +158,12 @@ class CheckRun:
 
 def check_env(pass_env: Iterable[str] = ()) -> dict[str, str]:
     """The environment of a check process: the allowlist, ``LC_*``, the listed optional variables
-    (only names in :data:`CHECK_ENV_OPTIONAL`) and :data:`CHECK_ENV_FIXED`. Credential-like names never."""
+    (only names in :data:`CHECK_ENV_OPTIONAL`) and :data:`CHECK_ENV_FIXED`. A name that
+    :func:`looks_like_credential` never, whatever list it is on (redaction masks the same names' values)."""
     wanted = set(CHECK_ENV_ALLOWLIST) | (set(pass_env) & set(CHECK_ENV_OPTIONAL))
     env = {
         key: value for key, value in os.environ.items()
-        if (key in wanted or re.fullmatch(r"LC_[A-Z]+", key)) and not CREDENTIAL_NAME.search(key)
+        if (key in wanted or re.fullmatch(r"LC_[A-Z]+", key)) and not looks_like_credential(key)
     }
     if "PATH" in env:  # an empty or relative entry resolves in the cwd: the worktree the model writes
         env["PATH"] = os.pathsep.join(d for d in env["PATH"].split(os.pathsep) if d and os.path.isabs(d))

@@ -6,7 +6,8 @@
 - :func:`package_digest` — framework and styling libraries from ``dependencies``/``devDependencies``/
   ``peerDependencies``: names and major versions only. ``scripts`` (check commands) is never read.
 - :func:`redact_config_text` — the redactor (registered secrets, paths) plus key-looking values: a value
-  assigned to a name such as ``apiKey``/``token``/``secret``, and well-known key shapes (``sk-…``, ``ghp_…``).
+  assigned to a name such as ``apiKey``/``token``/``secret`` (the one credential rule's text form,
+  ``policy.credentials.CREDENTIAL_NAME_IN_TEXT``), and well-known key shapes (``sk-…``, ``ghp_…``).
 - :func:`drop_check_lines` — lines naming a configured check's command line are left out.
 """
 
@@ -17,6 +18,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from spotpatch_agent.policy.credentials import CREDENTIAL_NAME_IN_TEXT
 from spotpatch_agent.policy.redact import REDACTOR, SECRET_MARK
 
 #: tsconfig compiler options that change how source is written (the rest is build plumbing).
@@ -43,9 +45,8 @@ _LIBRARIES = frozenset({
 })
 _LIBRARY_PREFIXES = ("@radix-ui/", "@vitejs/plugin-", "@shadcn/")
 
-_KEY_NAME = r"[\w.-]*(?:api[_-]?key|secret|token|passw(?:or)?d|credential|private[_-]?key|auth)[\w.-]*"
 _KEY_VALUE = re.compile(
-    rf"""(?ix)(?P<name>["']?{_KEY_NAME}["']?\s*[:=]\s*)(?P<q>["'`]?)(?P<value>[^"'`\s,;}}]{{6,}})(?P=q)""")
+    rf"""(?ix)(?P<name>["']?{CREDENTIAL_NAME_IN_TEXT}["']?\s*[:=]\s*)(?P<q>["'`]?)(?P<value>[^"'`\s,;}}]{{6,}})(?P=q)""")
 _KEY_SHAPES = re.compile(
     r"\b(?:sk-[A-Za-z0-9_-]{16,}|sk-ant-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
     r"|AKIA[0-9A-Z]{16}|xox[baprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{30,}|glpat-[A-Za-z0-9_-]{20,})\b")

@@ -29,6 +29,7 @@ import anyio
 
 from spotpatch_agent.checks.runner import CheckRun, SandboxUnavailable, run_check_process
 from spotpatch_agent.checks.suggest import suggest_checks
+from spotpatch_agent.policy.credentials import looks_like_credential
 from spotpatch_agent.policy.redact import redact_cut
 from spotpatch_agent.protocol.models import CheckConfig, Limits
 
@@ -40,7 +41,6 @@ OFFLINE_ENV = "SPOTPATCH_DEMO_OFFLINE"
 INSTALL_TIMEOUT_SEC = 120
 #: Marker written last into a complete cache entry.
 COMPLETE = ".spotpatch-complete"
-_CREDENTIAL = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|AUTH", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def cache_key(packages: tuple[str, ...] = DEMO_NODE_PACKAGES) -> str:
 def _npm_env() -> dict[str, str]:
     """The user's environment without provider keys or other credentials (npm's own config is kept)."""
     return {k: v for k, v in os.environ.items()
-            if not _CREDENTIAL.search(k) or k.lower().startswith("npm_config_")}
+            if not looks_like_credential(k) or k.lower().startswith("npm_config_")}
 
 
 def _install(npm: str, entry: Path, packages: tuple[str, ...] = DEMO_NODE_PACKAGES) -> str | None:

@@ -6,7 +6,8 @@ to every log record, and the engine applies it to every event, error and model-f
 
 What is registered (docs/security.md §1, issue 25): a provider's key whatever its shape, except a key under
 :data:`MIN_LOCAL_KEY` characters of a provider on the loopback (:func:`register_provider_secrets`); a value
-found only by its name (``*_KEY``, ``*TOKEN*`` variables; non-credential headers) only when it
+found only by its name (a variable named like a credential, :func:`~.credentials.looks_like_credential`;
+a header not named like one) only when it
 :func:`looks_secret` (``SECRET_KEY_BASE=development`` masks nothing). Besides each whole value and its
 encodings, every :data:`FRAGMENT`-character piece of a key's body (:func:`key_fragments`) is masked, in one
 pass over the text (a set lookup per window).
@@ -29,6 +30,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, quote_plus
 
+from spotpatch_agent.policy.credentials import looks_like_credential
+
 SECRET_MARK = "[REDACTED]"
 #: Secrets at least this long are also redacted in their base64 and percent-encoded forms.
 _MIN_ENCODED_SECRET = 8
@@ -50,8 +53,6 @@ PUBLIC_PREFIXES = ("sk-ant-api03-", "sk-ant-admin01-", "github_pat_", "sk-or-v1-
                    "ghr_", "gsk_", "hf_", "r8_", "AIza", "AKIA", "ASIA", "sk-", "rk-", "pk-")
 _WORD_PREFIX = re.compile(r"(?:[a-z]{1,10}[-_])+")
 _AUTH_SCHEME = re.compile(r"^(?:Bearer|Basic|Token|Bot|ApiKey)\s+", re.IGNORECASE)
-_CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.I)
-_CREDENTIAL_HEADER = re.compile(r"AUTH|KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|COOKIE|SIGNATURE", re.I)
 _LOOPBACK_HOSTS = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
 
 
@@ -62,8 +63,8 @@ def _classes(text: str) -> int:
 
 
 def looks_secret(value: str) -> bool:
-    """The rule for a value registered only because of its name (an environment variable matching
-    ``KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL``, a provider header not named like a credential): at least
+    """The rule for a value registered only because of its name (an environment variable named like a
+    credential, :func:`~.credentials.looks_like_credential`; a provider header not named like one): at least
     :data:`MIN_NAMED_SECRET` characters, 5 distinct ones, not a URL without credentials in it, and letters
     with digits, or a character outside letters, digits and ``-_.:/`` (``!@#$%+=…``), or 32+ characters.
     ``development``, ``Production``, ``changeme``, ``true``, ``1234``, ``https://example.com``, ``SpotPatch``
@@ -308,10 +309,11 @@ class RedactingFilter(logging.Filter):
 
 
 def redact_env_keys() -> None:
-    """Register every environment value whose name looks like a credential (``*KEY*``, ``*TOKEN*``, …) and
-    whose value looks like a secret (:meth:`Redactor.add_named_value`: ``SECRET_KEY_BASE=development`` is not)."""
+    """Register every environment value whose name looks like a credential (:func:`looks_like_credential`:
+    the names ``checks.runner.check_env`` keeps from a check) and whose value looks like a secret
+    (:meth:`Redactor.add_named_value`: ``SECRET_KEY_BASE=development`` is not)."""
     for name, value in os.environ.items():
-        if _CREDENTIAL_NAME.search(name):
+        if looks_like_credential(name):
             REDACTOR.add_named_value(value)
 
 
@@ -323,7 +325,7 @@ def register_provider_secrets(base_url: str, key: str | None, headers: dict[str,
     local = is_loopback_url(base_url)
     REDACTOR.add_secret(key, local=local)
     for name, value in headers.items():
-        if _CREDENTIAL_HEADER.search(name):
+        if looks_like_credential(name):
             REDACTOR.add_secret(value, local=local)
         else:
             REDACTOR.add_named_value(value)

@@ -14,6 +14,7 @@ from pydantic import Field, StrictBool, StrictInt, field_validator, model_valida
 from pydantic.alias_generators import to_camel
 
 from spotpatch_agent.protocol.base import InModel
+from spotpatch_agent.protocol.credentials import looks_like_credential
 from spotpatch_agent.protocol.limits import LIMITS
 
 __all__ = [
@@ -145,7 +146,7 @@ class CheckConfig(InModel):
     @classmethod
     def _no_credentials(cls, v: Any) -> Any:
         for name in v if isinstance(v, list) else ():
-            if isinstance(name, str) and re.search(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|AUTH", name, re.I):
+            if isinstance(name, str) and looks_like_credential(name):
                 raise ValueError(f"passEnv: {name!r} looks like a credential; checks never receive credentials")
         if isinstance(v, list) and len(v) != len(set(map(str, v))):
             raise ValueError("passEnv: a variable is listed twice")
