@@ -18,13 +18,14 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from spotpatch_agent.checks.runner import CheckRun, check_env, check_timeout, run_check_process
+    from spotpatch_agent.checks.runner import CheckRun, check_env, run_check_process
     from spotpatch_agent.checks.suggest import Suggestion, suggest_checks
+    from spotpatch_agent.checks.timeouts import check_timeout
 
 __all__ = ["CheckRun", "Suggestion", "check_env", "check_timeout", "run_check_process", "suggest_checks"]
 
 # Loaded on first use: a job's ``run_check`` needs only the runner, ``checks suggest`` only the suggester.
-_HOME = {"CheckRun": "runner", "check_env": "runner", "check_timeout": "runner", "run_check_process": "runner",
+_HOME = {"CheckRun": "runner", "check_env": "runner", "check_timeout": "timeouts", "run_check_process": "runner",
          "Suggestion": "suggest", "suggest_checks": "suggest"}
 
 

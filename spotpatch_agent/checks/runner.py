@@ -22,7 +22,8 @@ stage; both get the same :class:`CheckRun`. Rules:
   a size-limited tmpfs as the private temp dir, and a watchdog (every :data:`WATCHDOG_INTERVAL_SEC`) that
   kills the check past ``diskMiB`` written into the worktree or on a fork the cgroup refused. A hit limit
   is named on the first line of the output; ``CheckRun.limits`` says how they were enforced;
-- timeout: the check's ``timeoutSec``, else the ``checkTimeoutSec`` limit, never above that limit's cap;
+- timeout: the check's ``timeoutSec``, else the ``checkTimeoutSec`` limit, never above that limit's cap
+  (:func:`~spotpatch_agent.checks.timeouts.check_timeout`);
 - stdout and stderr merged, bounded to ``checkOutputMaxBytes``, decoded leniently, ANSI and control
   characters stripped, the worktree and project root made relative, ``$HOME`` shown as ``~``, and any
   registered secret redacted.
@@ -61,12 +62,12 @@ from spotpatch_agent.checks.limits import (
     written_since,
 )
 from spotpatch_agent.checks.sandbox.plan import SANDBOX_WORK
+from spotpatch_agent.checks.timeouts import check_timeout
 from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.policy.credentials import looks_like_credential
 from spotpatch_agent.policy.redact import REDACTOR, shorten_paths
 from spotpatch_agent.process import NEW_SESSION, kill_tree
 from spotpatch_agent.protocol.errors import ErrorCode
-from spotpatch_agent.protocol.limits import LIMITS
 from spotpatch_agent.protocol.models import CheckConfig, Limits
 from spotpatch_agent.tree_remove import remove_tree
 
@@ -223,11 +224,6 @@ def protect_engine_environ() -> None:
         return
     _PROTECTED = True
     set_non_dumpable()
-
-
-def check_timeout(check: CheckConfig, limits: Limits) -> int:
-    """Seconds: the check's ``timeoutSec``, else the ``checkTimeoutSec`` limit; never above its hard cap."""
-    return min(check.timeout_sec or limits.get("checkTimeoutSec"), LIMITS["checkTimeoutSec"][1])
 
 
 def _path_variants(path: Path | str | None) -> set[str]:

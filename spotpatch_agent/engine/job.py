@@ -18,6 +18,7 @@ import anyio
 
 from spotpatch_agent.audit import JobLedger
 from spotpatch_agent.audit.ledger import job_start_fields, offered_hashes, target_entries
+from spotpatch_agent.checks.timeouts import check_deadline
 from spotpatch_agent.context.build import build_prompt_context
 from spotpatch_agent.context.conventions import ContextFile
 from spotpatch_agent.engine import gates
@@ -410,8 +411,7 @@ async def _run_agent(job: Job, adapter: ProviderAdapter, executor: ToolExecutor)
     budget = LoopBudget(
         max_turns=limits.get("maxTurns"), max_tool_calls=limits.get("maxToolCalls"),
         tool_timeout_sec=limits.get("toolTimeoutSec"),
-        check_timeout_sec=max((c.timeout_sec or limits.get("checkTimeoutSec") for c in job.checks),
-                              default=limits.get("checkTimeoutSec")),
+        check_deadline_sec=check_deadline(job.checks, limits),
         max_repeated_failed_calls=limits.get("maxRepeatedFailedCalls"), max_output_tokens=job.model.output_cap,
         constrained_tool_calls=job.constrained_tool_calls,
     )

@@ -59,9 +59,11 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from spotpatch_agent.checks.timeouts import check_deadline
 from spotpatch_agent.engine.events import JobEventLog
 from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.policy.redact import REDACTOR
+from spotpatch_agent.protocol.config import Limits
 from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
 from spotpatch_agent.provider.base import (
     AssistantTurn,
@@ -86,8 +88,6 @@ if TYPE_CHECKING:
     from spotpatch_agent.audit import JobLedger
 
 MAX_TURN_TEXT = 16 * 1024
-#: Extra seconds the loop's deadline of a check-deadline call allows beyond the longest check timeout.
-_CHECK_GRACE_SEC = 20
 #: The name a call with an unusable name (empty, or not ``[A-Za-z0-9_-]{1,64}``) is echoed under in the next
 #: request: it was never run and its result says why, but OpenAI answers 400 to an empty or malformed name.
 INVALID_CALL_ECHO_NAME = "invalid_tool_call"
@@ -104,8 +104,9 @@ class LoopBudget:
     max_turns: int
     max_tool_calls: int
     tool_timeout_sec: float
-    #: Longest check timeout of the job (``run_check`` calls run under it, not ``tool_timeout_sec``).
-    check_timeout_sec: float = 300
+    #: Deadline of one ``run_check`` call (``checks.timeouts.check_deadline``, the executor's own; not
+    #: ``tool_timeout_sec``). The default is a job's without checks under the default limits.
+    check_deadline_sec: float = field(default_factory=lambda: check_deadline((), Limits()))
     #: Repeats of an identical failed call answered without running it; one more ends the job (the limit
     #: ``maxRepeatedFailedCalls``).
     max_repeated_failed_calls: int = 1
@@ -341,9 +342,10 @@ async def _execute_call(
         result = ToolResult(ok=False, output=guidance, code=ToolErrorCode.TOOL_ARGUMENTS_INVALID.value,
                             retryable=True, path=None, wrote=False)
     else:
-        # A check tool has its own timeout inside; this deadline only backs it (and the executor's) up.
+        # A check tool has its own timeout inside, and the executor the same deadline as this one: it only
+        # backs them up.
         tool = executor.declared(call.name)
-        deadline = (budget.check_timeout_sec + _CHECK_GRACE_SEC if tool is not None and tool.deadline == "check"
+        deadline = (budget.check_deadline_sec if tool is not None and tool.deadline == "check"
                     else budget.tool_timeout_sec)
         try:
             with anyio.fail_after(deadline):

@@ -21,6 +21,7 @@ from typing import Any, Literal
 import anyio
 from pydantic import ValidationError
 
+from spotpatch_agent.checks.timeouts import check_deadline
 from spotpatch_agent.errors import GitError, JobFailure
 from spotpatch_agent.protocol.config import EditFormat
 from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
@@ -37,8 +38,6 @@ from spotpatch_agent.worktree.scan import after_check, before_check, left_behind
 
 #: Arguments text beyond two editable files plus this slack (bytes) is an oversized input (terminal).
 _ARGUMENTS_SLACK_BYTES = 64 * 1024
-#: Seconds the outer deadline of a ``check``-deadline tool allows beyond the longest check timeout.
-_CHECK_GRACE_SEC = 10
 
 
 class _DuplicateKey(ValueError):
@@ -111,10 +110,9 @@ class ToolExecutor:
         self._ctx.project_root = project_root
         self._ctx.edit_format = edit_format
         self._gate = _Gate()
-        # A check tool enforces its own (longer) check timeout; this outer deadline only backs it up.
-        check_deadline = max((c.timeout_sec or limits.get("checkTimeoutSec") for c in checks),
-                             default=limits.get("checkTimeoutSec")) + _CHECK_GRACE_SEC
-        self._deadlines: dict[str, float] = {"tool": limits.get("toolTimeoutSec"), "check": check_deadline}
+        # A check tool enforces its own (shorter) check timeout; this outer deadline only backs it up.
+        self._deadlines: dict[str, float] = {"tool": limits.get("toolTimeoutSec"),
+                                             "check": check_deadline(checks, limits)}
         self._check_wrote: dict[str, bool] = {}  # checkId → its latest run changed the worktree
         self._any_check_wrote = False  # some run_check of this job changed the worktree (sticky)
 

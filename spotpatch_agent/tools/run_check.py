@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spotpatch_agent.checks.runner import CheckRun, check_timeout, run_check_process
+from spotpatch_agent.checks.runner import CheckRun, run_check_process
+from spotpatch_agent.checks.timeouts import check_timeout
 from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.protocol.errors import ErrorCode, ToolErrorCode
 from spotpatch_agent.protocol.models import CheckConfig

@@ -7,6 +7,9 @@ Every module of ``spotpatch_agent`` is parsed with :mod:`ast` (nothing is import
   of two or more of them (``KEY|TOKEN|SECRET``), no other tuple, list or set lists two or more, and no other
   ``*CREDENTIAL*`` name is bound to a pattern. Four copies used to disagree: redaction lacked ``AUTH``, so a
   ``*_AUTH`` variable kept out of a check's environment was still shown in logs and events.
+- **Check timeouts.** Only ``checks/timeouts.py`` reads the ``checkTimeoutSec`` limit or falls back from a
+  check's ``timeout_sec`` to it, and only it defines a check grace constant (three formulas and two graces,
+  10 s and 20 s, used to).
 - **The docs.** Every list of the credential words in ``docs/`` and the READMEs is the code's list.
 """
 
@@ -24,6 +27,7 @@ from spotpatch_agent.protocol.credentials import CREDENTIAL_WORDS
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "spotpatch_agent"
 CREDENTIAL_RULE = "spotpatch_agent/protocol/credentials.py"
+TIMEOUT_RULE = "spotpatch_agent/checks/timeouts.py"
 #: The words and the other spellings of them a copy of the rule would use.
 _WORDS = {w.lower() for w in CREDENTIAL_WORDS} | {"passwd", "passw", "credentials"}
 _ALTERNATION = re.compile(r"[A-Za-z_]+(?:\|[A-Za-z_]+)+")
@@ -57,6 +61,24 @@ def credential_copies(tree: ast.AST) -> list[str]:
     return found
 
 
+def timeout_copies(tree: ast.AST) -> list[str]:
+    """What in ``tree`` computes a check timeout or defines a check grace a second time (line: what)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and re.search(r"CHECK\w*GRACE", node.id, re.IGNORECASE):
+            found.append(f"{node.lineno}: {node.id}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+                and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "checkTimeoutSec":
+            found.append(f"{node.lineno}: the checkTimeoutSec limit read")
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
+                and node.slice.value == "checkTimeoutSec":
+            found.append(f"{node.lineno}: the checkTimeoutSec cap read")
+        elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) \
+                and isinstance(node.values[0], ast.Attribute) and node.values[0].attr == "timeout_sec":
+            found.append(f"{node.lineno}: a check's timeout_sec or a fallback")
+    return found
+
+
 def _modules() -> Iterator[tuple[str, ast.AST]]:
     for path in sorted(PACKAGE.rglob("*.py")):
         yield path.relative_to(REPO).as_posix(), ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
@@ -72,8 +94,14 @@ def test_the_credential_words_are_spelled_in_one_module() -> None:
     assert policy_credentials.looks_like_credential is credentials.looks_like_credential
 
 
+def test_the_check_timeout_is_computed_in_one_module() -> None:
+    copies = {rel: found for rel, tree in _modules() if rel != TIMEOUT_RULE and (found := timeout_copies(tree))}
+    assert copies == {}, f"use checks.timeouts.check_timeout / check_deadline / CHECK_GRACE_SEC instead: {copies}"
+    assert len(timeout_copies(ast.parse((REPO / TIMEOUT_RULE).read_text(encoding="utf-8")))) >= 3
+
+
 def test_the_scans_find_the_copies_there_were() -> None:
-    # The four credential copies issue 30 removed, as they were written.
+    # The four credential copies and the three timeout formulas issue 30 removed, as they were written.
     old_credentials = '''
 _CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.I)
 def f(name):
@@ -82,11 +110,20 @@ _KEY_NAME = r"[\\w.-]*(?:api[_-]?key|secret|token|passw(?:or)?d|credential|priva
 _WORDS = ("KEY", "TOKEN")
 '''
     assert {int(f.split(':')[0]) for f in credential_copies(ast.parse(old_credentials))} == {2, 4, 5, 6}
+    old_timeouts = '''
+_CHECK_GRACE_SEC = 10
+deadline = max((c.timeout_sec or limits.get("checkTimeoutSec") for c in checks),
+               default=limits.get("checkTimeoutSec")) + _CHECK_GRACE_SEC
+cap = min(check.timeout_sec or 300, LIMITS["checkTimeoutSec"][1])
+'''
+    assert {int(f.split(':')[0]) for f in timeout_copies(ast.parse(old_timeouts))} == {2, 3, 4, 5}
     harmless = '''
 _AUTH_SCHEME = re.compile(r"^(?:Bearer|Basic|Token|Bot|ApiKey)\\s+", re.IGNORECASE)
 _CREDENTIAL_FILES = frozenset({".npmrc", ".netrc", ".pypirc"})
+with anyio.move_on_after(settings.timeout_sec):
+    pass
 '''
-    assert credential_copies(ast.parse(harmless)) == []
+    assert credential_copies(ast.parse(harmless)) == timeout_copies(ast.parse(harmless)) == []
 
 
 def test_the_docs_list_the_words_the_code_has() -> None:
