@@ -27,7 +27,7 @@ def render_method_reference() -> str:
     defs: dict[str, Any] = schema["$defs"]
     seen: dict[str, str] = {}
     out = ["", "_Generated from the method catalog and the JSON Schema; do not edit by hand. Regenerate with",
-           "`.venv/bin/python -m spotpatch_agent.protocol.docgen docs/protocol.md`",
+           "`.venv/bin/python -m spotpatch_agent.protocol.regen` (with every other generated file)",
            "(`spotpatch-agent schema --markdown` prints it). `?` marks a field that may be absent.",
            "Types name `$defs` of `protocol/spotpatch.schema.json`._", ""]
     for spec in CATALOG:
