@@ -7,8 +7,9 @@
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from spotpatch_agent.protocol.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from spotpatch_agent.audit.derive import derive_summary
@@ -22,10 +23,4 @@ _HOME = {"derive_summary": "derive", "MAX_RECORDS": "ledger", "JobLedger": "ledg
          "ledger_path": "sink", "list_ledgers": "sink", "read_ledger": "sink"}
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, globals(), _HOME)

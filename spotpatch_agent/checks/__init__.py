@@ -14,8 +14,9 @@ Public surface::
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from spotpatch_agent.protocol.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from spotpatch_agent.checks.runner import CheckRun, check_env, run_check_process
@@ -29,10 +30,4 @@ _HOME = {"CheckRun": "runner", "check_env": "runner", "check_timeout": "timeouts
          "Suggestion": "suggest", "suggest_checks": "suggest"}
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, globals(), _HOME)

@@ -5,8 +5,7 @@ location with a bounded excerpt, and the project's conventions (nearest-first co
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from spotpatch_agent.protocol.lazy import lazy_exports
 
 __all__ = [
     "ContextFile",
@@ -27,7 +26,5 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:  # lazy: the service imports context.digest at cold start (no tools)
-    if name in _HOME:
-        return getattr(importlib.import_module(f"spotpatch_agent.context.{_HOME[name]}"), name)
-    raise AttributeError(name)
+# Lazy: the service imports context.digest at cold start (no tools).
+__getattr__ = lazy_exports(__name__, globals(), _HOME)

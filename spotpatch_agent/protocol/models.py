@@ -23,8 +23,9 @@ spotpatch_agent.protocol.models import X`` working for every name (and the per-m
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from spotpatch_agent.protocol.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from spotpatch_agent.protocol.annotation import (
@@ -369,15 +370,8 @@ _HOME = {name: module for module, names in MODULES.items() for name in names}
 __all__ = sorted([*_HOME, *PER_METHOD])  # noqa: PLE0605 - built from MODULES (a test keeps it exact)
 
 
-def __getattr__(name: str) -> Any:
-    """Load the concern module that defines ``name`` (PEP 562) and keep the value here."""
-    target = PER_METHOD.get(name, name)
-    home = _HOME.get(target)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"spotpatch_agent.protocol.{home}"), target)
-    globals()[name] = value
-    return value
+# Load the concern module that defines a name (PEP 562) and keep the value here.
+__getattr__ = lazy_exports("spotpatch_agent.protocol", globals(), _HOME, aliases=PER_METHOD)
 
 
 def __dir__() -> list[str]:
