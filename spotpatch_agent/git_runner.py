@@ -1,7 +1,7 @@
 """The one place the engine starts git: fixed argv, ``shell=False``, hardened, bounded, killable.
 
 Every git command of the package — the worktree's (:func:`spotpatch_agent.worktree.git.run_git`), the
-file tools' (:func:`spotpatch_agent.tools._git.run_git`), the path policy's ``check-ignore``, ``doctor``
+file tools' (:func:`spotpatch_agent.tools._git.tool_git`), the path policy's ``check-ignore``, ``doctor``
 and the demo's project set-up — runs through :func:`run_git_process` (async) or :func:`run_git_sync`
 (blocking, for the command-line helpers); ``tests/test_single_git_runner.py`` fails on any other
 subprocess use of git in the package. docs/design.md §8: "Only fixed-argv git subcommands; model text is

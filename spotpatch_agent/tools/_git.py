@@ -32,7 +32,7 @@ class GitOutput:
     truncated: bool
 
 
-async def run_git(
+async def tool_git(
     root: Path,
     *args: str,
     max_bytes: int = 32 * 1024 * 1024,

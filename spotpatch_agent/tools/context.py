@@ -37,7 +37,7 @@ from spotpatch_agent.policy.paths import (
 )
 from spotpatch_agent.protocol.config import EditFormat
 from spotpatch_agent.protocol.models import CheckConfig, Limits
-from spotpatch_agent.tools._git import GitOutput, run_git
+from spotpatch_agent.tools._git import GitOutput, tool_git
 from spotpatch_agent.tools.fingerprint import paths_digest, status_digest
 from spotpatch_agent.tools.git_index import GitIndex
 from spotpatch_agent.tools.listing import Listing, filter_listing, full_listing, index_listing
@@ -189,8 +189,8 @@ class WorktreeContext:
         config: tuple[str, ...] = (),
         sink: Callable[[bytes], Awaitable[bool]] | None = None,
     ) -> GitOutput:
-        """Run a fixed-argv git command in the worktree (see :func:`spotpatch_agent.tools._git.run_git`)."""
-        return await run_git(self.root, *args, max_bytes=max_bytes, ok_codes=ok_codes, config=config, sink=sink)
+        """Run a fixed-argv git command in the worktree (see :func:`spotpatch_agent.tools._git.tool_git`)."""
+        return await tool_git(self.root, *args, max_bytes=max_bytes, ok_codes=ok_codes, config=config, sink=sink)
 
     # ------------------------------------------------------------ listing
 
@@ -358,7 +358,7 @@ class WorktreeContext:
         target = self._index.check_index_file()
         with open(target, "wb") as handle:
             handle.write(small)
-        return await run_git(self.root, *args, ok_codes=(0, 2), max_bytes=1024 * 1024, config=config,
+        return await tool_git(self.root, *args, ok_codes=(0, 2), max_bytes=1024 * 1024, config=config,
                              index_file=target)
 
     async def ignored(self, rel: str) -> bool:

@@ -25,7 +25,7 @@ import anyio
 
 from spotpatch_agent.errors import GitError
 from spotpatch_agent.policy.paths import readable_names
-from spotpatch_agent.tools._git import GitOutput, run_git
+from spotpatch_agent.tools._git import GitOutput, tool_git
 
 # One ``git ls-files -z -s --debug`` entry: "<mode> <oid> <stage>\t<path>\0" then the cached stat lines.
 _INDEX_ENTRY = re.compile(
@@ -283,7 +283,7 @@ class GitIndex:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(target)
         try:
-            await run_git(self.root, "update-index", "--add", *cacheinfo, index_file=target, max_bytes=64 * 1024)
+            await tool_git(self.root, "update-index", "--add", *cacheinfo, index_file=target, max_bytes=64 * 1024)
             with open(target, "rb") as handle:
                 return handle.read()
         except GitError:

@@ -31,7 +31,7 @@ from spotpatch_agent.demo.runner import make_demo_project
 from spotpatch_agent.demo.script import DEMO_TARGETS
 from spotpatch_agent.engine.prompt import agent_task
 from spotpatch_agent.protocol.models import Limits, SpotAnnotation
-from spotpatch_agent.tools._git import run_git
+from spotpatch_agent.tools._git import tool_git
 from spotpatch_agent.tools.context import WorktreeContext
 
 
@@ -85,7 +85,7 @@ async def _measure(name: str, root: Path, annotation: SpotAnnotation, runs: int)
         context = await build_prompt_context(WorktreeContext(root, Limits()), annotation)
         times.append((time.perf_counter() - started) * 1000)
         started = time.perf_counter()
-        await run_git(root, "check-ignore", "--", "package.json", ok_codes=(0, 1))
+        await tool_git(root, "check-ignore", "--", "package.json", ok_codes=(0, 1))
         git_times.append((time.perf_counter() - started) * 1000)
     assert context is not None
     excerpts = sum(len((c.excerpt or "").encode()) for c in context.locations.values())

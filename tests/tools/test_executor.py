@@ -12,7 +12,7 @@ import pytest
 from spotpatch_agent.errors import JobFailure
 from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.protocol.models import Limits
-from spotpatch_agent.tools._git import run_git
+from spotpatch_agent.tools._git import tool_git
 from spotpatch_agent.tools.context import WorktreeContext
 from tests.tools.conftest import call
 
@@ -42,7 +42,7 @@ def _gone(pid: int) -> bool:
 async def test_cancel_kills_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pid_file = _fake_git(tmp_path, monkeypatch)
     with anyio.move_on_after(1):
-        await run_git(tmp_path, "ls-files")
+        await tool_git(tmp_path, "ls-files")
     pid = int(pid_file.read_text())
     assert _gone(pid)
 
