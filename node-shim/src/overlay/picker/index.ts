@@ -66,6 +66,9 @@ import { Highlight, labelText } from "./highlight.js";
 import { enterForOverlayControl, initialElement, startElement, typingInOverlay, walk } from "./navigate.js";
 import { areaTargets } from "./selection.js";
 import type { PickedTarget, Picker, PickerOptions } from "./types.js";
+import { hasKey, translator } from "../i18n.js";
+
+const ENGLISH = translator("en");
 
 export type { Badges, PickedTarget, Picker, PickerOptions } from "./types.js";
 export { describeElement } from "./describe.js";
@@ -73,17 +76,6 @@ export { targetFromSelection } from "./selection.js";
 export { pauseAnimations } from "./pause.js";
 export { createBadges } from "./badges.js";
 
-/** The i18n keys the picker asks `t` for, with the English text used when `t` does not know them. */
-export const HINT_KEYS: Record<string, string> = {
-  "pick.hint": "Hover to highlight, click to pick, Shift+click to add more, arrows for parent/child, F to freeze, Esc to leave.",
-  "pick.status.area": "Drag over an area of the page.",
-  "pick.label.unknown": "source unknown",
-  "pick.frozen": "frozen",
-  "pick.start.located":
-    "With the keyboard, the arrows move from the outlined element (the first with a source location).",
-  "pick.start.focusable":
-    "With the keyboard, the arrows move from the outlined element (the first focusable one).",
-};
 
 /** Events swallowed in pick mode (capture phase, window). Wheel and keys are not here. */
 const SWALLOWED = [
@@ -122,7 +114,7 @@ export function createPicker(options: PickerOptions): Picker {
   const host = safe<Element | null>(() => (layer.getRootNode() as ShadowRoot).host ?? null, null);
   const t = (key: string): string => {
     const s = safe(() => options.t(key), key);
-    return s && s !== key ? s : (HINT_KEYS[key] ?? key);
+    return s && s !== key ? s : hasKey(key) ? ENGLISH(key) : key; // the catalog's English, never a second copy
   };
   let highlight: Highlight | null = null;
   let active = false;

@@ -32,7 +32,7 @@ export interface PickerOptions {
   onPick(targets: PickedTarget[], opts: { stay: boolean }): void;
   /** Esc (or stop()). */
   onExit(): void;
-  /** PANEL's i18n for the hint strings (keys in HINT_KEYS); a missing key falls back to English. */
+  /** PANEL's i18n for the picker's strings (`pick.*` keys of ../i18n.ts); a missing one falls back to the catalog's English. */
   t(key: string, vars?: Record<string, string | number>): string;
 }
 
