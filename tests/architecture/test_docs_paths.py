@@ -57,3 +57,18 @@ def test_the_scan_sees_a_missing_path(tmp_path: Path) -> None:
     text = "see `engine/service.py`, `spotpatch_agent/nope/gone.py` and `src/*.ts`, `docs/a.md:12`"
     assert named_paths(text) == ["engine/service.py", "spotpatch_agent/nope/gone.py", "docs/a.md"]
     assert not any((base / "spotpatch_agent/nope/gone.py").exists() for base in BASES)
+
+
+def test_the_architecture_picture_names_modules_that_exist() -> None:
+    """docs/architecture.md opens with the rooms and one job's path through them, naming a module at each step
+    (issue 30, acceptance 3): every module it names exists (inside its fenced block, not backticked)."""
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    picture = text.split("```", 2)[1]
+    names = re.findall(r"[\w./-]+\.(?:py|tsx?)\b", picture)
+    assert len(names) >= 25, names
+    bases = (REPO / "spotpatch_agent", REPO / "node-shim", REPO / "node-shim" / "src")
+    missing = [n for n in names if not any((base / n).is_file() for base in bases)
+               or ("/" not in n and n != "cli.py")]  # each names its folder: `pool.py` alone is ambiguous
+    assert not missing, f"the picture names modules that do not exist: {missing}"
+    for step in range(1, 14):
+        assert f" {step} " in picture, f"step {step} is in the picture"
