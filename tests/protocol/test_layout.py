@@ -1,5 +1,6 @@
-"""The protocol and rpc packages split by concern (issue 21): modules stay small, the ``models`` name space
-re-exports exactly what the concern modules define, and each name is loaded from its own module."""
+"""The protocol package split by concern (issue 21): the ``models`` name space re-exports exactly what the
+concern modules define, and each name is loaded from its own module (module sizes:
+tests/architecture/test_module_size.py)."""
 
 from __future__ import annotations
 
@@ -7,22 +8,11 @@ import ast
 import importlib
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-import spotpatch_agent
 from spotpatch_agent.protocol import models
 from spotpatch_agent.protocol.catalog import CATALOG
-
-PACKAGE = Path(spotpatch_agent.__file__).parent
-MAX_LINES = 550  # issue 21: no module of the package over 550 lines
-
-
-@pytest.mark.parametrize("folder", ["protocol", "rpc"])
-def test_no_module_is_over_550_lines(folder: str) -> None:
-    sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in (PACKAGE / folder).glob("*.py")}
-    assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
 
 
 @pytest.mark.parametrize("module", sorted(models.MODULES))
