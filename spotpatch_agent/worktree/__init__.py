@@ -12,6 +12,7 @@ Each module does one thing and is imported by its own name (no re-exports here: 
                create.py                   worktree add (or pool.py's warm checkout) → marker → baseline commit
                snapshot.py                 include-local-changes: the user's changes copied into the baseline
                pool.py                     the warm worktree pool
+               pool_state.py, pool_proof.py  its state; the read-only proofs about one pooled worktree
     work       (the file tools write in the worktree; tools/ owns that)
     validate   result.py                   stage, the result diff, git's raw diff parsed
                validate.py, checkout_form.py  changeset validation; Apply writes the bytes the diff shows

@@ -39,7 +39,8 @@ await). Its marker names a ``pool-…`` id and this process, so ``sweep_orphans`
 it once this one died, and another live engine never does (docs/design.md §8, "only ours").
 
 **When**: :func:`~spotpatch_agent.worktree.pool_state.pool_mode`, never for a sparse checkout
-(``worktree/pool_state.py`` holds the pool's state and the checks that need no worktree git command).
+(``worktree/pool_state.py`` holds the pool's state and the checks that need no worktree git command;
+``worktree/pool_proof.py`` the read-only proofs about one pooled worktree that a reset and a hand-out combine).
 """
 
 from __future__ import annotations
@@ -47,7 +48,6 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-import tempfile
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
@@ -67,11 +67,8 @@ from spotpatch_agent.worktree.marker import (  # the pool shares the job worktre
     registered_path,
     write_marker,
 )
-from spotpatch_agent.worktree.placement import (
-    Worktree,
-    make_job_dir,
-    node_modules_base,
-)
+from spotpatch_agent.worktree.placement import Worktree, make_job_dir
+from spotpatch_agent.worktree.pool_proof import STEP_TIMEOUT, at_head, index_clean, placed
 from spotpatch_agent.worktree.pool_state import (
     MIN_FILES,
     POOL_ENV,
@@ -81,20 +78,17 @@ from spotpatch_agent.worktree.pool_state import (
     Slot,
     check_intact,
     claim_parked,
-    plain_entries,
     pool_mode,
     scoped_args,
     sparse_checkout,
 )
 from spotpatch_agent.worktree.removal import drop_worktree, empty_trash, remove_worktree
-from spotpatch_agent.worktree.repo import resolve_head, same_path
+from spotpatch_agent.worktree.repo import resolve_head
 
 __all__ = ["MIN_FILES", "POOL_ENV", "PoolMode", "WorktreePool", "drop_parked", "pool_mode"]
 
 log = logging.getLogger("spotpatch.worktree")
 
-#: Upper bound of one git step of a reset, in seconds (a checkout after HEAD moved far can be long).
-_STEP_TIMEOUT = 300.0
 #: Longest ``aclose(park=True)`` waits for a recycle in flight to end parked, in seconds (the engine's
 #: shutdown stays within the plugin's 2 s; one cut short is removed as before).
 _PARK_WAIT = 0.5
@@ -334,7 +328,7 @@ class WorktreePool:
             try:
                 if found is None and head is not None and parked_head == head:
                     check_intact(slot)
-                    await self._placed(slot)
+                    await placed(self.root, slot)
                     # Proven at hand-out (acquire's _untouched, one pass over the tree instead of two); if that
                     # fails it is moved aside there and the job starts cold.
                     slot.head, slot.adopted = head, True
@@ -380,7 +374,7 @@ class WorktreePool:
             # Not shielded (a job's add is): the engine's stop must not wait for a full checkout. Cancelled,
             # git is killed (run_git) and what it wrote is moved aside below.
             await run_git(["worktree", "add", "--detach", "--quiet", str(path), head], cwd=self.root,
-                          redact=[path], timeout=_STEP_TIMEOUT)
+                          redact=[path], timeout=STEP_TIMEOUT)
             admin = await private_git_dir(path)
             write_marker(admin, pool_id)
             slot = Slot(path, admin, pool_id)
@@ -418,7 +412,7 @@ class WorktreePool:
         :meth:`_untouched` proves nothing changed since, ``checkout --force`` and ``clean`` are not run;
         returns whether they were skipped."""
         check_intact(slot)
-        await self._placed(slot)
+        await placed(self.root, slot)
         scoped = scoped_args(slot)
         try:
             os.unlink(slot.admin_dir / "logs" / "HEAD")
@@ -436,7 +430,7 @@ class WorktreePool:
         # checkout filter) are the baseline's to commit, as after a cold worktree add.
         for final in (False, True):
             for args in ([*STAT_RULES, "checkout", "--detach", "--force", "--quiet", head, "--"], ["clean", "-ffdxq"]):
-                await run_git([*scoped, *args], cwd=slot.path, redact=[slot.path], timeout=_STEP_TIMEOUT)
+                await run_git([*scoped, *args], cwd=slot.path, redact=[slot.path], timeout=STEP_TIMEOUT)
             if await self._untouched(slot, head, files=not final):
                 break
             if final:
@@ -444,17 +438,12 @@ class WorktreePool:
         slot.head = head
         return False
 
-    async def _placed(self, slot: Slot) -> None:
-        expected = await node_modules_base(self.root) or Path(tempfile.gettempdir()) / "spotpatch-worktrees"
-        if not same_path(slot.path.parent, expected):
-            raise GitError("the pooled worktree is not where a new one would be placed")
-
     async def _untouched(self, slot: Slot, head: str, *, files: bool = True) -> bool:
         """Whether ``slot`` is still exactly the clean checkout of ``head`` it was made: HEAD is ``head``,
         the index equals ``head``'s tree (``diff-index --cached``), every tracked file equals the index
         (``update-index --refresh`` under :data:`STAT_RULES`: stat data, and the content of any file whose
         stat changed — a write, a chmod, a delete, a type change), no index entry tells git to look away and
-        no ``.git`` hides in a tracked directory (:func:`_index_clean`), and nothing else is in the directory,
+        no ``.git`` hides in a tracked directory (``pool_proof.index_clean``), and nothing else is in the directory,
         ignored files, empty directories and nested repositories included (``ls-files --others --directory``
         without excludes: the set ``clean -ffdxq`` would delete). The five run side by side (each only reads
         the worktree; the refresh rewrites the index's stat data, never an entry). Any doubt, or a git
@@ -464,7 +453,7 @@ class WorktreePool:
 
         async def index_is_head() -> bool:
             out = await run_git([*scoped, "diff-index", "--cached", "--quiet", *CACHED_DIFF_SUBMODULES, head, "--"],
-                                cwd=slot.path, check=False, read_only=True, redact=[slot.path], timeout=_STEP_TIMEOUT)
+                                cwd=slot.path, check=False, read_only=True, redact=[slot.path], timeout=STEP_TIMEOUT)
             return out.returncode == 0
 
         async def files_are_index() -> bool:
@@ -472,7 +461,7 @@ class WorktreePool:
 
         async def nothing_else() -> bool:
             out = await run_git([*scoped, "ls-files", "-z", "--others", "--directory"], cwd=slot.path,
-                                check=False, read_only=True, redact=[slot.path], timeout=_STEP_TIMEOUT)
+                                check=False, read_only=True, redact=[slot.path], timeout=STEP_TIMEOUT)
             return out.returncode == 0 and out.stdout == b""
 
         async def judge(proof: Callable[[], Awaitable[bool]]) -> None:
@@ -481,8 +470,8 @@ class WorktreePool:
             except GitError:
                 verdicts.append(False)
 
-        proofs: list[Callable[[], Awaitable[bool]]] = [partial(_at, slot, head), index_is_head,
-                                                       partial(_index_clean, slot, head), nothing_else]
+        proofs: list[Callable[[], Awaitable[bool]]] = [partial(at_head, slot, head), index_is_head,
+                                                       partial(index_clean, slot, head), nothing_else]
         if files:
             proofs.append(files_are_index)
         async with anyio.create_task_group() as tg:
@@ -494,7 +483,7 @@ class WorktreePool:
         """``update-index --refresh`` of the worktree's own index (stat data brought up to date, so the next
         one is a pass of ``lstat`` calls); its exit code (non-zero: a file differs from the index)."""
         out = await run_git([*STAT_RULES, *scoped_args(slot), "update-index", "--refresh"], cwd=slot.path, check=check,
-                            redact=[slot.path], timeout=_STEP_TIMEOUT)
+                            redact=[slot.path], timeout=STEP_TIMEOUT)
         return out.returncode
 
     async def _discard(self, slot: Slot, why: BaseException | None, *, count: bool = True) -> None:
@@ -517,31 +506,6 @@ class WorktreePool:
                 self._tg.start_soon(empty_trash, self.root)
             except RuntimeError:  # the task group is closed
                 pass
-
-
-async def _index_clean(slot: Slot, head: str) -> bool:
-    """Whether every index entry of ``slot`` is a plain cached one and nothing hides where ``ls-files
-    --others`` never looks (:func:`plain_entries`); ``head``'s directories stand for the index's (the
-    caller proves the index equals ``head``'s tree). Raises :class:`GitError` when git fails."""
-    scoped = scoped_args(slot)
-    listings: dict[str, bytes] = {}
-
-    async def read(name: str, args: list[str]) -> None:
-        out = await run_git([*scoped, *args], cwd=slot.path, read_only=True, redact=[slot.path],
-                            timeout=_STEP_TIMEOUT)
-        listings[name] = out.stdout
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(read, "entries", ["ls-files", "-z", "-s", "-v"])
-        tg.start_soon(read, "dirs", ["ls-tree", "-r", "-d", "-z", "--name-only", head])
-    return await anyio.to_thread.run_sync(plain_entries, listings["entries"], listings["dirs"],
-                                          os.fsencode(slot.path))
-
-
-async def _at(slot: Slot, head: str) -> bool:
-    out = await run_git([*scoped_args(slot), "rev-parse", "--verify", "--quiet", "HEAD^{commit}"], cwd=slot.path,
-                        read_only=True, check=False)
-    return out.stdout.decode("ascii", "replace").strip() == head
 
 
 async def drop_parked(root: Path) -> None:
