@@ -18,6 +18,7 @@ Each module does one thing and is imported by its own name (no re-exports here: 
                validate.py, checkout_form.py  changeset validation; Apply writes the bytes the diff shows
     apply/     hashes.py                   the touched paths' SHA-256 hashes, baseline and result
     revert     changes.py                  apply_change and revert_change
+               change_plan.py              what they will write: the record, the checks, post-images, plans
                patch_images.py             post-images from the diff's hunks
                images.py, image_write.py   reading file images; writing one atomically, a racing save kept
                dirfd.py                    directory descriptors and no-replace renames under both

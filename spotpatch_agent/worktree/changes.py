@@ -33,13 +33,22 @@ import hashlib
 import os
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
 
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.errors import ErrorCode
+from spotpatch_agent.worktree.change_plan import (
+    AppliedChange,
+    applied_record,
+    apply_writes,
+    check_post_images,
+    exact_posts,
+    paths_by_header,
+    post_mode,
+    revert_plan,
+)
 from spotpatch_agent.worktree.git import describe, run_git
 from spotpatch_agent.worktree.hashes import filtered_blob, raw_blobs
 from spotpatch_agent.worktree.images import (
@@ -47,9 +56,7 @@ from spotpatch_agent.worktree.images import (
     NOT_REGULAR,
     Image,
     file_hash,
-    missing_parents,
     new_file_mode,
-    new_tmp_name,
     read_image,
     safe_path,
 )
@@ -65,9 +72,7 @@ from spotpatch_agent.worktree.journal import (
 )
 from spotpatch_agent.worktree.patch_images import (
     FileSection,
-    apply_exact,
     parse_sections,
-    plain_header,
 )
 from spotpatch_agent.worktree.refs import RepoState, read_repo_state
 from spotpatch_agent.worktree.repo import (
@@ -86,28 +91,6 @@ __all__ = [
     "file_hash",
     "revert_change",
 ]
-
-
-@dataclass
-class AppliedChange:
-    """What Apply did, enough to Revert it safely (docs/design.md §8).
-
-    ``diff``: the applied git diff (text, ``surrogateescape``-decoded bytes). ``paths``: touched
-    paths, relative POSIX, git's order. ``baseline_hashes`` / ``post_hashes``: path → SHA-256 hex of
-    the file's bytes before / after apply, ``None`` when the file is absent. ``job_id`` names the
-    crash journal. ``baseline_images``: path → the bytes and permission bits Apply replaced (what
-    Revert restores; in memory only, at most ``maxChangedFiles`` × ``editableFileMaxBytes``).
-    """
-
-    diff: str
-    paths: list[str]
-    baseline_hashes: dict[str, str | None]
-    post_hashes: dict[str, str | None] = field(default_factory=dict)
-    job_id: str = ""
-    baseline_images: dict[str, Image] = field(default_factory=dict, repr=False)
-    #: path → how many of its parent directories Apply made for a new file (Revert removes only those, when
-    #: empty: a user's own empty directory is never removed). A path missing here: none.
-    created_dirs: dict[str, int] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------- shared guards and helpers
@@ -209,21 +192,6 @@ def _numstat_paths(raw: bytes) -> list[str]:
     return [r.decode("utf-8", "surrogateescape").split("\t", 2)[2] for r in raw.split(b"\0") if r]
 
 
-def _sha(image: Image | str) -> str | None:
-    return image if isinstance(image, str) else image.sha256
-
-
-def _check_record(
-    paths: list[str], baseline: dict[str, str | None], result: dict[str, str | None] | None
-) -> None:
-    if any(not safe_path(p) for p in paths):
-        raise SpotPatchError(ErrorCode.CHANGESET_REJECTED, "the change names a path outside the working tree")
-    if not paths:
-        raise SpotPatchError(ErrorCode.INVALID_STATE, "the change is empty; nothing to apply")
-    if set(paths) != set(baseline) or (result is not None and set(paths) != set(result)):
-        raise SpotPatchError(ErrorCode.INTERNAL, "the change record does not match its diff")
-
-
 # ---------------------------------------------------------------- apply
 
 
@@ -259,7 +227,7 @@ async def apply_change(
         raise SpotPatchError(ErrorCode.INVALID_STATE, "the change is empty; nothing to apply")
     sections = parse_sections(patch)
     recorded = [p for p in baseline_hashes if safe_path(p)]  # must equal the diff's paths
-    paths = _paths_by_header(sections, recorded)
+    paths = paths_by_header(sections, recorded)
     job_id = job_id if job_id and valid_job_id(job_id) else "apply-" + secrets.token_hex(8)
     if paths is not None and result_hashes is not None:  # the usual case: everything in one worker thread
         state, current, done = await anyio.to_thread.run_sync(
@@ -267,7 +235,7 @@ async def apply_change(
         )
         if done is not None:
             writes, after = done
-            return _applied(diff, paths, baseline_hashes, after, job_id, writes)
+            return applied_record(diff, paths, baseline_hashes, after, job_id, writes)
     else:
         state, current = await anyio.to_thread.run_sync(_state_and_images, root, recorded)
     layout, recheck = await _finish_guard(root, state, expected_head, ErrorCode.APPLY_CONFLICT, "apply")
@@ -275,7 +243,7 @@ async def apply_change(
     if paths is None:  # a quoted or unexpected header: git names the paths
         applies, paths, why = await _git_check(root, patch, reverse=False, numstat=True)
         checked = (applies, why)
-    posts = _exact_posts(paths, sections, current, baseline_hashes, result_hashes)
+    posts = exact_posts(paths, sections, current, baseline_hashes, result_hashes)
     if checked is None and (result_hashes is None or None in posts.values()):
         applies, _, why = await _git_check(root, patch, reverse=False, numstat=False)
         checked = (applies, why)
@@ -291,24 +259,11 @@ async def apply_change(
             f"not applied; the job's result for {list_paths(unreproducible)} cannot be reproduced in this working tree "
             "(its objects are gone or checkout attributes changed); nothing was changed, create the job again",
         )
-    writes = _apply_writes(root, paths, current, posts)  # type: ignore[arg-type]
+    writes = apply_writes(root, paths, current, posts)  # type: ignore[arg-type]
     plan = WritePlan(job_id, "apply", expected_head, writes)
     after = await write_journalled(root, plan, journal or DiskJournal(layout.git_dir), ErrorCode.APPLY_CONFLICT,
                                    before=recheck)
-    return _applied(diff, paths, baseline_hashes, after, job_id, writes)
-
-
-def _apply_writes(root: Path, paths: list[str], current: dict[str, Image], posts: dict[str, Image]) -> list[PathWrite]:
-    """Apply's journal entries; a new file records the parent directories its write will make (``dirs``)."""
-    return [PathWrite(p, current[p], posts[p], new_tmp_name(),
-                      missing_parents(root, p) if current[p].data is None else None) for p in paths]
-
-
-def _applied(diff: str, paths: list[str], baseline_hashes: dict[str, str | None], after: dict[str, str | None],
-             job_id: str, writes: list[PathWrite]) -> AppliedChange:
-    return AppliedChange(diff=diff, paths=paths, baseline_hashes=dict(baseline_hashes), post_hashes=after,
-                         job_id=job_id, baseline_images={w.path: w.pre for w in writes},
-                         created_dirs={w.path: w.dirs for w in writes if w.pre.data is None and w.dirs})
+    return applied_record(diff, paths, baseline_hashes, after, job_id, writes)
 
 
 def _apply_in_thread(
@@ -330,67 +285,14 @@ def _apply_in_thread(
     if recheck is None:
         return state, current, None
     assert state is not None
-    posts = _exact_posts(paths, sections, current, baseline_hashes, result_hashes)
+    posts = exact_posts(paths, sections, current, baseline_hashes, result_hashes)
     if None in posts.values():
         return state, current, None
-    writes = _apply_writes(root, paths, current, posts)  # type: ignore[arg-type]
+    writes = apply_writes(root, paths, current, posts)  # type: ignore[arg-type]
     plan = WritePlan(job_id, "apply", expected_head, writes)
     after = write_journalled_sync(root, plan, journal or DiskJournal(state.layout.git_dir), ErrorCode.APPLY_CONFLICT,
                                   before=recheck)
     return state, current, (writes, after)
-
-
-def _exact_posts(
-    paths: list[str],
-    sections: list[FileSection],
-    current: dict[str, Image | str],
-    baseline_hashes: dict[str, str | None],
-    result_hashes: dict[str, str | None] | None,
-) -> dict[str, Image | None]:
-    """Check the record and the pre-images (every path at its baseline hash, else ``APPLY_CONFLICT``), then the
-    post-image of each path from the diff text alone (``None`` where git must help)."""
-    _check_record(paths, baseline_hashes, result_hashes)
-    if len(sections) != len(paths):
-        raise SpotPatchError(ErrorCode.INTERNAL, "the change record does not match its diff")
-    changed = [p for p in paths if _sha(current[p]) != baseline_hashes[p]]
-    if changed:
-        raise SpotPatchError(
-            ErrorCode.APPLY_CONFLICT, f"not applied; these files changed since the job started: {list_paths(changed)}"
-        )
-    posts: dict[str, Image | None] = {}
-    for path, section in zip(paths, sections, strict=True):
-        pre = current[path]
-        assert isinstance(pre, Image)  # equal to a baseline hash, so regular or absent
-        expected = result_hashes[path] if result_hashes is not None else None
-        posts[path] = _exact_post(section, pre, expected) if expected is not None or section.new_oid is None else None
-    return posts
-
-
-def _paths_by_header(sections: list[FileSection], recorded: list[str]) -> list[str] | None:
-    """The recorded path of each section, in diff order, matched by its exact ``diff --git`` line; ``None``
-    unless every section maps to a distinct recorded path (git then lists the paths)."""
-    by_header = {plain_header(p): p for p in recorded}
-    paths = [by_header.get(s.header) for s in sections]
-    if None in paths or len(set(paths)) != len(recorded) or len(paths) != len(recorded):
-        return None
-    return paths  # type: ignore[return-value]
-
-
-def _post_mode(section: FileSection, pre: Image) -> int | None:
-    """Permission bits after Apply: the file's own, or git's for a new file or a mode change."""
-    if pre.data is None or (section.old_mode and section.new_mode and section.old_mode != section.new_mode):
-        return new_file_mode(section.new_mode == "100755")
-    return pre.mode
-
-
-def _exact_post(section: FileSection, pre: Image, expected: str | None) -> Image | None:
-    """The post-image from the diff text alone (see patch_images), if it has the ``expected`` hash."""
-    if section.has_index and section.new_oid is None:
-        return ABSENT
-    data = pre.data if not section.has_index else apply_exact(section, pre.data)
-    if data is None or hashlib.sha256(data).hexdigest() != expected:
-        return None
-    return Image(data, _post_mode(section, pre))
 
 
 async def _fill_from_objects(
@@ -416,7 +318,7 @@ async def _fill_from_objects(
         if data is not None and (expected is None or hashlib.sha256(data).hexdigest() == expected):
             pre = current[path]
             assert isinstance(pre, Image)
-            posts[path] = Image(data, _post_mode(section, pre))
+            posts[path] = Image(data, post_mode(section, pre))
 
 
 # ---------------------------------------------------------------- revert
@@ -454,7 +356,7 @@ async def revert_change(
     else:
         state, current = await anyio.to_thread.run_sync(_state_and_images, root, paths)
     layout, recheck = await _finish_guard(root, state, expected_head, ErrorCode.REVERT_CONFLICT, "revert")
-    _check_post_images(paths, current, applied)
+    check_post_images(paths, current, applied)
     if not all(p in applied.baseline_images for p in paths):
         # Without the replaced bytes the diff's old blobs are used: check that it reverses first. (With
         # them, every path holds its post-apply bytes and gets its baseline bytes back, which is exactly
@@ -466,7 +368,7 @@ async def revert_change(
                 f"not reverted; the change no longer reverses cleanly ({why}); resolve by hand",
             )
     targets = await _baseline_images(root, applied, paths)
-    plan = _revert_plan(root, paths, current, targets, applied, expected_head, job_id)
+    plan = revert_plan(root, paths, current, targets, applied, expected_head, job_id)
     await write_journalled(root, plan, journal or DiskJournal(layout.git_dir), ErrorCode.REVERT_CONFLICT,
                            before=recheck)
 
@@ -481,49 +383,12 @@ def _revert_in_thread(
     if recheck is None:
         return state, current, False
     assert state is not None
-    _check_post_images(paths, current, applied)
-    plan = _revert_plan(root, paths, current, {p: applied.baseline_images[p] for p in paths}, applied, expected_head,
+    check_post_images(paths, current, applied)
+    plan = revert_plan(root, paths, current, {p: applied.baseline_images[p] for p in paths}, applied, expected_head,
                         job_id)
     write_journalled_sync(root, plan, journal or DiskJournal(state.layout.git_dir), ErrorCode.REVERT_CONFLICT,
                           before=recheck)
     return state, current, True
-
-
-def _check_post_images(paths: list[str], current: dict[str, Image | str], applied: AppliedChange) -> None:
-    changed = [p for p in paths if _sha(current[p]) != applied.post_hashes[p]]
-    if changed:
-        raise SpotPatchError(
-            ErrorCode.REVERT_CONFLICT,
-            f"not reverted; these files changed after apply: {list_paths(changed)}; resolve by hand",
-        )
-
-
-def _revert_plan(
-    root: Path,
-    paths: list[str],
-    current: dict[str, Image | str],
-    targets: dict[str, Image],
-    applied: AppliedChange,
-    expected_head: str,
-    job_id: str,
-) -> WritePlan:
-    """The revert's writes; refuses unless every target equals its baseline hash."""
-    wrong = [p for p in paths if targets.get(p) is None or targets[p].sha256 != applied.baseline_hashes.get(p)]
-    if wrong:
-        raise SpotPatchError(
-            ErrorCode.REVERT_CONFLICT,
-            f"not reverted; the revert would not restore the baseline of {list_paths(wrong)}; nothing was changed, "
-            "resolve by hand",
-        )
-    writes = []
-    for path in paths:
-        pre = current[path]
-        assert isinstance(pre, Image)  # equal to a post-apply hash, so regular or absent
-        # Removing a file Apply created: only the directories Apply made for it; re-creating one Apply
-        # deleted: the directories this write makes (its undo or recovery removes only those).
-        dirs = applied.created_dirs.get(path, 0) if pre.data is not None else missing_parents(root, path)
-        writes.append(PathWrite(path, pre, targets[path], new_tmp_name(), dirs))
-    return WritePlan(job_id, "revert", expected_head, writes)
 
 
 async def _baseline_images(root: Path, applied: AppliedChange, paths: list[str]) -> dict[str, Image]:
