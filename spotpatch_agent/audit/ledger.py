@@ -5,9 +5,9 @@ loop (engine/job.py), one ``tool_call`` per completed call (engine/loop.py), fin
 ``limit`` hits (engine/job.py), then :meth:`JobLedger.finish` appends ``job_end`` (the derived summary,
 audit/derive.py) before the job's last status, and :meth:`JobLedger.flush` persists the ledger after it when
 trusted config asks for it (``audit.persist``), so the disk is never on the job's path.
-After ``job_end`` come ``apply`` / ``revert`` (engine/service.py) and ``suggestion``
+After ``job_end`` come ``apply`` / ``revert`` (engine/apply_revert.py) and ``suggestion``
 (:meth:`JobLedger.record_suggestion`, the suggestion lane), each recorded in memory, then persisted by
-:meth:`JobLedger.persist` (awaited by the service right after, off the event loop).
+:meth:`JobLedger.persist` (awaited right after, off the event loop: engine/writes.py, engine/suggest.py).
 
 Bounds: :data:`MAX_RECORDS` records up to the end; the next one becomes a single ``truncated`` record that
 keeps counting what is dropped (``dropped``, ``droppedTools``, ``droppedFailed``); ``job_end`` is always

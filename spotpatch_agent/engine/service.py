@@ -5,7 +5,8 @@ the service's task group; ``stop_all`` cancels them and waits for their worktree
 
 The service holds the session's state (project, trusted config, jobs, locks, the warm pool) and the job
 lifecycle; each other concern is its own module: ``engine.providers`` (adapters, ``provider/list``,
-``provider/probe`` and the proofs of tool calling), ``engine.apply_revert`` (Apply and Revert of a reviewed
+``provider/probe`` and the proofs of tool calling), ``engine.writes`` (the write locks: ``job/apply``,
+``job/revert`` and the automatic Apply run under them), ``engine.apply_revert`` (Apply and Revert of a reviewed
 diff), ``engine.suggest`` (``job/suggest``), ``engine.job`` (one job's run).
 """
 
@@ -24,7 +25,7 @@ from anyio.abc import TaskGroup
 
 from spotpatch_agent import PROTOCOL_VERSION, __version__
 from spotpatch_agent.audit.sink import audit_dir
-from spotpatch_agent.engine.apply_revert import apply_job, failure_message, persist_ledger, revert_job, save_job_review
+from spotpatch_agent.engine.apply_revert import failure_message, save_job_review
 from spotpatch_agent.engine.events import JobEventLog
 from spotpatch_agent.engine.modes import check_mode_request, includes_local_changes, offered_modes
 from spotpatch_agent.engine.providers import (
@@ -37,6 +38,7 @@ from spotpatch_agent.engine.providers import (
 )
 from spotpatch_agent.engine.states import ACTIVE, job_tools
 from spotpatch_agent.engine.suggest import draft_suggestion
+from spotpatch_agent.engine.writes import ProjectWrites
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.policy.redact import REDACTOR, redact_cut, register_provider_secrets
 from spotpatch_agent.protocol.errors import ErrorCode
@@ -103,7 +105,8 @@ class EngineService:
         self._jobs: dict[str, Job] = {}
         #: The crash-journal repairs of the last ``initialize`` (answered again by ``session/get``).
         self._recovered: list[RecoveryReport] = []
-        self._project_lock: ProjectWriteLock | None = None
+        #: The write locks and the Apply and Revert run under them (engine/writes.py).
+        self._writes = ProjectWrites()
         #: Proven tool calling for the session (explicit probe or inline proof) and failed probes.
         self._probes = ProbeCache()
         #: Jobs whose suggestion lane is running now (one request per job at a time).
@@ -115,15 +118,12 @@ class EngineService:
         #: Jobs created with ``agent: true`` and their adapters, by job id (served by handoff/hub.py).
         self.agent_jobs: dict[str, tuple[Job, AgentTurns]] = {}
         self.toplevel: Path | None = None  # the repository's working-tree root once configured (the agent channel)
-        #: Apply and Revert of any job are serialised: one working-tree write at a time (docs/design.md §8).
-        self._write_lock: anyio.Lock | None = None
         self._audit_dir: Path | None = None
         #: Set once the start-up work after ``initialize`` (:meth:`_settle`) ran; ``None`` before any.
         self._settled: anyio.Event | None = None
 
     def _lock(self) -> anyio.Lock:
-        self._write_lock = self._write_lock or anyio.Lock()
-        return self._write_lock
+        return self._writes.lock()
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[EngineService]:
@@ -166,7 +166,7 @@ class EngineService:
         self._root = root.resolve()
         REDACTOR.add_path(self._root, ".")
         layout = await locate(self._root)
-        self._project_lock = ProjectWriteLock(layout.common_dir) if layout is not None else None
+        self._writes.project_lock = ProjectWriteLock(layout.common_dir) if layout is not None else None
         self.toplevel = layout.toplevel if layout is not None else None
         #: Where job ledgers are persisted when ``audit.persist`` (docs/design.md §13): never the working tree.
         self._audit_dir = audit_dir(layout.common_dir) if layout is not None and config.audit.persist else None
@@ -175,11 +175,11 @@ class EngineService:
             # The key, and the extra headers (relays often put tokens there): policy/redact.py's rules.
             register_provider_secrets(provider.base_url, os.environ.get(provider.api_key_env), provider.headers)
         recovered: list[RecoveryReport] = []
-        if layout is not None and self._project_lock is not None:
+        if layout is not None and self._writes.project_lock is not None:
             from spotpatch_agent.worktree.recovery import recover_under_lock
 
             async with self._lock():  # never while this engine applies or reverts
-                recovered = await recover_under_lock(self._root, layout.git_dir, self._project_lock)
+                recovered = await recover_under_lock(self._root, layout.git_dir, self._writes.project_lock)
         async with anyio.create_task_group() as tg:
             if config.checks:  # one cached trial run of the check sandbox (checks/sandbox), beside the sweep
                 from spotpatch_agent.checks.sandbox import detect
@@ -306,8 +306,9 @@ class EngineService:
         from spotpatch_agent.engine.locations import check_tags, lines_reader
         from spotpatch_agent.engine.prompt import render_prompt
 
-        if self._root is None or self._project_lock is None:  # no project, or not a git repository: the
-            return render_prompt(params.annotation)            # git-ignore policy cannot be applied, read nothing
+        # No project, or not a git repository: the git-ignore policy cannot be applied, read nothing.
+        if self._root is None or self._writes.project_lock is None:
+            return render_prompt(params.annotation)
         from spotpatch_agent.context.build import project_prompt_context
         from spotpatch_agent.tools.context import WorktreeContext
 
@@ -337,7 +338,7 @@ class EngineService:
         pool: WorktreePool | None = None
         try:
             await self._wait_settled()  # the start-up sweep ran and the warm pool is open (when it will be)
-            locked = self._acquire_project_lock()
+            locked = self._writes.acquire()
             resolved = await run_git(["rev-parse", "--verify", "HEAD^{commit}"], cwd=root, check=False,
                                      read_only=True)
             head = resolved.stdout.decode().strip() if resolved.returncode == 0 else ""
@@ -379,7 +380,7 @@ class EngineService:
             if pool is not None:  # no job takes the prepared worktree: back to the pool
                 await pool.unprepare()
             if locked:
-                self._release_project_lock()
+                self._writes.release()
             raise
         finally:
             self._reserved -= 1
@@ -391,23 +392,10 @@ class EngineService:
         from spotpatch_agent.engine.job import run_job
 
         try:
-            await run_job(job, adapter, apply=self._auto_apply)
+            await run_job(job, adapter, apply=self._writes.auto_apply)
         finally:
             self._probes.note_inline_proof(job)
-            self._release_project_lock()
-
-    def _acquire_project_lock(self) -> bool:
-        """Take the cross-engine write lock or raise ``JOB_CONFLICT`` (worktree/lock.py)."""
-        if self._project_lock is None:
-            raise SpotPatchError(ErrorCode.REPO_BLOCKED, "The project is not a git repository.")
-        if not self._project_lock.try_acquire():
-            raise SpotPatchError(ErrorCode.JOB_CONFLICT,
-                                 "Another SpotPatch engine is running or applying a job for this project.")
-        return True
-
-    def _release_project_lock(self) -> None:
-        if self._project_lock is not None:
-            self._project_lock.release()
+            self._writes.release()
 
     def _job(self, job_id: str) -> Job:
         job = self._jobs.get(job_id)
@@ -447,51 +435,10 @@ class EngineService:
                 await job.done.wait()
 
     async def job_apply(self, params: JobIdParams) -> JobSnapshot:
-        job = self._job(params.job_id)
-        try:
-            async with self._lock():
-                self._acquire_project_lock()
-                try:
-                    return await apply_job(job)
-                finally:
-                    self._release_project_lock()
-        finally:
-            await persist_ledger(job)
-
-    async def _auto_apply(self, job: Job, message: str) -> None:
-        """The Apply of ``auto`` (every gate held) and ``trusted-auto``, called by ``run_job`` after the
-        worktree is gone (engine/job.py): the same Apply as ``job/apply``, under the same locks. Anything
-        that leaves the working tree unchanged (``APPLY_CONFLICT`` …) leaves the job ``awaiting-review``
-        with the reason; a cancelled job is not applied. Never raises."""
-        if job.cancel_scope.cancel_called:
-            job.set_status("cancelled", "Cancelled; nothing was applied.")
-            return
-        try:
-            async with self._lock():
-                if job.cancel_scope.cancel_called:  # job/cancel while this waited for another Apply/Revert
-                    job.set_status("cancelled", "Cancelled; nothing was applied.")
-                    return
-                self._acquire_project_lock()  # re-entrant: the job's run holds it
-                try:
-                    await apply_job(job, auto=message)
-                finally:
-                    self._release_project_lock()
-        except Exception as exc:  # noqa: BLE001 - apply_job already set the status it implies
-            log.info("job %s was not applied automatically: %s", job.job_id, failure_message(exc, "Apply"))
-            if job.status == "validating":
-                job.set_status("awaiting-review", "Not applied automatically: " + failure_message(exc, "Apply"))
+        return await self._writes.apply(self._job(params.job_id))
 
     async def job_revert(self, params: JobIdParams) -> JobSnapshot:
-        job = self._job(params.job_id)
-        try:
-            async with self._lock():
-                self._acquire_project_lock()
-                try:
-                    return await revert_job(job)
-                finally:
-                    self._release_project_lock()
-        finally:
-            await persist_ledger(job)
+        return await self._writes.revert(self._job(params.job_id))
 
     async def job_close(self, params: JobIdParams) -> JobSnapshot:
         job = self._job(params.job_id)
