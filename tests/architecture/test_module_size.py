@@ -23,8 +23,8 @@ MAX_LINES = 550
 
 #: Generated files, by file name: their size follows their source, and they are regenerated, never edited.
 GENERATED = {
-    "protocol.generated.ts": "written by node-shim/scripts/gen-protocol.mjs from spotpatch.schema.json "
-                             "(`npm run protocol`): one type per schema $defs entry; split the schema, not this",
+    "protocol.generated.ts": "written by node-shim/scripts/gen-protocol.mjs from the protocol's JSON Schema "
+                             "(`python -m spotpatch_agent.protocol.regen`): one type per schema $defs entry",
 }
 
 #: Hand-written plugin modules already over the cap when this test first covered node-shim/src, by file name
