@@ -6,7 +6,7 @@ import { defineConfig } from "eslint/config";
 import tseslint from "typescript-eslint";
 
 export default defineConfig(
-  { ignores: ["dist/", "node_modules/", "test-artifacts/", "test/apps/", "src/protocol.generated.ts"] },
+  { ignores: ["dist/", "node_modules/", "test-artifacts/", "test/apps/", "src/protocol/protocol.generated.ts"] },
   {
     // The tests, their helpers and the scripts (plain ES modules): the recommended rules without types.
     files: ["**/*.mjs"],

@@ -18,7 +18,7 @@ import { svelte } from "@sveltejs/vite-plugin-svelte";
 import { parse } from "svelte/compiler";
 import { createServer } from "vite";
 
-import { injectSvelteLocations, spotpatchLocateSvelte } from "../dist/locate-svelte.js";
+import { injectSvelteLocations, spotpatchLocateSvelte } from "../dist/locate/locate-svelte.js";
 
 const NODE_SHIM = fileURLToPath(new URL("..", import.meta.url));
 const FILES = Number(process.argv[2] ?? 40);

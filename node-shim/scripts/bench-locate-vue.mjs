@@ -18,7 +18,7 @@ import * as sfc from "@vue/compiler-sfc";
 import vue from "@vitejs/plugin-vue";
 import { createServer } from "vite";
 
-import { injectVueLocations, spotpatchLocateVue } from "../dist/locate-vue.js";
+import { injectVueLocations, spotpatchLocateVue } from "../dist/locate/locate-vue.js";
 
 const NODE_SHIM = fileURLToPath(new URL("..", import.meta.url));
 const FILES = Number(process.argv[2] ?? 40);

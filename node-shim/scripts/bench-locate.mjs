@@ -15,7 +15,7 @@ import { parseArgs } from "node:util";
 
 import { createServer } from "vite";
 
-import { spotpatchLocate } from "../dist/locate.js";
+import { spotpatchLocate } from "../dist/locate/locate.js";
 
 const { values: args } = parseArgs({
   options: { lines: { type: "string", default: "1000" }, runs: { type: "string", default: "15" }, json: { type: "boolean", default: false } },

@@ -21,8 +21,8 @@ import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { gzipSync } from "node:zlib";
 
-import { HOST, launchBrowser, openApp } from "../test/browser-support.mjs";
-import { CLIENT_URL, LOADER_URL, OVERLAY_URL, PYTHON, providerConfig, waitFor } from "../test/support.mjs";
+import { HOST, launchBrowser, openApp } from "../test/support/browser-support.mjs";
+import { CLIENT_URL, LOADER_URL, OVERLAY_URL, PYTHON, providerConfig, waitFor } from "../test/support/support.mjs";
 
 const { values: args } = parseArgs({
   options: {

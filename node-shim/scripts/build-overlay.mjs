@@ -4,7 +4,7 @@
 //   src/overlay/visual/screenshot-lib.ts -> dist/overlay-screenshot.js (modern-screenshot, loaded on the
 //                                           overlay's first picture: it stays out of the 80 KB first open)
 // Both are single self-contained ES modules (Preact, diff2html and @medv/finder are bundled in), served
-// by the plugin as virtual modules (see src/plugin.ts). Run by `npm run build` after tsc.
+// by the plugin as virtual modules (see src/server/plugin.ts). Run by `npm run build` after tsc.
 import { fileURLToPath } from "node:url";
 
 import { build } from "vite";

@@ -46,7 +46,7 @@ IGNORED = ("node_modules/", ".venv/")
 
 def engine_record_file() -> Path:
     """``$XDG_CONFIG_HOME/spotpatch/engine.json`` (absolute XDG only), else ``~/.config/spotpatch/engine.json``:
-    the file the plugin reads last when it looks for the engine (node-shim/src/engine-locate.ts)."""
+    the file the plugin reads last when it looks for the engine (node-shim/src/server/engine-locate.ts)."""
     xdg = os.environ.get("XDG_CONFIG_HOME", "")
     base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".config"
     return base / "spotpatch" / "engine.json"

@@ -5,7 +5,7 @@ once per run: ``spotpatch_agent/init/assets.py``).
 The package manager here is a stand-in on PATH (``npm``/``pnpm``): it records its argv and does what an
 install does to the files init cares about (the dev dependency in package.json, the lockfile, the package in
 node_modules) — or fails as npm fails without a registry. The real npm, pnpm and yarn on real
-``npm create vite`` apps, through the page, are node-shim/test/init-templates.test.mjs's."""
+``npm create vite`` apps, through the page, are node-shim/test/init/init-templates.test.mjs's."""
 
 from __future__ import annotations
 

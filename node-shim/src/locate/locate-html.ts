@@ -2,7 +2,7 @@
  * Locations for markup that is not JSX (issue 15): the elements of HTML pages (`index.html` and any other
  * HTML page the dev server serves, through `transformIndexHtml`) and of HTML written inside scripts
  * (`el.innerHTML = \`<section>…\``, as the official `vanilla` templates do). Same attribute, same
- * `file:line:col` unit as the JSX locator (src/locate.ts), read with parse5, a spec-compliant HTML parser
+ * `file:line:col` unit as the JSX locator (src/locate/locate.ts), read with parse5, a spec-compliant HTML parser
  * with source locations — never a regular expression.
  *
  * Dev only: these run from `spotpatch:locate`, which has `apply: 'serve'`.

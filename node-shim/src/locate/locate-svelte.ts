@@ -1,7 +1,7 @@
 /**
  * `spotpatch:locate-svelte` — the dev-only Svelte 5 locator (issue 15): every native element of a
  * `.svelte` component gets `data-spotpatch-loc="<file>:<line>:<col>"`, in the same units as the JSX
- * locator (src/locate.ts: path relative to the project root, 1-based line split on "\n" only, 1-based
+ * locator (src/locate/locate.ts: path relative to the project root, 1-based line split on "\n" only, 1-based
  * column in code points).
  *
  * How: a `pre` transform parses the file with the project's own Svelte parser (`svelte/compiler`

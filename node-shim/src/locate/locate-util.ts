@@ -1,4 +1,4 @@
-/** Shared by the locators (src/locate.ts, src/locate-html.ts, src/locate-script.ts): positions in the
+/** Shared by the locators (src/locate/locate.ts, src/locate/locate-html.ts, src/locate/locate-script.ts): positions in the
  * engine's line/column unit, the project roots, and a non-recursive walk over a Babel AST. */
 
 import { realpathSync } from "node:fs";

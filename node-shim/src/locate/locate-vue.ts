@@ -3,7 +3,7 @@
  *
  * Native elements: every native element of a `.vue` file's HTML `<template>` gets
  * `data-spotpatch-loc="<file>:<line>:<col>"`, the position of its start tag `<` in the `.vue` file, in
- * the same unit as the JSX locator (src/locate.ts: lines split on "\n" only, 1-based columns in code
+ * the same unit as the JSX locator (src/locate/locate.ts: lines split on "\n" only, 1-based columns in code
  * points, a UTF-8 BOM not counted; `<file>` relative to the same root, POSIX separators).
  *
  * Component usage sites: a component tag (`<Card …>`) gets NO `data-spotpatch-loc`. An attribute there

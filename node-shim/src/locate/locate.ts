@@ -17,8 +17,8 @@
  * line, and the returned high-resolution source map keeps stack traces and later maps exact.
  *
  * `.jsx` and `.tsx` here; HTML pages (`transformIndexHtml`) and HTML written into `innerHTML` /
- * `outerHTML` / `insertAdjacentHTML` literals of plain `.js`/`.ts` modules in src/locate-html.ts and
- * src/locate-script.ts (same attribute, same unit).
+ * `outerHTML` / `insertAdjacentHTML` literals of plain `.js`/`.ts` modules in src/locate/locate-html.ts and
+ * src/locate/locate-script.ts (same attribute, same unit).
  * Intrinsic elements (`<div>`, `<svg>`, `<my-widget>`) get `data-spotpatch-loc`: that is the element the
  * user clicks, at its definition site inside the component. Component usages (`<Card>`, `<ui.Card>`) get
  * `data-spotpatch-use` instead (the usage chain, issue 15), except under Solid, whose run time keeps no

@@ -9,9 +9,9 @@ import { render } from "preact";
 import { App } from "./panel/App.js";
 import { Controller } from "./panel/controller.js";
 import { PANEL_CSS } from "./styles.js";
-import type { OverlayContext, OverlayHandle } from "./types.js";
+import type { OverlayContext, OverlayHandle } from "../protocol/overlay.js";
 
-export type { OverlayContext, OverlayHandle, OverlayOptions } from "./types.js";
+export type { OverlayContext, OverlayHandle, OverlayOptions } from "../protocol/overlay.js";
 
 export function mountOverlay(ctx: OverlayContext): OverlayHandle {
   const root = ctx.host.shadowRoot ?? ctx.host.attachShadow({ mode: "open" });

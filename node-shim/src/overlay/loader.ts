@@ -7,8 +7,8 @@
  * Alt held arms a one-shot capture-phase listener set, so that Alt+click picks the element under the
  * pointer without the page seeing the click; releasing Alt (or leaving the window) disarms it.
  */
-import type { LoaderArgs, OverlayHandle, OverlayOptions } from "./types.js";
-import { storageKey } from "./types.js";
+import type { LoaderArgs, OverlayHandle, OverlayOptions } from "../protocol/overlay.js";
+import { storageKey } from "../protocol/overlay.js";
 
 const HOST_STYLE =
   "all: initial !important; position: fixed !important; top: 0 !important; left: 0 !important; " +

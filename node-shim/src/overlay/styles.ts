@@ -156,7 +156,7 @@ textarea[aria-invalid="true"] { border-color: var(--sp-danger); border-width: 2p
   background: var(--sp-soft); border-radius: 6px; font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
 .sp-diff { position: relative; max-height: 50vh; overflow: auto; border: 1px solid var(--sp-border); border-radius: 8px; font-size: 12px; }
 /* diff2html's dim and label colours measure 2.0–4.1:1; these reach ≥ 4.5:1 on every background of the diff,
-   light and dark (node-shim/test/overlay-findings.test.mjs, finding 1). */
+   light and dark (node-shim/test/overlay/overlay-legibility.test.mjs, finding 1). */
 .sp-diff {
   --d2h-dim-color: #4b5563; --d2h-change-label-color: #854d0e; --d2h-ins-label-color: #166534;
   --d2h-del-label-color: #b91c1c; --d2h-moved-label-color: #1d4ed8;

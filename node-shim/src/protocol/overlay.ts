@@ -2,7 +2,7 @@
  * The overlay's interface with the plugin (docs/node-shim.md "The overlay"): the options the plugin
  * passes to the page, what the loader gets, and what the lazily loaded overlay module returns.
  */
-import type { SpotPatchClient } from "../client.js";
+import type { SpotPatchClient } from "./client.js";
 
 export interface OverlayOptions {
   /** Toggles pick mode, e.g. "Alt+Shift+S" (default). Modifiers: Alt, Shift, Ctrl, Meta; then one key. */

@@ -24,7 +24,7 @@ interface ProtocolSchema {
   "x-protocolVersion": string;
 }
 
-/** The schema as shipped next to this module (`dist/spotpatch.schema.json`). */
+/** The schema as shipped next to this module (`dist/protocol/spotpatch.schema.json`). */
 export const SCHEMA: ProtocolSchema = JSON.parse(
   readFileSync(new URL("./spotpatch.schema.json", import.meta.url), "utf8"),
   // Ajv's `discriminator` keyword rejects `mapping`; the mapping repeats the branches' `kind` consts.

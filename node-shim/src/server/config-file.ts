@@ -8,7 +8,7 @@
  * key is for editors only: it is checked to be a string and never reaches the engine. The plugin's
  * own options (`command`, `python`, `allowRemoteAccess`, `overlay`) are not allowed in the file.
  * The file is read at every dev-server start (and `server.restart()`); the plugin watches it and
- * restarts the dev server when it changes (src/dev-config.ts).
+ * restarts the dev server when it changes (src/server/dev-config.ts).
  */
 
 import { readFileSync, statSync } from "node:fs";
@@ -16,8 +16,8 @@ import path from "node:path";
 
 import type { ErrorObject } from "ajv";
 
-import type { TrustedConfig } from "./protocol.generated.js";
-import { validatorFor } from "./schema.js";
+import type { TrustedConfig } from "../protocol/protocol.generated.js";
+import { validatorFor } from "../protocol/schema.js";
 
 export const CONFIG_FILE = "spotpatch.config.json";
 export const TRUSTED_KEYS = ["providers", "checks", "limits", "modes", "sandbox", "suggestions", "audit"] as const;

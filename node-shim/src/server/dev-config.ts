@@ -20,7 +20,7 @@ import type { UserConfig, ViteDevServer } from "vite";
 import { CONFIG_FILE, ConfigFileError, configProblemBlock, mergeConfig, readConfigFile } from "./config-file.js";
 import type { EngineLogger } from "./engine.js";
 import { VENV_DIRS } from "./engine-locate.js";
-import type { TrustedConfig } from "./protocol.generated.js";
+import type { TrustedConfig } from "../protocol/protocol.generated.js";
 import type { EngineSupervisor } from "./supervisor.js";
 
 /** Quiet time after the last event on the file before it is read (an editor's save can be two writes). */
@@ -61,7 +61,7 @@ export function missingKeyWarnings(config: TrustedConfig, env: NodeJS.ProcessEnv
 export interface ConfigWatch {
   /** The project root (the git top level), where the file lives. */
   projectRoot: string;
-  /** The trusted keys given as plugin options (they win over the file's, src/config-file.ts). */
+  /** The trusted keys given as plugin options (they win over the file's, src/server/config-file.ts). */
   options: TrustedConfig;
   /** The trusted config this dev-server instance's engine gets; undefined while the file is invalid (SpotPatch off). */
   current: TrustedConfig | undefined;

@@ -49,7 +49,7 @@ export interface LocateRequest {
 }
 
 export const ENGINE_NAME = "spotpatch-agent";
-/** The project's own virtualenv folders (also kept out of Vite's watcher, src/dev-config.ts). */
+/** The project's own virtualenv folders (also kept out of Vite's watcher, src/server/dev-config.ts). */
 export const VENV_DIRS = [".venv", "venv"] as const;
 /** What `init` records, shown in messages (never the user's own home path). */
 export const INIT_RECORD = "~/.config/spotpatch/engine.json";

@@ -25,7 +25,7 @@ import {
   type InitializeResult,
   type JobEventNotification,
   type TrustedConfig,
-} from "./protocol.generated.js";
+} from "../protocol/protocol.generated.js";
 
 export interface EngineCommand {
   /** Executable (no shell is involved). */

@@ -9,8 +9,8 @@
 import { timingSafeEqual } from "node:crypto";
 import { isIP } from "node:net";
 
-import { isArray } from "./arrays.js";
-import { TOKEN_HEADER, type ServerErrorCode } from "./client.js";
+import { isArray } from "../protocol/arrays.js";
+import { TOKEN_HEADER, type ServerErrorCode } from "../protocol/client.js";
 
 /** The parts of Vite's resolved `server` options the policy reads. */
 export interface ServerAccessConfig {

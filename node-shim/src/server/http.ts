@@ -16,10 +16,10 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 
 import { ResponseError } from "vscode-jsonrpc/node";
 
-import type { PageMethod, ServerErrorCode, SpotPatchErrorBody } from "./client.js";
+import type { PageMethod, ServerErrorCode, SpotPatchErrorBody } from "../protocol/client.js";
 import { refusalOf, type AccessPolicy } from "./guard.js";
-import type { JobEventNotification } from "./protocol.generated.js";
-import { checkPageParams, isPageMethod } from "./schema.js";
+import type { JobEventNotification } from "../protocol/protocol.generated.js";
+import { checkPageParams, isPageMethod } from "../protocol/schema.js";
 import { EngineUnavailableError, type EngineSupervisor } from "./supervisor.js";
 
 export const ENDPOINT_PREFIX = "/__spotpatch/";

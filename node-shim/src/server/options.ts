@@ -7,19 +7,19 @@
 
 import path from "node:path";
 
-import { isArray } from "./arrays.js";
+import { isArray } from "../protocol/arrays.js";
 import { TRUSTED_KEYS } from "./config-file.js";
 import type { EngineCommand } from "./engine.js";
-import type { OverlayOptions } from "./overlay/types.js";
-import type { TrustedConfig } from "./protocol.generated.js";
-import { describeErrors, validatorFor } from "./schema.js";
+import type { OverlayOptions } from "../protocol/overlay.js";
+import type { TrustedConfig } from "../protocol/protocol.generated.js";
+import { describeErrors, validatorFor } from "../protocol/schema.js";
 
 export interface SpotPatchOptions extends Omit<TrustedConfig, "$schema"> {
   /**
    * The engine to run, without a shell. A string is one executable started with `serve`
    * (`".venv/bin/spotpatch-agent"`); an array is the whole argv (`["uvx", "spotpatch-agent", "serve"]`).
    * A relative path containing a slash is resolved against Vite's `root`. Default: `spotpatch-agent serve`
-   * from `PATH`, else from the project's `.venv/` or `venv/` (src/engine-locate.ts). Conflicts with `python`.
+   * from `PATH`, else from the project's `.venv/` or `venv/` (src/server/engine-locate.ts). Conflicts with `python`.
    */
   command?: string | readonly string[];
   /** A Python interpreter with spotpatch-agent installed: runs `<python> -m spotpatch_agent serve`. */
@@ -55,7 +55,7 @@ export interface ResolvedOptions {
   command: EngineCommand;
   /** Which option gave `command`, or `"default"` (then `locateEngine` searches PATH and the virtualenvs). */
   commandSource: "command" | "python" | "default";
-  /** The trusted keys given as options (the plugin merges them over spotpatch.config.json, src/config-file.ts). */
+  /** The trusted keys given as options (the plugin merges them over spotpatch.config.json, src/server/config-file.ts). */
   config: TrustedConfig;
   allowRemoteAccess: boolean;
   /** `false`: API only, no overlay. */

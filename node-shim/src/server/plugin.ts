@@ -1,9 +1,9 @@
 /**
  * `spotpatch:server` (docs/design.md §15): dev server only (`apply: 'serve'`). Per dev-server instance it
- * reads `spotpatch.config.json` under the options (src/config-file.ts) and watches it (src/dev-config.ts:
+ * reads `spotpatch.config.json` under the options (src/server/config-file.ts) and watches it (src/server/dev-config.ts:
  * a change restarts the dev server), keeps the project's virtualenvs out of Vite's watcher, warns about
  * unset key variables, looks the engine up and says at
- * once when it is missing (src/engine-locate.ts), makes a session token, mounts the `/__spotpatch/`
+ * once when it is missing (src/server/engine-locate.ts), makes a session token, mounts the `/__spotpatch/`
  * endpoints, injects the page's code, owns the engine process through an `EngineSupervisor`, and tears
  * it all down when the instance closes.
  *
@@ -33,7 +33,7 @@ import { createEndpoints, type Endpoints } from "./http.js";
 import { accessPolicy, type AccessPolicy } from "./guard.js";
 import { clientModuleGuard } from "./module-guard.js";
 import { engineCommand, type ResolvedOptions } from "./options.js";
-import type { OverlayOptions } from "./overlay/types.js";
+import type { OverlayOptions } from "../protocol/overlay.js";
 import { EngineSupervisor } from "./supervisor.js";
 import { refusedClientSource, refusedEndpoints, runningViteVersion, viteVersionRefusal } from "./vite-version.js";
 
@@ -48,7 +48,7 @@ export const VIRTUAL_OVERLAY_ID = "virtual:spotpatch/overlay";
 export const VIRTUAL_SCREENSHOT_ID = "virtual:spotpatch/screenshot";
 const VIRTUAL_IDS = new Set([VIRTUAL_CLIENT_ID, VIRTUAL_LOADER_ID, VIRTUAL_OVERLAY_ID, VIRTUAL_SCREENSHOT_ID]);
 
-const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string })
+const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string })
   .version;
 
 /** One dev-server instance's SpotPatch state. */
@@ -132,7 +132,7 @@ export function spotpatchServer(options: ResolvedOptions, locateRoot: { root?: s
 
     // The project's own virtualenvs are no source: kept out of Vite's watcher (the engine's package
     // carries a demo app with a tsconfig.json, and a venv holds thousands of files). Added to the
-    // user's `server.watch.ignored`, which Vite's mergeConfig keeps (src/dev-config.ts).
+    // user's `server.watch.ignored`, which Vite's mergeConfig keeps (src/server/dev-config.ts).
     config(userConfig) {
       const root = path.resolve(userConfig.root ?? process.cwd());
       return venvWatchIgnore(userConfig, [root, gitTopLevel(root)]);
@@ -256,9 +256,9 @@ function configRefusal(problem: ConfigFileError): Endpoints["middleware"] {
   return refusedEndpoints(message, "CONFIG_INVALID");
 }
 
-/** `dist/client.js` plus one line creating this instance's client. The token appears nowhere else. */
+/** `dist/protocol/client.js` plus one line creating this instance's client. The token appears nowhere else. */
 function clientModuleSource(token: string): string {
-  const client = distFile("client.js");
+  const client = distFile("protocol/client.js");
   return (
     `${client}\n` +
     `/** The client of this dev-server start (its session token lives only in this module). */\n` +
@@ -268,7 +268,7 @@ function clientModuleSource(token: string): string {
 
 /** A built file of this package (`dist/<name>`) without its source-map comment. */
 function distFile(name: string): string {
-  return readFileSync(new URL(`./${name}`, import.meta.url), "utf8").replace(/^\/\/# sourceMappingURL=.*$/m, "");
+  return readFileSync(new URL(`../${name}`, import.meta.url), "utf8").replace(/^\/\/# sourceMappingURL=.*$/m, "");
 }
 
 /**

@@ -10,13 +10,13 @@
 
 import { EngineProcess, type EngineCommand, type EngineLogger } from "./engine.js";
 import type { EngineLocation } from "./engine-locate.js";
-import type { PageMethod, PageParams, PageResult, ServerErrorCode } from "./client.js";
-import type { ErrorInfo, JobEventNotification, JobSnapshot, JobStatus, TrustedConfig } from "./protocol.generated.js";
+import type { PageMethod, PageParams, PageResult, ServerErrorCode } from "../protocol/client.js";
+import type { ErrorInfo, JobEventNotification, JobSnapshot, JobStatus, TrustedConfig } from "../protocol/protocol.generated.js";
 
 export interface SupervisorOptions {
   command: EngineCommand;
   /**
-   * Finds the engine before each start (src/engine-locate.ts), so an engine installed while the dev
+   * Finds the engine before each start (src/server/engine-locate.ts), so an engine installed while the dev
    * server runs is found by the next request; its `problem` fails the start with that message. Without
    * it `command` is run as it is.
    */

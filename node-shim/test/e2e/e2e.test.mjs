@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
-import { validatorFor } from "../dist/schema.js";
+import { validatorFor } from "../../dist/protocol/schema.js";
 import {
   CANARY,
   TOUCHED,
@@ -21,7 +21,7 @@ import {
   startDevServer,
   startProvider,
   waitFor,
-} from "./support.mjs";
+} from "../support/support.mjs";
 
 /** `{file, line, column}` of the `data-spotpatch-loc` stamped on the first `<tag` of the served module. */
 function locationOf(code, tag) {

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 
-import { NPM, packFreshCheckout } from "./pack-support.mjs";
+import { NPM, packFreshCheckout } from "../support/pack-support.mjs";
 
 test("npm pack of a fresh checkout builds the plugin; the tarball installs into a new project and imports", async (t) => {
   const dir = realpathSync(mkdtempSync(path.join(tmpdir(), "spotpatch-pack-")));
@@ -24,11 +24,11 @@ test("npm pack of a fresh checkout builds the plugin; the tarball installs into 
   for (const file of [
     "dist/index.js",
     "dist/index.d.ts",
-    "dist/client.js",
+    "dist/protocol/client.js",
     "dist/overlay.js",
     "dist/overlay-loader.js",
     "dist/overlay-screenshot.js",
-    "dist/spotpatch.schema.json",
+    "dist/protocol/spotpatch.schema.json",
     "virtual.d.ts",
     "spotpatch.config.schema.json",
     "package.json",
@@ -62,7 +62,7 @@ test("npm pack of a fresh checkout builds the plugin; the tarball installs into 
   assert.deepEqual(out.names.slice(0, 2), ["spotpatch:server", "spotpatch:locate"]);
   assert.equal(out.client, "function");
   // The shipped file is the engine's generated config schema (protocol/spotpatch.config.schema.json).
-  const shipped = JSON.parse(readFileSync(new URL("../../protocol/spotpatch.config.schema.json", import.meta.url), "utf8"));
+  const shipped = JSON.parse(readFileSync(new URL("../../../protocol/spotpatch.config.schema.json", import.meta.url), "utf8"));
   assert.equal(out.schema, shipped.title);
   assert.match(out.schema, /spotpatch\.config\.json/);
 });

@@ -10,8 +10,8 @@ import { test } from "node:test";
 import react from "@vitejs/plugin-react";
 import { build } from "vite";
 
-import { spotpatch } from "../dist/index.js";
-import { makeDemoProject, recordingLogger } from "./support.mjs";
+import { spotpatch } from "../../dist/index.js";
+import { makeDemoProject, recordingLogger } from "../support/support.mjs";
 
 const filesUnder = (dir) =>
   readdirSync(dir, { withFileTypes: true, recursive: true })
@@ -20,7 +20,7 @@ const filesUnder = (dir) =>
 
 /** The first ```ts block after the README's "## The page API" heading. */
 function pageApiExample() {
-  const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
+  const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
   const section = readme.slice(readme.indexOf("## The page API\n"));
   const match = /```ts\n([\s\S]*?)```/.exec(section);
   assert.ok(match, "the page API section has a ts example");

@@ -20,7 +20,7 @@ import { fileURLToPath } from "node:url";
 
 import { loadConfigFromFile } from "vite";
 
-const NODE_SHIM = fileURLToPath(new URL("..", import.meta.url));
+const NODE_SHIM = fileURLToPath(new URL("../..", import.meta.url));
 const TEMPLATES = path.join(NODE_SHIM, "node_modules", "create-vite");
 const IMPORT = "import spotpatch from 'vite-plugin-spotpatch'";
 

@@ -44,10 +44,10 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { after, before, test } from "node:test";
 
-import { HOST, launchBrowser, newPage, shot } from "./browser-support.mjs";
-import { openPanel, panelOf } from "./overlay-flow-helpers.mjs";
-import { NPM, copyCheckout } from "./pack-support.mjs";
-import { NODE_SHIM, PYTHON, REPO, isAlive, providerConfig, startProvider, waitFor } from "./support.mjs";
+import { HOST, launchBrowser, newPage, shot } from "../support/browser-support.mjs";
+import { openPanel, panelOf } from "../support/overlay-flow-helpers.mjs";
+import { NPM, copyCheckout } from "../support/pack-support.mjs";
+import { NODE_SHIM, PYTHON, REPO, isAlive, providerConfig, startProvider, waitFor } from "../support/support.mjs";
 
 const PACKAGE = JSON.parse(readFileSync(path.join(NODE_SHIM, "package.json"), "utf8"));
 const CREATE_VITE = JSON.parse(readFileSync(path.join(NODE_SHIM, "node_modules", "create-vite", "package.json"), "utf8")).version;

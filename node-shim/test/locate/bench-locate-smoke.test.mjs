@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { test } from "node:test";
 
-import { NODE_SHIM } from "./support.mjs";
+import { NODE_SHIM } from "../support/support.mjs";
 
 test("bench-locate --json: a row per framework with both medians", () => {
   const out = execFileSync(process.execPath, ["scripts/bench-locate.mjs", "--lines", "60", "--runs", "1", "--json"], {

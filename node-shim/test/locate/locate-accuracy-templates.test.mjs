@@ -1,13 +1,13 @@
 // Issue 15, acceptance 1 (JSX frameworks, plain scripts and HTML): the official create-vite templates
 // react-ts, preact-ts, solid-ts and vanilla-ts, each in a temp git copy served by a real `vite dev` with
 // spotpatch() listed first and the template's own framework plugin, opened in Debian's Chromium. Every
-// element of the rendered page that comes from a project file (test/locate-accuracy.mjs says which) must
+// element of the rendered page that comes from a project file (test/support/locate-accuracy.mjs says which) must
 // carry a location, and every location must be exact: its element's start tag at that line and column.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { openApp } from "./browser-support.mjs";
-import { formatMeasurement, measureLocations } from "./locate-accuracy.mjs";
+import { openApp } from "../support/browser-support.mjs";
+import { formatMeasurement, measureLocations } from "../support/locate-accuracy.mjs";
 
 /** Template → the selector of an element the app renders (the page is measured once it is there). */
 const TEMPLATES = {

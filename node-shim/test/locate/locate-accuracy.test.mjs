@@ -1,4 +1,4 @@
-// Smoke test of the shared accuracy harness (test/locate-accuracy.mjs) on a hand-written page in Debian's
+// Smoke test of the shared accuracy harness (test/support/locate-accuracy.mjs) on a hand-written page in Debian's
 // Chromium: exact, wrong-line, missing, node_modules and tooling-excluded elements are each counted right.
 import assert from "node:assert/strict";
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
@@ -6,8 +6,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 
-import { launchBrowser } from "./browser-support.mjs";
-import { measureLocations } from "./locate-accuracy.mjs";
+import { launchBrowser } from "../support/browser-support.mjs";
+import { measureLocations } from "../support/locate-accuracy.mjs";
 
 test("measureLocations: exact, stale, missing, node_modules and tooling elements", async (t) => {
   const dir = mkdtempSync(path.join(tmpdir(), "spotpatch-acc-"));

@@ -6,8 +6,8 @@ import { test } from "node:test";
 
 import { parse, parseFragment } from "parse5";
 
-import { spotpatchLocate } from "../dist/locate.js";
-import { makePlugin, splitLoc, textAt, transform } from "./locate-helpers.mjs";
+import { spotpatchLocate } from "../../dist/locate/locate.js";
+import { makePlugin, splitLoc, textAt, transform } from "../support/locate-helpers.mjs";
 
 /** Every data-spotpatch-loc in an HTML document/fragment, with its element's tag, in document order. */
 function htmlLocs(html, fragment = false) {

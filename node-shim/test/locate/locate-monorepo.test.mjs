@@ -8,10 +8,10 @@ import { test } from "node:test";
 
 import react from "@vitejs/plugin-react";
 
-import { APPS, launchBrowser, newPage } from "./browser-support.mjs";
-import { formatMeasurement, measureLocations } from "./locate-accuracy.mjs";
-import { openPanel, panelOf, recordCalls } from "./overlay-flow-helpers.mjs";
-import { makeDemoProject, startDevServer, waitFor } from "./support.mjs";
+import { APPS, launchBrowser, newPage } from "../support/browser-support.mjs";
+import { formatMeasurement, measureLocations } from "../support/locate-accuracy.mjs";
+import { openPanel, panelOf, recordCalls } from "../support/overlay-flow-helpers.mjs";
+import { makeDemoProject, startDevServer, waitFor } from "../support/support.mjs";
 
 test("monorepo (React): an app in packages/web gets git-top-level paths, 100 % exact, and so does its usage chain", async (t) => {
   const project = makeDemoProject(t, {

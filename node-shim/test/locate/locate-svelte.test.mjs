@@ -1,4 +1,4 @@
-// Issue 15, Svelte 5: the dev-only Svelte locator (src/locate-svelte.ts) and the usage chain read in the
+// Issue 15, Svelte 5: the dev-only Svelte locator (src/locate/locate-svelte.ts) and the usage chain read in the
 // page (src/overlay/picker/chain-svelte.ts). Unit tests of the transform with the real Svelte parser, then
 // real `vite dev` servers with @sveltejs/vite-plugin-svelte and Debian's Chromium: the official `svelte-ts`
 // template measured by the shared accuracy harness (acceptance 1), the nested Button-in-Card-in-page
@@ -14,11 +14,11 @@ import { parse } from "svelte/compiler";
 import ts from "typescript";
 import { build, createServer } from "vite";
 
-import { spotpatch } from "../dist/index.js";
-import { injectSvelteLocations, registryStatement, spotpatchLocateSvelte } from "../dist/locate-svelte.js";
-import { APPS, launchBrowser, newPage, openApp } from "./browser-support.mjs";
-import { formatMeasurement, measureLocations } from "./locate-accuracy.mjs";
-import { AGENT, NODE_SHIM, makeDemoProject, recordingLogger, startDevServer } from "./support.mjs";
+import { spotpatch } from "../../dist/index.js";
+import { injectSvelteLocations, registryStatement, spotpatchLocateSvelte } from "../../dist/locate/locate-svelte.js";
+import { APPS, launchBrowser, newPage, openApp } from "../support/browser-support.mjs";
+import { formatMeasurement, measureLocations } from "../support/locate-accuracy.mjs";
+import { AGENT, NODE_SHIM, makeDemoProject, recordingLogger, startDevServer } from "../support/support.mjs";
 
 const CHAIN_SOURCE = path.join(NODE_SHIM, "src", "overlay", "picker", "chain-svelte.ts");
 /** index.html's own elements are the HTML locator's (tested there); these tests measure the components. */

@@ -1,4 +1,4 @@
-// Issue 15, Vue: the `spotpatch:locate-vue` transform (src/locate-vue.ts) and the Vue usage chain
+// Issue 15, Vue: the `spotpatch:locate-vue` transform (src/locate/locate-vue.ts) and the Vue usage chain
 // (src/overlay/picker/chain-vue.ts). Unit tests drive the transform with Vue's real SFC compiler; the
 // browser tests serve real apps with `vite dev` + @vitejs/plugin-vue in Debian's Chromium:
 //   - acceptance 1: the official `vue-ts` template, every element from a .vue file located exactly;
@@ -18,12 +18,12 @@ import * as sfc from "@vue/compiler-sfc";
 import vue from "@vitejs/plugin-vue";
 import { build } from "vite";
 
-import { spotpatch } from "../dist/index.js";
-import { encodeUsePayload, injectVueLocations, spotpatchLocateVue } from "../dist/locate-vue.js";
-import { APPS, launchBrowser, newPage, openApp } from "./browser-support.mjs";
-import { checkLocation, formatMeasurement, measureLocations } from "./locate-accuracy.mjs";
-import { locOf, originalPositionFor, genPos } from "./locate-helpers.mjs";
-import { AGENT, NODE_SHIM, makeDemoProject, recordingLogger, startDevServer } from "./support.mjs";
+import { spotpatch } from "../../dist/index.js";
+import { encodeUsePayload, injectVueLocations, spotpatchLocateVue } from "../../dist/locate/locate-vue.js";
+import { APPS, launchBrowser, newPage, openApp } from "../support/browser-support.mjs";
+import { checkLocation, formatMeasurement, measureLocations } from "../support/locate-accuracy.mjs";
+import { locOf, originalPositionFor, genPos } from "../support/locate-helpers.mjs";
+import { AGENT, NODE_SHIM, makeDemoProject, recordingLogger, startDevServer } from "../support/support.mjs";
 
 const NESTED = path.join(APPS, "vue-nested");
 /** Elements of index.html (the HTML locator's part, measured by its own tests), excluded with a reason. */

@@ -1,4 +1,4 @@
-// Tests for spotpatch:locate (src/locate.ts): data-spotpatch-loc="<file>:<line>:<col>" on intrinsic JSX.
+// Tests for spotpatch:locate (src/locate/locate.ts): data-spotpatch-loc="<file>:<line>:<col>" on intrinsic JSX.
 // Every location is checked against the ORIGINAL source: the text at (line, col) must be `<tag`.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 
 import { parse } from "@babel/parser";
 
-import { injectLocations, jsxAttributeValue, spotpatchLocate } from "../dist/locate.js";
+import { injectLocations, jsxAttributeValue, spotpatchLocate } from "../../dist/locate/locate.js";
 import {
   engineLines,
   genPos,
@@ -21,10 +21,10 @@ import {
   originalPositionFor,
   textAt,
   transform,
-} from "./locate-helpers.mjs";
+} from "../support/locate-helpers.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const pkgDir = path.resolve(here, "..");
+const pkgDir = path.resolve(here, "../..");
 const ROOT = path.resolve(os.tmpdir(), "spotpatch-locate-root"); // lexical only; transform never reads disk
 const id = (rel) => path.join(ROOT, rel);
 

@@ -13,8 +13,8 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
-import { openApp } from "./browser-support.mjs";
-import { openPanel, panelOf, recordCalls, waitFor } from "./overlay-flow-helpers.mjs";
+import { openApp } from "../support/browser-support.mjs";
+import { openPanel, panelOf, recordCalls, waitFor } from "../support/overlay-flow-helpers.mjs";
 
 /** 1-based line and code-point column of the first `needle` in the project file. */
 function where(root, file, needle) {

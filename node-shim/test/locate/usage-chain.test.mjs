@@ -10,8 +10,8 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
-import { openApp } from "./browser-support.mjs";
-import { openPanel, panelOf, recordCalls, waitFor } from "./overlay-flow-helpers.mjs";
+import { openApp } from "../support/browser-support.mjs";
+import { openPanel, panelOf, recordCalls, waitFor } from "../support/overlay-flow-helpers.mjs";
 
 /** The clipboard's text once it contains `text` (the copy prompt is written after an engine round trip). */
 const clipboardWith = (page, text) =>

@@ -9,9 +9,9 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 
 test("bench-overlay --quick prints every figure with its budget", async () => {
-  const script = fileURLToPath(new URL("../scripts/bench-overlay.mjs", import.meta.url));
+  const script = fileURLToPath(new URL("../../scripts/bench-overlay.mjs", import.meta.url));
   const { stdout } = await promisify(execFile)(process.execPath, [script, "--quick", "--json"], {
-    cwd: fileURLToPath(new URL("..", import.meta.url)),
+    cwd: fileURLToPath(new URL("../..", import.meta.url)),
     timeout: 300_000,
     maxBuffer: 16 * 1024 * 1024,
   });

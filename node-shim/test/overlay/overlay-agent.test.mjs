@@ -1,5 +1,5 @@
 // Issue 28, "bring your own agent": a coding agent attached over MCP (the official MCP SDK's stdio client starting
-// `spotpatch-agent mcp`, test/mcp_agent.py) does the job the page sends with Send to my agent, through the real
+// `spotpatch-agent mcp`, test/support/mcp_agent.py) does the job the page sends with Send to my agent, through the real
 // engine the Vite plugin runs; the page shows the agent's job, its review, and Apply and Revert as for a model.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -7,12 +7,12 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { test } from "node:test";
 
-import { bytesOf, openDemo, openPanel, panelOf, pickSaveAndPrice, snap, waitFor } from "./overlay-flow-helpers.mjs";
-import { AGENT, CANARY, PYTHON } from "./support.mjs";
+import { bytesOf, openDemo, openPanel, panelOf, pickSaveAndPrice, snap, waitFor } from "../support/overlay-flow-helpers.mjs";
+import { AGENT, CANARY, PYTHON } from "../support/support.mjs";
 
-/** test/mcp_agent.py against `root`: its JSON lines as they come, and its exit. */
+/** test/support/mcp_agent.py against `root`: its JSON lines as they come, and its exit. */
 function startAgent(t, root, env = {}) {
-  const child = spawn(PYTHON, [fileURLToPath(new URL("./mcp_agent.py", import.meta.url)), AGENT, root], {
+  const child = spawn(PYTHON, [fileURLToPath(new URL("../support/mcp_agent.py", import.meta.url)), AGENT, root], {
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, ...env },
   });

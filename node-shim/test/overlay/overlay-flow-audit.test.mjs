@@ -5,8 +5,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { axeScan, seriousViolations } from "./browser-support.mjs";
-import { CANARY } from "./support.mjs";
+import { axeScan, seriousViolations } from "../support/browser-support.mjs";
+import { CANARY } from "../support/support.mjs";
 import {
   PRICE_INSTRUCTION,
   SAVE_INSTRUCTION,
@@ -16,7 +16,7 @@ import {
   pickSaveAndPrice,
   recordCalls,
   snap,
-} from "./overlay-flow-helpers.mjs";
+} from "../support/overlay-flow-helpers.mjs";
 
 const FILE = "src/components/ProductCard.tsx";
 

@@ -7,8 +7,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { HOST, axeScan } from "./browser-support.mjs";
-import { PYTHON, engineProcesses, providerConfig, startDevServer, waitFor } from "./support.mjs";
+import { HOST, axeScan } from "../support/browser-support.mjs";
+import { PYTHON, engineProcesses, providerConfig, startDevServer, waitFor } from "../support/support.mjs";
 import {
   SAVE_INSTRUCTION,
   bytesOf,
@@ -18,7 +18,7 @@ import {
   pickSaveAndPrice,
   snap,
   submitDemoJob,
-} from "./overlay-flow-helpers.mjs";
+} from "../support/overlay-flow-helpers.mjs";
 
 test("Alt+click picks an element directly; the page never sees that click", async (t) => {
   const { page } = await openDemo(t);

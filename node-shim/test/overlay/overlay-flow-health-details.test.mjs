@@ -8,8 +8,8 @@ import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
-import { openDemo, openPanel, panelOf, snap } from "./overlay-flow-helpers.mjs";
-import { PYTHON } from "./support.mjs";
+import { openDemo, openPanel, panelOf, snap } from "../support/overlay-flow-helpers.mjs";
+import { PYTHON } from "../support/support.mjs";
 
 const VENV_FIX = ".venv/ is an untracked folder with symlinks (a Python virtualenv): add it to .gitignore.";
 

@@ -15,7 +15,7 @@ import {
   pickSaveAndPrice,
   recordCalls,
   snap,
-} from "./overlay-flow-helpers.mjs";
+} from "../support/overlay-flow-helpers.mjs";
 
 test("(g) dirty tree: counts and consent; the job carries localChangesConsent only when chosen", async (t) => {
   const { page, project } = await openDemo(t);

@@ -7,9 +7,9 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
-import { HOST } from "./browser-support.mjs";
-import { PYTHON } from "./support.mjs";
-import { PRICE_INSTRUCTION, openDemo, openPanel, panelOf, snap } from "./overlay-flow-helpers.mjs";
+import { HOST } from "../support/browser-support.mjs";
+import { PYTHON } from "../support/support.mjs";
+import { PRICE_INSTRUCTION, openDemo, openPanel, panelOf, snap } from "../support/overlay-flow-helpers.mjs";
 
 const HOSTILE_CSS = `
 * { all: unset !important; }

@@ -15,7 +15,7 @@ import {
   panelOf,
   snap,
   submitDemoJob,
-} from "./overlay-flow-helpers.mjs";
+} from "../support/overlay-flow-helpers.mjs";
 
 test("(d) Cancel mid-job: the run stops, nothing is applied, Back to edit restores targets and instructions", async (t) => {
   const { page, project } = await openDemo(t, { script: "stall-demo" });

@@ -7,8 +7,8 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
-import { HOST } from "./browser-support.mjs";
-import { openDemo, openPanel, panelOf, snap } from "./overlay-flow-helpers.mjs";
+import { HOST } from "../support/browser-support.mjs";
+import { openDemo, openPanel, panelOf, snap } from "../support/overlay-flow-helpers.mjs";
 
 const VIEW = { width: 1280, height: 800 };
 const inside = (box) =>

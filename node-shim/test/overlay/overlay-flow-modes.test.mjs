@@ -4,8 +4,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { newPage } from "./browser-support.mjs";
-import { CANARY } from "./support.mjs";
+import { newPage } from "../support/browser-support.mjs";
+import { CANARY } from "../support/support.mjs";
 import {
   PRICE_INSTRUCTION,
   SAVE_INSTRUCTION,
@@ -16,7 +16,7 @@ import {
   pickSaveAndPrice,
   recordCalls,
   snap,
-} from "./overlay-flow-helpers.mjs";
+} from "../support/overlay-flow-helpers.mjs";
 
 test("(b) AI off: Copy prompt puts the prompt on the clipboard, Open in editor asks for file:line:column", async (t) => {
   const { page } = await openDemo(t, { script: null, options: { providers: [] } });

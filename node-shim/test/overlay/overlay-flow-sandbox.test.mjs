@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { homedir } from "node:os";
 import { test } from "node:test";
 
-import { HOST, axeScan, seriousViolations } from "./browser-support.mjs";
+import { HOST, axeScan, seriousViolations } from "../support/browser-support.mjs";
 import {
   LINT_CHECK,
   PRICE_INSTRUCTION,
@@ -17,7 +17,7 @@ import {
   panelOf,
   pickSaveAndPrice,
   snap,
-} from "./overlay-flow-helpers.mjs";
+} from "../support/overlay-flow-helpers.mjs";
 
 /** The engine's test-only switch: the sandbox is reported unavailable (spotpatch_agent/checks/sandbox/__init__.py). */
 const SANDBOX_OFF_ENV = "SPOTPATCH_SIMULATE_NO_SANDBOX";

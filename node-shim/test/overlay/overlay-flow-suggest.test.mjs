@@ -8,9 +8,9 @@ import assert from "node:assert/strict";
 import { homedir } from "node:os";
 import { test } from "node:test";
 
-import { axeScan, seriousViolations } from "./browser-support.mjs";
-import { CANARY, git } from "./support.mjs";
-import { bytesOf, openDemo, panelOf, recordCalls, snap, submitDemoJob } from "./overlay-flow-helpers.mjs";
+import { axeScan, seriousViolations } from "../support/browser-support.mjs";
+import { CANARY, git } from "../support/support.mjs";
+import { bytesOf, openDemo, panelOf, recordCalls, snap, submitDemoJob } from "../support/overlay-flow-helpers.mjs";
 
 const FAILED = "MODEL_TOOL_CALL_UNSUPPORTED";
 

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { HOST, newPage } from "./browser-support.mjs";
+import { HOST, newPage } from "../support/browser-support.mjs";
 import {
   PRICE_INSTRUCTION,
   SAVE_INSTRUCTION,
@@ -14,7 +14,7 @@ import {
   panelOf,
   pickSaveAndPrice,
   snap,
-} from "./overlay-flow-helpers.mjs";
+} from "../support/overlay-flow-helpers.mjs";
 
 async function fillAndSubmit(page) {
   await pickSaveAndPrice(page);

@@ -6,8 +6,8 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
-import { axeScan, seriousViolations } from "./browser-support.mjs";
-import { REPO } from "./support.mjs";
+import { axeScan, seriousViolations } from "../support/browser-support.mjs";
+import { REPO } from "../support/support.mjs";
 import {
   PRICE_INSTRUCTION,
   SAVE_INSTRUCTION,
@@ -20,7 +20,7 @@ import {
   recordCalls,
   snap,
   tabTo,
-} from "./overlay-flow-helpers.mjs";
+} from "../support/overlay-flow-helpers.mjs";
 
 /** Set SPOTPATCH_UPDATE_SCREENSHOTS=1 to rewrite docs/overlay-review.png from test (a). */
 const UPDATE_README_SHOT = process.env.SPOTPATCH_UPDATE_SCREENSHOTS === "1";

@@ -4,8 +4,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { openApp } from "./browser-support.mjs";
-import { openPanel, panelOf, recordCalls, waitFor } from "./overlay-flow-helpers.mjs";
+import { openApp } from "../support/browser-support.mjs";
+import { openPanel, panelOf, recordCalls, waitFor } from "../support/overlay-flow-helpers.mjs";
 
 test("nested-react: forged own locations and framework internals never send an absolute or node_modules path", async (t) => {
   const { page } = await openApp(t, { app: "nested-react", script: null, options: { providers: [] } });

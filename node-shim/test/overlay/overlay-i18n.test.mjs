@@ -16,7 +16,7 @@ async function loadI18n(t) {
   const out = mkdtempSync(path.join(tmpdir(), "spotpatch-i18n-"));
   t.after(() => rmSync(out, { recursive: true, force: true }));
   await build({
-    input: path.join(here, "../src/overlay/i18n.ts"),
+    input: path.join(here, "../../src/overlay/i18n.ts"),
     output: { dir: out, format: "esm", entryFileNames: "i18n.mjs" },
     logLevel: "silent",
   });
@@ -37,6 +37,6 @@ test("counts read as English and Chinese do: 1 target, 2 targets, 0 targets; no 
 });
 
 test("no message of the overlay says '(s)': a count picks its word", () => {
-  const source = readFileSync(path.join(here, "../src/overlay/i18n.ts"), "utf8");
+  const source = readFileSync(path.join(here, "../../src/overlay/i18n.ts"), "utf8");
   assert.deepEqual(source.match(/\w\(s\)/g) ?? [], []);
 });

@@ -6,7 +6,7 @@ import { appendFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
-import { HOST, axeScan, seriousViolations } from "./browser-support.mjs";
+import { HOST, axeScan, seriousViolations } from "../support/browser-support.mjs";
 import {
   PRICE_INSTRUCTION,
   SAVE_INSTRUCTION,
@@ -17,7 +17,7 @@ import {
   pickSaveAndPrice,
   snap,
   submitDemoJob,
-} from "./overlay-flow-helpers.mjs";
+} from "../support/overlay-flow-helpers.mjs";
 
 /** The demo app with its job ready for review (Apply shown). */
 async function review(t, opts) {

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { HOST, axeScan, newPage, seriousViolations } from "./browser-support.mjs";
+import { HOST, axeScan, newPage, seriousViolations } from "../support/browser-support.mjs";
 import {
   PRICE_INSTRUCTION,
   SAVE_INSTRUCTION,
@@ -19,8 +19,8 @@ import {
   snap,
   submitDemoJob,
   tabTo,
-} from "./overlay-flow-helpers.mjs";
-import { git } from "./support.mjs";
+} from "../support/overlay-flow-helpers.mjs";
+import { git } from "../support/support.mjs";
 
 /** An instruction with spaces, typed key by key; Enter follows it. */
 const TYPED = "make it bold please";

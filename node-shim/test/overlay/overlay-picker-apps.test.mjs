@@ -3,15 +3,15 @@
 // official `vue-ts` and `svelte-ts` Vite templates (copied from create-vite at test time). The plain
 // page's elements are located in index.html / frame.html, Vue and Svelte components in their files (issue
 // 15), so the label and the card show `file:line`; where a location is unknown they say so, and the job
-// still runs. The scripted provider plays the app's edit (test/scripted_provider.py APP_EDITS).
+// still runs. The scripted provider plays the app's edit (test/support/scripted_provider.py APP_EDITS).
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
-import { openApp, shot } from "./browser-support.mjs";
-import { openPanel, panelOf } from "./overlay-flow-helpers.mjs";
-import { waitLabel } from "./overlay-picker-helpers.mjs";
+import { openApp, shot } from "../support/browser-support.mjs";
+import { openPanel, panelOf } from "../support/overlay-flow-helpers.mjs";
+import { waitLabel } from "../support/overlay-picker-helpers.mjs";
 
 /**
  * Pick `target(page)` in pick mode (its label must show `label`), write an instruction, Submit, check

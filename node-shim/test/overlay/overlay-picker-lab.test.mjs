@@ -11,8 +11,8 @@ import { after, before, test } from "node:test";
 
 import { createServer } from "vite";
 
-import { APPS, launchBrowser, newPage, shot } from "./browser-support.mjs";
-import { NODE_SHIM, recordingLogger } from "./support.mjs";
+import { APPS, launchBrowser, newPage, shot } from "../support/browser-support.mjs";
+import { NODE_SHIM, recordingLogger } from "../support/support.mjs";
 
 const LAB = path.join(APPS, "picker-lab");
 let server;

@@ -7,9 +7,9 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
-import { shot } from "./browser-support.mjs";
-import { waitFor } from "./support.mjs";
-import { openDemo, openPanel, panelOf, pickSaveAndPrice } from "./overlay-flow-helpers.mjs";
+import { shot } from "../support/browser-support.mjs";
+import { waitFor } from "../support/support.mjs";
+import { openDemo, openPanel, panelOf, pickSaveAndPrice } from "../support/overlay-flow-helpers.mjs";
 
 /** Counts requestAnimationFrame callbacks from now on (window.__raf). */
 const countFrames = (page) =>

@@ -5,9 +5,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { openApp, shot } from "./browser-support.mjs";
-import { openPanel, panelOf } from "./overlay-flow-helpers.mjs";
-import { around, drag, waitLabel } from "./overlay-picker-helpers.mjs";
+import { openApp, shot } from "../support/browser-support.mjs";
+import { openPanel, panelOf } from "../support/overlay-flow-helpers.mjs";
+import { around, drag, waitLabel } from "../support/overlay-picker-helpers.mjs";
 
 async function openDemoPanel(t) {
   const app = await openApp(t, { app: "demo", script: null });

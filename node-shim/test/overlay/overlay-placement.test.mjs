@@ -8,7 +8,7 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
-import { HOST, axeScan, seriousViolations, shot } from "./browser-support.mjs";
+import { HOST, axeScan, seriousViolations, shot } from "../support/browser-support.mjs";
 import {
   inBodyView,
   PRICE_INSTRUCTION,
@@ -19,8 +19,8 @@ import {
   panelOf,
   pickSaveAndPrice,
   tabTo,
-} from "./overlay-flow-helpers.mjs";
-import { REPO } from "./support.mjs";
+} from "../support/overlay-flow-helpers.mjs";
+import { REPO } from "../support/support.mjs";
 
 const DOCS = path.join(REPO, "docs");
 const MOBILE = { width: 390, height: 844 };

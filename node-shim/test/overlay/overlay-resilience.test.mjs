@@ -7,9 +7,9 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
-import { PRICE_INSTRUCTION, SAVE_INSTRUCTION, TOUCHED, bytesOf, openDemo, openPanel, panelOf, pickSaveAndPrice, recordCalls, snap, submitDemoJob, textUnderBadge, waitFor } from "./overlay-flow-helpers.mjs";
-import { drag } from "./overlay-picker-helpers.mjs";
-import { REPO, git, pageSession } from "./support.mjs";
+import { PRICE_INSTRUCTION, SAVE_INSTRUCTION, TOUCHED, bytesOf, openDemo, openPanel, panelOf, pickSaveAndPrice, recordCalls, snap, submitDemoJob, textUnderBadge, waitFor } from "../support/overlay-flow-helpers.mjs";
+import { drag } from "../support/overlay-picker-helpers.mjs";
+import { REPO, git, pageSession } from "../support/support.mjs";
 
 /** Set SPOTPATCH_UPDATE_SCREENSHOTS=1 to rewrite docs/overlay-config-problems.png from the first test. */
 const UPDATE_DOCS_SHOT = process.env.SPOTPATCH_UPDATE_SCREENSHOTS === "1";

@@ -16,7 +16,7 @@ async function loadState(t) {
   const out = mkdtempSync(path.join(tmpdir(), "spotpatch-state-"));
   t.after(() => rmSync(out, { recursive: true, force: true }));
   await build({
-    input: path.join(here, "../src/overlay/panel/state.ts"),
+    input: path.join(here, "../../src/overlay/panel/state.ts"),
     output: { dir: out, format: "esm", entryFileNames: "state.mjs" },
     logLevel: "silent",
   });

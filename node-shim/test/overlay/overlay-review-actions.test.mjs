@@ -5,8 +5,8 @@ import assert from "node:assert/strict";
 import path from "node:path";
 import { test } from "node:test";
 
-import { HOST, axeScan, seriousViolations } from "./browser-support.mjs";
-import { PYTHON } from "./support.mjs";
+import { HOST, axeScan, seriousViolations } from "../support/browser-support.mjs";
+import { PYTHON } from "../support/support.mjs";
 import {
   PRICE_INSTRUCTION,
   SAVE_INSTRUCTION,
@@ -21,7 +21,7 @@ import {
   submitDemoJob,
   textUnderBadge,
   waitFor,
-} from "./overlay-flow-helpers.mjs";
+} from "../support/overlay-flow-helpers.mjs";
 
 /** Pick five targets (Shift+click four, click the fifth): the panel's body scrolls. */
 async function pickFive(page) {

@@ -8,9 +8,9 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
-import { axeScan, seriousViolations } from "./browser-support.mjs";
-import { inBodyView, openDemo, openPanel, panelOf, recordCalls, snap } from "./overlay-flow-helpers.mjs";
-import { REPO } from "./support.mjs";
+import { axeScan, seriousViolations } from "../support/browser-support.mjs";
+import { inBodyView, openDemo, openPanel, panelOf, recordCalls, snap } from "../support/overlay-flow-helpers.mjs";
+import { REPO } from "../support/support.mjs";
 
 /** Set SPOTPATCH_UPDATE_SCREENSHOTS=1 to rewrite docs/overlay-before-after.png from the first test. */
 const UPDATE_DOCS_SHOT = process.env.SPOTPATCH_UPDATE_SCREENSHOTS === "1";

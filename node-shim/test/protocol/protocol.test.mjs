@@ -1,6 +1,6 @@
 // Issue 4, acceptance 5 (second half): the schema copy and the generated TypeScript types do not drift
 // from the engine's contract (protocol/spotpatch.schema.json, printed by `spotpatch-agent schema`).
-// Fix a failure with `npm run protocol` (copies the schema, regenerates src/protocol.generated.ts).
+// Fix a failure with `npm run protocol` (copies the schema, regenerates src/protocol/protocol.generated.ts).
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
@@ -12,11 +12,11 @@ import {
   UPSTREAM_CONFIG_SCHEMA_PATH,
   UPSTREAM_SCHEMA_PATH,
   generateProtocolTypes,
-} from "../scripts/gen-protocol.mjs";
-import { PAGE_METHODS } from "../dist/client.js";
-import { SCHEMA, paramsModel, validatorFor } from "../dist/schema.js";
+} from "../../scripts/gen-protocol.mjs";
+import { PAGE_METHODS } from "../../dist/protocol/client.js";
+import { SCHEMA, paramsModel, validatorFor } from "../../dist/protocol/schema.js";
 
-test("src/spotpatch.schema.json is byte-identical to protocol/spotpatch.schema.json", () => {
+test("src/protocol/spotpatch.schema.json is byte-identical to protocol/spotpatch.schema.json", () => {
   assert.ok(
     readFileSync(SCHEMA_PATH).equals(readFileSync(UPSTREAM_SCHEMA_PATH)),
     "the schema copy drifted: run `npm run protocol` in node-shim",
@@ -32,12 +32,12 @@ test("spotpatch.config.schema.json (shipped for the config file's $schema line) 
 
 test("the shipped schema is the source one", () => {
   assert.deepEqual(
-    JSON.parse(readFileSync(new URL("../dist/spotpatch.schema.json", import.meta.url), "utf8")),
+    JSON.parse(readFileSync(new URL("../../dist/protocol/spotpatch.schema.json", import.meta.url), "utf8")),
     JSON.parse(readFileSync(SCHEMA_PATH, "utf8")),
   );
 });
 
-test("src/protocol.generated.ts is what the generator makes from the schema", async () => {
+test("src/protocol/protocol.generated.ts is what the generator makes from the schema", async () => {
   const expected = await generateProtocolTypes(JSON.parse(readFileSync(SCHEMA_PATH, "utf8")));
   assert.equal(readFileSync(GENERATED_PATH, "utf8"), expected, "generated types drifted: run `npm run protocol` in node-shim");
 });

@@ -9,9 +9,9 @@ import { test } from "node:test";
 import react from "@vitejs/plugin-react";
 import { build } from "vite";
 
-import { spotpatch } from "../dist/index.js";
-import { appSource, prepareTemplate } from "./browser-support.mjs";
-import { AGENT, CANARY, engineProcesses, makeDemoProject, providerConfig, recordingLogger } from "./support.mjs";
+import { spotpatch } from "../../dist/index.js";
+import { appSource, prepareTemplate } from "../support/browser-support.mjs";
+import { AGENT, CANARY, engineProcesses, makeDemoProject, providerConfig, recordingLogger } from "../support/support.mjs";
 
 function filesUnder(dir) {
   return readdirSync(dir, { withFileTypes: true, recursive: true })
@@ -51,8 +51,8 @@ const OVERLAY_RESIDUE = [
 ];
 
 test("the overlay bundles carry the markers this test looks for", () => {
-  const loader = readFileSync(new URL("../dist/overlay-loader.js", import.meta.url), "utf8");
-  const overlay = readFileSync(new URL("../dist/overlay.js", import.meta.url), "utf8");
+  const loader = readFileSync(new URL("../../dist/overlay-loader.js", import.meta.url), "utf8");
+  const overlay = readFileSync(new URL("../../dist/overlay.js", import.meta.url), "utf8");
   for (const needle of [/startLoader/, /spotpatch-overlay/, /\bsp-launcher\b/, /2147483647/]) assert.match(loader, needle);
   for (const needle of [/mountOverlay/, /\bd2h-/, /__open-in-editor/, /\bsp-btn\b/]) assert.match(overlay, needle);
 });

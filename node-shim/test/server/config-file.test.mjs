@@ -13,9 +13,9 @@ import { promisify } from "node:util";
 
 import { Ajv2020 } from "ajv/dist/2020.js";
 
-import { TRUSTED_KEYS, checkConfigFile, mergeConfig, readConfigFile } from "../dist/config-file.js";
-import { CONFIG_SCHEMA_PATH } from "../scripts/gen-protocol.mjs";
-import { AGENT, TOUCHED, git, makeDemoProject, pageSession, providerConfig, rawPost, startDevServer, startProvider } from "./support.mjs";
+import { TRUSTED_KEYS, checkConfigFile, mergeConfig, readConfigFile } from "../../dist/server/config-file.js";
+import { CONFIG_SCHEMA_PATH } from "../../scripts/gen-protocol.mjs";
+import { AGENT, TOUCHED, git, makeDemoProject, pageSession, providerConfig, rawPost, startDevServer, startProvider } from "../support/support.mjs";
 
 const SCHEMA_LINE = "./node_modules/vite-plugin-spotpatch/spotpatch.config.schema.json";
 
@@ -81,7 +81,7 @@ test("the shipped JSON Schema accepts a documented config file (with its $schema
   const validate = new Ajv2020({ strict: false, allErrors: true }).compile(schema);
   assert.equal(validate({ $schema: SCHEMA_LINE, providers: [profile("openai")], limits: { maxTurns: 16 } }), true, JSON.stringify(validate.errors));
   assert.equal(validate({ providers: [profile("openai")], limitz: {} }), false);
-  const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
+  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"));
   assert.equal(pkg.name, "vite-plugin-spotpatch", "the $schema line's package folder");
   assert.ok(pkg.files.includes("spotpatch.config.schema.json"), "shipped in the package");
 });

@@ -11,7 +11,7 @@ import { test } from "node:test";
 
 import { createServer } from "vite";
 
-import { spotpatch } from "../dist/index.js";
+import { spotpatch } from "../../dist/index.js";
 import {
   AGENT,
   CANARY,
@@ -27,7 +27,7 @@ import {
   startDevServer,
   startProvider,
   waitFor,
-} from "./support.mjs";
+} from "../support/support.mjs";
 
 const profile = (id, apiKeyEnv = "SPOTPATCH_TEST_PROVIDER_KEY") => ({
   id,

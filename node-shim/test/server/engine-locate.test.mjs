@@ -11,16 +11,16 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
 
-import { locateEngine } from "../dist/engine-locate.js";
-import { launchBrowser, newPage, HOST } from "./browser-support.mjs";
-import { panelOf } from "./overlay-flow-helpers.mjs";
+import { locateEngine } from "../../dist/server/engine-locate.js";
+import { launchBrowser, newPage, HOST } from "../support/browser-support.mjs";
+import { panelOf } from "../support/overlay-flow-helpers.mjs";
 import {
   AGENT,
   engineProcesses,
   makeDemoProject,
   pageSession,
   startDevServer,
-} from "./support.mjs";
+} from "../support/support.mjs";
 
 function tempDir(t) {
   const dir = realpathSync(mkdtempSync(path.join(tmpdir(), "spotpatch-locate-")));

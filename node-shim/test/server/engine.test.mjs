@@ -6,11 +6,11 @@ import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { test } from "node:test";
 
-import { EngineProcess } from "../dist/engine.js";
-import { EngineSupervisor, EngineUnavailableError } from "../dist/supervisor.js";
-import { isAlive, recordingLogger, waitFor } from "./support.mjs";
+import { EngineProcess } from "../../dist/server/engine.js";
+import { EngineSupervisor, EngineUnavailableError } from "../../dist/server/supervisor.js";
+import { isAlive, recordingLogger, waitFor } from "../support/support.mjs";
 
-const FAKE = fileURLToPath(new URL("./fake-engine.mjs", import.meta.url));
+const FAKE = fileURLToPath(new URL("../support/fake-engine.mjs", import.meta.url));
 const fake = (mode) => ({ file: process.execPath, args: [FAKE, mode] });
 
 function startOptions(command, logger, extra = {}) {

@@ -1,4 +1,4 @@
-// The frame guard on the engine's stdout (src/frame-guard.ts): real frames pass byte for byte however
+// The frame guard on the engine's stdout (src/server/frame-guard.ts): real frames pass byte for byte however
 // they are split into chunks; a header block that never ends, lacks Content-Length or announces a body
 // over the limit fails the stream before anything is buffered.
 import assert from "node:assert/strict";
@@ -6,7 +6,7 @@ import { Readable } from "node:stream";
 import { text } from "node:stream/consumers";
 import { test } from "node:test";
 
-import { frameGuard } from "../dist/frame-guard.js";
+import { frameGuard } from "../../dist/server/frame-guard.js";
 
 const frame = (body) => `Content-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n${body}`;
 

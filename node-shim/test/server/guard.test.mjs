@@ -3,9 +3,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { accessPolicy, exposureOf, isHostAllowed, isLoopbackHost, isSameOrigin, refusalOf } from "../dist/guard.js";
-import { isPagePath, isRelativeSourcePath } from "../dist/schema.js";
-import { parseSseBlock } from "../dist/client.js";
+import { accessPolicy, exposureOf, isHostAllowed, isLoopbackHost, isSameOrigin, refusalOf } from "../../dist/server/guard.js";
+import { isPagePath, isRelativeSourcePath } from "../../dist/protocol/schema.js";
+import { parseSseBlock } from "../../dist/protocol/client.js";
 
 const TOKEN = "t0ken-t0ken-t0ken";
 // Named hosts in allowedHosts (a tunnel, a LAN name) expose the server: this policy opted in to remote access.
@@ -76,9 +76,9 @@ test("SSE blocks", () => {
   assert.equal(parseSseBlock(": keep-alive"), null);
 });
 
-import { exposureOf as exposureOf2, isHostAllowed as isHostAllowed2 } from "../dist/guard.js";
-import { CLIENT_URL } from "../dist/plugin.js";
-import { isForeignRequest } from "../dist/module-guard.js";
+import { exposureOf as exposureOf2, isHostAllowed as isHostAllowed2 } from "../../dist/server/guard.js";
+import { CLIENT_URL } from "../../dist/server/plugin.js";
+import { isForeignRequest } from "../../dist/server/module-guard.js";
 import { test as test2 } from "node:test";
 import assert2 from "node:assert/strict";
 

@@ -17,7 +17,7 @@ import {
   startDevServer,
   startProvider,
   waitFor,
-} from "./support.mjs";
+} from "../support/support.mjs";
 
 test("the engine starts on the first request, once; closing the dev server ends it", async (t) => {
   const project = makeDemoProject(t);

@@ -12,9 +12,9 @@ import { test } from "node:test";
 import react from "@vitejs/plugin-react";
 import { createServer } from "vite";
 
-import { spotpatch } from "../dist/index.js";
-import { candidateUrls, spotpatchModuleOf } from "../dist/module-guard.js";
-import { AGENT, CLIENT_URL, makeDemoProject, recordingLogger } from "./support.mjs";
+import { spotpatch } from "../../dist/index.js";
+import { candidateUrls, spotpatchModuleOf } from "../../dist/server/module-guard.js";
+import { AGENT, CLIENT_URL, makeDemoProject, recordingLogger } from "../support/support.mjs";
 
 /** A GET with a raw request path and exact headers (fetch would normalise the path and forbid `Origin`). */
 function rawGet(port, rawPath, headers) {

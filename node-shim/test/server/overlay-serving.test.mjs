@@ -7,9 +7,9 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { spotpatch } from "../dist/index.js";
-import { projectKey } from "../dist/plugin.js";
-import { launchBrowser, newPage } from "./browser-support.mjs";
+import { spotpatch } from "../../dist/index.js";
+import { projectKey } from "../../dist/server/plugin.js";
+import { launchBrowser, newPage } from "../support/browser-support.mjs";
 import {
   CLIENT_URL,
   LOADER_URL,
@@ -17,7 +17,7 @@ import {
   makeDemoProject,
   pageSession,
   startDevServer,
-} from "./support.mjs";
+} from "../support/support.mjs";
 
 const SCRIPT_TAG = /<script\b[^>]*>/g;
 /** The page's scripts whose src is SpotPatch's (the app's own scripts carry `data-spotpatch-loc`, issue 15). */
@@ -41,7 +41,7 @@ test("default: one loader script; the loader starts with the client and the opti
   assert.match(loader, new RegExp(`import \\{ spotpatch as __spotpatchClient \\} from "${CLIENT_URL.replaceAll("$", "\\$")}";`));
   assert.deepEqual(loaderOptions(loader), { shortcut: "Alt+Shift+S", launcher: "bottom-right", projectKey: projectKey(project.root) });
   assert.match(projectKey(project.root), /^[0-9a-f]{12}$/);
-  assert.ok(loader.includes(readFileSync(new URL("../dist/overlay-loader.js", import.meta.url), "utf8").slice(0, 200)));
+  assert.ok(loader.includes(readFileSync(new URL("../../dist/overlay-loader.js", import.meta.url), "utf8").slice(0, 200)));
 
   const overlayResponse = await fetch(`${url}${OVERLAY_URL}`);
   assert.equal(overlayResponse.status, 200);
@@ -143,7 +143,7 @@ test("in the browser: the host exists, only the loader and client load at first,
 });
 
 test("exportedLocal reads the local name of an export, minified or not", async () => {
-  const { exportedLocal } = await import("../dist/plugin.js");
+  const { exportedLocal } = await import("../../dist/server/plugin.js");
   assert.equal(exportedLocal("function o(){}\nexport { o as startLoader };", "startLoader"), "o");
   assert.equal(exportedLocal("function a(){}function b(){}export{a as other,b as startLoader};", "startLoader"), "b");
   assert.equal(exportedLocal("function startLoader(){}\nexport { startLoader };", "startLoader"), "startLoader");

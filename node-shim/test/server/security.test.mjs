@@ -17,7 +17,7 @@ import {
   rawPost,
   startDevServer,
   startProvider,
-} from "./support.mjs";
+} from "../support/support.mjs";
 
 /** A POST with an arbitrary Host header (fetch cannot set Host). */
 function postWithHost(url, route, host, body, headers) {
@@ -143,14 +143,14 @@ for (const [name, serverOptions, reason] of [
 }
 
 test("invalid plugin options fail when spotpatch() is called, naming the problem", async () => {
-  const { spotpatch } = await import("../dist/index.js");
+  const { spotpatch } = await import("../../dist/index.js");
   assert.throws(() => spotpatch({ providerz: [] }), /unknown option\(s\) providerz/);
   assert.throws(() => spotpatch({ command: "a", python: "b" }), /either command or python/);
   assert.throws(() => spotpatch({ limits: { maxTurns: "5" } }), /trusted config \/limits\/maxTurns/);
   assert.throws(() => spotpatch({ providers: [{ id: "x" }] }), /trusted config \/providers\/0/);
   assert.throws(() => spotpatch({ sandbox: "off" }), /trusted config \/sandbox/);
   // The check sandbox's keys reach the engine's trusted config unfiltered (issue 14).
-  const { resolveOptions } = await import("../dist/options.js");
+  const { resolveOptions } = await import("../../dist/server/options.js");
   const checks = [{ id: "t", name: "T", command: "tsc", network: true, readPaths: ["~/.cache/tools"] }];
   assert.deepEqual(resolveOptions({ sandbox: "warn", checks }).config, { sandbox: "warn", checks });
   const plugins = spotpatch({ modes: { auto: false } });
@@ -201,7 +201,7 @@ test("session/get (issue 13) is guarded like every page method and reveals no ke
   });
   const text = JSON.stringify({ ...session, agents });
   for (const secret of [CANARY, provider.baseUrl, "127.0.0.1", project.root, "KEY"]) assert.ok(!text.includes(secret), secret);
-  const { validatorFor } = await import("../dist/schema.js");
+  const { validatorFor } = await import("../../dist/protocol/schema.js");
   assert.ok(validatorFor("SessionGetResult")({ ...session, agents }));
   await server.close();
 });

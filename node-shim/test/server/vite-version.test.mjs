@@ -11,9 +11,9 @@ import { test } from "node:test";
 import react from "@vitejs/plugin-react";
 import { createServer, version as installedVite } from "vite";
 
-import { spotpatch } from "../dist/index.js";
-import { FIRST_PATCHED, runningViteVersion, viteVersionRefusal } from "../dist/vite-version.js";
-import { AGENT, CLIENT_URL, makeDemoProject, pageSession, recordingLogger, serverUrl } from "./support.mjs";
+import { spotpatch } from "../../dist/index.js";
+import { FIRST_PATCHED, runningViteVersion, viteVersionRefusal } from "../../dist/server/vite-version.js";
+import { AGENT, CLIENT_URL, makeDemoProject, pageSession, recordingLogger, serverUrl } from "../support/support.mjs";
 
 test("affected Vite versions are refused and name the first patched release of their major", () => {
   const refused = {

@@ -1,6 +1,6 @@
 // Browser fixtures for the overlay tests (issue 13): Debian's Chromium driven by playwright-core (never a
 // downloaded browser), a temp git copy of an app served by a real `vite dev` with the plugin, the real
-// engine and the scripted provider (test/support.mjs does the project, provider and server parts).
+// engine and the scripted provider (test/support/support.mjs does the project, provider and server parts).
 // Every helper registers its cleanup with the node:test context `t` (t.after).
 //
 // Apps (`openApp({ app })`):
@@ -19,7 +19,7 @@ import { chromium } from "playwright-core";
 import { DEMO_APP, NODE_SHIM, makeDemoProject, providerConfig, startDevServer, startProvider } from "./support.mjs";
 
 export const CHROMIUM = process.env.SPOTPATCH_CHROMIUM ?? "/usr/bin/chromium";
-export const APPS = fileURLToPath(new URL("./apps/", import.meta.url));
+export const APPS = fileURLToPath(new URL("../apps/", import.meta.url));
 export const TEMPLATES = path.join(NODE_SHIM, "node_modules", "create-vite");
 export const ARTIFACTS = path.join(NODE_SHIM, "test-artifacts");
 /** The overlay's host element (see docs/node-shim.md). */

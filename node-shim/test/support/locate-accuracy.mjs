@@ -15,12 +15,12 @@
 // elements a script inserts from markup written in a project file (vanilla `innerHTML = \`<div>…\``).
 // An element whose location points into node_modules or outside the project is a miss, never skipped.
 //
-// Lines and columns are checked as the engine's `read_file` numbers them (see src/locate.ts): lines split
+// Lines and columns are checked as the engine's `read_file` numbers them (see src/locate/locate.ts): lines split
 // on "\n" only (a trailing "\r" dropped, a UTF-8 BOM dropped), columns 1-based in Unicode code points.
 import { readFileSync } from "node:fs";
 import path from "node:path";
 
-/** The attribute every locator writes (src/locate.ts LOC_ATTRIBUTE). */
+/** The attribute every locator writes (src/locate/locate.ts LOC_ATTRIBUTE). */
 export const LOC_ATTRIBUTE = "data-spotpatch-loc";
 
 /** Elements the tooling injects (see the header); each `[selector, reason]`. */

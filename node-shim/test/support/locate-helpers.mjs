@@ -3,7 +3,7 @@
 import { parse } from "@babel/parser";
 import { decode } from "@jridgewell/sourcemap-codec";
 
-import { spotpatchLocate } from "../dist/locate.js";
+import { spotpatchLocate } from "../../dist/locate/locate.js";
 
 /** A plugin after `configResolved({ root })`, plus the warnings it logged. */
 export function makePlugin(root, options, extra = {}) {

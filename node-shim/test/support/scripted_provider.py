@@ -82,7 +82,7 @@ def edit_turns(path: str, old: str, new: str, what: str) -> list[dict]:
     ]
 
 
-# Edits of the overlay's acceptance-2 apps (node-shim/test/overlay-picker-apps.test.mjs); each old text is
+# Edits of the overlay's acceptance-2 apps (node-shim/test/overlay/overlay-picker-apps.test.mjs); each old text is
 # a literal of the app's file (test/apps/plain, or create-vite's template at the installed version).
 APP_EDITS = {
     "plain": ("style.css", "  background: #e5e7eb;\n  color: #111827;", "  background: #2563eb;\n  color: #ffffff;",

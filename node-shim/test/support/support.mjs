@@ -13,10 +13,10 @@ import { promisify } from "node:util";
 import react from "@vitejs/plugin-react";
 import { createServer } from "vite";
 
-import { spotpatch } from "../dist/index.js";
-import { createSpotPatchClient, TOKEN_HEADER } from "../dist/client.js";
+import { spotpatch } from "../../dist/index.js";
+import { createSpotPatchClient, TOKEN_HEADER } from "../../dist/protocol/client.js";
 
-export const NODE_SHIM = fileURLToPath(new URL("..", import.meta.url));
+export const NODE_SHIM = fileURLToPath(new URL("../..", import.meta.url));
 export const REPO = path.resolve(NODE_SHIM, "..");
 export const DEMO_APP = path.join(REPO, "spotpatch_agent", "demo", "app");
 export const AGENT = path.resolve(NODE_SHIM, process.env.SPOTPATCH_AGENT_COMMAND ?? "../.venv/bin/spotpatch-agent");
@@ -58,7 +58,7 @@ export function git(root, ...args) {
   return execFileSync("git", args, { cwd: root, encoding: "utf8" });
 }
 
-/** The scripted OpenAI-compatible provider (test/scripted_provider.py SCRIPT); stopped after the test. */
+/** The scripted OpenAI-compatible provider (test/support/scripted_provider.py SCRIPT); stopped after the test. */
 export async function startProvider(t, script = "demo") {
   const child = spawn(PYTHON, [fileURLToPath(new URL("./scripted_provider.py", import.meta.url)), script], {
     stdio: ["pipe", "pipe", "inherit"],

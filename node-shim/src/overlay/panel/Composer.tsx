@@ -5,7 +5,7 @@
  */
 import { useEffect, useRef } from "preact/hooks";
 
-import type { ApplyMode, HealthDetail } from "../../protocol.generated.js";
+import type { ApplyMode, HealthDetail } from "../../protocol/protocol.generated.js";
 import { hasKey } from "../i18n.js";
 import type { Controller } from "./controller.js";
 import { Iso } from "./Iso.js";

@@ -1,7 +1,7 @@
 /**
  * The full diff, rendered by diff2html (line by line, light/dark following the system). diff2html escapes
  * every line and file name itself (its Hogan templates and `escapeForHtml`); its output is the ONLY HTML
- * the overlay inserts as markup, and node-shim/test/overlay-flow-hostile.test.mjs proves that diff lines
+ * the overlay inserts as markup, and node-shim/test/overlay/overlay-flow-hostile.test.mjs proves that diff lines
  * and file names carrying HTML or script stay text. Its stylesheet is adopted by the shadow root
  * (index.tsx), so it styles nothing on the page.
  */

@@ -7,7 +7,7 @@
 import type { JSX } from "preact";
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 
-import type { AuditTargetSummary, CheckEvent, JobEventNotification, JobStatus } from "../../protocol.generated.js";
+import type { AuditTargetSummary, CheckEvent, JobEventNotification, JobStatus } from "../../protocol/protocol.generated.js";
 import { hasKey } from "../i18n.js";
 import { NewEditConfirm, singleClick } from "./Confirm.js";
 import type { Controller } from "./controller.js";

@@ -4,7 +4,7 @@
  * as an alert that checks cannot run), and each check's own mark in the review and the timeline
  * (`CheckEvent.sandbox` / `network`). The engine's `reason` is plain text (path-free) and rendered as text.
  */
-import type { CheckEvent, ChecksSandbox } from "../../protocol.generated.js";
+import type { CheckEvent, ChecksSandbox } from "../../protocol/protocol.generated.js";
 import type { Controller } from "./controller.js";
 
 /** The health area's line; nothing when the session has no `checksSandbox` (no checks configured). */

@@ -8,7 +8,7 @@
  * Talks to the engine only through the page's client module (`ctx.client`); never logs or stores the
  * token.
  */
-import type { ApplyMode, RecoveryReport } from "../../protocol.generated.js";
+import type { ApplyMode, RecoveryReport } from "../../protocol/protocol.generated.js";
 import { translator, type Lang } from "../i18n.js";
 import { createBadges, createPicker, pauseAnimations, targetFromSelection } from "../picker/index.js";
 import type { Badges, PickedTarget, Picker } from "../picker/types.js";

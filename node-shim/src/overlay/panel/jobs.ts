@@ -4,8 +4,8 @@
  * (`job/list`, `job/events`, then the watch), Cancel, Apply, Revert, and closing the job (Back to edit
  * puts its input back in the composer).
  */
-import type { SpotPatchClient } from "../../client.js";
-import type { JobEventNotification, JobSnapshot, SuggestionResult } from "../../protocol.generated.js";
+import type { SpotPatchClient } from "../../protocol/client.js";
+import type { JobEventNotification, JobSnapshot, SuggestionResult } from "../../protocol/protocol.generated.js";
 import { Evidence } from "../visual/evidence.js";
 import { ACTIVE, RUNNING, buildAnnotation, storableTarget, type Draft, type JobInput, type JobView } from "./state.js";
 import { Store, errorParts } from "./store.js";

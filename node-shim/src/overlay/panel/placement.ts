@@ -9,7 +9,7 @@
  * mode on a small viewport ask for. An explicit choice clears the automatic one and wins until the
  * situation changes (another job, other targets, pick mode on or off, another viewport size).
  */
-import { storageKey } from "../types.js";
+import { storageKey } from "../../protocol/overlay.js";
 
 export type Dock = "right" | "left" | "bottom";
 export type Corner = "bottom-right" | "bottom-left" | "top-right" | "top-left";

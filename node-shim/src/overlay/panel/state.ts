@@ -19,7 +19,7 @@ import type {
   SpotAnnotation,
   SuggestionResult,
   Target,
-} from "../../protocol.generated.js";
+} from "../../protocol/protocol.generated.js";
 import type { Lang } from "../i18n.js";
 import type { PickedTarget } from "../picker/types.js";
 import type { VisualResult } from "../visual/evidence.js";

@@ -3,11 +3,11 @@
  * repository health and the trusted-auto consent lookup (sessionStorage only, per provider and mode).
  * `JobFlow` (jobs.ts) and `Controller` (controller.ts) build on it.
  */
-import type { SpotPatchClient } from "../../client.js";
+import type { SpotPatchClient } from "../../protocol/client.js";
 import { initialLang, translator, type Translate } from "../i18n.js";
-import { storageKey, type OverlayOptions } from "../types.js";
+import { storageKey, type OverlayOptions } from "../../protocol/overlay.js";
 import type { PickedTarget } from "../picker/types.js";
-import type { JobStatus } from "../../protocol.generated.js";
+import type { JobStatus } from "../../protocol/protocol.generated.js";
 import {
   AGENT_PROFILE_ID,
   DEFAULT_LIMITS,

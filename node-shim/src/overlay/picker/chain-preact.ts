@@ -7,7 +7,7 @@
  * `data-spotpatch-use` (written by the locator on every component usage in project JSX) are the usage
  * sites.
  */
-import type { UsageSite } from "../../protocol.generated.js";
+import type { UsageSite } from "../../protocol/protocol.generated.js";
 import { USE_ATTRIBUTE, parseUse } from "./chain-site.js";
 import { parentEl } from "./dom.js";
 

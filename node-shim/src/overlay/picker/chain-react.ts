@@ -5,7 +5,7 @@
  * site: the component's name and where that instance is used. Components from node_modules have no such
  * prop and are passed over. Reads props only; never calls into React.
  */
-import type { UsageSite } from "../../protocol.generated.js";
+import type { UsageSite } from "../../protocol/protocol.generated.js";
 import { USE_ATTRIBUTE, parseUse } from "./chain-site.js";
 
 type Fiber = { type?: unknown; return?: Fiber | null; memoizedProps?: unknown; pendingProps?: unknown };

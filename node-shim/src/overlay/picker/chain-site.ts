@@ -1,7 +1,7 @@
 /** What every usage-chain gatherer shares (chain.ts, chain-react.ts, chain-preact.ts, …). */
-import type { UsageSite } from "../../protocol.generated.js";
+import type { UsageSite } from "../../protocol/protocol.generated.js";
 
-/** The prop the locator gives each component usage (src/locate.ts USE_ATTRIBUTE): `file:line:col`. */
+/** The prop the locator gives each component usage (src/locate/locate.ts USE_ATTRIBUTE): `file:line:col`. */
 export const USE_ATTRIBUTE = "data-spotpatch-use";
 export const MAX_FILE = 1024;
 

@@ -9,9 +9,9 @@
 // That text carries our `data-spotpatch-loc` attributes, so Svelte's column is shifted on lines where an
 // element precedes the tag, and its file is relative to Vite's cwd (or absolute). The locator therefore
 // registers, per stamped file, its project-relative path and a table `"line:svelteColumn" → [engine
-// column, tag]` (src/locate-svelte.ts). An entry whose file or column is not in that table (a library
+// column, tag]` (src/locate/locate-svelte.ts). An entry whose file or column is not in that table (a library
 // component, a stale module) is left out rather than reported at a guessed place.
-import type { UsageSite } from "../../protocol.generated.js";
+import type { UsageSite } from "../../protocol/protocol.generated.js";
 
 /** At most this many usage sites (the protocol bounds `Target.usageChain` the same way). */
 export const MAX_SITES = 5;

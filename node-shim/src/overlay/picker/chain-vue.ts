@@ -6,7 +6,7 @@
  * Where it comes from (Vue 3 dev builds): the element's `__vueParentComponent` (its own, else the
  * nearest ancestor's) is the instance that rendered it; `instance.parent` walks up to the page. The
  * usage site rides on `instance.vnode.props.onVnodeBeforeMount`, a handler `() =>
- * 'spotpatch-use:<percent-encoded site>'` that src/locate-vue.ts put on every component tag of a project
+ * 'spotpatch-use:<percent-encoded site>'` that src/locate/locate-vue.ts put on every component tag of a project
  * `.vue` template. It is read from the handler's source text (the captured native
  * `Function.prototype.toString`), never called. Instances without one — components used from
  * node_modules, render functions, the root app — add no site but do not end the walk. A site is kept
@@ -14,10 +14,10 @@
  * previous one (an async component's wrapper and its inner component) is listed once, with the inner
  * name. Never throws: a hostile page gets an empty or shorter chain.
  */
-import type { UsageSite } from "../../protocol.generated.js";
+import type { UsageSite } from "../../protocol/protocol.generated.js";
 import { composedParent, safe } from "./dom.js";
 
-/** Same string as `USE_MARK` in src/locate-vue.ts (the overlay bundle must not import Node code). */
+/** Same string as `USE_MARK` in src/locate/locate-vue.ts (the overlay bundle must not import Node code). */
 const USE_MARK = "spotpatch-use:";
 export const MAX_SITES = 5;
 const MAX_HOPS = 64;

@@ -9,8 +9,8 @@
  * wins. Every site is checked here once more: a project-relative path only (never absolute, `..`, a
  * drive letter or node_modules), positive line/column, bounded strings. Never throws.
  */
-import { isArray } from "../../arrays.js";
-import type { UsageSite } from "../../protocol.generated.js";
+import { isArray } from "../../protocol/arrays.js";
+import type { UsageSite } from "../../protocol/protocol.generated.js";
 import { preactUsageChain } from "./chain-preact.js";
 import { reactUsageChain } from "./chain-react.js";
 import { svelteUsageChain } from "./chain-svelte.js";

@@ -15,7 +15,7 @@
  */
 import { finder } from "@medv/finder";
 
-import type { ElementInfo, SourceLocation } from "../../protocol.generated.js";
+import type { ElementInfo, SourceLocation } from "../../protocol/protocol.generated.js";
 import {
   LOC_ATTRIBUTE,
   attr,

@@ -4,7 +4,7 @@
  */
 import { LOC_ATTRIBUTE, type Box, elementAt, isOverlay, localName, parentEl, queryAll, safe, viewportRect } from "./dom.js";
 import { MAX_TEXT, describeElement, documentRect, nearestLocated, selectorOf } from "./describe.js";
-import type { AreaElement, AreaInfo } from "../../protocol.generated.js";
+import type { AreaElement, AreaInfo } from "../../protocol/protocol.generated.js";
 import type { PickedTarget } from "./types.js";
 
 /**

@@ -1,5 +1,5 @@
 /** The picker's public types (docs/node-shim.md "Picking"; the contract PANEL codes against). */
-import type { AreaInfo, ElementInfo, SourceLocation, UsageSite } from "../../protocol.generated.js";
+import type { AreaInfo, ElementInfo, SourceLocation, UsageSite } from "../../protocol/protocol.generated.js";
 
 export interface PickedTarget {
   /** The live element; null for a region target. */

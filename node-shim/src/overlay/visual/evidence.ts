@@ -5,7 +5,7 @@
  * Revert, once more (the original again). Pictures live in this page's memory only: never in storage,
  * a log or an event; the engine receives them with job/create and keeps them for the job only.
  */
-import type { SpotAnnotation } from "../../protocol.generated.js";
+import type { SpotAnnotation } from "../../protocol/protocol.generated.js";
 import { HOST_TAG } from "../picker/dom.js";
 import type { PickedTarget } from "../picker/types.js";
 import { mapLine, refind } from "./locate.js";
