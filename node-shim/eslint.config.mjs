@@ -39,4 +39,30 @@ export default defineConfig(
       "prefer-const": ["error", { ignoreReadBeforeAssign: true }],
     },
   },
+  // The rooms of src/ (each one's README.md; the map in src/index.ts): a room imports only what its README
+  // allows. The overlay runs in the page and the server in Node: neither imports the other; both share
+  // protocol/, the wire contract. src/index.ts, the package's face, may import any room.
+  // test/architecture/import-boundaries.test.mjs shows each rule failing on a forbidden import.
+  boundary("overlay", ["server", "locate", "init", "protocol/schema"], "the overlay runs in the page: it imports only protocol/ (not its Node-only schema.ts)"),
+  boundary("server", ["overlay", "locate", "init"], "the dev-server side imports only protocol/"),
+  boundary("locate", ["server", "overlay", "protocol", "init"], "the locators are leaves: they import no other room"),
+  boundary("protocol", ["server", "overlay", "locate", "init"], "protocol/ is the leaf both sides share: it imports no other room"),
+  boundary("init", ["server", "overlay", "locate", "protocol"], "init/ is bundled on its own: it imports no other room"),
 );
+
+/**
+ * `no-restricted-imports` for the files of `room` (src/<room>/): a relative import or re-export that climbs out
+ * into one of `rooms` (`../server/plugin.js` from src/overlay/, `../../server/x.js` from src/overlay/panel/)
+ * is an error. (A dynamic `import()` is not covered; the code has none across rooms.)
+ */
+function boundary(room, rooms, why) {
+  return {
+    files: [`src/${room}/**/*.ts`, `src/${room}/**/*.tsx`],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { patterns: [{ regex: `^(?:\\.\\./)+(?:${rooms.join("|")})(?:/|\\.js$|$)`, message: `Import boundary: ${why} (src/${room}/README.md).` }] },
+      ],
+    },
+  };
+}
