@@ -9,6 +9,17 @@
  * - `spotpatch:locate-svelte` (+ `-registry`) — the same for `.svelte` components (src/locate/locate-svelte.ts).
  *
  * A production build (`vite build`) contains none of it.
+ *
+ * This file is the package's face (with `protocol/client.ts`, the `./client` export) and the one module that
+ * puts the rooms of src/ together. Each room has a README.md saying what it owns and what it may import
+ * (eslint.config.mjs enforces it):
+ *
+ * - `server/` — the dev-server side in Node: the plugin, endpoints and guards, the engine's supervisor and client,
+ *   options and config file;
+ * - `locate/` — the source locators (JSX, Vue, Svelte, HTML and scripts);
+ * - `overlay/` — the page overlay (loader, panel, picker), bundled for the browser;
+ * - `protocol/` — the contract both sides share: schema, generated types, the page client, the overlay interface;
+ * - `init/` — the vite.config editor of `spotpatch-agent init`, bundled on its own.
  */
 
 import type { Plugin } from "vite";
