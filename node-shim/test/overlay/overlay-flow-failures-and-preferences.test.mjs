@@ -181,7 +181,7 @@ test("the dev server goes away: 'disconnected'; when it is back the page recover
     { what: "the banner to go" },
   );
   await panel.getByRole("button", { name: "Dismiss" }).click();
-  // With this tab's targets still held, Dismiss asks before dropping them (overlay-findings-2, finding 10).
+  // With this tab's targets still held, Dismiss asks before dropping them (overlay-review-actions.test.mjs, finding 10).
   const drop = panel.getByRole("button", { name: "Drop them and start a new edit" });
   if (await drop.waitFor({ timeout: 3_000 }).then(() => true, () => false)) await drop.click();
   await panel.getByRole("button", { name: "Submit" }).waitFor();

@@ -32,7 +32,7 @@ test("(g) dirty tree: counts and consent; the job carries localChangesConsent on
   await page.getByRole("textbox", { name: "Instruction for target 1" }).fill(SAVE_INSTRUCTION);
   await page.getByRole("textbox", { name: "Instruction for target 2" }).fill(PRICE_INSTRUCTION);
   await snap(page, "g-1-dirty");
-  // Submit waits for the choice, saying why (issue 26; overlay-findings.test.mjs, finding 7).
+  // Submit waits for the choice, saying why (issue 26; overlay-legibility.test.mjs, finding 7).
   assert.equal(await panel.getByRole("button", { name: "Submit" }).isDisabled(), true, "Submit waits for the choice");
   await panel.getByRole("status").filter({ hasText: "tick “Include my local changes”" }).waitFor();
   assert.equal(creates.length, 0, "no job without the choice");

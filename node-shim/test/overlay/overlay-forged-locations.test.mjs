@@ -1,4 +1,4 @@
-// Breaker (issue 15): a hostile page's forged `data-spotpatch-loc` (an absolute or node_modules path) and
+// Forged locations (issue 15, a breaker finding): a hostile page's forged `data-spotpatch-loc` (an absolute or node_modules path) and
 // forged framework internals (a throwing fiber getter, a cyclic `__vueParentComponent`, an overwritten
 // Svelte registry) never crash the overlay and never send such a path to the engine.
 import assert from "node:assert/strict";

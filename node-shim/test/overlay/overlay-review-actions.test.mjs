@@ -1,6 +1,6 @@
 // Issue 26's remaining overlay findings (6, 8, 9, 10, 11, 13, 14), one browser test each (real `vite dev`,
 // real engine, Debian chromium): what a new user met, measured in the page — boxes, focus, the clipboard —
-// never by reading our own source. The first round is overlay-findings.test.mjs.
+// never by reading our own source. The first round is overlay-legibility.test.mjs.
 import assert from "node:assert/strict";
 import path from "node:path";
 import { test } from "node:test";
