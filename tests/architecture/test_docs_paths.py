@@ -4,8 +4,8 @@ pointing at nothing.
 What counts as a path: a backticked token in the docs (``docs/*.md``, the READMEs) that starts at a folder of the
 repository — ``spotpatch_agent/``, ``node-shim/``, ``tests/``, ``docs/``, ``protocol/`` — or that names a
 module the way the docs' tables do: relative to the package (``engine/service.py``), to ``node-shim/``
-(``src/plugin.ts``, ``test/support.mjs``), to its ``src/`` or ``src/overlay/`` (``panel/Dock.tsx``). A
-relative path whose folder exists nowhere here is an example from a user's app (``src/components/Card.tsx``).
+(``src/server/plugin.ts``, ``test/support/support.mjs``), to its ``src/`` or ``src/overlay/`` (``panel/Dock.tsx``), or
+to its ``test/`` (the Tests table of docs/node-shim.md: ``protocol/protocol.test.mjs``). A relative path whose folder exists nowhere here is an example from a user's app (``src/components/Card.tsx``).
 A ``:line`` suffix is dropped; a token
 with a glob or a placeholder (``*``, ``<…>``, ``{…}``, ``$``, ``~``) is a pattern, not a path, and is skipped."""
 
@@ -21,7 +21,7 @@ ROOTED = re.compile(r"^(spotpatch_agent|node-shim|tests|docs|protocol)/[\w./-]+$
 RELATIVE = re.compile(r"^(?:[a-z_]+/)+[\w-]+\.(?:py|ts|tsx|mjs|json)$")
 #: Where a relative path may live, in order.
 BASES = (REPO, REPO / "spotpatch_agent", REPO / "node-shim", REPO / "node-shim" / "src",
-         REPO / "node-shim" / "src" / "overlay")
+         REPO / "node-shim" / "src" / "overlay", REPO / "node-shim" / "test")
 #: Build output the docs name, absent from a fresh clone until built (gitignored): tests/run.sh builds it first.
 BUILT = ("spotpatch_agent/init/assets", "node-shim/dist")
 #: Paths the docs give as examples of a user's project, not of this repository.
