@@ -4,6 +4,8 @@ scripted provider, real git (docs/design.md §13)."""
 from __future__ import annotations
 
 import secrets
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ import pytest
 from spotpatch_agent.engine.service import EngineService
 from spotpatch_agent.protocol.models import JobCreateParams, JobIdParams, TrustedConfig
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
+from tests.support.annotations import target as build_target
 
 KEY_ENV = "SPOTPATCH_AUDIT_TEST_KEY"
 
@@ -30,14 +33,9 @@ def replace(cid: str, path: str, old: str, new: str) -> dict:
 
 
 def target(index: int, path: str | None, line: int = 1, instruction: str = "Change it") -> dict:
-    t: dict[str, Any] = {"index": index, "instruction": instruction, "element": {"tagName": "button", "text": "x"}}
-    if path is not None:
-        t["source"] = {"file": path, "line": line}
-    return t
-
-
-def annotation(*targets: dict) -> dict:
-    return {"annotationId": "a1", "pageUrl": "/", "targets": list(targets)}
+    """The audit tests' target: a button "x" at ``path:line`` (``None``: no location)."""
+    return build_target(path, line, index=index, instruction=instruction,
+                        element={"tagName": "button", "text": "x"})
 
 
 @dataclass
@@ -88,3 +86,9 @@ async def run_audited_job(
 
 def records_of(ran: Ran, kind: str) -> list[dict]:
     return [r for r in ran.audit["records"] if r["type"] == kind]
+
+
+def run_cli(*args: str) -> str:
+    code = "import sys; from spotpatch_agent.cli import main; sys.exit(main(sys.argv[1:]))"
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True)
+    return done.stdout + done.stderr

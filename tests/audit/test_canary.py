@@ -7,22 +7,15 @@ from __future__ import annotations
 import json
 import secrets
 import string
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.audit._support import annotation, call, read, replace, run_audited_job
+from tests.audit._support import call, read, replace, run_audited_job, run_cli
 from tests.conftest import make_repo
+from tests.support.annotations import annotation
 
 ALPHABET = string.ascii_letters + string.digits
-
-
-def run_cli(*args: str) -> str:
-    code = "import sys; from spotpatch_agent.cli import main; sys.exit(main(sys.argv[1:]))"
-    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True)
-    return done.stdout + done.stderr
 
 
 @pytest.mark.anyio

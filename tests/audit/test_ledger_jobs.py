@@ -14,8 +14,9 @@ import pytest
 
 from spotpatch_agent.audit import JobLedger, derive_summary, read_ledger
 from spotpatch_agent.protocol.models import JobAuditResult, JobIdParams, TrustedConfig
-from tests.audit._support import annotation, call, read, records_of, replace, run_audited_job, target
+from tests.audit._support import call, read, records_of, replace, run_audited_job, target
 from tests.conftest import git, make_repo
+from tests.support.annotations import annotation
 
 CARD = "".join(f"export const line{n} = {n};\n" for n in range(1, 41))
 APP = 'export const App = () => <button className="a">Go</button>;\n'

@@ -18,7 +18,7 @@ import pytest
 from spotpatch_agent.engine.service import EngineService
 from spotpatch_agent.protocol.models import JobCreateParams, JobIdParams, ProviderProbeParams, TrustedConfig
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
-from tests.audit.test_canary import run_cli
+from tests.audit._support import run_cli
 from tests.conftest import make_repo
 
 KEY_ENV = "SPOTPATCH_PICTURES_TEST_KEY"

@@ -15,8 +15,9 @@ from spotpatch_agent.audit import derive_summary
 from spotpatch_agent.engine.service import EngineService
 from spotpatch_agent.protocol.models import JobAuditResult, JobCreateParams, JobIdParams
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
-from tests.audit._support import KEY_ENV, annotation, call, config, read, replace, target
+from tests.audit._support import KEY_ENV, call, config, read, replace, target
 from tests.conftest import make_repo
+from tests.support.annotations import annotation
 
 JOBS = 40
 LINES = {"src/A.tsx": 30, "src/B.tsx": 12, "src/c/C.ts": 50}

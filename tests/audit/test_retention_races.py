@@ -12,8 +12,9 @@ from spotpatch_agent.audit import read_ledger
 from spotpatch_agent.engine.service import EngineService
 from spotpatch_agent.protocol.models import JobCreateParams, JobIdParams
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
-from tests.audit._support import KEY_ENV, annotation, config, read, replace, target
+from tests.audit._support import KEY_ENV, config, read, replace, target
 from tests.conftest import make_repo
+from tests.support.annotations import annotation
 
 FILES = {"src/App.tsx": 'export const App = () => <button className="a">Go</button>;\n',
          "src/Card.tsx": "export const line1 = 1;\n", ".gitignore": "node_modules\n"}

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.audit._support import annotation, call, read, run_audited_job, target
+from tests.audit._support import call, read, run_audited_job, target
 from tests.conftest import make_repo
+from tests.support.annotations import annotation
 
 CODE = "import sys; from spotpatch_agent.cli import main; sys.exit(main(sys.argv[1:]))"
 

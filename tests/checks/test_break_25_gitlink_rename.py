@@ -20,7 +20,7 @@ from spotpatch_agent.checks.sandbox import detect
 from spotpatch_agent.protocol.models import CheckConfig, Limits
 from spotpatch_agent.worktree.create import create_worktree
 from spotpatch_agent.worktree.removal import remove_worktree
-from tests.checks.test_gitlinks import with_submodules
+from tests.checks._support import with_submodules
 
 pytestmark = [pytest.mark.anyio,
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bubblewrap's mounts")]

@@ -11,7 +11,7 @@ from spotpatch_agent.checks.gitlinks import gitlink_dirs
 from spotpatch_agent.checks.sandbox.bwrap import bwrap_argv
 from spotpatch_agent.checks.sandbox.plan import SandboxPlan
 from spotpatch_agent.checks.sandbox.seatbelt import seatbelt_profile
-from tests.conftest import git
+from tests.checks._support import with_submodules
 
 pytestmark = pytest.mark.anyio
 
@@ -19,15 +19,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def with_submodules(repo_factory, tmp_path: Path) -> Path:
-    lib = repo_factory({"x.txt": "x\n"}, name="lib")
-    root = repo_factory({"src/a.ts": "a\n"}, name="project")
-    for path in ("vendor/lib", "deep/er/lib", "moved"):
-        git(root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), path)
-    git(root, "commit", "-qm", "submodules")
-    return root
 
 
 async def test_gitlinks_are_read_from_the_index_as_real_directories_only(repo_factory, tmp_path: Path) -> None:

@@ -28,30 +28,17 @@ from spotpatch_agent.checks.runner import run_check_process
 from spotpatch_agent.protocol.models import CheckConfig, Limits
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from tests.checks._hostile import DENIED, Victim, host_processes_with, make_victim
+from tests.checks._support import FILES, KEY_ENV, call, create_file_patch
 from tests.engine_client import EngineProcess
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the confinement proven here is Linux's")
 
-APP = 'export const App = () => <button className="a">Go</button>;\n'
-FILES = {"src/App.tsx": APP, "package.json": '{"name": "victim", "private": true}\n'}
-KEY_ENV = "SPOTPATCH_HOSTILE_PROVIDER_KEY"
 CANARY_ENV = "SPOTPATCH_HOSTILE_CANARY"
 
 
 def attack_check(name: str, *, required: bool = True) -> dict:
     return {"id": name, "name": f"Attempt {name}", "command": sys.executable, "args": ["attack.py", name],
             "required": required, "timeoutSec": 30}
-
-
-def create_file_patch(path: str, text: str) -> str:
-    lines = text.splitlines()
-    body = "".join(f"+{line}\n" for line in lines)
-    return (f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
-            f"@@ -0,0 +1,{len(lines)} @@\n{body}")
-
-
-def call(cid: str, name: str, args: dict) -> dict:
-    return {"id": cid, "name": name, "arguments": args}
 
 
 @pytest.fixture

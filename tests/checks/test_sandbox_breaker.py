@@ -21,10 +21,8 @@ import pytest
 from spotpatch_agent.checks.runner import run_check_process
 from spotpatch_agent.checks.sandbox.seccomp import filter_bytes
 from spotpatch_agent.protocol.models import CheckConfig, Limits
-from spotpatch_agent.provider.scripted import ScriptedProviderServer
-from tests.checks.test_hostile_checks import FILES, KEY_ENV, call, create_file_patch
+from tests.checks._support import FILES, run_job_with_check
 from tests.conftest import make_repo
-from tests.engine_client import EngineProcess
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the confinement proven here is Linux's")
 
@@ -122,43 +120,6 @@ for how in ("write", "rename", "unlink"):
         errors.append(f"{how}: {exc.strerror}")
 print("GITFILE: DENIED: " + "; ".join(errors))
 '''
-
-
-def run_job_with_check(home: Path, project: Path, script: str, args: list[str], *,
-                       extra_env: dict[str, str] | None = None) -> tuple[dict, list[dict], str]:
-    """Through the real engine: the model writes ``probe.py`` and runs the (non-required) ``probe`` check on
-    it with ``run_check``. Returns (final job, events, the check's tool result the model got)."""
-    key = "sk-breaker-" + secrets.token_hex(8)
-    with ScriptedProviderServer([]) as server:
-        engine = EngineProcess(env={"HOME": str(home), KEY_ENV: key, **(extra_env or {})})
-        try:
-            server.add_turns(
-                {"toolCalls": [call("w", "apply_patch", {"patch": create_file_patch("probe.py", script)})]},
-                {"toolCalls": [call("r", "run_check", {"checkId": "probe"})]},
-                {"text": "Done.", "finishReason": "stop"},
-            )
-            config = {
-                "providers": [{"id": "p", "displayName": "P", "baseUrl": server.base_url, "apiKeyEnv": KEY_ENV,
-                               "models": [{"id": "m", "model": "scripted-model", "displayName": "M"}]}],
-                "checks": [{"id": "probe", "name": "Probe", "command": sys.executable,
-                            "args": ["probe.py", *args], "required": False, "timeoutSec": 30}],
-            }
-            init = engine.initialize(project, config)
-            assert init["capabilities"]["checksSandbox"]["state"] == "confined"
-            job = engine.call("job/create", {"annotation": {
-                "annotationId": "a", "pageUrl": "/", "targets": [{
-                    "index": 1, "instruction": "Make the button say Start",
-                    "source": {"file": "src/App.tsx", "line": 1},
-                    "element": {"tagName": "button"}}]}, "modelProfileId": "m"})
-            final = engine.wait_status(job["jobId"], {"failed", "awaiting-review", "cancelled"}, timeout=120)
-            events = engine.events(job["jobId"])
-            output = engine.all_output()
-        finally:
-            engine.close()
-    texts = {m["tool_call_id"]: m["content"] for body in server.requests for m in body.get("messages", [])
-             if m.get("role") == "tool"}
-    assert key not in repr(events) + output + repr(texts)
-    return final, events, texts["r"]
 
 
 def test_a_check_cannot_redirect_the_engines_git_to_its_own_config(tmp_path: Path) -> None:

@@ -27,8 +27,7 @@ import pytest
 from spotpatch_agent.checks.runner import run_check_process
 from spotpatch_agent.checks.sandbox.plan import SANDBOX_MODULES, SANDBOX_WORK, build_plan, etc_masks
 from spotpatch_agent.protocol.models import CheckConfig, Limits
-from tests.checks.test_hostile_checks import FILES
-from tests.checks.test_sandbox_breaker import run_job_with_check
+from tests.checks._support import FILES, run_job_with_check
 from tests.conftest import make_repo
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the confinement proven here is Linux's")

@@ -11,14 +11,15 @@ from pathlib import Path
 import pytest
 
 from spotpatch_agent.demo.runner import make_demo_project
-from spotpatch_agent.demo.script import DEMO_TARGETS, demo_turns
+from spotpatch_agent.demo.script import demo_turns
 from spotpatch_agent.engine.service import EngineService
 from spotpatch_agent.protocol.models import JobCreateParams, JobIdParams, PromptRenderParams
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from tests.engine._service_support import scripted_config
+from tests.support.annotations import demo_annotation
 
 KEY_ENV = "SPOTPATCH_CTX_TEST_KEY"
-ANNOTATION = {"annotationId": "demo", "pageUrl": "/", "targets": DEMO_TARGETS}
+ANNOTATION = demo_annotation("demo")
 #: A check that passes confined (the sandbox hides git metadata: docs/security.md §4) with distinctive
 #: arguments, so the test can prove they never reach the model.
 CHECKS = [{"id": "stat", "name": "Stat", "command": sys.executable,

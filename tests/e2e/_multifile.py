@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import GIT_IDENTITY
-from tests.e2e.test_serve_job import config_for, create_job
 from tests.engine_client import EngineProcess
+from tests.support.serve import config_for, create_job
 
 HEADER = "src/components/Header.tsx"
 ITEMS = "src/components/ItemList.tsx"
@@ -69,9 +69,9 @@ def run_to_review(eng: EngineProcess, project: Path, server: Any, *, consent: bo
     """initialize, job/create (with ``localChangesConsent`` when ``consent``) and wait for awaiting-review."""
     eng.initialize(project, config_for(server))
     if consent:
-        from tests.e2e.test_serve_job import annotation
+        from tests.support.annotations import demo_annotation
 
-        job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1",
+        job_id = eng.call("job/create", {"annotation": demo_annotation(), "modelProfileId": "m1",
                                          "localChangesConsent": True})["jobId"]
     else:
         job_id = create_job(eng)

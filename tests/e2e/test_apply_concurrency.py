@@ -32,9 +32,9 @@ from tests.e2e._multifile import (
     run_to_review,
     tree_files,
 )
-from tests.e2e.test_crash_recovery import wait_paused
-from tests.e2e.test_serve_job import KEY_ENV, start_engine
+from tests.e2e._support import wait_paused
 from tests.engine_client import EngineProcess
+from tests.support.serve import KEY_ENV, start_engine
 
 APP = "src/App.tsx"
 

@@ -13,9 +13,10 @@ from pathlib import Path
 from spotpatch_agent.demo.runner import TOUCHED
 from spotpatch_agent.demo.script import demo_turns
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
-from tests.e2e.test_cli import cli
-from tests.e2e.test_serve_job import KEY_ENV, _run_to_review, annotation, config_for, start_engine
 from tests.protocol_robustness._support import RawEngine
+from tests.support.annotations import demo_annotation
+from tests.support.cli import cli
+from tests.support.serve import KEY_ENV, config_for, run_to_review, start_engine
 
 
 def test_stdin_eof_right_after_job_apply_answers_applied_and_revert_works_later(project: Path, canary: str) -> None:
@@ -23,7 +24,7 @@ def test_stdin_eof_right_after_job_apply_answers_applied_and_revert_works_later(
     with ScriptedProviderServer(demo_turns()) as server:
         eng = start_engine(canary)
         try:
-            job_id = _run_to_review(eng, project, server)
+            job_id = run_to_review(eng, project, server)
             rid = eng.start_request("job/apply", {"jobId": job_id})
             assert eng.proc.stdin is not None
             eng.proc.stdin.close()  # EOF right behind the request
@@ -46,7 +47,7 @@ def test_stdin_eof_right_after_job_revert_answers_reverted(project: Path, canary
     with ScriptedProviderServer(demo_turns()) as server:
         eng = start_engine(canary)
         try:
-            job_id = _run_to_review(eng, project, server)
+            job_id = run_to_review(eng, project, server)
             assert eng.call("job/apply", {"jobId": job_id})["status"] == "applied"
             rid = eng.start_request("job/revert", {"jobId": job_id})
             assert eng.proc.stdin is not None
@@ -71,7 +72,7 @@ def test_stdin_and_stdout_closed_right_after_job_apply_leave_it_whole_with_its_r
         try:
             eng.call("initialize", {"protocolVersion": "0.1", "processId": os.getpid(), "clientInfo": {"name": "t"},
                                     "projectRoot": str(project), "config": config_for(server)})
-            job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+            job_id = eng.call("job/create", {"annotation": demo_annotation(), "modelProfileId": "m1"})["jobId"]
             eng.read_until(lambda: any(e["kind"] == "status" and e["status"] == "awaiting-review"
                                        for e in eng.events(job_id)), timeout=60)
             eng.request("job/apply", {"jobId": job_id})
@@ -100,7 +101,7 @@ def test_an_engine_apply_with_a_symlinked_reviews_directory_applies_says_so_and_
     with ScriptedProviderServer(demo_turns()) as server:
         eng = start_engine(canary)
         try:
-            job_id = _run_to_review(eng, project, server)
+            job_id = run_to_review(eng, project, server)
             applied = eng.call("job/apply", {"jobId": job_id})
             assert applied["status"] == "applied"
             assert "Only this engine session can revert it" in applied["message"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import make_repo
-from tests.e2e.test_cli import cli
+from tests.support.cli import cli
 
 CANARY = "sk-breaker-canary-7f3a1c9e2b"
 RUN = ("--target", "index.html:1", "--instruction", "Make it bigger")

@@ -9,7 +9,7 @@ import pytest
 
 from spotpatch_agent.demo.runner import make_demo_project
 from spotpatch_agent.run_cli import build_annotation
-from tests.e2e.test_cli import cli
+from tests.support.cli import cli
 
 
 @pytest.mark.parametrize("target", ["src/a.tsx:" + "9" * 5000, "src/a.tsx:1:" + "1" * 5000, "src/a.tsx:\u0661\u0662"])

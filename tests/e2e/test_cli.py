@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -16,14 +15,7 @@ from spotpatch_agent.demo.script import demo_turns
 from spotpatch_agent.demo.typecheck import COMPLETE, DEMO_NODE_PACKAGES, OFFLINE_ENV, cache_key
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from tests.conftest import git
-from tests.engine_client import engine_command
-
-
-def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    command = engine_command()[:-1] + list(args)
-    base = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    return subprocess.run(command, capture_output=True, text=True, env={**base, **(env or {})},
-                          stdin=subprocess.DEVNULL, timeout=timeout)
+from tests.support.cli import cli
 
 
 def test_demo_exits_0_offline_and_says_no_model_is_involved() -> None:

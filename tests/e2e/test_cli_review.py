@@ -20,9 +20,9 @@ from spotpatch_agent.demo.script import demo_turns
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from spotpatch_agent.worktree.journal import FAULT_ENV
 from tests.conftest import git
-from tests.e2e.test_cli import cli
-from tests.e2e.test_cli_run_health import KEY, TARGET, config
+from tests.e2e._support import KEY, TARGET, config
 from tests.engine_client import engine_command
+from tests.support.cli import cli
 
 REVIEWS = Path(".git/spotpatch/reviews")
 

@@ -12,19 +12,8 @@ from spotpatch_agent.demo.runner import TOUCHED, make_demo_project
 from spotpatch_agent.demo.script import demo_turns
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from tests.conftest import git
-from tests.e2e.test_cli import cli
-
-KEY = "sk-run-health-canary-5a1e9c"
-TARGET = ("--target", f"{TOUCHED}:12:7", "--instruction", "Make the Save button primary",
-          "--target", f"{TOUCHED}:11:7", "--instruction", "Two decimals")
-
-
-def config(tmp_path: Path, server: ScriptedProviderServer | None = None) -> Path:
-    cfg = tmp_path / "spotpatch.config.json"
-    cfg.write_text(json.dumps({"providers": [{
-        "id": "s", "displayName": "S", "baseUrl": server.base_url if server else "http://127.0.0.1:9/v1",
-        "apiKeyEnv": "SP_RUN_HEALTH_KEY", "models": [{"id": "m", "model": "scripted-model", "displayName": "M"}]}]}))
-    return cfg
+from tests.e2e._support import KEY, TARGET, config
+from tests.support.cli import cli
 
 
 def dirty(project: Path) -> None:

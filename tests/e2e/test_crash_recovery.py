@@ -14,7 +14,6 @@ diff, HEAD and refs are unchanged, the journal is gone, and ``initialize`` repor
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -30,8 +29,9 @@ from tests.e2e._multifile import (
     run_to_review,
     tree_files,
 )
-from tests.e2e.test_serve_job import KEY_ENV, config_for, start_engine
+from tests.e2e._support import wait_paused
 from tests.engine_client import EngineProcess
+from tests.support.serve import KEY_ENV, config_for, start_engine
 
 #: The step after which file k holds its new image and its temp file still exists, per operation (the
 #: job deletes README, modifies HEADER and ITEMS, creates NOTES; the Revert does the opposite).
@@ -39,15 +39,6 @@ _MIDDLE = {"apply": ["moved", "exchanged", "exchanged", "placed"],
            "revert": ["placed", "exchanged", "exchanged", "moved"]}
 POINTS = [f"{operation}:{step}" for operation in ("apply", "revert") for step in (
     "journal:durable", *(f"file-{k}:{name}" for k, name in enumerate(_MIDDLE[operation], start=1)), "verified")]
-
-
-def wait_paused(eng: EngineProcess, point: str, timeout: float = 20) -> None:
-    marker = f"SPOTPATCH-TEST-PAUSED {point}".encode()
-    deadline = time.monotonic() + timeout
-    while marker not in eng.stderr_bytes:
-        assert eng.proc.poll() is None, eng.stderr_bytes.decode(errors="replace")[-2000:]
-        assert time.monotonic() < deadline, f"never paused at {point}"
-        time.sleep(0.01)
 
 
 def written_before_kill(step: str) -> int:

@@ -9,7 +9,7 @@ import pytest
 from spotpatch_agent.demo.script import demo_turns
 from spotpatch_agent.demo.typecheck import OFFLINE_ENV
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
-from tests.e2e.test_cli import cli
+from tests.support.cli import cli
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,7 @@ import pytest
 
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from tests.conftest import make_repo
-from tests.e2e.test_cli import cli
+from tests.support.cli import cli
 
 KEY_ENV = "SP_DOCTOR_KEY"
 PROBE_OK = [{"toolCalls": [{"id": "p1", "name": "report_ready", "arguments": {"ready": True}}]},

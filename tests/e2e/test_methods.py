@@ -8,13 +8,9 @@ from pathlib import Path
 
 from spotpatch_agent.demo.script import demo_turns
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
-from tests.e2e.test_serve_job import annotation, config_for, start_engine
 from tests.engine_client import EngineProcess
-
-PROBE_TURNS = [
-    {"toolCalls": [{"id": "p1", "name": "report_ready", "arguments": {"ready": True}}]},
-    {"text": "OK", "finishReason": "stop"},
-]
+from tests.support.annotations import demo_annotation
+from tests.support.serve import PROBE_TURNS, config_for, start_engine
 
 
 def test_job_list_events_and_audit(project: Path, canary: str) -> None:
@@ -23,7 +19,7 @@ def test_job_list_events_and_audit(project: Path, canary: str) -> None:
         try:
             eng.initialize(project, config_for(server))
             assert eng.call("job/list", {}) == {"jobs": []}
-            job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+            job_id = eng.call("job/create", {"annotation": demo_annotation(), "modelProfileId": "m1"})["jobId"]
             eng.wait_status(job_id, {"awaiting-review"}, timeout=60)
             listed = eng.call("job/list", {})["jobs"]
             assert [j["jobId"] for j in listed] == [job_id] and listed[0]["status"] == "awaiting-review"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from spotpatch_agent.demo.runner import make_demo_project
-from tests.e2e.test_cli import cli
+from tests.support.cli import cli
 
 CARD = "src/components/ProductCard.tsx"
 

@@ -10,45 +10,26 @@ import time
 from pathlib import Path
 
 from spotpatch_agent.demo.runner import TOUCHED
-from spotpatch_agent.demo.script import DEMO_TARGETS, EXPECTED_AFTER, demo_turns
+from spotpatch_agent.demo.script import EXPECTED_AFTER, demo_turns
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from spotpatch_agent.rpc.framing import encode_frame
 from tests.conftest import git
-from tests.engine_client import EngineProcess
+from tests.support.annotations import demo_annotation
+from tests.support.serve import (
+    config_for,
+    create_job,
+    job_worktrees,
+    run_to_review,
+    start_engine,
+    wait_model_turn,
+    worktree_count,
+)
 
-KEY_ENV = "SPOTPATCH_TEST_PROVIDER_KEY"
 #: Seconds within which a cancelled job ends and its model stream is closed. Broken, the job runs on in its
 #: stalled model turn (the provider's 60 s idle timeout) and job/cancel answers after its own 5 s wait with the
 #: job still running. Measured 0.04-0.07 s on a 2-core machine at a load average of 11 (tests/protocol_robustness/
 #: test_cancellation.py); 3 s leaves room for a descheduled engine on a loaded CI.
 CANCEL_WITHIN = 3.0
-
-
-def config_for(server: ScriptedProviderServer) -> dict:
-    return {"providers": [{"id": "scripted", "displayName": "Scripted", "api": "chat", "baseUrl": server.base_url,
-                           "apiKeyEnv": KEY_ENV,
-                           "models": [{"id": "m1", "model": "scripted-model", "displayName": "Scripted model"}]}],
-            "checks": [], "limits": {}}
-
-
-def annotation() -> dict:
-    return {"annotationId": "ann-1", "pageUrl": "/", "targets": DEMO_TARGETS}
-
-
-def create_job(eng: EngineProcess) -> str:
-    """``job/create`` for the demo annotation with model profile ``m1``; returns the job id."""
-    return eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
-
-
-def worktree_count(root: Path) -> int:
-    return git(root, "worktree", "list", "--porcelain").count("worktree ")
-
-
-def job_worktrees(root: Path) -> list[Path]:
-    """Paths of every registered worktree except the main one."""
-    lines = git(root, "worktree", "list", "--porcelain").splitlines()
-    paths = [Path(line[len("worktree "):]) for line in lines if line.startswith("worktree ")]
-    return [p for p in paths if p.resolve() != root.resolve()]
 
 
 def snapshot_tree(root: Path) -> dict[str, bytes]:
@@ -59,18 +40,6 @@ def snapshot_tree(root: Path) -> dict[str, bytes]:
     return files
 
 
-def wait_model_turn(server: ScriptedProviderServer, timeout: float = 10) -> None:
-    """Wait until the provider received the job's first model request (the stream is then open)."""
-    deadline = time.monotonic() + timeout
-    while not server.requests and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert server.requests, "the model turn never started"
-
-
-def start_engine(canary: str) -> EngineProcess:
-    return EngineProcess(env={KEY_ENV: canary})
-
-
 def test_demo_job_end_to_end_over_stdio(project: Path, canary: str) -> None:
     original = (project / TOUCHED).read_bytes()
     with ScriptedProviderServer(demo_turns()) as server:
@@ -79,7 +48,8 @@ def test_demo_job_end_to_end_over_stdio(project: Path, canary: str) -> None:
             init = eng.initialize(project, config_for(server))
             assert init["protocolVersion"] == "0.1" and init["capabilities"]["aiEnabled"] is True
             assert eng.call("health/get", {})["state"] == "clean"
-            snap = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1", "applyMode": "review"})
+            snap = eng.call("job/create", {"annotation": demo_annotation(), "modelProfileId": "m1",
+                                           "applyMode": "review"})
             job_id = snap["jobId"]
             assert snap["status"] == "preparing"
             final = eng.wait_status(job_id, {"awaiting-review", "failed", "cancelled"}, timeout=60)
@@ -158,7 +128,7 @@ def test_cancel_request_for_job_create_cancels_the_streaming_job(project: Path, 
         eng = start_engine(canary)
         try:
             eng.initialize(project, config_for(server))
-            rid = eng.start_request("job/create", {"annotation": annotation(), "modelProfileId": "m1"})
+            rid = eng.start_request("job/create", {"annotation": demo_annotation(), "modelProfileId": "m1"})
             job_id = eng.response(rid)["result"]["jobId"]
             eng.wait_status(job_id, {"running"})
             wait_model_turn(server)
@@ -204,18 +174,11 @@ def test_cancel_request_for_in_flight_request_gets_32800(project: Path, canary: 
             eng.stop()
 
 
-def _run_to_review(eng: EngineProcess, project: Path, server: ScriptedProviderServer) -> str:
-    eng.initialize(project, config_for(server))
-    job_id = create_job(eng)
-    assert eng.wait_status(job_id, {"awaiting-review", "failed"}, timeout=60)["status"] == "awaiting-review"
-    return job_id
-
-
 def test_apply_refuses_when_user_edited_touched_file(project: Path, canary: str) -> None:
     with ScriptedProviderServer(demo_turns()) as server:
         eng = start_engine(canary)
         try:
-            job_id = _run_to_review(eng, project, server)
+            job_id = run_to_review(eng, project, server)
             path = project / TOUCHED
             path.write_text(path.read_text("utf-8").replace("<h2>", "<h2 data-user-edit>"), "utf-8")
             git(project, "add", TOUCHED)  # a staged user edit: the index must survive too
@@ -233,7 +196,7 @@ def test_revert_refuses_when_user_edited_after_apply(project: Path, canary: str)
     with ScriptedProviderServer(demo_turns()) as server:
         eng = start_engine(canary)
         try:
-            job_id = _run_to_review(eng, project, server)
+            job_id = run_to_review(eng, project, server)
             assert eng.call("job/apply", {"jobId": job_id})["status"] == "applied"
             path = project / TOUCHED
             path.write_bytes(path.read_bytes() + b"// user edit after apply\n")
@@ -269,7 +232,7 @@ def test_dirty_tree_requires_consent(project: Path, canary: str) -> None:
         try:
             eng.initialize(project, config_for(server))
             assert eng.call("health/get", {})["state"] == "consent-required"
-            reply = eng.request("job/create", {"annotation": annotation(), "modelProfileId": "m1"})
+            reply = eng.request("job/create", {"annotation": demo_annotation(), "modelProfileId": "m1"})
             assert reply["error"]["data"]["code"] == "CONSENT_REQUIRED"
             assert not server.requests
         finally:
@@ -340,7 +303,7 @@ def test_two_concurrent_job_creates_one_conflicts(project: Path, canary: str) ->
         eng = start_engine(canary)
         try:
             eng.initialize(project, config_for(server))
-            params = {"annotation": annotation(), "modelProfileId": "m1"}
+            params = {"annotation": demo_annotation(), "modelProfileId": "m1"}
             first, second = eng.start_request("job/create", params), eng.start_request("job/create", params)
             replies = [eng.response(first), eng.response(second)]
             ok = [r for r in replies if "result" in r]
@@ -358,7 +321,7 @@ def test_second_engine_does_not_sweep_a_live_engines_worktree(project: Path, can
         first, second = start_engine(canary), start_engine(canary)
         try:
             first.initialize(project, config_for(server))
-            job_id = first.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+            job_id = first.call("job/create", {"annotation": demo_annotation(), "modelProfileId": "m1"})["jobId"]
             first.wait_status(job_id, {"running"})
             [job_dir] = job_worktrees(project)
             second.initialize(project, config_for(server))  # sweeps orphans at start-up
@@ -405,7 +368,7 @@ def test_late_cancel_of_a_reused_request_id_does_not_cancel_the_job(project: Pat
         try:
             eng.initialize(project, config_for(server))
             eng.send({"jsonrpc": "2.0", "id": "req-1", "method": "job/create",
-                      "params": {"annotation": annotation(), "modelProfileId": "m1"}})
+                      "params": {"annotation": demo_annotation(), "modelProfileId": "m1"}})
             job_id = eng.response("req-1")["result"]["jobId"]
             wait_model_turn(server)  # the job is running, held in its first model request
             eng.send({"jsonrpc": "2.0", "id": "req-1", "method": "health/get", "params": {}})
@@ -427,12 +390,12 @@ def test_two_engines_on_one_project_run_one_write_job(project: Path, canary: str
         try:
             first.initialize(project, config_for(server))
             second.initialize(project, config_for(server))
-            job_id = first.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+            job_id = first.call("job/create", {"annotation": demo_annotation(), "modelProfileId": "m1"})["jobId"]
             first.wait_status(job_id, {"running"})
-            reply = second.request("job/create", {"annotation": annotation(), "modelProfileId": "m1"})
+            reply = second.request("job/create", {"annotation": demo_annotation(), "modelProfileId": "m1"})
             assert reply["error"]["data"]["code"] == "JOB_CONFLICT"
             first.call("job/cancel", {"jobId": job_id})
-            again = second.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})
+            again = second.call("job/create", {"annotation": demo_annotation(), "modelProfileId": "m1"})
             assert again["status"] == "preparing"  # the lock is free once the first job stopped
         finally:
             second.stop()

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from spotpatch_agent.demo.runner import TOUCHED
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from tests.conftest import git
-from tests.e2e.test_serve_job import TOUCHED, annotation, config_for, start_engine
+from tests.support.annotations import demo_annotation
+from tests.support.serve import config_for, start_engine
 
 
 def test_job_suggest_over_stdio_leaks_no_key_or_path(project: Path, canary: str) -> None:
@@ -28,7 +30,7 @@ def test_job_suggest_over_stdio_leaks_no_key_or_path(project: Path, canary: str)
             init = eng.initialize(project, {**config_for(server), "suggestions": {"enabled": True}})
             assert init["capabilities"]["suggestions"] is True
             assert eng.call("session/get", {})["suggestions"] is True
-            job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+            job_id = eng.call("job/create", {"annotation": demo_annotation(), "modelProfileId": "m1"})["jobId"]
             failed = eng.wait_status(job_id, {"failed"}, timeout=60)
             assert eng.call("job/get", {"jobId": job_id})["error"]["code"] == "MODEL_TOOL_CALL_UNSUPPORTED", failed
             result = eng.call("job/suggest", {"jobId": job_id}, timeout=60)
@@ -51,7 +53,7 @@ def test_job_suggest_with_the_lane_off_is_refused_over_stdio(project: Path, cana
         try:
             init = eng.initialize(project, config_for(server))
             assert init["capabilities"]["suggestions"] is False
-            job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+            job_id = eng.call("job/create", {"annotation": demo_annotation(), "modelProfileId": "m1"})["jobId"]
             eng.wait_status(job_id, {"failed"}, timeout=60)
             reply = eng.request("job/suggest", {"jobId": job_id})
             assert reply["error"]["code"] == -32000 and reply["error"]["data"]["code"] == "INVALID_REQUEST"

@@ -23,15 +23,14 @@ from spotpatch_agent.protocol.models import (
 )
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from tests.conftest import make_repo
+from tests.support.annotations import annotation, target
 
 KEY_ENV = "SPOTPATCH_GATES_TEST_KEY"
 APP = 'export const App = () => <button className="a">Go</button>;\n'
 OLD = "export const old = true;\n"
 PACKAGE = '{\n  "name": "demo",\n  "version": "1.0.0"\n}\n'
 FILES = {"src/App.tsx": APP, "src/old.ts": OLD, "package.json": PACKAGE, ".gitignore": "node_modules\n"}
-TARGET = {"annotationId": "a1", "pageUrl": "/", "targets": [
-    {"index": 1, "instruction": "Make the button say Start", "source": {"file": "src/App.tsx", "line": 1},
-     "element": {"tagName": "button", "text": "Go"}}]}
+TARGET = annotation(target())
 DONE = {"text": "Done.", "finishReason": "stop"}
 
 

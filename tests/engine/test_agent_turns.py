@@ -17,13 +17,12 @@ from spotpatch_agent.engine.service import EngineService
 from spotpatch_agent.protocol.models import JobCreateParams, JobIdParams, JobSnapshot, TrustedConfig
 from spotpatch_agent.provider.agent import AgentJobEnded, AgentTurns
 from tests.conftest import make_repo
+from tests.support.annotations import annotation, target
 
 KEY_ENV = "SPOTPATCH_AGENT_TURNS_TEST_KEY"
 APP = 'export const App = () => <button className="a">Go</button>;\n'
 FILES = {"src/App.tsx": APP, ".env": "API_TOKEN=canary-env-secret\n", ".gitignore": ".env\nnode_modules\n"}
-ANNOTATION = {"annotationId": "a1", "pageUrl": "/", "targets": [
-    {"index": 1, "instruction": "Make the button say Start", "source": {"file": "src/App.tsx", "line": 1},
-     "element": {"tagName": "button", "text": "Go"}}]}
+ANNOTATION = annotation(target())
 CONFIG = {"providers": [{"id": "p", "displayName": "P", "baseUrl": "http://127.0.0.1:9", "apiKeyEnv": KEY_ENV,
                          "models": [{"id": "m", "model": "agent", "displayName": "M"}]}]}
 

@@ -16,13 +16,12 @@ from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.models import JobCreateParams, JobIdParams, TrustedConfig
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from tests.conftest import git, make_repo
+from tests.support.annotations import annotation, target
 
 KEY_ENV = "SPOTPATCH_VALIDATION_TEST_KEY"
 APP = 'export const App = () => <button className="a">Go</button>;\n'
 FILES = {"src/App.tsx": APP, ".gitignore": "node_modules\n"}
-TARGET = {"annotationId": "a1", "pageUrl": "/", "targets": [
-    {"index": 1, "instruction": "Make the button say Start", "source": {"file": "src/App.tsx", "line": 1},
-     "element": {"tagName": "button", "text": "Go"}}]}
+TARGET = annotation(target())
 EDIT = {"path": "src/App.tsx", "oldText": ">Go<", "newText": ">Start<"}
 
 

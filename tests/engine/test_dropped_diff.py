@@ -16,13 +16,12 @@ from spotpatch_agent.policy.redact import REDACTOR
 from spotpatch_agent.protocol.models import JobCreateParams, JobIdParams, TrustedConfig
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from tests.conftest import git, make_repo
+from tests.support.annotations import annotation, target
 
 KEY_ENV = "SPOTPATCH_DROPPED_DIFF_TEST_KEY"
 FILES = {"src/App.tsx": 'export const App = () => <button className="a">Go</button>;\n',
          ".gitignore": "node_modules\n"}
-TARGET = {"annotationId": "a1", "pageUrl": "/", "targets": [
-    {"index": 1, "instruction": "Make the button say Start", "source": {"file": "src/App.tsx", "line": 1},
-     "element": {"tagName": "button", "text": "Go"}}]}
+TARGET = annotation(target())
 READ = {"path": "src/App.tsx", "startLine": None, "endLine": None}
 
 

@@ -11,13 +11,12 @@ import pytest
 
 from tests.conftest import git, make_repo
 from tests.engine._service_support import run_service_job
+from tests.support.annotations import annotation, target
 
 KEY_ENV = "SPOTPATCH_ENGINE_TEST_KEY"
 FILES = {"src/App.tsx": 'export const App = () => <button className="a">Go</button>;\n', ".env": "SECRET=1\n",
          ".gitignore": "node_modules\n"}
-TARGET = {"annotationId": "a1", "pageUrl": "/", "targets": [
-    {"index": 1, "instruction": "Make the button say Start", "source": {"file": "src/App.tsx", "line": 1},
-     "element": {"tagName": "button", "text": "Go"}}]}
+TARGET = annotation(target())
 EDIT = {"path": "src/App.tsx", "oldText": ">Go<", "newText": ">Start<"}
 
 

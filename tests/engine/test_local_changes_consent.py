@@ -13,12 +13,8 @@ from spotpatch_agent.demo.runner import TOUCHED, make_demo_project
 from spotpatch_agent.demo.script import EXPECTED_AFTER, demo_turns
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from tests.conftest import git
-from tests.e2e.test_serve_job import (
-    annotation,
-    config_for,
-    start_engine,
-    worktree_count,
-)
+from tests.support.annotations import demo_annotation
+from tests.support.serve import config_for, start_engine, worktree_count
 
 STAGED = "src/styles.css"
 UNTRACKED = "notes/é local notes.txt"
@@ -60,7 +56,7 @@ def test_consent_job_diff_is_only_the_agent_increment_and_apply_revert_keep_loca
         try:
             eng.initialize(project, config_for(server))
             assert eng.call("health/get", {})["state"] == "consent-required"
-            refused = eng.request("job/create", {"annotation": annotation(), "modelProfileId": "m1"})
+            refused = eng.request("job/create", {"annotation": demo_annotation(), "modelProfileId": "m1"})
             assert refused["error"]["data"]["code"] == "CONSENT_REQUIRED"
             assert "localChangesConsent: true" in refused["error"]["message"]
             # issue 20: the message names the paths and the real ways to include them, never an absolute path
@@ -73,7 +69,7 @@ def test_consent_job_diff_is_only_the_agent_increment_and_apply_revert_keep_loca
                                           "morePaths": 0, "fix": health["details"][0]["fix"]}]
             before = user_state(project)
 
-            snap = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1",
+            snap = eng.call("job/create", {"annotation": demo_annotation(), "modelProfileId": "m1",
                                            "localChangesConsent": True})
             job_id = snap["jobId"]
             final = eng.wait_status(job_id, {"awaiting-review", "failed", "cancelled"}, timeout=60)
@@ -115,7 +111,7 @@ def test_repo_blocked_names_the_untracked_virtualenv_and_the_fix(tmp_path: Path)
         eng = start_engine(canary)
         try:
             eng.initialize(project, config_for(server))
-            refused = eng.request("job/create", {"annotation": annotation(), "modelProfileId": "m1",
+            refused = eng.request("job/create", {"annotation": demo_annotation(), "modelProfileId": "m1",
                                                  "localChangesConsent": True})
         finally:
             eng.stop()

@@ -27,14 +27,13 @@ from spotpatch_agent.tools.executor import ToolExecutor
 from spotpatch_agent.tools.registry import tool_specs
 from tests.conftest import git, make_repo
 from tests.engine._service_support import run_service_job, scripted_config
+from tests.support.annotations import annotation, target
 
 KEY_ENV = "SPOTPATCH_LOOP_TEST_KEY"
 APP = 'export const App = () => <button className="a">Go</button>;\n'
 FILES = {"src/App.tsx": APP, "src/a.ts": "export const a = 1;\n", "src/b.ts": "export const b = 2;\n",
          "src/c.ts": "export const c = 3;\n", ".gitignore": "node_modules\n"}
-TARGET = {"annotationId": "a1", "pageUrl": "/", "targets": [
-    {"index": 1, "instruction": "Make the button say Start", "source": {"file": "src/App.tsx", "line": 1},
-     "element": {"tagName": "button", "text": "Go"}}]}
+TARGET = annotation(target())
 READ_APP = {"path": "src/App.tsx", "startLine": None, "endLine": None}
 EDIT = {"path": "src/App.tsx", "oldText": ">Go<", "newText": ">Start<"}
 DONE = {"text": "Done.", "finishReason": "stop"}

@@ -14,9 +14,10 @@ from spotpatch_agent.demo.runner import make_demo_project
 from spotpatch_agent.demo.script import DEMO_TARGETS, PRODUCT_CARD
 from spotpatch_agent.engine.prompt import PAGE_TEXT_NOT_IN_SOURCE
 from tests.engine._service_support import run_service_job
+from tests.support.annotations import demo_annotation
 
 KEY_ENV = "SPOTPATCH_RECOVER_TEST_KEY"
-ANNOTATION = {"annotationId": "demo", "pageUrl": "/", "targets": DEMO_TARGETS}
+ANNOTATION = demo_annotation("demo")
 DONE = {"text": "Done.", "finishReason": "stop"}
 
 

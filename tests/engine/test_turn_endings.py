@@ -19,13 +19,12 @@ from spotpatch_agent.protocol.models import DEFAULT_MAX_OUTPUT_TOKENS, JobCreate
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from tests.conftest import make_repo
 from tests.engine._service_support import run_service_job
+from tests.support.annotations import annotation, target
 
 KEY_ENV = "SPOTPATCH_TURN_ENDINGS_TEST_KEY"
 APP = 'export const App = () => <button className="a">Go</button>;\n'
 FILES = {"src/App.tsx": APP, "src/a.ts": "export const a = 1;\n", ".gitignore": "node_modules\n"}
-TARGET = {"annotationId": "a1", "pageUrl": "/", "targets": [
-    {"index": 1, "instruction": "Make the button say Start", "source": {"file": "src/App.tsx", "line": 1},
-     "element": {"tagName": "button", "text": "Go"}}]}
+TARGET = annotation(target())
 EDIT = {"path": "src/App.tsx", "oldText": ">Go<", "newText": ">Start<"}
 BAD_EDIT = {"path": "src/App.tsx", "oldText": ">$19.5<", "newText": ">Start<"}  # the page's text, not the source's
 READ_APP = {"path": "src/App.tsx", "startLine": None, "endLine": None}

@@ -24,13 +24,12 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from tests.conftest import make_repo
-from tests.engine.test_hostile_model import World, hostile_paths
 from tests.engine_client import EngineProcess
+from tests.support.annotations import annotation, target
+from tests.support.hostile_model import World, hostile_paths
 
 APP = 'export const App = () => <button className="a">Go</button>;\n'
-ANNOTATION = {"annotationId": "a1", "pageUrl": "/", "targets": [
-    {"index": 1, "instruction": "Make the button say Start", "source": {"file": "src/App.tsx", "line": 1},
-     "element": {"tagName": "button", "text": "Go"}}]}
+ANNOTATION = annotation(target())
 CANARY_KEY = "sk-canary-" + secrets.token_hex(12)
 CANARY_ENV = "ENVCANARY" + secrets.token_hex(8)
 CONFIG = {"providers": [{"id": "p", "displayName": "P", "baseUrl": "http://127.0.0.1:9", "apiKeyEnv": "OPENAI_API_KEY",

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
+
+from tests.engine_client import engine_command
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = ROOT / "protocol" / "spotpatch.schema.json"
@@ -67,3 +70,10 @@ def readme_examples(text: str) -> list[Example]:
             i = end
         i += 1
     return examples
+
+
+def run_cli(*args: str) -> str:
+    res = subprocess.run(engine_command()[:-1] + list(args), capture_output=True, text=True, timeout=60,
+                         stdin=subprocess.DEVNULL)
+    assert res.returncode == 0, res.stderr
+    return res.stdout

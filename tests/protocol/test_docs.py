@@ -8,8 +8,7 @@ import pytest
 
 from spotpatch_agent.protocol.catalog import CATALOG
 from spotpatch_agent.protocol.docgen import BEGIN, END, render_method_reference, splice
-from tests.protocol._schema import DOC_PATH
-from tests.protocol.test_schema import run_cli
+from tests.protocol._schema import DOC_PATH, run_cli
 
 REGENERATE = ".venv/bin/python -m spotpatch_agent.protocol.docgen docs/protocol.md"
 

@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 
 from spotpatch_agent.demo.runner import make_demo_project
-from spotpatch_agent.demo.script import DEMO_TARGETS, demo_turns
+from spotpatch_agent.demo.script import demo_turns
 from spotpatch_agent.protocol.catalog import CATALOG, METHODS
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from tests.engine_client import EngineProcess
 from tests.protocol._schema import README_PATH, Example, errors_of, load_schema, readme_examples
+from tests.support.annotations import demo_annotation
 
 SCHEMA = load_schema()
 EXAMPLES = readme_examples(README_PATH.read_text("utf-8"))
@@ -113,7 +114,7 @@ FAILING_TURNS = [
 
 
 def test_live_frames_validate_against_the_schema(project: Path) -> None:
-    annotation = {"annotationId": "ann-1", "pageUrl": "/", "targets": DEMO_TARGETS}
+    annotation = demo_annotation()
     sent: dict[int, dict[str, Any]] = {}
     with ScriptedProviderServer(demo_turns() + FAILING_TURNS) as server:
         eng = EngineProcess(env={KEY_ENV: "sk-live-frames-test"})

@@ -13,15 +13,7 @@ from spotpatch_agent.protocol.catalog import CATALOG
 from spotpatch_agent.protocol.errors import APPLICATION_ERROR, RETRYABLE, ErrorCode, ToolErrorCode
 from spotpatch_agent.protocol.limits import LIMITS, MAX_FRAME_BYTES
 from spotpatch_agent.protocol.schema import render_schema
-from tests.engine_client import engine_command
-from tests.protocol._schema import REGENERATE, SCHEMA_PATH, load_schema, validator
-
-
-def run_cli(*args: str) -> str:
-    res = subprocess.run(engine_command()[:-1] + list(args), capture_output=True, text=True, timeout=60,
-                         stdin=subprocess.DEVNULL)
-    assert res.returncode == 0, res.stderr
-    return res.stdout
+from tests.protocol._schema import REGENERATE, SCHEMA_PATH, load_schema, run_cli, validator
 
 
 def test_committed_schema_equals_the_console_script_output() -> None:

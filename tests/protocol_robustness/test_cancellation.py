@@ -16,14 +16,6 @@ import pytest
 
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from spotpatch_agent.rpc.framing import encode_frame
-from tests.e2e.test_methods import PROBE_TURNS
-from tests.e2e.test_serve_job import (
-    KEY_ENV,
-    annotation,
-    config_for,
-    job_worktrees,
-    wait_model_turn,
-)
 from tests.protocol_robustness._support import (
     Engine,
     Subreaper,
@@ -33,6 +25,8 @@ from tests.protocol_robustness._support import (
     still_alive,
     wait_for_descendant,
 )
+from tests.support.annotations import demo_annotation
+from tests.support.serve import KEY_ENV, PROBE_TURNS, config_for, job_worktrees, wait_model_turn
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 
@@ -212,7 +206,7 @@ def test_e_job_cancel_stops_the_stream_and_kills_the_jobs_subprocesses(
         eng = start(project, canary, tmp_path, server)
         reaper.adopt_known(eng.proc.pid)
         try:
-            job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+            job_id = eng.call("job/create", {"annotation": demo_annotation(), "modelProfileId": "m1"})["jobId"]
             eng.wait_status(job_id, {"running"})
             if stall == "model-turn":
                 wait_model_turn(server)

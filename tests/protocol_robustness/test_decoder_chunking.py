@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spotpatch_agent.rpc.framing import MAX_HEADER_BYTES, FrameDecoder, encode_frame
-from tests.protocol_robustness.test_fuzz_frames import MAX, frame
+from tests.protocol_robustness._frames import MAX, frame
 
 GOOD = encode_frame({"jsonrpc": "2.0", "id": "good", "method": "job/list", "params": {}})
 

@@ -19,13 +19,6 @@ import pytest
 
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from tests.conftest import make_repo
-from tests.e2e.test_serve_job import (
-    KEY_ENV,
-    annotation,
-    config_for,
-    job_worktrees,
-    wait_model_turn,
-)
 from tests.protocol_robustness._support import (
     Engine,
     Subreaper,
@@ -35,6 +28,8 @@ from tests.protocol_robustness._support import (
     still_alive,
     wait_for_descendant,
 )
+from tests.support.annotations import demo_annotation
+from tests.support.serve import KEY_ENV, config_for, job_worktrees, wait_model_turn
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc and prctl")
 
@@ -58,7 +53,7 @@ def start_running_job(stall: str, project: Path, canary: str, tmp_path: Path, se
     eng.call("initialize", {"protocolVersion": "0.1", "processId": process_id or os.getpid(),
                             "clientInfo": {"name": "lifecycle"}, "projectRoot": str(project),
                             "config": config_for(server)})
-    job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+    job_id = eng.call("job/create", {"annotation": demo_annotation(), "modelProfileId": "m1"})["jobId"]
     eng.wait_status(job_id, {"running"})
     if stall == "model-turn":
         wait_model_turn(server)

@@ -27,9 +27,9 @@ import pytest
 
 from spotpatch_agent.demo.script import demo_turns
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
-from tests.e2e.test_methods import PROBE_TURNS
-from tests.e2e.test_serve_job import KEY_ENV, annotation, config_for, job_worktrees
 from tests.protocol_robustness._support import RawEngine
+from tests.support.annotations import demo_annotation
+from tests.support.serve import KEY_ENV, PROBE_TURNS, config_for, job_worktrees
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux pipes and /proc")
 
@@ -71,7 +71,7 @@ def test_engine_keeps_working_while_the_client_does_not_read(project: Path, cana
         try:
             eng.call("initialize", {"protocolVersion": "0.1", "processId": None, "clientInfo": {"name": "slow"},
                                     "projectRoot": str(project), "config": config})
-            job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+            job_id = eng.call("job/create", {"annotation": demo_annotation(), "modelProfileId": "m1"})["jobId"]
 
             # ---- from here the client does not read stdout
             stopped_reading = time.monotonic()

@@ -19,8 +19,9 @@ import pytest
 
 from spotpatch_agent.demo.runner import TOUCHED, make_demo_project
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
-from tests.e2e.test_serve_job import KEY_ENV, annotation, config_for
 from tests.engine_client import EngineProcess
+from tests.support.annotations import demo_annotation
+from tests.support.serve import KEY_ENV, config_for
 
 PROBE_OK = [{"toolCalls": [{"id": "p1", "name": "report_ready", "arguments": {"ready": True}}]},
             {"text": "OK", "finishReason": "stop"}]
@@ -91,9 +92,9 @@ def test_canary_key_and_secret_header_never_leave_the_engine(project: Path, cana
         eng = start(canary)
         try:
             eng.initialize(project, config(server, header_secret))
-            first = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+            first = eng.call("job/create", {"annotation": demo_annotation(), "modelProfileId": "m1"})["jobId"]
             eng.wait_status(first, {"failed"}, timeout=60)  # no file changed: CHANGESET_REJECTED
-            second = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m2"})["jobId"]
+            second = eng.call("job/create", {"annotation": demo_annotation(), "modelProfileId": "m2"})["jobId"]
             assert eng.wait_status(second, {"failed"}, timeout=60)
             assert eng.call("job/get", {"jobId": second})["error"]["code"] == "PROVIDER_AUTH"
             proved = eng.call("provider/probe", {"modelProfileId": "m1"})  # inline proof from the first job
@@ -128,7 +129,7 @@ def test_canary_key_not_in_tracebacks_of_unexpected_adapter_errors(project: Path
         eng = start(canary, PYTHONPATH=pythonpath, SPOTPATCH_TEST_EXPLODE="1")
         try:
             eng.initialize(project, config(server, header_secret))
-            job_id = eng.call("job/create", {"annotation": annotation(), "modelProfileId": "m1"})["jobId"]
+            job_id = eng.call("job/create", {"annotation": demo_annotation(), "modelProfileId": "m1"})["jobId"]
             eng.wait_status(job_id, {"failed"}, timeout=60)
             assert eng.call("job/get", {"jobId": job_id})["error"]["code"] == "INTERNAL"
             probe = eng.request("provider/probe", {"modelProfileId": "m1"})

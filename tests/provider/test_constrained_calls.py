@@ -22,6 +22,7 @@ from spotpatch_agent.provider.base import TurnEnd
 from spotpatch_agent.provider.probe import list_models, listing_server
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from tests.conftest import make_repo
+from tests.support.annotations import annotation, target
 
 from .apis import make_adapter
 from .conftest import CANARY_KEY, run_turn
@@ -36,9 +37,7 @@ OPENAI_CALL = {"raw": [(FIXTURES / "chat/openai-gpt4o-call-with-usage-chunk.sse"
 
 KEY_ENV = "SPOTPATCH_CONSTRAINED_TEST_KEY"
 FILES = {"src/App.tsx": 'export const App = () => <button className="a">Go</button>;\n', ".gitignore": "node_modules\n"}
-ANNOTATION = {"annotationId": "a1", "pageUrl": "/", "targets": [
-    {"index": 1, "instruction": "Make the button say Start", "source": {"file": "src/App.tsx", "line": 1},
-     "element": {"tagName": "button", "text": "Go"}}]}
+ANNOTATION = annotation(target())
 #: What llama-server answers to GET /v1/models (tools/server/server.cpp: one item, ``owned_by: "llamacpp"``).
 LLAMACPP_MODELS = {"object": "list", "data": [
     {"id": "scripted-model", "object": "model", "created": 0, "owned_by": "llamacpp", "meta": {"n_params": 1}}]}

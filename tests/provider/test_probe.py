@@ -38,6 +38,7 @@ from spotpatch_agent.provider.probe import (
 )
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from tests.conftest import make_repo
+from tests.support.annotations import annotation, target
 
 from .conftest import CANARY_KEY
 
@@ -47,9 +48,7 @@ KEY_ENV = "SPOTPATCH_PROBE_TEST_KEY"
 PROBE_CALL = {"toolCalls": [{"id": "call_probe", "name": "report_ready", "arguments": {"ready": True}}]}
 PROBE_OK = [PROBE_CALL, {"text": "OK", "finishReason": "stop"}]
 FILES = {"src/App.tsx": 'export const App = () => <button className="a">Go</button>;\n', ".gitignore": "node_modules\n"}
-TARGET = {"annotationId": "a1", "pageUrl": "/", "targets": [
-    {"index": 1, "instruction": "Make the button say Start", "source": {"file": "src/App.tsx", "line": 1},
-     "element": {"tagName": "button", "text": "Go"}}]}
+TARGET = annotation(target())
 READ = {"id": "r1", "name": "read_file", "arguments": {"path": "src/App.tsx", "startLine": None, "endLine": None}}
 EDIT = {"id": "w1", "name": "replace_text",
         "arguments": {"path": "src/App.tsx", "oldText": ">Go<", "newText": ">Start<"}}

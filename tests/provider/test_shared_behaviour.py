@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from spotpatch_agent.demo.runner import TOUCHED, make_demo_project
-from spotpatch_agent.demo.script import DEMO_TARGETS, demo_turns
+from spotpatch_agent.demo.script import demo_turns
 from spotpatch_agent.engine.service import EngineService
 from spotpatch_agent.errors import ProviderError
 from spotpatch_agent.protocol.errors import ErrorCode
@@ -30,6 +30,7 @@ from spotpatch_agent.provider.base import (
     TurnRequest,
 )
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
+from tests.support.annotations import demo_annotation
 
 from .apis import APIS, api_of, echoed_calls, make_adapter, tool_results
 from .conftest import CANARY_KEY, CANCEL_CLOSES_WITHIN, OK_TURN, REQUEST, run_turn
@@ -263,7 +264,7 @@ async def _run_job(root: Path, api: str, turns: list, monkeypatch: pytest.Monkey
             assert service.ai_enabled()
             [info] = (await service.provider_list()).providers
             assert info.available and info.api == api
-            annotation = {"annotationId": "ann-1", "pageUrl": "/", "targets": DEMO_TARGETS}
+            annotation = demo_annotation()
             snap = await service.job_create(JobCreateParams.model_validate({"annotation": annotation,
                                                                              "modelProfileId": "m"}))
             await service.wait_job(snap.job_id)

@@ -33,6 +33,7 @@ from spotpatch_agent.provider.scripted import ScriptedProviderServer
 from spotpatch_agent.rpc.errors import InvalidParams
 from spotpatch_agent.rpc.params import parse_params
 from tests.conftest import make_repo
+from tests.support.annotations import annotation, target
 
 from .conftest import CANARY_KEY
 
@@ -62,16 +63,11 @@ def b64(raw: bytes) -> str:
     return base64.b64encode(raw).decode()
 
 
-def annotation(*images: tuple[str, bytes] | None) -> dict[str, Any]:
-    targets = []
-    for i, image in enumerate(images, 1):
-        target: dict[str, Any] = {"index": i, "instruction": f"Make button {i} say Start",
-                                  "source": {"file": "src/App.tsx", "line": 1},
-                                  "element": {"tagName": "button", "text": "Go"}}
-        if image is not None:
-            target["image"] = {"mediaType": image[0], "data": b64(image[1])}
-        targets.append(target)
-    return {"annotationId": "a1", "pageUrl": "/", "targets": targets}
+def image_annotation(*images: tuple[str, bytes] | None) -> dict[str, Any]:
+    """One target per entry of ``images``, with its picture (``None``: none)."""
+    return annotation(*(target(index=i, instruction=f"Make button {i} say Start",
+                               **({} if image is None else {"image": {"mediaType": image[0], "data": b64(image[1])}}))
+                        for i, image in enumerate(images, 1)))
 
 
 def config(server: ScriptedProviderServer, *, api: str, vision: bool) -> TrustedConfig:
@@ -137,7 +133,7 @@ async def test_a_refused_image_part_is_reported_and_tool_calling_still_passes(tm
     with ScriptedProviderServer([*PROBE_OK, refused, *JOB_TURNS]) as server:
         async with engine(tmp_path, server, monkeypatch) as service:
             result = await probe(service)
-            await run_job(service, annotation(("image/png", png(500))))
+            await run_job(service, image_annotation(("image/png", png(500))))
     assert (result.ok, result.tool_calling, result.vision) == (True, True, False)
     assert "refused an image part" in result.message and "no images are sent" in result.message
     assert not image_parts(server.requests[3], "chat")  # the job after the refusal sends none
@@ -147,7 +143,7 @@ async def test_a_profile_without_vision_is_never_sent_an_image_not_even_by_the_p
     with ScriptedProviderServer([*PROBE_OK, *JOB_TURNS]) as server:
         async with engine(tmp_path, server, monkeypatch, vision=False) as service:
             result = await probe(service)
-            await run_job(service, annotation(("image/png", png(500))))
+            await run_job(service, image_annotation(("image/png", png(500))))
     assert result.ok and result.vision is None and "Images" not in result.message
     assert len(server.requests) == 4
     assert not any(image_parts(body, "chat") for body in server.requests)
@@ -157,7 +153,7 @@ async def test_a_profile_without_vision_is_never_sent_an_image_not_even_by_the_p
 async def test_an_inline_proof_does_not_prove_vision_and_the_next_probe_asks(tmp_path, monkeypatch):
     with ScriptedProviderServer([*JOB_TURNS, *PROBE_OK, VISION_OK]) as server:
         async with engine(tmp_path, server, monkeypatch) as service:
-            await run_job(service, annotation(("image/png", png(500))))
+            await run_job(service, image_annotation(("image/png", png(500))))
             result = await probe(service)
     assert not image_parts(server.requests[0], "chat")  # vision unproven: the job sent no picture
     assert result.source == "probe" and result.vision is True and not result.cached
@@ -172,7 +168,7 @@ async def test_a_vision_job_sends_each_targets_picture_in_the_first_message_only
     with ScriptedProviderServer([*PROBE_OK, VISION_OK, *JOB_TURNS]) as server:
         async with engine(tmp_path, server, monkeypatch, api=api) as service:
             assert (await probe(service)).vision is True
-            job_id = await run_job(service, annotation(("image/png", first), None, ("image/webp", second)))
+            job_id = await run_job(service, image_annotation(("image/png", first), None, ("image/webp", second)))
             status = (await service.job_get(JobIdParams(job_id=job_id))).status
     assert status == "awaiting-review"
     turn1, turn2 = server.requests[3], server.requests[4]
@@ -188,7 +184,7 @@ async def test_the_ledger_and_events_record_the_pictures_sha256_and_size_never_t
     with ScriptedProviderServer([*PROBE_OK, VISION_OK, *JOB_TURNS]) as server:
         async with engine(tmp_path, server, monkeypatch, events=events) as service:
             await probe(service)
-            job_id = await run_job(service, annotation(("image/png", raw), None))
+            job_id = await run_job(service, image_annotation(("image/png", raw), None))
             audit = await service.job_audit(JobIdParams(job_id=job_id))
     start = next(r for r in audit.dump()["records"] if r["type"] == "job_start")
     t1, t2 = start["targets"]
@@ -209,16 +205,16 @@ def rejected(ann: dict[str, Any]) -> str:
 
 
 def test_an_image_over_the_per_target_bound_is_refused_naming_the_target() -> None:
-    message = rejected(annotation(None, ("image/png", png(MAX_IMAGE_BYTES + 1))))
+    message = rejected(image_annotation(None, ("image/png", png(MAX_IMAGE_BYTES + 1))))
     assert f"target 2: its image is {MAX_IMAGE_BYTES + 1} bytes" in message and "256 KiB" in message
     assert b64(png(MAX_IMAGE_BYTES + 1))[:40] not in message  # never the input
-    SpotAnnotation.model_validate(annotation(None, ("image/png", png(MAX_IMAGE_BYTES))))  # at the bound: fine
+    SpotAnnotation.model_validate(image_annotation(None, ("image/png", png(MAX_IMAGE_BYTES))))  # at the bound: fine
 
 
 def test_images_over_the_per_job_bound_are_refused_naming_each_target() -> None:
     each = MAX_IMAGE_BYTES - 10
     n = MAX_JOB_IMAGE_BYTES // each + 1
-    message = rejected(annotation(*[("image/png", png(each, seed=i)) for i in range(n)]))
+    message = rejected(image_annotation(*[("image/png", png(each, seed=i)) for i in range(n)]))
     assert "per job" in message and f"target {n}: {each}" in message
 
 
@@ -228,11 +224,11 @@ def test_images_over_the_per_job_bound_are_refused_naming_each_target() -> None:
     ("image/jpeg", png(100), "annotation.targets.0.image.mediaType"),
 ])
 def test_an_image_must_be_png_or_webp(media_type: str, raw: bytes, why: str) -> None:
-    assert why in rejected(annotation((media_type, raw)))
+    assert why in rejected(image_annotation((media_type, raw)))
 
 
 def test_an_image_must_be_plain_base64() -> None:
-    ann = annotation(("image/png", png(100)))
+    ann = image_annotation(("image/png", png(100)))
     ann["targets"][0]["image"]["data"] = "data:image/png;base64," + ann["targets"][0]["image"]["data"]
     assert "standard base64" in rejected(ann)
 
@@ -253,7 +249,7 @@ def test_pure_conversion_puts_the_text_first_and_never_logs_the_bytes() -> None:
 def test_the_ledgers_target_entries_say_whether_the_picture_was_sent() -> None:
     from spotpatch_agent.audit.ledger import target_entries
 
-    ann = SpotAnnotation.model_validate(annotation(("image/png", png(300)), None))
+    ann = SpotAnnotation.model_validate(image_annotation(("image/png", png(300)), None))
     sent, unsent = target_entries(ann, {}, images_sent=True), target_entries(ann, {})
     assert (sent[0]["imageBytes"], sent[0]["imageSent"], unsent[0]["imageSent"]) == (300, True, False)
     assert "imageBytes" not in sent[1] and b64(png(300)) not in json.dumps(sent)

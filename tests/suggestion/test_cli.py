@@ -9,9 +9,8 @@ import json
 from pathlib import Path
 
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
-from tests.e2e.test_cli import cli
-from tests.suggestion._support import PROSE, repo, tree_picture
-from tests.suggestion.test_lane import GOOD
+from tests.suggestion._support import GOOD, PROSE, repo, tree_picture
+from tests.support.cli import cli
 
 KEY = "sk-canary-cli-suggest-0123456789"
 

@@ -11,7 +11,7 @@ import unicodedata
 import pytest
 
 from spotpatch_agent.run_cli import format_suggestion
-from tests.suggestion.test_lane import DIFF, suggest_after_failure
+from tests.suggestion._support import DIFF, suggest_after_failure
 
 pytestmark = pytest.mark.anyio
 

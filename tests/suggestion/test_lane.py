@@ -8,7 +8,6 @@ canary key or an absolute path."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -16,44 +15,21 @@ from spotpatch_agent.engine.service import EngineService
 from spotpatch_agent.errors import SpotPatchError
 from spotpatch_agent.protocol.models import JobIdParams, ProviderProbeParams
 from spotpatch_agent.provider.scripted import ScriptedProviderServer
-from tests.suggestion._support import APP_LINES, PROSE, Session, canary, config, repo, request_text, tree_picture
+from tests.suggestion._support import (
+    APP_LINES,
+    DIFF,
+    GOOD,
+    PROSE,
+    Session,
+    canary,
+    config,
+    repo,
+    request_text,
+    suggest_after_failure,
+    tree_picture,
+)
 
 pytestmark = pytest.mark.anyio
-
-DIFF = """```diff
-diff --git a/src/App.tsx b/src/App.tsx
---- a/src/App.tsx
-+++ b/src/App.tsx
-@@ -11,3 +11,3 @@
- const line11 = 11;
--export const Button = () => <button className="go">Go</button>;
-+export const Button = () => <button className="go">Start</button>;
- const line13 = 13;
-```"""
-GOOD = {"text": ("### Target 1\nWhere: src/App.tsx:12 (the button; see also src/App.tsx:11-13)\n"
-                 "Change: replace the label Go with Start.\n\n" + DIFF), "finishReason": "stop"}
-
-
-async def suggest_after_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: dict, *,
-                                suggestions: dict | None = None, api: str = "chat"):
-    """A job that fails with MODEL_TOOL_CALL_UNSUPPORTED, then ``job/suggest`` answered by ``answer``:
-    ``(result, session, failed snapshot)``; asserts the tree picture is unchanged by the suggestion."""
-    root = repo(tmp_path)
-    key = canary(monkeypatch)
-    with ScriptedProviderServer([PROSE, answer]) as server:
-        session = Session(EngineService(send_event=lambda e: session.events.append(e)), server, root, key)
-        async with session.service.running():
-            await session.service.configure(root, config(server, api=api, suggestions=suggestions))
-            snap = await session.failed_job()
-            assert snap.status == "failed" and snap.error is not None
-            assert snap.error.code == "MODEL_TOOL_CALL_UNSUPPORTED"
-            before = tree_picture(root)
-            result = await session.service.job_suggest(JobIdParams(job_id=snap.job_id))
-            assert tree_picture(root) == before  # nothing written: not the user's tree, not any worktree
-            after = await session.service.job_get(JobIdParams(job_id=snap.job_id))
-            assert after.status == "failed" and after.last_seq == snap.last_seq  # the job itself is untouched
-    assert session.leaks(result.dump()) == []
-    return result, session, snap
 
 
 async def test_a_text_only_answer_is_a_labelled_suggestion_with_verified_citations(tmp_path, monkeypatch):

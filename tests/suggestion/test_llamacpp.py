@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.suggestion.test_lane import suggest_after_failure
+from tests.suggestion._support import suggest_after_failure
 
 pytestmark = pytest.mark.anyio
 

@@ -28,8 +28,8 @@ from spotpatch_agent.protocol.models import CheckConfig, Limits
 from spotpatch_agent.tools import ToolExecutor
 from spotpatch_agent.tools import file_write as write_module  # replace_text's checked write
 from tests.conftest import make_repo
+from tests.tools._support import update
 from tests.tools.conftest import call
-from tests.tools.test_apply_patch import update
 
 pytestmark = pytest.mark.anyio
 

@@ -13,8 +13,8 @@ from spotpatch_agent.protocol.models import CheckConfig, Limits
 from spotpatch_agent.tools import ToolExecutor
 from spotpatch_agent.tools.globs import compile_glob
 from tests.conftest import git, make_repo
+from tests.tools._support import create, delete, update
 from tests.tools.conftest import call
-from tests.tools.test_apply_patch import create, delete, update
 
 pytestmark = pytest.mark.anyio
 

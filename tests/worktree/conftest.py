@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.worktree._changes import make_job  # noqa: F401 - the job fixture of the change tests
+
 
 @pytest.fixture
 def anyio_backend() -> str:

@@ -23,7 +23,7 @@ from spotpatch_agent.worktree.create import create_worktree
 from spotpatch_agent.worktree.removal import remove_worktree
 from spotpatch_agent.worktree.result import result_diff
 from tests.conftest import git
-from tests.worktree.test_placement import FILES, _repo_with_submodule
+from tests.worktree._placement import FILES, repo_with_submodule
 
 pytestmark = pytest.mark.anyio
 
@@ -43,7 +43,7 @@ def plant_unborn_repository(directory: Path, marker: Path) -> None:
 
 async def test_staging_never_runs_a_filter_of_a_repository_planted_in_a_gitlink_directory(repo_factory,
                                                                                         tmp_path: Path) -> None:
-    root, _origin = _repo_with_submodule(repo_factory)
+    root, _origin = repo_with_submodule(repo_factory)
     wt = await create_worktree(root, "job-sub")
     marker = tmp_path / "FILTER-RAN"
     try:
@@ -62,7 +62,7 @@ async def test_staging_never_runs_a_filter_of_a_repository_planted_in_a_gitlink_
 
 async def test_a_change_beside_the_gitlink_is_still_staged_whole(repo_factory) -> None:
     """Leaving gitlinks out of the pathspec keeps every other change: added, modified and deleted files."""
-    root, _origin = _repo_with_submodule(repo_factory)
+    root, _origin = repo_with_submodule(repo_factory)
     wt = await create_worktree(root, "job-sub")
     try:
         first = sorted(FILES)[0]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -14,72 +13,19 @@ from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.worktree import changes as changes_module
 from spotpatch_agent.worktree import image_write as image_write_module
 from spotpatch_agent.worktree import journal as journal_module
-from spotpatch_agent.worktree.changes import AppliedChange, apply_change, file_hash, revert_change
+from spotpatch_agent.worktree.changes import apply_change, file_hash, revert_change
 from spotpatch_agent.worktree.create import create_worktree
-from spotpatch_agent.worktree.hashes import ChangeHashes, change_hashes
+from spotpatch_agent.worktree.hashes import change_hashes
 from spotpatch_agent.worktree.images import Image, new_file_mode
 from spotpatch_agent.worktree.journal import WritePlan, journal_dir, set_fault_hook
-from spotpatch_agent.worktree.placement import Worktree
 from spotpatch_agent.worktree.recovery import recover_pending
 from spotpatch_agent.worktree.removal import remove_worktree
 from spotpatch_agent.worktree.result import result_diff
 from tests.conftest import git
+from tests.worktree._changes import NEW
 from tests.worktree._util import files, sha, snapshot
 
 pytestmark = pytest.mark.anyio
-
-FILES: dict[str, str | bytes] = {
-    "a.txt": "alpha\nbeta\ngamma\n",
-    "src/app.js": "export const n = 1;\n",
-    "old.txt": "to be deleted\n",
-    "unrelated.txt": "leave me\n",
-    "img.bin": bytes(range(256)),
-}
-NEW = "src/new dir/ünï côde.txt"
-
-
-def agent_edit(wt: Path) -> None:
-    """What the 'agent' does in the worktree: modify, create (non-ASCII + space), delete, binary."""
-    (wt / "a.txt").write_text("alpha\nBETA\ngamma\n")
-    (wt / "src" / "new dir").mkdir()
-    (wt / NEW).write_text("héllo wörld\n", encoding="utf-8")
-    (wt / "old.txt").unlink()
-    (wt / "img.bin").write_bytes(bytes(reversed(range(256))))
-
-
-class Job:
-    def __init__(self, root: Path, wt: Worktree, diff: str, hashes: ChangeHashes) -> None:
-        self.root, self.wt, self.diff, self.hashes = root, wt, diff, hashes
-
-    async def apply(self, **kw: object) -> AppliedChange:
-        return await apply_change(
-            self.root,
-            self.diff,
-            self.hashes.baseline,
-            expected_head=self.wt.head_oid,
-            result_hashes=self.hashes.result,
-            **kw,  # type: ignore[arg-type]
-        )
-
-    async def revert(self, applied: AppliedChange) -> None:
-        await revert_change(self.root, applied, expected_head=self.wt.head_oid)
-
-
-@pytest.fixture
-async def make_job(repo_factory) -> AsyncIterator[Callable[..., object]]:
-    made: list[tuple[Path, Worktree]] = []
-
-    async def factory(files_: dict[str, str | bytes] = FILES, edit=agent_edit) -> Job:
-        root = repo_factory(files_)
-        wt = await create_worktree(root, "job-1")
-        made.append((root, wt))
-        edit(wt.path)
-        diff, _stats = await result_diff(wt)
-        return Job(root, wt, diff, await change_hashes(wt))
-
-    yield factory
-    for root, wt in made:
-        await remove_worktree(root, wt)
 
 
 async def test_change_hashes_match_baseline_and_result(make_job) -> None:

@@ -21,9 +21,8 @@ from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.worktree import dirfd
 from spotpatch_agent.worktree.changes import AppliedChange
 from spotpatch_agent.worktree.journal import set_fault_hook
+from tests.worktree._changes import Job, recorded_steps, reset
 from tests.worktree._util import files
-from tests.worktree.test_changes import Job, make_job  # noqa: F401 - the fixture
-from tests.worktree.test_concurrent_saves import recorded_steps, reset
 
 pytestmark = pytest.mark.anyio
 
@@ -35,7 +34,7 @@ def mode_of(path: Path) -> int:
 @pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "re-hash-fallback"])
 @pytest.mark.parametrize("operation", ["apply", "revert"])
 async def test_a_chmod_at_every_step_boundary_is_kept(
-    make_job, monkeypatch: pytest.MonkeyPatch, operation: str, exchange: bool  # noqa: F811
+    make_job, monkeypatch: pytest.MonkeyPatch, operation: str, exchange: bool
 ) -> None:
     if not exchange:
         monkeypatch.setattr(dirfd, "_renameat2", False)

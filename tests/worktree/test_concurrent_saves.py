@@ -25,8 +25,8 @@ from spotpatch_agent.protocol.errors import ErrorCode
 from spotpatch_agent.worktree import dirfd
 from spotpatch_agent.worktree.changes import AppliedChange
 from spotpatch_agent.worktree.journal import journal_dir, set_fault_hook
+from tests.worktree._changes import Job, recorded_steps, reset
 from tests.worktree._util import files
-from tests.worktree.test_changes import FILES, Job, make_job  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.anyio
 
@@ -48,22 +48,6 @@ def save(root: Path, rel: str, style: str) -> None:
         os.replace(aside, path)
 
 
-def reset(root: Path, tree: dict[str, bytes | str], paths: list[str]) -> None:
-    """Put every touched path back to its bytes in ``tree`` (absent: removed, with emptied directories)."""
-    for rel in paths:
-        path = root / rel
-        if isinstance(tree.get(rel), bytes):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(tree[rel])  # type: ignore[arg-type]
-        elif path.exists():
-            path.unlink()
-            parent = path.parent
-            while parent != root and not any(parent.iterdir()):
-                parent.rmdir()
-                parent = parent.parent
-    assert files(root) == tree
-
-
 def recorded(run: Callable[[], object]) -> list[str]:
     seen: list[str] = []
     previous = set_fault_hook(seen.append)
@@ -74,30 +58,10 @@ def recorded(run: Callable[[], object]) -> list[str]:
     return seen
 
 
-async def recorded_steps(job: Job, operation: str) -> tuple[list[str], list[str]]:
-    """The step boundaries (``<step>``, without the operation) of ``operation`` on ``job`` without a race,
-    and the touched paths in journal order; the tree is back at its start afterwards (applied, reverted)."""
-    original = files(job.root)
-    steps: dict[str, list[str]] = {}
-
-    def hook_into(operation_: str) -> Callable[[str], None]:
-        return lambda point: steps.setdefault(operation_, []).append(point.split(":", 1)[1])
-
-    previous = set_fault_hook(hook_into("apply"))
-    try:
-        applied = await job.apply()
-        set_fault_hook(hook_into("revert"))
-        await job.revert(applied)
-    finally:
-        set_fault_hook(previous)
-    assert files(job.root) == original
-    return steps[operation], applied.paths
-
-
 @pytest.mark.parametrize(("style", "exchange"), [("in-place", True), ("rename", True), ("in-place", False)])
 @pytest.mark.parametrize("operation", ["apply", "revert"])
 async def test_a_save_at_every_step_boundary_is_kept_and_the_conflict_reported(
-    make_job, monkeypatch: pytest.MonkeyPatch, operation: str, style: str, exchange: bool  # noqa: F811
+    make_job, monkeypatch: pytest.MonkeyPatch, operation: str, style: str, exchange: bool
 ) -> None:
     if not exchange:  # no renameat2: hard links place and move files, a re-hash guards the rename over
         monkeypatch.setattr(dirfd, "_renameat2", False)
@@ -154,7 +118,7 @@ async def test_a_save_at_every_step_boundary_is_kept_and_the_conflict_reported(
 
 @pytest.mark.parametrize("hard_links", [True, False], ids=["hard-links", "no-hard-links"])
 async def test_a_rename_save_landing_as_a_delete_moves_the_file_aside_is_kept(
-    make_job, monkeypatch: pytest.MonkeyPatch, hard_links: bool  # noqa: F811
+    make_job, monkeypatch: pytest.MonkeyPatch, hard_links: bool
 ) -> None:
     """Without ``renameat2`` a delete once moved the file aside by ``link(name, tmp)`` + ``unlink(name)``: a
     save renamed over the name between the two was unlinked and Apply reported success (breaker 12 F3).

@@ -14,7 +14,7 @@ from spotpatch_agent.errors import ErrorCode, SpotPatchError
 from spotpatch_agent.worktree.journal import DiskJournal, journal_dir
 from spotpatch_agent.worktree.lock import ProjectWriteLock
 from spotpatch_agent.worktree.recovery import recover_pending
-from tests.worktree.test_journal import FILES, apply_plan, crash_after
+from tests.worktree._journal import FILES, apply_plan, crash_after
 
 pytestmark = pytest.mark.anyio
 

@@ -18,7 +18,7 @@ import pytest
 
 from spotpatch_agent.worktree import dirfd
 from spotpatch_agent.worktree.image_write import Outcome, replace_image, write_image
-from spotpatch_agent.worktree.images import ABSENT, Image, new_file_mode, new_tmp_name, part_name, read_image
+from spotpatch_agent.worktree.images import ABSENT, Image, new_tmp_name, part_name
 from spotpatch_agent.worktree.journal import (
     FAULT_ENV,
     FAULT_RESUME_ENV,
@@ -33,39 +33,10 @@ from spotpatch_agent.worktree.journal import (
 from spotpatch_agent.worktree.lock import ProjectWriteLock
 from spotpatch_agent.worktree.recovery import recover_pending, recover_under_lock
 from tests.conftest import git
+from tests.worktree._journal import FILES, POST, apply_plan, crash_after, head, image_of
 from tests.worktree._util import files, snapshot
 
 pytestmark = pytest.mark.anyio
-
-FILES = {"a.txt": "alpha\n", "src/b.txt": "beta\n", "gone.txt": "to delete\n", "other.txt": "unrelated\n"}
-POST = {"a.txt": b"ALPHA\n", "src/b.txt": b"BETA\n", "gone.txt": None, "src/new dir/ünï.txt": "néw\n".encode()}
-
-
-def head(root: Path) -> str:
-    return git(root, "rev-parse", "HEAD").strip()
-
-
-def image_of(root: Path, rel: str) -> Image:
-    found = read_image(root, rel)
-    assert isinstance(found, Image)
-    return found
-
-
-def apply_plan(root: Path, job_id: str = "job_1") -> WritePlan:
-    """The plan an Apply of :data:`POST` on ``root`` would journal."""
-    writes = []
-    for rel, data in POST.items():
-        pre = image_of(root, rel)
-        post = ABSENT if data is None else Image(data, pre.mode if pre.data is not None else new_file_mode())
-        writes.append(PathWrite(rel, pre, post, new_tmp_name()))
-    return WritePlan(job_id, "apply", head(root), writes)
-
-
-def crash_after(root: Path, plan: WritePlan, written: int) -> None:
-    """What a killed engine leaves: the durable journal and the first ``written`` paths replaced."""
-    DiskJournal(root / ".git").begin(plan)
-    for item in plan.writes[:written]:
-        write_image(root, item.path, item.post, item.tmp)
 
 
 def jdir(root: Path) -> Path:

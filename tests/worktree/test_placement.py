@@ -27,15 +27,11 @@ from spotpatch_agent.worktree.placement import Worktree
 from spotpatch_agent.worktree.removal import remove_worktree
 from spotpatch_agent.worktree.result import result_diff
 from tests.conftest import git
+from tests.worktree._placement import FILES, repo_with_submodule
 from tests.worktree._util import run, snapshot, temp_base, worktree_list
 
 pytestmark = pytest.mark.anyio
 
-FILES = {
-    ".gitignore": "node_modules/\n",
-    "package.json": '{"name": "app", "private": true}\n',
-    "src/app.js": "export const n = 1;\n",
-}
 NODE = shutil.which("node")
 
 
@@ -151,16 +147,8 @@ async def test_node_modules_worktree_never_leaks_into_status_snapshot_or_diff(re
 # ---------------------------------------------------------------- submodules
 
 
-def _repo_with_submodule(repo_factory) -> tuple[Path, Path]:
-    origin = repo_factory({"lib.txt": "library\n"}, name="lib-origin")
-    root = repo_factory(FILES)
-    git(root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(origin), "vendor/lib")
-    git(root, "commit", "-qm", "add submodule")
-    return root, origin
-
-
 async def test_submodule_is_never_checked_out_and_never_in_the_diff(repo_factory) -> None:
-    root, _origin = _repo_with_submodule(repo_factory)
+    root, _origin = repo_with_submodule(repo_factory)
     before = snapshot(root)
     wt = await create_worktree(root, "job-sub")
     try:
@@ -178,7 +166,7 @@ async def test_submodule_is_never_checked_out_and_never_in_the_diff(repo_factory
 
 
 async def test_agent_write_inside_a_submodule_is_rejected(repo_factory) -> None:
-    root, _origin = _repo_with_submodule(repo_factory)
+    root, _origin = repo_with_submodule(repo_factory)
     wt = await create_worktree(root, "job-sub")
     try:
         executor = ToolExecutor(wt.path, Limits())
@@ -201,7 +189,7 @@ async def test_agent_write_inside_a_submodule_is_rejected(repo_factory) -> None:
 
 
 async def test_changed_submodule_stays_out_of_the_local_snapshot(repo_factory) -> None:
-    root, _origin = _repo_with_submodule(repo_factory)
+    root, _origin = repo_with_submodule(repo_factory)
     (root / "vendor" / "lib" / "lib.txt").write_text("dirty submodule content\n")
     git(root / "vendor" / "lib", "commit", "-qam", "moved submodule commit")  # gitlink differs from HEAD's
     (root / "src/app.js").write_text("export const n = 2; // local\n")

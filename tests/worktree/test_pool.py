@@ -690,8 +690,8 @@ def test_engine_reuses_its_pooled_worktree_across_jobs(tmp_path: Path, private_t
     from spotpatch_agent.demo.runner import TOUCHED, make_demo_project
     from spotpatch_agent.demo.script import demo_turns
     from spotpatch_agent.provider.scripted import ScriptedProviderServer
-    from tests.e2e.test_serve_job import KEY_ENV, config_for, create_job, job_worktrees
     from tests.engine_client import EngineProcess
+    from tests.support.serve import KEY_ENV, config_for, create_job, job_worktrees
 
     project = make_demo_project(tmp_path / "demo-app")
     with ScriptedProviderServer(demo_turns() + demo_turns()) as server:

@@ -20,8 +20,8 @@ import pytest
 
 from spotpatch_agent.worktree.journal import set_fault_hook
 from spotpatch_agent.worktree.recovery import recover_pending
+from tests.worktree._changes import NEW, Job
 from tests.worktree._util import files
-from tests.worktree.test_changes import NEW, Job, make_job  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.anyio
 
@@ -55,7 +55,7 @@ def _apply_killed_at(job: Job, kill: str, on: dict[str, Callable[[], object]]) -
 
 
 @pytest.mark.parametrize("save", [b"alpha\n", b""], ids=["last-line-deleted", "emptied"])
-async def test_a_save_that_is_a_prefix_of_an_image_survives_a_kill_after_the_exchange(make_job, save: bytes) -> None:  # noqa: F811
+async def test_a_save_that_is_a_prefix_of_an_image_survives_a_kill_after_the_exchange(make_job, save: bytes) -> None:
     job: Job = await make_job()
     pre = (job.root / "a.txt").read_bytes()
     assert pre.startswith(save) and pre != save
@@ -71,7 +71,7 @@ async def test_a_save_that_is_a_prefix_of_an_image_survives_a_kill_after_the_exc
     assert await recover_pending(job.root) == []  # the journal was kept aside, not left pending
 
 
-async def test_recovery_of_a_killed_create_keeps_a_users_empty_directory(make_job) -> None:  # noqa: F811
+async def test_recovery_of_a_killed_create_keeps_a_users_empty_directory(make_job) -> None:
     """Breaker 12 F5, at recovery: Apply creates a file in the user's own empty directory and is killed
     right after placing it; the roll-back removes the file but never that directory (Apply did not make it)."""
     job: Job = await make_job()
