@@ -62,7 +62,7 @@ def _fact(*paths: str, checks: list[CheckConfig] | None = None) -> gates.GateFac
 
 
 @pytest.mark.anyio
-async def test_breaker_auto_does_not_apply_when_the_model_rewrites_the_check_script(tmp_path: Path) -> None:
+async def test_auto_does_not_apply_when_the_model_rewrites_the_check_script(tmp_path: Path) -> None:
     """Repro: the trusted check is ``./scripts/check.sh`` (tracked, executable, ``exit 1``). The model edits
     it to ``exit 0`` with replace_text (allowed: a plain text file, its mode kept); the host then runs the
     model's script as the "required check", it passes, and auto applied "every gate passed"."""
@@ -79,7 +79,7 @@ async def test_breaker_auto_does_not_apply_when_the_model_rewrites_the_check_scr
     assert (root / "src/App.tsx").read_text() == APP
 
 
-def test_breaker_check_input_paths_cover_command_and_args() -> None:
+def test_check_input_paths_cover_command_and_args() -> None:
     checks = [CheckConfig(id="a", name="A", command="node", args=["scripts/verify.mjs", "--config=./lint.json"],
                           required=False),
               CheckConfig(id="b", name="B", command="./bin/Check", required=False)]
@@ -92,7 +92,7 @@ def test_breaker_check_input_paths_cover_command_and_args() -> None:
 
 @pytest.mark.parametrize("path", ["eslint.config.js", "web/.eslintrc.json", "vitest.config.mts", "jest.config.ts",
                                   ".prettierrc", "tests/conftest.py", "pkg/pytest.ini", "biome.json"])
-def test_breaker_check_configuration_blocks_auto(path: str) -> None:
+def test_check_configuration_blocks_auto(path: str) -> None:
     """Repro: the model disables the lint rule / excludes the failing test in the runner's config; the
     check "passes" and auto applied. A change to a linter/formatter/test-runner config falls back to review."""
     [reason] = gates.auto_apply_blockers(_fact(path))
@@ -101,7 +101,7 @@ def test_breaker_check_configuration_blocks_auto(path: str) -> None:
 
 @pytest.mark.parametrize("path", ["sub/package.json", "./package.json", "packages/a/PACKAGE.JSON", "vite.config.mts",
                                   "web/tsconfig.app.json", "deno.json"])
-def test_breaker_dependency_and_config_files_in_subdirectories_block_auto(path: str) -> None:
+def test_dependency_and_config_files_in_subdirectories_block_auto(path: str) -> None:
     assert gates.auto_apply_blockers(_fact(path))
 
 
@@ -109,7 +109,7 @@ def test_breaker_dependency_and_config_files_in_subdirectories_block_auto(path: 
 
 
 @pytest.mark.anyio
-async def test_breaker_auto_does_not_apply_files_a_model_run_check_wrote(tmp_path: Path) -> None:
+async def test_auto_does_not_apply_files_a_model_run_check_wrote(tmp_path: Path) -> None:
     """Repro: the model calls run_check; the check writes src/gen.ts (idempotently). The write lands in the
     diff (by design: a reviewed side effect), the final re-run changes nothing, and auto applied a file no
     file tool wrote. Review keeps it; auto falls back to review."""
@@ -123,7 +123,7 @@ async def test_breaker_auto_does_not_apply_files_a_model_run_check_wrote(tmp_pat
 
 
 @pytest.mark.anyio
-async def test_breaker_run_check_then_write_in_the_same_turn_is_stale(tmp_path: Path) -> None:
+async def test_run_check_then_write_in_the_same_turn_is_stale(tmp_path: Path) -> None:
     """run_check (passes) and replace_text in one turn: the check ran first (event order), so its pass is
     stale; the host runs it again on the final tree, where it fails."""
     root = make_repo(tmp_path / "repo", FILES)
@@ -138,7 +138,7 @@ async def test_breaker_run_check_then_write_in_the_same_turn_is_stale(tmp_path: 
 
 
 @pytest.mark.anyio
-async def test_breaker_trusted_auto_run_check_is_an_unknown_tool_never_executed(tmp_path: Path) -> None:
+async def test_trusted_auto_run_check_is_an_unknown_tool_never_executed(tmp_path: Path) -> None:
     root = make_repo(tmp_path / "repo", FILES)
     counter = tmp_path / "n"
     result = await run_one_job(root, [edit("w"), run_check("c", "v"), DONE], checks=[counting_check("v", counter)],
@@ -155,7 +155,7 @@ async def test_breaker_trusted_auto_run_check_is_an_unknown_tool_never_executed(
 
 
 @pytest.mark.anyio
-async def test_breaker_cancel_while_auto_apply_waits_for_the_write_lock_is_not_applied(tmp_path: Path) -> None:
+async def test_cancel_while_auto_apply_waits_for_the_write_lock_is_not_applied(tmp_path: Path) -> None:
     """Repro: every gate held; the automatic Apply waits for the write lock (another job's Apply/Revert).
     job/cancel arrives then: it answered without error, and the change was applied once the lock was free."""
     root = make_repo(tmp_path / "repo", FILES)
@@ -210,7 +210,7 @@ anyio.run(main)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and prctl are Linux")
-def test_breaker_a_check_cannot_read_the_provider_key_from_the_engine_proc_environ(tmp_path: Path) -> None:
+def test_a_check_cannot_read_the_provider_key_from_the_engine_proc_environ(tmp_path: Path) -> None:
     """Repro: check_env keeps the key out of the check's environment, but the check (project code the model
     may have written) read it from /proc/<engine pid>/environ, its parent's. The engine now makes itself
     non-dumpable before its first check, which closes those entries to same-user processes (root with
@@ -224,14 +224,14 @@ def test_breaker_a_check_cannot_read_the_provider_key_from_the_engine_proc_envir
         assert "LEAK" not in out.stdout and "denied" in out.stdout, out.stdout
 
 
-def test_breaker_check_env_drops_relative_and_empty_path_entries(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_check_env_drops_relative_and_empty_path_entries(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", os.pathsep.join(["", ".", "node_modules/.bin", "/usr/bin", "bin", "/bin", ""]))
     assert check_env()["PATH"] == os.pathsep.join(["/usr/bin", "/bin"])
 
 
 @pytest.mark.anyio
 @pytest.mark.skipif(os.name != "posix", reason="POSIX exec bits")
-async def test_breaker_a_bare_command_never_resolves_to_a_worktree_file(tmp_path: Path,
+async def test_a_bare_command_never_resolves_to_a_worktree_file(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Repro: PATH with an empty entry (``:/usr/bin``, a common slip) made a bare command ``mycheck``
     resolve to ``<worktree>/mycheck`` — a file the model may write."""
@@ -243,7 +243,7 @@ async def test_breaker_a_bare_command_never_resolves_to_a_worktree_file(tmp_path
     assert not run.started and "FROM-WORKTREE" not in run.output
 
 
-def test_breaker_output_loses_c1_controls_and_bidi_overrides() -> None:
+def test_output_loses_c1_controls_and_bidi_overrides() -> None:
     raw = "a\u009b31mred\u009d0;title\u0007 \u202eevil\u2066x\u2069 \x1b]8;;https://e.x\x1b\\link\x1b]8;;\x1b\\"
     text, _ = clean_output(raw.encode(), max_bytes=1000, truncated=False)
     assert text == "a31mred0;title evilx link", json.dumps(text)
@@ -254,7 +254,7 @@ def test_breaker_output_loses_c1_controls_and_bidi_overrides() -> None:
 
 @pytest.mark.parametrize("path", [".gitattributes", "src/.gitattributes", ".gitignore", "web/.GitIgnore",
                                   ".gitmodules"])
-def test_breaker_git_attributes_ignore_and_modules_block_auto(path: str) -> None:
+def test_git_attributes_ignore_and_modules_block_auto(path: str) -> None:
     """Repro: the model adds ``* filter=x`` / ``diff=x`` to a ``.gitattributes`` (or un-ignores files) and auto
     applied it: git then runs a user-configured driver on those files, or starts tracking what was ignored."""
     assert gates.is_tooling_config(path)
@@ -264,7 +264,7 @@ def test_breaker_git_attributes_ignore_and_modules_block_auto(path: str) -> None
 
 @pytest.mark.parametrize("path", [".husky/pre-commit", "web/.husky/_/husky.sh", ".githooks/pre-push",
                                   ".pre-commit-config.yaml", "lefthook.yml"])
-def test_breaker_git_hooks_block_auto(path: str) -> None:
+def test_git_hooks_block_auto(path: str) -> None:
     """Repro: the model writes a hook script that runs on the user's next ``git commit``; auto applied it."""
     [reason] = gates.auto_apply_blockers(_fact(path))
     assert "hook" in reason and path in reason
@@ -272,14 +272,14 @@ def test_breaker_git_hooks_block_auto(path: str) -> None:
 
 @pytest.mark.parametrize("path", [".github/workflows/ci.yml", ".github/dependabot.yml", "pkg/.github/actions/x.yml",
                                   ".gitlab-ci.yml", ".circleci/config.yml"])
-def test_breaker_ci_configuration_blocks_auto(path: str) -> None:
+def test_ci_configuration_blocks_auto(path: str) -> None:
     """Repro: the model edits a workflow that runs with the repository's CI secrets; auto applied it."""
     [reason] = gates.auto_apply_blockers(_fact(path))
     assert "CI" in reason and path in reason
 
 
 @pytest.mark.parametrize("path", [".envrc", "web/.envrc", ".env-local", ".env_test"])
-def test_breaker_unprotected_env_files_block_auto(path: str) -> None:
+def test_unprotected_env_files_block_auto(path: str) -> None:
     """``.env`` and ``.env.*`` are protected (never writable); other ``.env*`` names are not, and ``.envrc``
     is shell code direnv runs on ``cd``: auto falls back to review."""
     from spotpatch_agent.policy.paths import is_protected
@@ -290,7 +290,7 @@ def test_breaker_unprotected_env_files_block_auto(path: str) -> None:
 
 
 @pytest.mark.parametrize("path", [".env", ".env.local", "web/.env.production", ".npmrc", "sub/.npmrc"])
-def test_breaker_protected_env_and_npmrc_are_protected_and_block_auto(path: str) -> None:
+def test_protected_env_and_npmrc_are_protected_and_block_auto(path: str) -> None:
     """These cannot be written at all (changeset validation rejects them); the gate blocks them too."""
     from spotpatch_agent.policy.paths import is_protected
 
@@ -300,7 +300,7 @@ def test_breaker_protected_env_and_npmrc_are_protected_and_block_auto(path: str)
 
 @pytest.mark.parametrize("path", [".npmrc", ".yarnrc", ".yarnrc.yml", "web/.yarnrc.yaml", ".pnpmfile.cjs",
                                   "sub/.pnpmfile.mjs", "bunfig.toml"])
-def test_breaker_package_manager_configuration_blocks_auto(path: str) -> None:
+def test_package_manager_configuration_blocks_auto(path: str) -> None:
     """Package-manager config (registry, install hooks) is a dependency change for the gate."""
     assert gates.is_dependency_file(path)
     reasons = gates.auto_apply_blockers(_fact(path))
@@ -309,7 +309,7 @@ def test_breaker_package_manager_configuration_blocks_auto(path: str) -> None:
 
 @pytest.mark.parametrize("path", ["tsconfig.json", "tsconfig.build.json", "tsconfig-app.json", "web/tsconfig.node.json",
                                   "packages/a/TSCONFIG_base.JSON", "jsconfig.json"])
-def test_breaker_every_tsconfig_name_blocks_auto(path: str) -> None:
+def test_every_tsconfig_name_blocks_auto(path: str) -> None:
     """A type-check is configured by tsconfig*.json (``"strict": false``, ``"exclude"``): every name starting
     with ``tsconfig`` and ending ``.json``, any directory, falls back to review."""
     assert gates.is_dev_server_config(path)
@@ -319,7 +319,7 @@ def test_breaker_every_tsconfig_name_blocks_auto(path: str) -> None:
 
 @pytest.mark.parametrize("path", ["src/App.tsx", "src/git.ts", "src/docs/github.md", "src/environment.ts",
                                   "src/tsconfig.ts", "src/husky/notes.md"])
-def test_breaker_ordinary_files_near_tooling_names_still_apply(path: str) -> None:
+def test_ordinary_files_near_tooling_names_still_apply(path: str) -> None:
     """(Under ``src/``: since issue 25 a file outside the source directories goes to review anyway.)"""
     assert not gates.is_tooling_config(path) and not gates.is_dependency_file(path)
     assert gates.auto_apply_blockers(_fact(path)) == []
