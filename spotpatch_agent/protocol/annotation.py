@@ -22,7 +22,8 @@ __all__ = [
 #: Largest picture of one target, in decoded bytes (issue 26: "images to vision models").
 MAX_IMAGE_BYTES = 256 * 1024
 #: Largest sum of the targets' pictures in one annotation, in decoded bytes: base64 makes it about 683 KiB on the
-#: wire, which leaves room for the rest of the request under the dev server's 1 MiB body limit (node-shim/src/server/http.ts).
+#: wire, which leaves room for the rest of the request under the dev server's 1 MiB body limit
+#: (node-shim/src/server/http.ts).
 MAX_JOB_IMAGE_BYTES = 512 * 1024
 _MAGIC = {"image/png": (b"\x89PNG\r\n\x1a\n",), "image/webp": (b"RIFF",)}
 

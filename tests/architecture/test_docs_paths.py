@@ -4,10 +4,11 @@ pointing at nothing.
 What counts as a path: a backticked token in the docs (``docs/*.md``, the READMEs) that starts at a folder of the
 repository — ``spotpatch_agent/``, ``node-shim/``, ``tests/``, ``docs/``, ``protocol/`` — or that names a
 module the way the docs' tables do: relative to the package (``engine/service.py``), to ``node-shim/``
-(``src/server/plugin.ts``, ``test/support/support.mjs``), to its ``src/`` or ``src/overlay/`` (``panel/Dock.tsx``), or
-to its ``test/`` (the Tests table of docs/node-shim.md: ``protocol/protocol.test.mjs``). A relative path whose folder exists nowhere here is an example from a user's app (``src/components/Card.tsx``).
-A ``:line`` suffix is dropped; a token
-with a glob or a placeholder (``*``, ``<…>``, ``{…}``, ``$``, ``~``) is a pattern, not a path, and is skipped."""
+(``src/server/plugin.ts``, ``test/support/support.mjs``), to its ``src/`` or ``src/overlay/`` (``panel/Dock.tsx``),
+or to its ``test/`` (the Tests table of docs/node-shim.md: ``protocol/protocol.test.mjs``). A relative path whose
+folder exists nowhere here is an example from a user's app (``src/components/Card.tsx``). A ``:line`` suffix is
+dropped; a token with a glob or a placeholder (``*``, ``<…>``, ``{…}``, ``$``, ``~``) is a pattern, not a path, and
+is skipped."""
 
 from __future__ import annotations
 
