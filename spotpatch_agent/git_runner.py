@@ -3,7 +3,7 @@
 Every git command of the package — the worktree's (:func:`spotpatch_agent.worktree.git.run_git`), the
 file tools' (:func:`spotpatch_agent.tools._git.tool_git`), the path policy's ``check-ignore``, ``doctor``
 and the demo's project set-up — runs through :func:`run_git_process` (async) or :func:`run_git_sync`
-(blocking, for the command-line helpers); ``tests/test_single_git_runner.py`` fails on any other
+(blocking, for the command-line helpers); ``tests/architecture/test_single_git_runner.py`` fails on any other
 subprocess use of git in the package. docs/design.md §8: "Only fixed-argv git subcommands; model text is
 never put on a command line" — data that may come from the model travels on stdin or as one argv element
 after ``-e``/``--``, never through a shell.

@@ -1,5 +1,5 @@
 """No import circle between the modules of ``spotpatch_agent``, and nothing above ``protocol/`` imported by it
-(issue 30, acceptance 2; the package-level table of docs/architecture.md is tests/docs/test_import_graph.py).
+(issue 30, acceptance 2; the package-level table of docs/architecture.md is tests/architecture/test_import_graph.py).
 
 Every module is parsed with :mod:`ast` (nothing is imported or run). A node is one module
 (``spotpatch_agent.worktree.journal``; a package's ``__init__.py`` is the package's own name). An edge ``a → b``

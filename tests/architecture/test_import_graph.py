@@ -32,7 +32,7 @@ HOW_TO_FIX = (
     "Fix docs/architecture.md, section 'Modules': in the row of the importing module (first column, e.g. "
     "`engine/` or `cli.py`), the last column ('today') lists every package or top-level module it imports, "
     "comma-separated, an optional note in parentheses after each (see the grammar in "
-    "tests/docs/test_import_graph.py). Add a missing arrow there, or remove the import that should not exist; "
+    "tests/architecture/test_import_graph.py). Add a missing arrow there, or remove the import that should not exist; "
     "remove an arrow the code no longer has. A new top-level module or subpackage needs its own row."
 )
 
