@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from spotpatch_agent.init.app import InitError
+from spotpatch_agent.init.repo import tell
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 EDITOR_NAME = "config-edit.mjs"
@@ -50,8 +50,7 @@ def _build_from_checkout() -> None:
     if node is None:
         raise InitError("This is a source checkout of SpotPatch without a built plugin, and Node.js is not on PATH to "
                         "build it: install Node.js 20 or newer.")
-    print("Building the Vite plugin from node-shim/ (a source checkout; once, and again after node-shim/ changes)…",
-          file=sys.stderr, flush=True)
+    tell("Building the Vite plugin from node-shim/ (a source checkout; once, and again after node-shim/ changes)…")
     try:
         done = subprocess.run([node, str(NODE_SHIM / "scripts" / "pack-assets.mjs"), "--out", str(ASSETS)],
                               cwd=NODE_SHIM, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

@@ -37,6 +37,7 @@ from spotpatch_agent.init.repo import git_top as _git_top
 from spotpatch_agent.init.repo import lock as _lock
 from spotpatch_agent.init.repo import say as _say
 from spotpatch_agent.init.repo import shown_path as _rel
+from spotpatch_agent.init.repo import tell
 
 CONFIG_FILE = "spotpatch.config.json"
 VENDOR_DIR = ".spotpatch"
@@ -223,19 +224,19 @@ def init_command(project: Path | None, *, yes: bool, dry_run: bool, undo: bool) 
             return undo_init(start)
         return _init(start, yes=yes, dry_run=dry_run)
     except InitError as exc:
-        print(f"spotpatch-agent init: {exc.message}", file=sys.stderr, flush=True)
+        tell(f"spotpatch-agent init: {exc.message}")
         return exc.exit_code
     except KeyboardInterrupt:
-        print("spotpatch-agent init: interrupted; " + ("undo was cut off: run init --undo again to finish it." if undo
-              else "the files this run had changed were put back."), file=sys.stderr, flush=True)
+        tell("spotpatch-agent init: interrupted; " + ("undo was cut off: run init --undo again to finish it." if undo
+              else "the files this run had changed were put back."))
         return EXIT_FAILED
     except BrokenPipeError:  # `init | head`: the reader left; nothing more to say to it
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FAILED
     except OSError as exc:
         name = Path(exc.filename).name if isinstance(exc.filename, str) else "a file"
-        print(f"spotpatch-agent init: {exc.strerror or type(exc).__name__}: {name}. The files this run had changed "
-              "were put back.", file=sys.stderr, flush=True)
+        tell(f"spotpatch-agent init: {exc.strerror or type(exc).__name__}: {name}. The files this run had changed "
+              "were put back.")
         return EXIT_FAILED
 
 

@@ -12,14 +12,11 @@ from typing import Any
 
 from spotpatch_agent.init.app import InitError, PackageManager
 from spotpatch_agent.init.assets import Assets
+from spotpatch_agent.init.repo import say
 
 #: Longest the package manager's install may take.
 INSTALL_TIMEOUT_SEC = 600
 EDITOR_TIMEOUT_SEC = 60
-
-
-def _say(text: str) -> None:
-    print(text, flush=True)
 
 
 def run_editor(assets: Assets, app: Path, config: Path | None) -> dict[str, Any]:
@@ -47,7 +44,7 @@ def install(pm: PackageManager, app: Path, spec: str) -> None:
     if executable is None:
         raise InitError(f"This app uses {pm.name} ({pm.evidence}), and {pm.name} is not on PATH: {pm.install_hint()}, "
                         "then run init again.")
-    _say(f"Installing the plugin with {pm.name}: {pm.name} {' '.join(pm.add_dev(spec))}")
+    say(f"Installing the plugin with {pm.name}: {pm.name} {' '.join(pm.add_dev(spec))}")
     try:
         done = subprocess.run([executable, *pm.add_dev(spec)], cwd=app, stdin=subprocess.DEVNULL,
                               capture_output=True, text=True, timeout=INSTALL_TIMEOUT_SEC, check=False)
@@ -78,7 +75,7 @@ def uninstall(name: str, app: Path, package: str) -> None:
     # npm: the manifest and the lockfile only (works offline; the plugin's own folder is removed after, and a
     # copy hoisted for a workspace's other apps stays theirs).
     argv = ["uninstall", "--package-lock-only", package] if name == "npm" else ["remove", package]
-    _say(f"  {name} {' '.join(argv)}   (package.json changed since init: your own dependencies stay)")
+    say(f"  {name} {' '.join(argv)}   (package.json changed since init: your own dependencies stay)")
     try:
         done = subprocess.run([executable, *argv], cwd=app, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                               timeout=INSTALL_TIMEOUT_SEC, check=False)

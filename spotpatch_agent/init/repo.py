@@ -5,18 +5,28 @@ common git directory, the lock that lets one init or undo run at a time — and 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 from spotpatch_agent.git_runner import run_git_sync
 from spotpatch_agent.init.app import InitError
 
-__all__ = ["git_common_dir", "git_top", "lock", "say", "shown_path"]
+__all__ = ["git_common_dir", "git_top", "lock", "say", "shown_path", "tell"]
 
 
 def say(text: str = "") -> None:
-    """One line of the command's output, flushed at once."""
-    print(text, flush=True)
+    """One line of the command's answer on stdout (the plan, the diffs, the next commands: what a script may
+    read, as from ``git diff``). ``init`` is a terminal command: ``serve`` never imports this package
+    (cli.py imports it only for ``init``), so this stdout is never the protocol stream."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def tell(text: str) -> None:
+    """Progress and errors, on stderr."""
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
 
 
 def shown_path(path: Path, top: Path) -> str:

@@ -108,6 +108,6 @@ def undo_init(start: Path) -> int:
     if entry.created_repo:
         say("  (init had created this git repository; it is left in place: remove .git yourself if you do not "
              "want it)")
-    print("SpotPatch was removed from this app. The plugin's own dependencies may stay in node_modules until the "
-          "next install.", flush=True)
+    say("SpotPatch was removed from this app. The plugin's own dependencies may stay in node_modules until the "
+        "next install.")
     return EXIT_OK
