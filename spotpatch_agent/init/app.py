@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spotpatch_agent.checks.suggest import LOCKFILES as SUGGEST_LOCKFILES
+
 #: The config file names Vite itself looks for, in its own order.
 VITE_CONFIGS = ("vite.config.js", "vite.config.mjs", "vite.config.ts", "vite.config.cjs", "vite.config.mts",
                 "vite.config.cts")
@@ -57,8 +59,8 @@ class PackageManager:
         return "install Node.js (it brings npm)"
 
 
-LOCKFILES = (("pnpm-lock.yaml", "pnpm"), ("yarn.lock", "yarn"), ("bun.lock", "bun"), ("bun.lockb", "bun"),
-              ("package-lock.json", "npm"), ("npm-shrinkwrap.json", "npm"))
+#: Lockfile → package manager: the table `checks suggest` already uses (one list for both commands).
+LOCKFILES = SUGGEST_LOCKFILES
 
 
 def read_package_json(folder: Path) -> dict[str, Any] | None:
